@@ -1,0 +1,1 @@
+"""The numpy engine: models, KV cache, sampling, generation. No Qt in here."""

@@ -1,0 +1,198 @@
+"""A general decoder-only transformer in numpy, with a KV cache and a full trace.
+
+The teaching model (d 4, one layer, one head, tanh FFN, no norm, no positions) and a
+llama-shaped model (RMSNorm, rotary positions, grouped K/V heads, SwiGLU) are two
+configurations of the same code.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import layers as L
+from .errors import PromptError
+from .kvcache import KVCache
+from .trace import ForwardTrace, LayerTrace
+from .vocab import Vocabulary
+
+NORMS = ("none", "layer", "rms")
+POSITIONS = ("none", "learned", "rope")
+FFNS = ("tanh", "gelu", "swiglu")
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    vocab_size: int = 7          # the course's teaching vocabulary
+    d_model: int = 4             # small enough to print every number on a slide
+    n_layers: int = 1            # one layer is enough to show attention and the cache
+    n_heads: int = 1             # one causal head
+    n_kv_heads: int = 1          # equal to n_heads unless K/V heads are shared (GQA)
+    head_dim: int = 4            # d_model / n_heads for the teaching model
+    d_ff: int = 8                # feed-forward width
+    ffn: str = "tanh"            # "tanh" | "gelu" | "swiglu"
+    norm: str = "none"           # "none" | "layer" | "rms"; the course omits normalisation
+    positions: str = "none"      # "none" | "learned" | "rope"; the course omits positions
+    max_positions: int = 64      # rows of the learned position table
+    rope_base: float = 10000.0   # rotary frequency base
+    norm_eps: float = 1e-5       # added under the square root of every norm
+    output_bias: bool = True     # the teaching head has a bias per vocabulary item
+    tied_output: bool = False    # reuse the embedding as the output head (llama-style)
+
+    def __post_init__(self):
+        if self.norm not in NORMS:
+            raise ValueError(f"norm = {self.norm!r}: expected one of {NORMS}")
+        if self.positions not in POSITIONS:
+            raise ValueError(f"positions = {self.positions!r}: expected one of {POSITIONS}")
+        if self.ffn not in FFNS:
+            raise ValueError(f"ffn = {self.ffn!r}: expected one of {FFNS}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads = {self.n_heads} is not a multiple of n_kv_heads = {self.n_kv_heads}")
+        if self.positions == "rope" and self.head_dim % 2:
+            raise ValueError(f"head_dim = {self.head_dim}: rotary positions need an even head size")
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    wq: np.ndarray                 # [d, h*e]
+    wk: np.ndarray                 # [d, g*e]
+    wv: np.ndarray                 # [d, g*e]
+    wo: np.ndarray                 # [h*e, d]
+    w1: np.ndarray                 # [d, f]  (SwiGLU: the gate)
+    w2: np.ndarray                 # [f, d]
+    w3: np.ndarray | None = None   # [d, f]  SwiGLU up projection
+    b1: np.ndarray | None = None   # [f]
+    b2: np.ndarray | None = None   # [d]
+    norm1: tuple | None = None     # ([d] gamma, [d] beta or None) before attention
+    norm2: tuple | None = None     # ([d] gamma, [d] beta or None) before the FFN
+
+
+@dataclass(frozen=True)
+class DecoderParams:
+    embed: np.ndarray                      # [V, d]
+    layers: tuple[LayerParams, ...]
+    w_out: np.ndarray | None = None        # [d, V]; None when tied to the embedding
+    b_out: np.ndarray | None = None        # [V]
+    pos_embed: np.ndarray | None = None    # [max_positions, d] for learned positions
+    norm_f: tuple | None = None            # final norm ([d] gamma, [d] beta or None)
+
+
+@dataclass
+class DecoderModel:
+    """A LanguageModel: `prefill`, `decode` and the reference `full_forward`."""
+
+    config: DecoderConfig
+    params: DecoderParams
+    vocab: Vocabulary
+    name: str = "decoder"
+    dtype: type = field(default=np.float64)
+
+    def new_cache(self) -> KVCache:
+        c = self.config
+        return KVCache(c.n_layers, c.n_kv_heads, c.head_dim, self.dtype)
+
+    def prefill(self, ids) -> tuple[ForwardTrace, KVCache]:
+        """Process the whole prompt at once; the cache then holds len(ids) positions."""
+        ids = self.vocab.id_array(ids, "prompt ids")
+        cache = self.new_cache()
+        return self._forward(ids, np.arange(len(ids)), cache), cache
+
+    def decode(self, token_id: int, cache: KVCache) -> tuple[ForwardTrace, KVCache]:
+        """Feed one selected token at the next position; the cache grows by one (in place)."""
+        ids = self.vocab.id_array([token_id], "decode id")
+        return self._forward(ids, np.array([len(cache)]), cache), cache
+
+    def full_forward(self, ids) -> ForwardTrace:
+        """The reference: recompute every position of `ids` from scratch, no cache reuse."""
+        ids = self.vocab.id_array(ids, "ids")
+        return self._forward(ids, np.arange(len(ids)), self.new_cache())
+
+    def _forward(self, ids, positions, cache: KVCache) -> ForwardTrace:  # [n], [n] -> trace
+        start = time.perf_counter()
+        c, p = self.config, self.params
+        if c.positions == "learned" and positions[-1] >= c.max_positions:
+            raise PromptError(f"position {positions[-1]} is beyond max_positions = {c.max_positions}")
+        x = p.embed[ids]                                                   # [n, d]
+        if c.positions == "learned":
+            x = x + p.pos_embed[positions]
+        embeddings = x
+        key_positions = np.concatenate([cache.positions, positions])       # [t]
+        key_ids = np.concatenate([cache.ids, ids])                         # [t]
+        mask = L.causal_mask(positions, key_positions)                     # [n, t]
+        traces = []
+        for i, lp in enumerate(p.layers):
+            x_in = x
+            a_in = self._norm(x, lp.norm1)
+            q = L.split_heads(a_in @ lp.wq, c.n_heads)                     # [h, n, e]
+            k = L.split_heads(a_in @ lp.wk, c.n_kv_heads)                  # [g, n, e]
+            v = L.split_heads(a_in @ lp.wv, c.n_kv_heads)                  # [g, n, e]
+            if c.positions == "rope":
+                q, k = L.rope(q, positions, c.rope_base), L.rope(k, positions, c.rope_base)
+            k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
+            scores, weights, heads = L.attention(q, k_all, v_all, mask)
+            attn_out = L.merge_heads(heads) @ lp.wo                        # [n, d]
+            x = x + attn_out
+            ffn_out = self._ffn(self._norm(x, lp.norm2), lp)               # [n, d]
+            x = x + ffn_out
+            traces.append(LayerTrace(x_in, q, k, v, scores, mask, weights, attn_out, ffn_out, x))
+        cache.commit(ids, positions)
+        final = self._norm(x, p.norm_f)                                    # [n, d]
+        w_out = p.embed.T if c.tied_output else p.w_out                    # [d, V]
+        logits = final @ w_out                                             # [n, V]
+        if p.b_out is not None:
+            logits = logits + p.b_out
+        return ForwardTrace(ids, positions, key_ids, key_positions, embeddings, tuple(traces),
+                            final, logits, time.perf_counter() - start)
+
+    def _norm(self, x, norm):  # [n, d] -> [n, d]
+        c = self.config
+        if c.norm == "none" or norm is None:
+            return x
+        gamma, beta = norm
+        if c.norm == "rms":
+            return L.rms_norm(x, gamma, c.norm_eps)
+        return L.layer_norm(x, gamma, beta, c.norm_eps)
+
+    def _ffn(self, x, lp: LayerParams):  # [n, d] -> [n, d]
+        act = self.config.ffn
+        if act == "swiglu":
+            return (L.silu(x @ lp.w1) * (x @ lp.w3)) @ lp.w2
+        hidden = x @ lp.w1 + (0 if lp.b1 is None else lp.b1)             # [n, f]
+        hidden = np.tanh(hidden) if act == "tanh" else L.gelu(hidden)
+        return hidden @ lp.w2 + (0 if lp.b2 is None else lp.b2)
+
+
+def random_params(config: DecoderConfig, rng: np.random.Generator, scale: float = 0.5,
+                  dtype=np.float64) -> DecoderParams:
+    """Random parameters of the right shapes (tests, benchmarks, the start of a fit)."""
+    c = config
+    d, e, f = c.d_model, c.head_dim, c.d_ff
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * scale / np.sqrt(shape[0])).astype(dtype)
+
+    def norm():
+        if c.norm == "none":
+            return None
+        beta = None if c.norm == "rms" else w(1, d)[0]
+        return (1 + w(1, d)[0] * 0.1, beta)
+
+    swiglu = c.ffn == "swiglu"
+    layer_list = tuple(
+        LayerParams(
+            wq=w(d, c.n_heads * e), wk=w(d, c.n_kv_heads * e), wv=w(d, c.n_kv_heads * e),
+            wo=w(c.n_heads * e, d), w1=w(d, f), w2=w(f, d),
+            w3=w(d, f) if swiglu else None,
+            b1=None if swiglu else w(1, f)[0], b2=None if swiglu else w(1, d)[0],
+            norm1=norm(), norm2=norm())
+        for _ in range(c.n_layers))
+    return DecoderParams(
+        embed=(rng.standard_normal((c.vocab_size, d)) * scale).astype(dtype),
+        layers=layer_list,
+        w_out=None if c.tied_output else w(d, c.vocab_size),
+        b_out=w(1, c.vocab_size)[0] if c.output_bias else None,
+        pos_embed=(rng.standard_normal((c.max_positions, d)) * scale).astype(dtype)
+        if c.positions == "learned" else None,
+        norm_f=norm())

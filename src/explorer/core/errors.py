@@ -1,0 +1,17 @@
+"""Errors a user can act on: each message names the file, field or value at fault."""
+
+
+class ExplorerError(Exception):
+    """Bad input from a user (a file, a flag, a setting). The message says what was expected."""
+
+
+class ParamsError(ExplorerError):
+    """A parameter file that cannot be used; the message names the file and the field."""
+
+
+class SettingError(ExplorerError, ValueError):
+    """A sampling or generation setting outside its allowed range; the message names it."""
+
+
+class PromptError(ExplorerError):
+    """A prompt the vocabulary cannot encode, or ids outside the vocabulary."""

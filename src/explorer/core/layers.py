@@ -1,0 +1,77 @@
+"""Transformer building blocks as small pure functions over numpy arrays.
+
+Shapes: n = new positions, t = all positions the cache holds (t >= n),
+d = model width, h = query heads, g = K/V heads (h is a multiple of g), e = head size.
+The dtype of the inputs is kept (float64 for the teaching model, float32 for real ones).
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+
+def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
+    """Numerically stable softmax; rows that are all -inf give all zeros, not NaN."""
+    m = np.max(x, axis=axis, keepdims=True)
+    m = np.where(np.isfinite(m), m, 0)
+    e = np.exp(x - m)
+    s = np.sum(e, axis=axis, keepdims=True)
+    return e / np.where(s == 0, 1, s)
+
+
+def layer_norm(x, gamma, beta, eps=1e-5):  # [n, d], [d], [d] -> [n, d]
+    mu = x.mean(axis=-1, keepdims=True)
+    var = ((x - mu) ** 2).mean(axis=-1, keepdims=True)
+    return (x - mu) / np.sqrt(var + eps) * gamma + beta
+
+
+def rms_norm(x, gamma, eps=1e-5):  # [n, d], [d] -> [n, d]
+    rms = np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+    return x / rms * gamma
+
+
+def gelu(x):  # [...] -> [...], the tanh approximation used by GPT-2
+    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+
+
+def silu(x):  # [...] -> [...]
+    return x / (1 + np.exp(-x))
+
+
+def rope(x, positions, base):  # [heads, n, e], [n] -> [heads, n, e]
+    """Rotary positions on adjacent pairs (x[2i], x[2i+1]), the layout llama.cpp uses."""
+    e = x.shape[-1]
+    inv_freq = base ** (-np.arange(0, e, 2, dtype=np.float64) / e)         # [e/2]
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * inv_freq   # [n, e/2]
+    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    x0, x1 = x[..., 0::2], x[..., 1::2]                                    # [heads, n, e/2]
+    out = np.empty_like(x)
+    out[..., 0::2] = x0 * cos - x1 * sin
+    out[..., 1::2] = x0 * sin + x1 * cos
+    return out
+
+
+def causal_mask(query_positions, key_positions):  # [n], [t] -> [n, t] bool, True = may attend
+    return np.asarray(key_positions)[None, :] <= np.asarray(query_positions)[:, None]
+
+
+def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> scores, weights [h, n, t], out [h, n, e]
+    """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head i // (h/g)).
+
+    Returns the raw scores (before masking), the attention weights (masked cells are
+    exactly 0) and the per-head outputs."""
+    group = q.shape[0] // k.shape[0]
+    k = np.repeat(k, group, axis=0)                                  # [h, t, e]
+    v = np.repeat(v, group, axis=0)                                  # [h, t, e]
+    scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]).astype(q.dtype)  # [h, n, t]
+    weights = softmax(np.where(mask[None], scores, -np.inf))         # [h, n, t]
+    return scores, weights, weights @ v
+
+
+def split_heads(x, heads):  # [n, heads*e] -> [heads, n, e]
+    n = x.shape[0]
+    return x.reshape(n, heads, -1).transpose(1, 0, 2)
+
+
+def merge_heads(x):  # [heads, n, e] -> [n, heads*e]
+    return x.transpose(1, 0, 2).reshape(x.shape[1], -1)

@@ -1,0 +1,111 @@
+"""Vocabulary: token id <-> piece, special ids, and the encode/decode of text.
+
+Pieces are text (the teaching model) or bytes (byte-level BPE). A byte piece may be
+only part of a UTF-8 character: `display_piece` shows it as `<0xE5>` and `decode`
+turns a sequence of ids into text, holding back an incomplete trailing character.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .errors import PromptError
+
+
+@dataclass(frozen=True)
+class Vocabulary:
+    pieces: tuple[str | bytes, ...]
+    specials: dict[str, int] = field(default_factory=dict)  # role ("eos", "pad", "bos") -> id
+
+    def __len__(self) -> int:
+        return len(self.pieces)
+
+    @property
+    def eos_id(self) -> int | None:
+        return self.specials.get("eos")
+
+    def is_special(self, token_id: int) -> bool:
+        return token_id in self.specials.values()
+
+    def check_ids(self, ids, what: str = "token ids") -> list[int]:
+        """Return ids as ints, or raise PromptError naming the first id outside the vocabulary."""
+        out = []
+        for i, t in enumerate(ids):
+            t = int(t)
+            if not 0 <= t < len(self.pieces):
+                raise PromptError(
+                    f"{what}: id {t} at index {i} is outside the vocabulary "
+                    f"(expected 0..{len(self.pieces) - 1})")
+            out.append(t)
+        return out
+
+    def id_array(self, ids, what: str = "token ids") -> np.ndarray:  # -> [n] int64
+        """Checked, non-empty ids as an array (what every forward pass takes)."""
+        checked = self.check_ids(ids, what)
+        if not checked:
+            raise PromptError(f"{what}: empty, expected at least one token")
+        return np.asarray(checked, np.int64)
+
+    def display_piece(self, token_id: int) -> str:
+        """A piece as a teacher should see it: text, or `<0xE5>` for a lone byte."""
+        piece = self.pieces[token_id]
+        if isinstance(piece, str):
+            return piece
+        try:
+            return piece.decode("utf-8")
+        except UnicodeDecodeError:
+            return "".join(f"<0x{b:02X}>" for b in piece)
+
+    def display_pieces(self, ids) -> str:
+        """Pieces of a token sequence separated by spaces, so the token boundaries show."""
+        return " ".join(self.display_piece(int(i)) for i in ids)
+
+    def decode(self, ids) -> str:
+        """Text of a token sequence; special tokens are left out, and an incomplete
+        trailing UTF-8 character is held back until the bytes that finish it arrive."""
+        pending = b""
+        for t in ids:
+            t = int(t)
+            if self.is_special(t):
+                continue
+            piece = self.pieces[t]
+            pending += piece.encode("utf-8") if isinstance(piece, str) else piece
+        return pending[:_complete_prefix(pending)].decode("utf-8", errors="replace")
+
+    def encode(self, text: str) -> list[int]:
+        """Greedy longest-match over the text pieces (the teaching tokenizer).
+
+        Raises PromptError naming the first character no piece covers."""
+        if not text:
+            raise PromptError("prompt is empty: expected at least one token")
+        by_text = {p: i for i, p in enumerate(self.pieces)
+                   if isinstance(p, str) and p and not self.is_special(i)}
+        longest = max((len(p) for p in by_text), default=0)
+        ids, pos = [], 0
+        while pos < len(text):
+            for size in range(min(longest, len(text) - pos), 0, -1):
+                hit = by_text.get(text[pos:pos + size])
+                if hit is not None:
+                    ids.append(hit)
+                    pos += size
+                    break
+            else:
+                known = " ".join(repr(p) for p in by_text)
+                raise PromptError(
+                    f"prompt: character {text[pos]!r} at position {pos} is not in the "
+                    f"vocabulary (known pieces: {known})")
+        return ids
+
+
+def _complete_prefix(data: bytes) -> int:
+    """Length of the longest prefix of `data` that does not end inside a UTF-8 character."""
+    n = len(data)
+    for back in range(1, min(4, n) + 1):
+        b = data[n - back]
+        if b & 0b1100_0000 == 0b1000_0000:   # continuation byte: keep looking for the lead
+            continue
+        need = 1 if b < 0x80 else 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4
+        return n if back >= need else n - back
+    return n

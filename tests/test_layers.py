@@ -1,0 +1,56 @@
+"""Building blocks against hand-computed values from the course."""
+
+import numpy as np
+
+from explorer.core import layers as L
+
+
+def test_output_projection_example_from_the_course():
+    # F15: the last valid hidden state h = [1, 2] times a 2x6 teaching head.
+    h = np.array([1.0, 2.0])
+    w_out = np.array([[0, 1, 0, 1, -1, 0],
+                      [0, 0, 1, 1, 0, -1]], dtype=float)
+    scores = h @ w_out
+    assert scores.tolist() == [0, 1, 2, 3, -1, -2]
+    assert int(np.argmax(scores)) == 3
+
+
+def test_softmax_of_course_logits():
+    assert np.allclose(L.softmax(np.array([2.0, 1.0, 0.0])), [0.6652, 0.2447, 0.0900], atol=1e-4)
+
+
+def test_softmax_all_masked_row_gives_zeros_not_nan():
+    out = L.softmax(np.array([[-np.inf, -np.inf], [0.0, -np.inf]]))
+    assert out.tolist() == [[0.0, 0.0], [1.0, 0.0]]
+
+
+def test_causal_mask_lets_a_query_see_itself_and_the_past():
+    mask = L.causal_mask([2, 3], [0, 1, 2, 3])
+    assert mask.tolist() == [[True, True, True, False], [True, True, True, True]]
+
+
+def test_attention_masked_weights_are_exactly_zero_and_rows_sum_to_one():
+    rng = np.random.default_rng(0)
+    q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(1, 3, 4)), rng.normal(size=(1, 3, 4))
+    scores, weights, out = L.attention(q, k, v, L.causal_mask([0, 1, 2], [0, 1, 2]))
+    assert weights[:, 0, 1:].tolist() == [[0.0, 0.0], [0.0, 0.0]]
+    assert np.allclose(weights.sum(-1), 1)
+    # the first query can only read the first value
+    assert np.allclose(out[:, 0], v[0, 0])
+
+
+def test_rope_rotates_adjacent_pairs_and_keeps_norms():
+    x = np.array([[[1.0, 0.0, 0.0, 1.0]]])              # [1 head, 1 position, e=4]
+    out = L.rope(x, [1], base=10000.0)
+    # pair 0 turns by 1 radian, pair 1 by 1/100 radian
+    assert np.allclose(out[0, 0, :2], [np.cos(1), np.sin(1)])
+    assert np.allclose(out[0, 0, 2:], [-np.sin(0.01), np.cos(0.01)])
+    assert np.isclose(np.linalg.norm(out), np.linalg.norm(x))
+
+
+def test_norms():
+    x = np.array([[1.0, 2.0, 3.0, 4.0]])
+    ln = L.layer_norm(x, np.ones(4), np.zeros(4), eps=0.0)
+    assert np.allclose(ln.mean(), 0) and np.allclose(ln.std(), 1)
+    rms = L.rms_norm(x, np.ones(4), eps=0.0)
+    assert np.allclose(np.sqrt((rms ** 2).mean()), 1)
