@@ -1,0 +1,67 @@
+"""Reading and writing the project's JSON files: readable layout, atomic writes,
+errors that name the file and the line."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from pathlib import Path
+
+from .errors import ExplorerError
+
+
+def read_json(path, error=ExplorerError):
+    """Parse a JSON file; a missing or malformed file raises `error` naming it."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except FileNotFoundError:
+        raise error(f"{path}: file not found") from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise error(f"{path}: cannot read ({exc})") from None
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise error(f"{path}: not valid JSON at line {exc.lineno}, column {exc.colno}: {exc.msg}") from None
+
+
+def dumps_readable(value, indent: int = 0) -> str:
+    """JSON text with every list of numbers on one line, so a matrix reads row by row.
+
+    The same value always gives the same bytes."""
+    pad, inner = " " * indent, " " * (indent + 2)
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        items = [f"{inner}{json.dumps(k, ensure_ascii=False)}: {dumps_readable(v, indent + 2)}"
+                 for k, v in value.items()]
+        return "{\n" + ",\n".join(items) + "\n" + pad + "}"
+    if isinstance(value, (list, tuple)):
+        if all(not isinstance(v, (dict, list, tuple)) for v in value):
+            return "[" + ", ".join(_scalar(v) for v in value) + "]"
+        items = [inner + dumps_readable(v, indent + 2) for v in value]
+        return "[\n" + ",\n".join(items) + "\n" + pad + "]"
+    return _scalar(value)
+
+
+def _scalar(v) -> str:
+    if isinstance(v, float):
+        if not math.isfinite(v):
+            raise ValueError(f"cannot write {v} to JSON")
+        return repr(v)
+    return json.dumps(v, ensure_ascii=False)
+
+
+def write_text_atomic(path, text: str) -> None:
+    """Write to a temporary file beside `path`, then rename: a failure leaves the old file."""
+    path = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
