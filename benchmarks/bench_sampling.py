@@ -1,0 +1,53 @@
+"""Time `distribution()` on a vocabulary the size of SmolLM2's (49,152 ids).
+
+Run from the repository root:  PYTHONPATH=src python benchmarks/bench_sampling.py [--json]
+The logits are seeded normal(0, 2.5) values, roughly the spread of a small model's logits.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+
+from benchutil import parser, report, summary
+from explorer.core.sampling import SamplingConfig, distribution
+
+VOCAB = 49_152
+SEEN = 50          # ids under the repetition penalty
+WARM_UP = 20
+
+CASES = {
+    "full pipeline (penalty, T, top-k, top-p, min-p, draw)": SamplingConfig(
+        mode="sample", repetition_penalty=1.3, temperature=0.8, top_k=50, top_p=0.9, min_p=0.05),
+    "no top-k (top-p over all ids)": SamplingConfig(
+        mode="sample", repetition_penalty=1.3, temperature=0.8, top_p=0.9, min_p=0.05),
+    "greedy": SamplingConfig(mode="greedy"),
+}
+
+
+def time_case(config: SamplingConfig, logits: np.ndarray, seen: tuple, repeats: int) -> list[float]:
+    """Seconds per call, one per repetition (each at its own step, so u changes)."""
+    for step in range(WARM_UP):
+        distribution(logits, config, seen_ids=seen, step=step)
+    times = []
+    for step in range(repeats):
+        start = time.perf_counter()
+        distribution(logits, config, seen_ids=seen, step=step)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def main() -> None:
+    p = parser(__doc__.splitlines()[0])
+    p.add_argument("--repeats", type=int, default=300, help="timed calls per case (default 300)")
+    args = p.parse_args()
+    rng = np.random.default_rng(2024)
+    logits = rng.normal(0.0, 2.5, VOCAB)                                # (V,)
+    seen = tuple(int(i) for i in rng.choice(VOCAB, SEEN, replace=False))
+    report([summary(name, time_case(config, logits, seen, args.repeats), vocab=VOCAB)
+            for name, config in CASES.items()], args.json)
+
+
+if __name__ == "__main__":
+    main()
