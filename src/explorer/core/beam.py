@@ -1,0 +1,260 @@
+"""Beam search over any LanguageModel, keeping the whole tree of expanded prefixes.
+
+The score of a sequence is the sum of the natural-log probabilities of its new tokens;
+its joint probability is exp(score). At each depth every live beam is expanded over
+every next token with probability > 0 (for vocabularies bigger than FULL_EXPANSION_VOCAB
+only over its top 2*num_beams tokens, as Hugging Face does: no other token could be
+among the best num_beams children). All children of the depth are ranked by score, the
+best survive and the rest are pruned. A surviving child that ends with EOS is a finished
+hypothesis: it stays in the tree, is not expanded, and keeps its slot, so from then on
+one beam fewer is live (finished + live never exceed num_beams). The search stops
+after max_new_tokens or when no beam is live. (Hugging Face instead keeps num_beams live
+beams and sets finished ones aside; the two agree until the first beam finishes.)
+
+Final hypotheses are ranked by score / length ** length_penalty (the Hugging Face
+convention; length counts every new token, a final EOS included). When all hypotheses
+have the same length, as in the course's example, the ranking does not depend on it.
+
+Caches are forked with `KVCache.copy()`, and a surviving child is fed to the model
+(`decode`) only when it will be expanded: as in generation, the last selected token
+of a sequence is never processed.
+"""
+
+from __future__ import annotations
+
+import math
+import unicodedata
+from dataclasses import dataclass, replace
+
+import numpy as np
+
+from .errors import SettingError
+from .layers import softmax
+from .model import LanguageModel
+from .vocab import Vocabulary
+
+FULL_EXPANSION_VOCAB = 64    # up to this size every child with probability > 0 is in the tree
+
+
+@dataclass(frozen=True)
+class BeamNode:
+    node_id: int                  # index in BeamResult.nodes
+    parent_id: int | None         # None for the root (the prompt)
+    token_id: int | None          # the token this node adds; None for the root
+    depth: int                    # new tokens so far; 0 for the root
+    logprob: float                # log P(token | prefix); 0 for the root
+    score: float                  # cumulative log-probability of the new tokens
+    prob: float                   # joint probability of the new tokens, exp(score)
+    status: str                   # "root" | "kept" | "pruned" | "finished"
+    pruned_at_depth: int | None   # the depth whose ranking pruned it; None unless pruned
+
+
+@dataclass(frozen=True)
+class Hypothesis:
+    ids: tuple[int, ...]          # the new tokens
+    score: float                  # sum of their log-probabilities
+    prob: float                   # their joint probability, exp(score)
+    normalised_score: float       # score / len(ids) ** length_penalty: what ranks hypotheses
+    finish_reason: str            # "eos" | "length"
+    node_id: int | None           # its last node in BeamResult.nodes; None if the tree lacks it
+
+
+@dataclass(frozen=True)
+class BeamResult:
+    prompt_ids: tuple[int, ...]
+    nodes: tuple[BeamNode, ...]         # every expanded prefix, node_id = index; nodes[0] is the root
+    beams: tuple[Hypothesis, ...]       # final hypotheses, best first (at most num_beams)
+    greedy: Hypothesis                  # the width-1 search, for comparison
+    num_beams: int
+    max_new_tokens: int
+    length_penalty: float
+    children_per_beam: int | None       # None: every token with probability > 0 was expanded
+
+    def path(self, node_id: int) -> list[int]:
+        """The new token ids from the root down to `node_id`."""
+        if not 0 <= node_id < len(self.nodes):
+            raise IndexError(f"node_id {node_id} is not in the tree (0..{len(self.nodes) - 1})")
+        return _path(self.nodes, node_id)
+
+
+def beam_search(model: LanguageModel, prompt_ids, num_beams: int, max_new_tokens: int,
+                length_penalty: float = 1.0, eos_id: int | None = None) -> BeamResult:
+    """Beam search of width `num_beams` after `prompt_ids`, with the tree it explored.
+
+    `eos_id` defaults to the vocabulary's EOS (no EOS: every beam runs to max_new_tokens)."""
+    if num_beams < 1:
+        raise SettingError(f"num_beams = {num_beams}: expected at least 1")
+    if max_new_tokens < 1:
+        raise SettingError(f"max_new_tokens = {max_new_tokens}: expected at least 1")
+    if not math.isfinite(length_penalty):
+        raise SettingError(f"length_penalty = {length_penalty}: expected a finite number")
+    if eos_id is None:
+        eos_id = model.vocab.eos_id
+    limit = None if len(model.vocab) <= FULL_EXPANSION_VOCAB else 2 * num_beams
+    nodes, final = _search(model, prompt_ids, num_beams, max_new_tokens, eos_id, limit)
+    beams = sorted((_hypothesis(nodes, n, length_penalty, eos_id) for n in final),
+                   key=lambda h: -h.normalised_score)
+    if num_beams == 1:
+        greedy = beams[0]
+    else:
+        greedy_nodes, greedy_final = _search(model, prompt_ids, 1, max_new_tokens, eos_id, limit)
+        greedy = _hypothesis(greedy_nodes, greedy_final[0], length_penalty, eos_id)
+        greedy = replace(greedy, node_id=_find(nodes, greedy.ids))
+    return BeamResult(tuple(int(t) for t in prompt_ids), tuple(nodes), tuple(beams), greedy,
+                      num_beams, max_new_tokens, length_penalty, limit)
+
+
+def _search(model: LanguageModel, prompt_ids, width: int, max_new_tokens: int,
+            eos_id: int | None, limit: int | None) -> tuple[list[BeamNode], list[BeamNode]]:
+    """The tree of one search and its final nodes (finished, or live at the last depth)."""
+    trace, cache = model.prefill(prompt_ids)
+    root = BeamNode(0, None, None, 0, 0.0, 0.0, 1.0, "root", None)
+    nodes = [root]
+    live = [(root, cache, _log_probs(trace.last_logits))]   # (node, its cache, [V] next log-probs)
+    final = []
+    for depth in range(1, max_new_tokens + 1):
+        children = []                                        # (child, parent's cache)
+        for parent, parent_cache, logp in live:
+            for token in _candidates(logp, limit):
+                score = parent.score + float(logp[token])
+                child = BeamNode(len(nodes), parent.node_id, int(token), depth, float(logp[token]),
+                                 score, math.exp(score), "pruned", depth)
+                nodes.append(child)
+                children.append((child, parent_cache))
+        ranked = sorted(children, key=lambda c: -c[0].score)   # stable: beam order, then lower id
+        live = []
+        for child, parent_cache in ranked[:width - len(final)]:
+            done = child.token_id == eos_id
+            child = replace(child, status="finished" if done else "kept", pruned_at_depth=None)
+            nodes[child.node_id] = child
+            if done or depth == max_new_tokens:
+                final.append(child)
+            else:
+                trace, cache = model.decode(child.token_id, parent_cache.copy())
+                live.append((child, cache, _log_probs(trace.last_logits)))
+        if not live:
+            break
+    return nodes, final
+
+
+def _log_probs(logits: np.ndarray) -> np.ndarray:  # [V] -> [V] natural-log probabilities
+    with np.errstate(divide="ignore"):
+        return np.log(softmax(logits))
+
+
+def _candidates(logp: np.ndarray, limit: int | None) -> np.ndarray:  # [V] -> [c] ids, best first
+    """Ids with probability > 0, most likely first (ties: lower id first), at most `limit`."""
+    order = np.argsort(-logp, kind="stable")
+    order = order[np.isfinite(logp[order])]
+    return order if limit is None else order[:limit]
+
+
+def _path(nodes, node_id: int) -> list[int]:
+    """New token ids from the root down to `node_id`."""
+    ids = []
+    node = nodes[node_id]
+    while node.parent_id is not None:
+        ids.append(node.token_id)
+        node = nodes[node.parent_id]
+    return ids[::-1]
+
+
+def _find(nodes, ids) -> int | None:
+    """The node reached from the root by the new tokens `ids`, or None if the tree lacks it."""
+    child_of = {(n.parent_id, n.token_id): n.node_id for n in nodes}
+    node_id = 0
+    for token in ids:
+        node_id = child_of.get((node_id, token))
+        if node_id is None:
+            return None
+    return node_id
+
+
+def _hypothesis(nodes, end: BeamNode, length_penalty: float, eos_id: int | None) -> Hypothesis:
+    ids = tuple(_path(nodes, end.node_id))
+    return Hypothesis(ids, end.score, end.prob, end.score / len(ids) ** length_penalty,
+                      "eos" if end.token_id == eos_id else "length", end.node_id)
+
+
+LABELS = {
+    "en": {"title": "beam search: width {w}, length penalty {lp}, at most {n} new tokens",
+           "columns": ("token", "P(token|prefix)", "joint P", "status"),
+           "root": "prompt", "kept": "kept", "pruned": "pruned", "finished": "finished (EOS)",
+           "beams": "final beams, best first:", "greedy": "greedy (width 1):",
+           "joint": "joint", "logprob": "log-prob", "normalised": "normalised",
+           "eos": "(ended by EOS)", "length": "(ended by the length limit)",
+           "partial": "each beam expanded over its top {k} tokens only (large vocabulary)"},
+    "zh": {"title": "束搜索：宽度 {w}，长度惩罚 {lp}，最多 {n} 个新 Token",
+           "columns": ("Token", "P(Token|前缀)", "联合概率", "状态"),
+           "root": "提示词", "kept": "保留", "pruned": "剪枝", "finished": "完成（EOS）",
+           "beams": "最终候选（从好到差）：", "greedy": "贪心（宽度 1）：",
+           "joint": "联合概率", "logprob": "对数概率", "normalised": "归一化得分",
+           "eos": "（因 EOS 结束）", "length": "（因长度上限结束）",
+           "partial": "词表较大：每条候选只展开概率最高的 {k} 个 Token"},
+}
+
+
+def format_tree(result: BeamResult, vocab: Vocabulary, lang: str = "en") -> str:
+    """The search tree as indented text for the terminal, then the final beams and greedy."""
+    if lang not in LABELS:
+        raise SettingError(f"lang = {lang!r}: expected one of {tuple(LABELS)}")
+    t = LABELS[lang]
+    children: dict[int, list[BeamNode]] = {}
+    for node in result.nodes[1:]:
+        children.setdefault(node.parent_id, []).append(node)
+    rows = [(_pieces(vocab, result.prompt_ids[-8:], len(result.prompt_ids) > 8), "", "", t["root"])]
+    stack = [(kid, "", last) for kid, last in _last_first(children.get(0, []))]
+    while stack:                                   # depth-first, children in ranking order
+        node, indent, last = stack.pop()
+        rows.append((indent + ("└─ " if last else "├─ ") + _show(vocab.display_piece(node.token_id)),
+                     _num(math.exp(node.logprob)), _num(node.prob), t[node.status]))
+        below = indent + ("   " if last else "│  ")
+        stack += [(kid, below, is_last) for kid, is_last in _last_first(children.get(node.node_id, []))]
+    lines = [t["title"].format(w=result.num_beams, lp=result.length_penalty,
+                               n=result.max_new_tokens)]
+    if result.children_per_beam is not None:
+        lines.append(t["partial"].format(k=result.children_per_beam))
+    lines += _columns([t["columns"]] + rows)
+    lines.append(t["beams"])
+    lines += [f"  {i}. {_summary(vocab, h, t, result.length_penalty)}"
+              for i, h in enumerate(result.beams, 1)]
+    lines.append(f"{t['greedy']} {_summary(vocab, result.greedy, t, result.length_penalty)}")
+    return "\n".join(lines)
+
+
+def _last_first(kids: list[BeamNode]) -> list[tuple[BeamNode, bool]]:
+    """(child, is it the last sibling) in reverse order, ready to be pushed on a stack."""
+    return [(kid, i == len(kids) - 1) for i, kid in enumerate(kids)][::-1]
+
+
+def _summary(vocab: Vocabulary, h: Hypothesis, t: dict, length_penalty: float) -> str:
+    text = (f"{_pieces(vocab, h.ids)}   {t['joint']} {_num(h.prob)}   "
+            f"{t['logprob']} {h.score:.4f}")
+    if length_penalty != 0:
+        text += f"   {t['normalised']} {h.normalised_score:.4f}"
+    return f"{text}   {t[h.finish_reason]}"
+
+
+def _columns(rows) -> list[str]:
+    """Rows of cells as left-aligned columns, by display width (a CJK character is 2 wide)."""
+    widths = [max(_width(r[i]) for r in rows) for i in range(len(rows[0]))]
+    return ["  ".join(cell + " " * (w - _width(cell)) for cell, w in zip(r, widths)).rstrip()
+            for r in rows]
+
+
+def _width(text: str) -> int:
+    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
+
+
+def _pieces(vocab: Vocabulary, ids, cut: bool = False) -> str:
+    return ("… " if cut else "") + " ".join(_show(vocab.display_piece(i)) for i in ids)
+
+
+def _show(piece: str) -> str:
+    """A piece on one terminal line: whitespace made visible."""
+    return piece.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t").replace(" ", "␣")
+
+
+def _num(p: float) -> str:
+    """A probability with 4 decimals; tiny non-zero ones in scientific notation."""
+    return f"{p:.1e}" if 0 < p < 5e-5 else f"{p:.4f}"
