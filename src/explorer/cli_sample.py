@@ -1,0 +1,200 @@
+"""`explorer sample`: push one logits (or probability) vector through the sampling stages.
+
+Also home of the sampling flags that `explorer trace` shares (`add_sampling_flags`,
+`config_from_args`). No Qt here.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+
+import numpy as np
+
+from .core.errors import ExplorerError, SettingError
+from .core.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, Distribution, SamplingConfig, distribution
+from .texttable import format_table
+
+PROBS_TOLERANCE = 1e-6   # how far from 1 the sum of --probs may be
+
+# flag dest -> SamplingConfig field, for flags whose name differs from the field
+_FIELD_OF = {"stop": "stop_strings", "beam_width": "num_beams"}
+_CONFIG_FLAGS = ("mode", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed",
+                 "order", "max_new_tokens", "stop", "beam_width", "length_penalty")
+
+_TEXT = {
+    "en": {
+        "stage": "Stage {n}: {name}", "off": "(off)",
+        "id": "id", "logit": "logit", "prob": "probability", "status": "status",
+        "kept": "kept", "removed_by": "removed by {name}",
+        "u": "u = {u}", "greedy": "no draw: greedy choice (argmax of the final logits)",
+        "ruler": "ruler (cumulative intervals [lo, hi)):", "here": "<- u",
+        "selected": "selected: id {id}",
+    },
+    "zh": {
+        "stage": "阶段 {n}：{name}", "off": "（未启用）",
+        "id": "编号", "logit": "分数(logit)", "prob": "概率", "status": "状态",
+        "kept": "保留", "removed_by": "被{name}移除",
+        "u": "u = {u}", "greedy": "不抽样：贪心选择（取最终 logits 的最大值）",
+        "ruler": "累积区间 [lo, hi)：", "here": "<- u 落在这里",
+        "selected": "选中：编号 {id}",
+    },
+}
+_STAGE_LABEL_ZH = {"raw": "原始", "repetition_penalty": "重复惩罚", "temperature": "温度",
+                   "top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
+
+
+# ---------------------------------------------------------------------------- shared flags
+
+def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str = "sample") -> None:
+    """The flags that make a SamplingConfig; unset flags keep SamplingConfig's defaults."""
+    g = parser.add_argument_group("sampling")
+    g.add_argument("--mode", choices=MODES, default=default_mode,
+                   help=f"how the next token is chosen (default {default_mode})")
+    g.add_argument("--temperature", type=float, help="divide logits by T; T <= 0 means greedy (default 1)")
+    g.add_argument("--top-k", type=int, help="keep the k highest logits, ties kept; 0 = off (default)")
+    g.add_argument("--top-p", type=float, help="keep the smallest set reaching probability p; 1 = off (default)")
+    g.add_argument("--min-p", type=float, help="drop ids below min_p x the top probability; 0 = off (default)")
+    g.add_argument("--repetition-penalty", type=float,
+                   help="push down tokens already seen: logit/θ if > 0, logit*θ if < 0; 1 = off (default)")
+    g.add_argument("--seed", type=int, help="seed of the uniform draws (default 0)")
+    g.add_argument("--order", help=f"stage order: {' | '.join(ORDER_PRESETS)} (default hf) "
+                                   f"or a comma list of {','.join(STAGE_NAMES)}")
+    g.add_argument("--max-new-tokens", type=int, help="stop after this many new tokens (default 16)")
+    g.add_argument("--stop", action="append", metavar="TEXT",
+                   help="stop when the output contains TEXT; repeatable")
+    g.add_argument("--beam-width", type=int, help="beams kept per step in --mode beam (default 2)")
+    g.add_argument("--length-penalty", type=float, help="beam score = log-prob sum / length**x (default 1)")
+
+
+def config_from_args(args: argparse.Namespace) -> SamplingConfig:
+    """The SamplingConfig the sampling flags describe (SettingError if a value is out of range)."""
+    given = {_FIELD_OF.get(dest, dest): getattr(args, dest)
+             for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
+    return SamplingConfig(**given)
+
+
+# ---------------------------------------------------------------------------- sub-command
+
+def add_parser(subparsers) -> argparse.ArgumentParser:
+    """Register `sample` on the `explorer` sub-command parser."""
+    p = subparsers.add_parser(
+        "sample", help="show how the sampling stages reshape one distribution",
+        description="Run one logits (or probability) vector through repetition penalty, "
+                    "temperature, top-k, top-p and min-p, print every stage, the uniform "
+                    "draw u, the cumulative intervals and the selected id. "
+                    "Write negative first values with '=', e.g. --logits=-1,2,0.")
+    src = p.add_mutually_exclusive_group(required=True)
+    src.add_argument("--logits", help="comma-separated logits, e.g. 2,1,0 (-inf = already removed)")
+    src.add_argument("--probs", help="comma-separated probabilities summing to 1, e.g. 0.55,0.25,0.15,0.05")
+    p.add_argument("--seen", default="", help="ids already in the text, for --repetition-penalty, e.g. 0,1")
+    p.add_argument("--step", type=int, default=0, help="step index: which u to draw (default 0)")
+    p.add_argument("--json", action="store_true", help="print JSON instead of tables")
+    p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the tables")
+    add_sampling_flags(p, default_mode="sample")
+    p.set_defaults(func=run)
+    return p
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the stages and the pick; 2 (with a message on stderr) for bad values."""
+    try:
+        config = config_from_args(args)
+        logits = _logits_from_args(args)
+        seen = [int(x) for x in parse_numbers(args.seen, "--seen", int)]
+        dist = distribution(logits, config, seen_ids=seen, step=args.step)
+    except ExplorerError as err:
+        print(f"explorer sample: error: {err}", file=sys.stderr)
+        return 2
+    if args.json:
+        print(json.dumps(to_json(dist, config), ensure_ascii=False, allow_nan=False))
+    else:
+        print(format_distribution(dist, args.lang))
+    return 0
+
+
+def parse_numbers(text: str, flag: str, kind=float) -> list:
+    """Comma-separated numbers (float: also inf, -inf)."""
+    items = [t.strip() for t in text.split(",") if t.strip()]
+    try:
+        return [kind(t) for t in items]
+    except ValueError:
+        noun = "integers" if kind is int else "numbers"
+        raise SettingError(f"{flag} = {text!r}: expected comma-separated {noun}") from None
+
+
+def _logits_from_args(args) -> np.ndarray:  # -> (V,)
+    if args.logits is not None:
+        return np.array(parse_numbers(args.logits, "--logits"), dtype=np.float64)
+    probs = np.array(parse_numbers(args.probs, "--probs"), dtype=np.float64)
+    bad = ~(np.isfinite(probs) & (probs >= 0))
+    if bad.any():
+        i = int(np.argmax(bad))
+        raise SettingError(f"--probs: value {probs[i]!r} at id {i}: expected a probability >= 0")
+    total = float(probs.sum())
+    if abs(total - 1) > PROBS_TOLERANCE:
+        raise SettingError(f"--probs sum to {total!r}: expected 1 (within {PROBS_TOLERANCE:g})")
+    with np.errstate(divide="ignore"):
+        return np.log(probs)                                  # 0 -> -inf: removed from the start
+
+
+# ---------------------------------------------------------------------------- output
+
+def _fixed(x: float) -> str:
+    return f"{x:.6f}" if math.isfinite(x) else str(x)
+
+
+def _stage_label(name: str, lang: str) -> str:
+    return _STAGE_LABEL_ZH.get(name, name) if lang == "zh" else name
+
+
+def format_distribution(dist: Distribution, lang: str = "en") -> str:
+    """Every stage as a table, then u, the ruler and the selected id."""
+    text = _TEXT[lang]
+    blocks = []
+    for n, stage in enumerate(dist.stages, start=1):
+        title = text["stage"].format(n=n, name=_stage_label(stage.name, lang))
+        if stage.note:
+            title += f" ({stage.note})"
+        if not stage.active:
+            title += " " + text["off"]
+        rows = []
+        for i in range(stage.logits.size):
+            status = (text["kept"] if stage.kept[i] else
+                      text["removed_by"].format(name=_stage_label(dist.removed_by[i], lang)))
+            rows.append([i, _fixed(stage.logits[i]), _fixed(stage.probs[i]), status])
+        headers = [text["id"], text["logit"], text["prob"], text["status"]]
+        blocks.append(title + "\n" + format_table(headers, rows, align_right=(0, 1, 2)))
+
+    lines = [text["greedy"] if dist.u is None else text["u"].format(u=_fixed(dist.u)), text["ruler"]]
+    for i, lo, hi in zip(dist.ruler_ids, dist.ruler_lo, dist.ruler_hi):
+        here = dist.u is not None and lo <= dist.u < hi
+        lines.append(f"  {text['id']} {i}: [{_fixed(lo)}, {_fixed(hi)})" + (f"  {text['here']}" if here else ""))
+    lines.append(text["selected"].format(id=dist.selected_id))
+    blocks.append("\n".join(lines))
+    return "\n\n".join(blocks)
+
+
+def _json_numbers(values) -> list:
+    """Floats for JSON; -inf (a removed id's logit) becomes null."""
+    return [float(v) if math.isfinite(v) else None for v in values]
+
+
+def to_json(dist: Distribution, config: SamplingConfig) -> dict:
+    """The documented `explorer sample --json` object."""
+    return {
+        "order": list(config.order),
+        "stages": [{"name": s.name, "active": s.active, "note": s.note,
+                    "logits": _json_numbers(s.logits), "probs": _json_numbers(s.probs),
+                    "kept": [bool(k) for k in s.kept]} for s in dist.stages],
+        "probs": _json_numbers(dist.probs),
+        "removed_by": list(dist.removed_by),
+        "u": dist.u,
+        "greedy": dist.greedy,
+        "selected_id": dist.selected_id,
+        "ruler": [{"id": int(i), "lo": float(lo), "hi": float(hi)}
+                  for i, lo, hi in zip(dist.ruler_ids, dist.ruler_lo, dist.ruler_hi)],
+    }
+

@@ -1,0 +1,106 @@
+"""`explorer trace`: run the model on a prompt and print every step as the course's table."""
+
+from __future__ import annotations
+
+import json
+
+from .cli_sample import add_sampling_flags, config_from_args, parse_numbers
+from .core.beam import beam_search, format_tree
+from .core.errors import ExplorerError, SettingError
+from .core.generate import Run, generate
+from .core.run_dict import run_to_dict
+from .core.teaching import load_teaching_model
+from .core.vocab import Vocabulary
+from .i18n import tr
+from .session.narration import finish_text
+from .texttable import format_table
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "trace", help="print a generation step by step (Prefill, Decode ..., stop)",
+        description="Run the model on a prompt and print each step: tokens fed in, positions, "
+                    "KV cache contents, which logits chose the next token, and how far the "
+                    "cached step is from a full recomputation.")
+    src = p.add_mutually_exclusive_group()
+    src.add_argument("--prompt", help="prompt text, tokenised with the model's vocabulary (default 我爱)")
+    src.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
+    p.add_argument("--params", help="parameter file (default: the teaching model)")
+    p.add_argument("--force", action="append", default=[], metavar="STEP:ID",
+                   help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
+    p.add_argument("--top", type=int, default=10, help="candidates per step in --json (default 10)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en")
+    p.add_argument("--json", action="store_true", help="print the run as JSON")
+    add_sampling_flags(p, default_mode="greedy")
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    model = load_teaching_model(args.params)
+    config = config_from_args(args)
+    prompt = _prompt_ids(args, model.vocab)
+    if config.mode == "beam":
+        result = beam_search(model, prompt, config.num_beams, config.max_new_tokens,
+                             config.length_penalty, model.vocab.eos_id)
+        print(format_tree(result, model.vocab, args.lang))
+        return 0
+    result = generate(model, prompt, config, overrides=parse_forces(args.force))
+    if args.json:
+        print(json.dumps(run_to_dict(result, model.vocab, args.top), ensure_ascii=False, indent=2))
+    else:
+        print(format_run(result, model.vocab, args.lang))
+    return 0
+
+
+def _prompt_ids(args, vocab: Vocabulary) -> list[int]:
+    if args.prompt_ids is not None:
+        ids = parse_numbers(args.prompt_ids, "--prompt-ids", int)
+        if not ids:
+            raise ExplorerError("--prompt-ids is empty: expected at least one id")
+        return vocab.check_ids(ids, "--prompt-ids")
+    return vocab.encode("我爱" if args.prompt is None else args.prompt)
+
+
+def parse_forces(items) -> dict[int, int]:
+    forces = {}
+    for item in items:
+        step, sep, token = item.partition(":")
+        try:
+            forces[int(step)] = int(token)
+        except ValueError:
+            raise SettingError(f"--force {item!r}: expected STEP:ID, e.g. 0:4") from None
+        if not sep:
+            raise SettingError(f"--force {item!r}: expected STEP:ID, e.g. 0:4")
+    return forces
+
+
+def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
+    """The course's step table plus the counts and the finish reason."""
+    pieces = vocab.display_pieces
+    rows = []
+    for s in run.steps:
+        kv_after = run.visible_ids[:s.cache_len_after]
+        selected = f"{s.selected_id} {vocab.display_piece(s.selected_id)}" + (tr("forced", lang) if s.forced else "")
+        diff = "-" if s.recompute_max_abs_diff is None else f"{s.recompute_max_abs_diff:.1e}"
+        rows.append([tr("phase.prefill", lang) if s.phase == "prefill" else tr("phase.decode", lang, n=s.index),
+                     f"{pieces(s.input_ids)} {list(s.input_ids)}",
+                     ",".join(map(str, s.positions)),
+                     pieces(kv_after),
+                     tr("chooser", lang, p=s.logits_position),
+                     selected, s.cache_len_after, diff])
+    headers = [tr(k, lang) for k in ("col.time", "col.input", "col.positions", "col.kv_after",
+                                     "col.chooser", "col.selected", "col.cache_len", "col.diff")]
+    lines = [
+        f"{tr('prompt', lang)}: {pieces(run.prompt_ids)} {list(run.prompt_ids)}",
+        "",
+        format_table(headers, rows, align_right=(6,)),
+        "",
+        f"{tr('output', lang)}: {pieces(run.output_ids)} {list(run.output_ids)}  \u2192 {run.output_text!r}",
+        tr("counts", lang, visible=len(run.visible_ids), cache=run.cache_len),
+        tr("not_processed", lang, piece=vocab.display_piece(run.output_ids[-1])),
+        tr("finish", lang, reason=finish_text(run, lang)),
+    ]
+    if run.max_recompute_diff is not None:
+        lines.append(tr("max_diff", lang, diff=f"{run.max_recompute_diff:.2e}"))
+    return "\n".join(lines)
+

@@ -1,0 +1,151 @@
+"""The generation loop: Prefill, then one Decode step per selected token, recorded as a Run.
+
+The one-off rule: after each forward a token is *selected* from the last position's
+logits; it is *processed* (its K/V enter the cache) only by the next Decode step. The
+last selected token is never processed, so a Run ends with one more visible token than
+the cache holds.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable
+
+import numpy as np
+
+from .errors import SettingError
+from .model import LanguageModel
+from .sampling import Distribution, SamplingConfig, distribution, forced
+from .stopping import INCOMPLETE, StopMatch, ends_with_any, find_stop_string
+from .trace import ForwardTrace
+
+# A selector turns the logits of the last position into a recorded Distribution.
+Selector = Callable[[np.ndarray, tuple, int], Distribution]   # (logits [V], seen ids, step) -> Distribution
+
+
+@dataclass(frozen=True)
+class Step:
+    index: int                     # 0 = prefill
+    phase: str                     # "prefill" | "decode"
+    input_ids: tuple[int, ...]     # tokens fed into the model by this forward
+    positions: tuple[int, ...]     # their positions
+    cache_len_before: int
+    cache_len_after: int
+    trace: ForwardTrace
+    distribution: Distribution     # how the next token was chosen from the last logits
+    selected_id: int
+    forced: bool                   # chosen by a what-if override, not by the model
+    recompute_max_abs_diff: float | None   # max |cached logits - full recompute|; None if not checked
+    seconds: float                 # forward time
+
+    @property
+    def logits_position(self) -> int:
+        """The position whose logits chose the next token."""
+        return self.positions[-1]
+
+
+@dataclass(frozen=True)
+class Run:
+    model_name: str
+    prompt_ids: tuple[int, ...]
+    steps: tuple[Step, ...]
+    output_ids: tuple[int, ...]
+    finish_reason: str
+    config: SamplingConfig
+    output_text: str = ""                            # decoded output as shown (stop text cut off)
+    overrides: dict = field(default_factory=dict)   # step -> forced id
+    stop_match: StopMatch | None = None
+
+    @property
+    def visible_ids(self) -> tuple[int, ...]:
+        return self.prompt_ids + self.output_ids
+
+    @property
+    def cache_len(self) -> int:
+        return self.steps[-1].cache_len_after
+
+    @property
+    def incomplete(self) -> bool:
+        return self.finish_reason in INCOMPLETE
+
+    @property
+    def max_recompute_diff(self) -> float | None:
+        diffs = [s.recompute_max_abs_diff for s in self.steps if s.recompute_max_abs_diff is not None]
+        return max(diffs) if diffs else None
+
+
+def default_selector(config: SamplingConfig) -> Selector:
+    def select(logits, seen, step):
+        return distribution(logits, config, seen_ids=seen, step=step)
+    return select
+
+
+def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = SamplingConfig(), *,
+             overrides: dict | None = None, selector: Selector | None = None,
+             check_recompute: bool = True, cancel: Callable[[], bool] | None = None) -> Run:
+    """Run Prefill and Decode steps until a stop criterion holds.
+
+    overrides: {step index: token id} what-if choices; the step is marked forced and
+    every later step follows from it. check_recompute: compare every step's logits with
+    `full_forward` of the same prefix (the reference; costs a full pass per step)."""
+    prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
+    overrides = _checked_overrides(overrides or {}, model, config)
+    select = selector or default_selector(config)
+    eos = model.vocab.eos_id
+    tool_calls = getattr(model, "tool_call_sequences", ())
+
+    steps: list[Step] = []
+    output: list[int] = []
+    trace, cache = model.prefill(prompt)
+    cache_before, finish, stop = 0, None, None
+    while finish is None:
+        index = len(steps)
+        dist = select(trace.last_logits, prompt + tuple(output), index)
+        if index in overrides:
+            dist = forced(dist, overrides[index])
+        output.append(dist.selected_id)
+        processed = prompt + tuple(output[:-1])
+        diff = _recompute_diff(model, processed, trace) if check_recompute else None
+        steps.append(Step(index, "prefill" if index == 0 else "decode",
+                          tuple(int(t) for t in trace.ids), tuple(int(p) for p in trace.positions),
+                          cache_before, len(cache), trace, dist, dist.selected_id, dist.forced,
+                          diff, trace.seconds))
+        if eos is not None and output[-1] == eos:
+            finish = "eos"
+        elif ends_with_any(output, tool_calls):
+            finish = "tool_call"
+        elif (stop := find_stop_string(model.vocab.decode(output), config.stop_strings, index)):
+            finish = "stop_string"
+        elif len(output) >= config.max_new_tokens:
+            finish = "length"
+        elif cancel is not None and cancel():
+            finish = "cancelled"
+        else:
+            cache_before = len(cache)
+            trace, cache = model.decode(output[-1], cache)
+    text = model.vocab.decode(output)
+    if stop is not None:
+        text = text[:stop.char_index]
+    return Run(model.name, prompt, tuple(steps), tuple(output), finish, config, text,
+               dict(overrides), stop)
+
+
+def _recompute_diff(model, processed_ids, trace: ForwardTrace) -> float:
+    """max |logits of this cached forward - logits of a full recompute of the prefix|."""
+    full = model.full_forward(processed_ids).logits[-len(trace.ids):]   # [n, V]
+    both = np.isfinite(full) & np.isfinite(trace.logits)
+    if not np.array_equal(both, np.isfinite(full) | np.isfinite(trace.logits)):
+        return float("inf")
+    return float(np.max(np.abs(full[both] - trace.logits[both]), initial=0.0))
+
+
+def _checked_overrides(overrides: dict, model, config: SamplingConfig) -> dict:
+    out = {}
+    for step, token in overrides.items():
+        step, token = int(step), int(token)
+        if not 0 <= step < config.max_new_tokens:
+            raise SettingError(f"override step {step}: expected 0..{config.max_new_tokens - 1} "
+                               f"(max_new_tokens = {config.max_new_tokens})")
+        model.vocab.check_ids([token], f"override at step {step}")
+        out[step] = token
+    return out

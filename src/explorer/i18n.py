@@ -1,0 +1,57 @@
+"""User-visible strings in English and Chinese. `tr(key, lang, **values)`."""
+
+from __future__ import annotations
+
+LANGS = ("en", "zh")
+
+MESSAGES = {
+    # trace table
+    "col.time": {"en": "time", "zh": "时刻"},
+    "col.input": {"en": "tokens fed in", "zh": "本次输入"},
+    "col.positions": {"en": "positions", "zh": "计算位置"},
+    "col.kv_after": {"en": "KV cache after", "zh": "结束后KV包含"},
+    "col.chooser": {"en": "next token chosen by", "zh": "用哪个输出选下一个"},
+    "col.selected": {"en": "selected", "zh": "选中"},
+    "col.cache_len": {"en": "cache", "zh": "缓存长度"},
+    "col.diff": {"en": "|cached - recompute|", "zh": "与完整重算之差"},
+    "phase.prefill": {"en": "Prefill", "zh": "Prefill"},
+    "phase.decode": {"en": "Decode {n}", "zh": "Decode {n}"},
+    "chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
+    "forced": {"en": " (forced)", "zh": "（人为指定）"},
+    "prompt": {"en": "prompt", "zh": "提示"},
+    "output": {"en": "output", "zh": "输出"},
+    "counts": {"en": "visible tokens: {visible}   in cache: {cache}",
+               "zh": "可见Token：{visible}   已进缓存：{cache}"},
+    "not_processed": {
+        "en": "The last selected token ({piece}) was never fed back in: it is visible but not in the cache.",
+        "zh": "最后选出的Token（{piece}）没有再送入模型：它可见，但不在缓存里。"},
+    "finish": {"en": "finish reason: {reason}", "zh": "结束原因：{reason}"},
+    "finish.eos": {"en": "eos (the model selected the end token)", "zh": "eos（模型选出了结束Token）"},
+    "finish.length": {"en": "length (max_new_tokens reached: the output is INCOMPLETE)",
+                      "zh": "length（达到max_new_tokens：输出不完整）"},
+    "finish.stop_string": {"en": "stop_string ({text!r} matched at character {index}; cut from the output)",
+                           "zh": "stop_string（在第{index}个字符处匹配到{text!r}，已从输出中去掉）"},
+    "finish.tool_call": {"en": "tool_call (a complete tool call: control passes to the host; the task is not done)",
+                         "zh": "tool_call（生成了完整的工具调用：控制权交给宿主，任务尚未完成）"},
+    "finish.cancelled": {"en": "cancelled (stopped by the user: the output is incomplete)",
+                         "zh": "cancelled（被用户取消：输出不完整）"},
+    "max_diff": {"en": "largest |cached - full recompute| over all steps: {diff}",
+                 "zh": "所有步骤中缓存计算与完整重算的最大差：{diff}"},
+}
+
+
+def add_messages(messages: dict) -> None:
+    """Register a module's own strings ({key: {"en": ..., "zh": ...}}); keys must be new."""
+    clash = messages.keys() & MESSAGES.keys()
+    if clash:
+        raise KeyError(f"message keys defined twice: {sorted(clash)}")
+    for key, texts in messages.items():
+        missing = set(LANGS) - texts.keys()
+        if missing:
+            raise KeyError(f"message {key!r} has no text for {sorted(missing)}")
+    MESSAGES.update(messages)
+
+
+def tr(key: str, lang: str = "en", **values) -> str:
+    text = MESSAGES[key][lang if lang in LANGS else "en"]
+    return text.format(**values) if values else text

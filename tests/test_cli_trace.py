@@ -1,0 +1,90 @@
+"""`explorer trace` as a user runs it: the table, the JSON, and clear errors."""
+
+import json
+import subprocess
+import sys
+
+import pytest
+
+from explorer.cli import main
+
+
+def run_cli(capsys, *argv):
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_trace_json_of_the_default_prompt(capsys):
+    code, out, _ = run_cli(capsys, "trace", "--prompt", "我爱", "--json")
+    assert code == 0
+    data = json.loads(out)
+    assert data["prompt_ids"] == [1, 2] and data["output_ids"] == [3, 5, 6]
+    assert data["finish_reason"] == "eos"
+    steps = data["steps"]
+    assert [s["cache_len_after"] for s in steps] == [2, 3, 4]
+    assert [s["phase"] for s in steps] == ["prefill", "decode", "decode"]
+    assert [s["input_ids"] for s in steps] == [[1, 2], [3], [5]]
+    assert [s["positions"] for s in steps] == [[0, 1], [2], [3]]
+    assert [s["selected_text"] for s in steps] == ["学习", "！", "<eos>"]
+    assert all(s["recompute_max_abs_diff"] < 1e-9 for s in steps)
+    first = steps[0]["candidates"]
+    assert first[0]["id"] == 3 and len(first) == 7
+    assert abs(sum(c["prob"] for c in first) - 1) < 1e-12
+    assert data["visible_count"] == 5 and data["cache_len"] == 4
+
+
+def test_trace_table_in_chinese(capsys):
+    code, out, _ = run_cli(capsys, "trace", "--prompt", "我爱", "--lang", "zh")
+    assert code == 0
+    for text in ("时刻", "本次输入", "结束后KV包含", "位置1的logits", "Decode 2", "可见Token：5", "已进缓存：4",
+                 "结束原因：eos"):
+        assert text in out
+
+
+def test_trace_table_in_english_marks_length_as_incomplete(capsys):
+    code, out, _ = run_cli(capsys, "trace", "--prompt-ids", "1,2,3", "--max-new-tokens", "2",
+                           "--force", "0:4", "--force", "1:5")
+    assert code == 0
+    assert "visible tokens: 5   in cache: 4" in out
+    assert "INCOMPLETE" in out and "(forced)" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--prompt", "我恨"], "character '恨' at position 1 is not in the vocabulary"),
+    (["--prompt-ids", "1,9"], "id 9 at index 1 is outside the vocabulary"),
+    (["--prompt-ids", "1,x"], "--prompt-ids = '1,x': expected comma-separated integers"),
+    (["--prompt", ""], "prompt is empty"),
+    (["--prompt-ids", ""], "--prompt-ids is empty"),
+    (["--max-new-tokens", "0"], "max_new_tokens"),
+    (["--params", "/nonexistent/p.json"], "p.json: file not found"),
+    (["--force", "1"], "--force '1': expected STEP:ID"),
+    (["--force", "0:99"], "id 99"),
+])
+def test_bad_input_exits_2_with_a_message(capsys, argv, message):
+    code, out, err = run_cli(capsys, "trace", *argv)
+    assert code == 2
+    assert message in err
+    assert "Traceback" not in err and out == ""
+
+
+def test_bad_parameter_file_from_the_command_line(capsys, tmp_path):
+    bad = tmp_path / "p.json"
+    bad.write_text('{"format": "token-explorer/params", "version": 1}', encoding="utf-8")
+    code, _, err = run_cli(capsys, "trace", "--params", str(bad))
+    assert code == 2 and "p.json: vocabulary: missing" in err
+
+
+def test_installed_entry_point_runs_as_a_module():
+    proc = subprocess.run([sys.executable, "-m", "explorer", "trace", "--prompt-ids", "1,2", "--json"],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout)["output_ids"] == [3, 5, 6]
+
+
+def test_fit_command_writes_the_same_bytes(capsys, tmp_path):
+    from explorer.core.teaching import default_params_path
+    out = tmp_path / "t.json"
+    code, printed, _ = run_cli(capsys, "fit", "--out", str(out))
+    assert code == 0 and str(out) in printed
+    assert out.read_bytes() == default_params_path().read_bytes()
