@@ -1,0 +1,7 @@
+"""Qt-free state of one explorer window: model, prompt, settings, the Run, its frames
+and the cursor. Panels subscribe to its events and draw what it holds."""
+
+from .frames import Frame, TokenState, frames_of_run
+from .session import Session
+
+__all__ = ["Frame", "Session", "TokenState", "frames_of_run"]

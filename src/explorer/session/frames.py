@@ -1,0 +1,61 @@
+"""Frames: what the player shows at one moment of a Run.
+
+Derived frames of a Run (a lesson may supply its own through the same record):
+input only -> Prefill -> pick 1 -> Decode [y1] -> pick 2 -> ... -> stop.
+Each frame knows which visible tokens are processed (in the cache), which one is
+selected (chosen, not yet processed) and which are pending (known input, not yet run).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import Enum
+
+from ..core.generate import Run
+
+
+class TokenState(str, Enum):
+    PROCESSED = "processed"   # went through the model: its K/V are in the cache
+    SELECTED = "selected"     # chosen from the logits, not yet fed back in
+    PENDING = "pending"       # known input that no forward has processed yet
+
+
+@dataclass(frozen=True)
+class Frame:
+    kind: str                       # "input" | "prefill" | "decode" | "pick" | "stop"
+    step: int | None                # index of the Run step this frame belongs to (None: before any)
+    visible_ids: tuple[int, ...]    # tokens on screen at this moment
+    states: tuple[TokenState, ...]  # one per visible token
+    cache_len: int                  # processed tokens = what the KV cache holds
+
+    @property
+    def visible_count(self) -> int:
+        return len(self.visible_ids)
+
+    @property
+    def shows_forward(self) -> bool:
+        """Frames whose attention/K/V come from a forward pass of `step`."""
+        return self.kind in ("prefill", "decode")
+
+    @property
+    def shows_distribution(self) -> bool:
+        return self.kind in ("pick", "stop")
+
+
+def _states(n_processed: int, n_selected: int, n_pending: int = 0):
+    return ((TokenState.PROCESSED,) * n_processed + (TokenState.SELECTED,) * n_selected
+            + (TokenState.PENDING,) * n_pending)
+
+
+def frames_of_run(run: Run) -> tuple[Frame, ...]:
+    prompt = run.prompt_ids
+    frames = [Frame("input", None, prompt, _states(0, 0, len(prompt)), 0)]
+    for step in run.steps:
+        processed = run.visible_ids[:step.cache_len_after]
+        frames.append(Frame("prefill" if step.phase == "prefill" else "decode", step.index,
+                            processed, _states(len(processed), 0), step.cache_len_after))
+        picked = processed + (step.selected_id,)
+        frames.append(Frame("pick", step.index, picked, _states(len(processed), 1), step.cache_len_after))
+    last = frames[-1]
+    frames.append(Frame("stop", last.step, last.visible_ids, last.states, last.cache_len))
+    return tuple(frames)

@@ -1,0 +1,167 @@
+"""Titles and explanations of derived frames, in English and Chinese, with the Run's own
+numbers filled in. A lesson may supply authored text instead; this is the default."""
+
+from __future__ import annotations
+
+from ..core.generate import Run
+from ..core.vocab import Vocabulary
+from ..i18n import add_messages, tr
+from .frames import Frame
+
+SECTIONS = ("what", "why", "how", "misconception", "check")
+
+add_messages({
+    "frame.input": {"en": "Input {pieces} = {ids}: nothing has been processed yet",
+                    "zh": "输入 {pieces} = {ids}：还没有处理任何Token"},
+    "frame.prefill": {"en": "Prefill: positions {first}–{last} processed together, cache {cache}",
+                      "zh": "Prefill：一次处理位置{first}–{last}，缓存长{cache}"},
+    "frame.decode": {"en": "Decode {n}: feed {piece} at position {pos}, cache {cache}",
+                     "zh": "Decode {n}：把{piece}送入位置{pos}，缓存长{cache}"},
+    "frame.pick": {"en": "Selected {piece} (id {id}) from the logits at position {pos}",
+                   "zh": "用位置{pos}的logits选出{piece}（编号{id}）"},
+    "frame.pick_forced": {"en": "Forced {piece} (id {id}) at position {pos} (what-if)",
+                          "zh": "在位置{pos}人为指定{piece}（编号{id}，假设实验）"},
+    "frame.stop": {"en": "Stop ({short}): {visible} visible, {cache} in cache",
+                   "zh": "停止（{short}）：可见{visible}个，缓存{cache}个"},
+    "incomplete": {"en": "incomplete", "zh": "不完整"},
+    "section.what": {"en": "What happened", "zh": "发生了什么"},
+    "section.why": {"en": "Why it matters", "zh": "为什么重要"},
+    "section.how": {"en": "How it is implemented", "zh": "怎样实现"},
+    "section.misconception": {"en": "A common misconception", "zh": "常见误解"},
+    "section.check": {"en": "How to check it was done right", "zh": "如何检查做对了"},
+
+    "explain.input.what": {
+        "en": "The prompt was split into {n} tokens {ids}. The model has not run: the KV cache is empty.",
+        "zh": "提示被切成{n}个Token {ids}。模型还没有运行，KV缓存是空的。"},
+    "explain.input.why": {
+        "en": "Keep two counts apart from the start: tokens on screen and tokens the model has processed.",
+        "zh": "从一开始就把两个数分开：屏幕上可见的Token数，与模型已经处理过的Token数。"},
+    "explain.input.how": {
+        "en": "The loop is: run a forward pass, select a token, check whether to stop; if not, feed only the new token.",
+        "zh": "循环是：前向计算、选一个Token、判断是否停止；不停就只把新Token送进去。"},
+    "explain.input.misconception": {
+        "en": "The answer is not planned in advance and revealed word by word; each token depends on the ones before.",
+        "zh": "回答不是先整体想好再逐字显示；每个Token都依赖前面已选出的Token。"},
+    "explain.input.check": {
+        "en": "Visible {visible}, in cache 0.", "zh": "可见{visible}个，缓存0个。"},
+
+    "explain.prefill.what": {
+        "en": "All {n} prompt tokens went through every layer at once, positions {first}–{last}. "
+              "Their keys and values are now in the cache (length {cache}).",
+        "zh": "{n}个提示Token一起经过了所有层，位置{first}–{last}。它们的K和V已写入缓存（长度{cache}）。"},
+    "explain.prefill.why": {
+        "en": "The prompt is known, so its positions can be computed in parallel; the causal mask keeps each "
+              "position from reading later ones.",
+        "zh": "提示是已知的，所以各位置可以并行计算；因果mask保证每个位置看不到后面的位置。"},
+    "explain.prefill.how": {
+        "en": "One matrix product per layer over all prompt positions; the attention matrix is lower-triangular.",
+        "zh": "每层对所有提示位置做一次矩阵运算；注意力矩阵是下三角的。"},
+    "explain.prefill.misconception": {
+        "en": "Prefill does not produce the whole answer. It ends with the scores for one next token.",
+        "zh": "Prefill并不会产生整段回答，它结束时只得到下一个Token的分数。"},
+    "explain.prefill.check": {
+        "en": "Cache length = prompt length = {cache}. Largest difference from a full recompute: {diff}.",
+        "zh": "缓存长度 = 提示长度 = {cache}。与完整重算的最大差：{diff}。"},
+
+    "explain.decode.what": {
+        "en": "Only the token selected last time, {piece}, was fed in, at position {pos}. It read the cached "
+              "keys and values of the earlier positions and added its own: the cache grew to {cache}.",
+        "zh": "只把上一轮选出的{piece}送入位置{pos}。它读取缓存里前面位置的K和V，并写入自己的：缓存增长到{cache}。"},
+    "explain.decode.why": {
+        "en": "The next token depends on this one, which was unknown until it was selected; decoding is sequential.",
+        "zh": "下一个Token依赖这个Token，而它在被选出之前是未知的；所以解码只能一步一步来。"},
+    "explain.decode.how": {
+        "en": "Input of length 1 plus the cache; every layer still runs, each with its own cache.",
+        "zh": "输入长度为1，再加上缓存；所有层仍然都要运行，每层用自己的缓存。"},
+    "explain.decode.misconception": {
+        "en": "The cache saves recomputing old positions; it does not skip layers for the new token.",
+        "zh": "缓存省掉的是旧位置的重复计算，并不是让新Token跳过某些层。"},
+    "explain.decode.check": {
+        "en": "The logits equal a full recompute of all {cache} tokens: largest difference {diff}.",
+        "zh": "这一步的logits与把{cache}个Token从头重算的结果一致：最大差{diff}。"},
+
+    "explain.pick.what": {
+        "en": "From the logits at position {pos}, {piece} (id {id}) was selected {how}. It is visible now but "
+              "has not been processed: the cache still holds {cache}.",
+        "zh": "用位置{pos}的logits{how}选出了{piece}（编号{id}）。它现在可见，但还没有被处理：缓存仍是{cache}。"},
+    "explain.pick.why": {
+        "en": "Selected is not processed. Counting the selected token in the cache shifts every position by one.",
+        "zh": "选出不等于已处理。把刚选出的Token算进缓存，会让后面所有位置错一位。"},
+    "explain.pick.how": {
+        "en": "Logits → processors (temperature, top-k, top-p, …) → probabilities → one choice.",
+        "zh": "logits → 各处理器（温度、top-k、top-p…）→ 概率 → 选一个。"},
+    "explain.pick.misconception": {
+        "en": "A probability is not the chance the answer is correct; a low temperature only makes the top "
+              "choice more certain, not more true.",
+        "zh": "概率不是答案正确的可能性；低温只让最高项更稳定地被选中，并不让它更正确。"},
+    "explain.pick.check": {
+        "en": "Visible {visible}, in cache {cache}: they differ by exactly one.",
+        "zh": "可见{visible}个，缓存{cache}个：正好差一个。"},
+    "how.greedy": {"en": "greedily (highest score)", "zh": "用贪心（取最高分）"},
+    "how.sample": {"en": "by sampling (u = {u})", "zh": "通过抽样（u = {u}）"},
+    "how.forced": {"en": "by a what-if override", "zh": "通过人为指定"},
+
+    "explain.stop.what": {
+        "en": "Generation ended: {reason}. The last selected token is never fed back in: {visible} visible, "
+              "{cache} in cache.",
+        "zh": "生成结束：{reason}。最后选出的Token不会再送入模型：可见{visible}个，缓存{cache}个。"},
+    "explain.stop.why": {
+        "en": "Why it stopped matters: an end token, a stop text, a length limit and a tool call mean "
+              "different things; only the first is the model's own end.",
+        "zh": "停止原因很重要：结束Token、停止字符串、长度上限和工具调用含义不同；只有第一种是模型自己结束。"},
+    "explain.stop.how": {
+        "en": "After each selection the loop checks the end token, tool calls, stop strings and the budget.",
+        "zh": "每次选出后，循环依次检查结束Token、工具调用、停止字符串和长度预算。"},
+    "explain.stop.misconception": {
+        "en": "Output that stops arriving is not the same as a finished answer, let alone a finished task.",
+        "zh": "不再收到文字不等于回答完整，更不等于任务完成。"},
+    "explain.stop.check": {
+        "en": "Selections {ids}, cache lengths {caches}; largest difference from a full recompute: {diff}.",
+        "zh": "选出 {ids}，缓存长度 {caches}；与完整重算的最大差：{diff}。"},
+})
+
+
+def _diff(value) -> str:
+    return "-" if value is None else f"{value:.1e}"
+
+
+def _values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> dict:
+    step = None if frame.step is None else run.steps[frame.step]
+    values = {"visible": frame.visible_count, "cache": frame.cache_len,
+              "ids": list(frame.visible_ids), "n": len(run.prompt_ids),
+              "pieces": vocab.display_pieces(run.prompt_ids)}
+    if step is not None:
+        dist = step.distribution
+        how = ("how.forced" if step.forced else "how.greedy" if dist.greedy else "how.sample")
+        values |= {"first": step.positions[0], "last": step.positions[-1], "pos": step.positions[-1],
+                   "piece": vocab.display_piece(step.selected_id if frame.kind in ("pick", "stop")
+                                                else step.input_ids[-1]),
+                   "id": step.selected_id, "diff": _diff(step.recompute_max_abs_diff),
+                   "how": tr(how, lang, u=f"{dist.u:.3f}" if dist.u is not None else "")}
+        if frame.kind == "decode":
+            values["n"] = step.index
+    if frame.kind == "stop":
+        short = run.finish_reason + (f", {tr('incomplete', lang)}" if run.incomplete else "")
+        values |= {"reason": finish_text(run, lang), "short": short, "ids": list(run.output_ids),
+                   "caches": [s.cache_len_after for s in run.steps], "diff": _diff(run.max_recompute_diff)}
+    return values
+
+
+def finish_text(run: Run, lang: str = "en") -> str:
+    """The finish reason with what it means (`length` is called incomplete)."""
+    stop = run.stop_match
+    return tr(f"finish.{run.finish_reason}", lang,
+              **({"text": stop.text, "index": stop.char_index} if stop else {}))
+
+
+def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
+    values = _values(frame, run, vocab, lang)
+    if frame.kind == "pick" and run.steps[frame.step].forced:
+        return tr("frame.pick_forced", lang, **values)
+    return tr(f"frame.{frame.kind}", lang, **values)
+
+
+def frame_explanation(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> dict[str, str]:
+    """{section: text} for what / why / how / misconception / check."""
+    values = _values(frame, run, vocab, lang)
+    return {s: tr(f"explain.{frame.kind}.{s}", lang, **values) for s in SECTIONS}

@@ -1,0 +1,20 @@
+"""The core and the session never load Qt."""
+
+import subprocess
+import sys
+
+CHECK = """
+import sys
+import explorer.core.decoder, explorer.core.generate, explorer.core.sampling, explorer.core.beam
+import explorer.core.table_model, explorer.core.teaching, explorer.core.params_io, explorer.core.run_dict
+import explorer.cli_trace, explorer.cli_sample, explorer.cli
+import explorer.session, explorer.session.narration
+qt = sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'PyQt5', 'PyQt6'))
+print(','.join(qt))
+"""
+
+
+def test_core_imports_without_qt():
+    proc = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == ""
