@@ -1,0 +1,1 @@
+"""The window: PySide6 + pyqtgraph panels that draw what the session holds."""
