@@ -14,6 +14,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import SettingError
+from .kvcache import KVCache
 from .model import LanguageModel
 from .sampling import Distribution, SamplingConfig, distribution, forced
 from .stopping import INCOMPLETE, StopMatch, ends_with_any, find_stop_string
@@ -82,12 +83,15 @@ def default_selector(config: SamplingConfig) -> Selector:
 
 def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = SamplingConfig(), *,
              overrides: dict | None = None, selector: Selector | None = None,
-             check_recompute: bool = True, cancel: Callable[[], bool] | None = None) -> Run:
+             check_recompute: bool = True, cancel: Callable[[], bool] | None = None,
+             reuse: Run | None = None) -> Run:
     """Run Prefill and Decode steps until a stop criterion holds.
 
     overrides: {step index: token id} what-if choices; the step is marked forced and
     every later step follows from it. check_recompute: compare every step's logits with
-    `full_forward` of the same prefix (the reference; costs a full pass per step)."""
+    `full_forward` of the same prefix (the reference; costs a full pass per step).
+    reuse: an earlier Run of the same model; forward passes over the same tokens are taken
+    from it instead of recomputed (a slider drag reruns only the selection)."""
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
     overrides = _checked_overrides(overrides or {}, model, config)
     select = selector or default_selector(config)
@@ -96,20 +100,18 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
 
     steps: list[Step] = []
     output: list[int] = []
-    trace, cache = model.prefill(prompt)
-    cache_before, finish, stop = 0, None, None
+    cache, finish, stop = None, None, None
     while finish is None:
         index = len(steps)
+        trace, diff, cache = _forward(model, prompt, output, steps, cache, reuse, check_recompute)
         dist = select(trace.last_logits, prompt + tuple(output), index)
         if index in overrides:
             dist = forced(dist, overrides[index])
         output.append(dist.selected_id)
-        processed = prompt + tuple(output[:-1])
-        diff = _recompute_diff(model, processed, trace) if check_recompute else None
         steps.append(Step(index, "prefill" if index == 0 else "decode",
                           tuple(int(t) for t in trace.ids), tuple(int(p) for p in trace.positions),
-                          cache_before, len(cache), trace, dist, dist.selected_id, dist.forced,
-                          diff, trace.seconds))
+                          0 if index == 0 else len(prompt) + index - 1, len(prompt) + index,
+                          trace, dist, dist.selected_id, dist.forced, diff, trace.seconds))
         if eos is not None and output[-1] == eos:
             finish = "eos"
         elif ends_with_any(output, tool_calls):
@@ -120,14 +122,42 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
             finish = "length"
         elif cancel is not None and cancel():
             finish = "cancelled"
-        else:
-            cache_before = len(cache)
-            trace, cache = model.decode(output[-1], cache)
     text = model.vocab.decode(output)
     if stop is not None:
         text = text[:stop.char_index]
     return Run(model.name, prompt, tuple(steps), tuple(output), finish, config, text,
                dict(overrides), stop)
+
+
+def _forward(model, prompt, output, steps, cache, reuse: Run | None, check: bool):
+    """The forward pass of the next step -> (trace, recompute diff, live cache or None).
+
+    Taken from `reuse` when it processed the same tokens; otherwise computed, after
+    rebuilding the KV cache from the earlier steps' traces if they were reused."""
+    index = len(steps)
+    if (reuse is not None and reuse.prompt_ids == prompt and index < len(reuse.steps)
+            and reuse.output_ids[:index] == tuple(output)):
+        old = reuse.steps[index]
+        if old.recompute_max_abs_diff is not None or not check:
+            return old.trace, old.recompute_max_abs_diff if check else None, None
+    if index == 0:
+        trace, cache = model.prefill(prompt)
+    else:
+        if cache is None:
+            cache = cache_from_traces(model, [s.trace for s in steps])
+        trace, cache = model.decode(output[-1], cache)
+    diff = _recompute_diff(model, prompt + tuple(output), trace) if check else None
+    return trace, diff, cache
+
+
+def cache_from_traces(model: LanguageModel, traces) -> KVCache:
+    """A KV cache holding what the given forward passes wrote, in order."""
+    cache = model.new_cache()
+    for trace in traces:
+        for layer, lt in enumerate(trace.layers):
+            cache.extend(layer, lt.k, lt.v)
+        cache.commit(trace.ids, trace.positions)
+    return cache
 
 
 def _recompute_diff(model, processed_ids, trace: ForwardTrace) -> float:

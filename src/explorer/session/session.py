@@ -19,6 +19,7 @@ from .events import Emitter
 from .frames import Frame, frames_of_run
 
 DEFAULT_CONFIG = SamplingConfig(max_new_tokens=8)   # the teaching model ends by EOS well before 8
+UNDO_LIMIT = 100                                     # what-if choices remembered for undo
 
 
 class Session:
@@ -141,8 +142,9 @@ class Session:
                 return
 
     # ------------------------------------------------------------------ internals
-    def _compute(self, model, prompt, config, overrides):
-        run = generate(model, prompt, config, overrides=overrides, check_recompute=self._check_recompute)
+    def _compute(self, model, prompt, config, overrides, reuse=None):
+        run = generate(model, prompt, config, overrides=overrides, check_recompute=self._check_recompute,
+                       reuse=reuse)
         beam = None
         if config.mode == "beam":
             beam = beam_search(model, prompt, config.num_beams, config.max_new_tokens,
@@ -156,9 +158,10 @@ class Session:
         config = self._config if config is None else config
         overrides = self._overrides if overrides is None else overrides
         old = self.frame
-        run, beam, frames = self._compute(model, prompt, config, overrides)
+        reuse = self._run if model is self._model else None   # same model: reuse its forwards
+        run, beam, frames = self._compute(model, prompt, config, overrides, reuse)
         if remember:
-            self._history.append(dict(self._overrides))
+            self._history = (self._history + [dict(self._overrides)])[-UNDO_LIMIT:]
         elif model is not self._model or prompt != self._prompt:
             self._history.clear()
         self._model, self._prompt, self._config = model, prompt, config
