@@ -1,0 +1,410 @@
+"""Attention heatmap: rows = query positions of the current step's forward, columns = key
+positions it could read, colour = attention weight of the chosen layer and head.
+
+Causally masked cells (future keys) hold NaN in the image, so they are transparent, and a
+grey hatched overlay covers them: a masked cell never looks like a zero weight. The
+"full matrix" toggle stacks the rows of every forward up to the current step (Prefill
+rows, then one row per Decode step): the class sees that the cached rows equal a full
+recompute. The panel draws the weights core recorded; it computes no model math.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import pyqtgraph as pg
+from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFontMetrics
+from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout, QLabel,
+                               QVBoxLayout)
+
+from ..i18n import add_messages
+from .kv_grid import readable_font
+from .panel import Panel
+from .theme import text_on
+
+COLOR_MAP = "cividis"          # colour-blind safe, and dark at 0 so a zero weight is clearly not grey
+VALUES_IN_CELLS = 12           # print the weights when the matrix is at most this many rows and columns
+MAX_TICKS = 40                 # label at most this many positions per axis
+
+add_messages({
+    "attention.title": {"en": "Attention", "zh": "注意力"},
+    "attention.layer": {"en": "layer {i}", "zh": "第{i}层"},
+    "attention.head": {"en": "head {i}", "zh": "头{i}"},
+    "attention.kv_head": {"en": "query head {h} reads K/V head {g} (shared by heads {first}–{last})",
+                          "zh": "查询头{h}读取K/V头{g}（头{first}–{last}共用）"},
+    "attention.full": {"en": "full matrix (all steps so far)", "zh": "完整矩阵（到目前为止的所有步骤）"},
+    "attention.query": {"en": "query (token·position)", "zh": "查询（Token·位置）"},
+    "attention.key": {"en": "key (token·position)", "zh": "键（Token·位置）"},
+    "attention.weight": {"en": "weight", "zh": "权重"},
+    "attention.caption": {"en": "{phase}: queries × keys = {rows} × {cols}",
+                          "zh": "{phase}：查询 × 键 = {rows} × {cols}"},
+    "attention.caption_full": {"en": "full matrix up to {phase}: queries × keys = {rows} × {cols}",
+                               "zh": "截至{phase}的完整矩阵：查询 × 键 = {rows} × {cols}"},
+    "attention.boundary": {"en": "; rows under the line come from Decode steps",
+                           "zh": "；线下方的行来自Decode步骤"},
+    "attention.legend": {"en": "grey hatched = masked (future), not a zero weight",
+                         "zh": "灰色斜线 = 被遮蔽（未来位置），不是权重为0"},
+    "attention.not_run": {"en": "the model has not run yet", "zh": "模型还没有运行"},
+    "attention.no_layers": {"en": "this model has no attention layers", "zh": "该模型没有注意力层"},
+})
+
+
+@dataclass(frozen=True)
+class _Matrix:
+    """What the heatmap shows: one head's weights and mask with their row/column tokens."""
+    weights: np.ndarray          # [r, t] attention weights
+    mask: np.ndarray             # [r, t] True where the query may attend to the key
+    row_ids: np.ndarray          # [r] token ids of the queries
+    row_positions: np.ndarray    # [r]
+    key_ids: np.ndarray          # [t]
+    key_positions: np.ndarray    # [t]
+    prefill_rows: int            # rows that came from the Prefill forward
+
+    @property
+    def image(self) -> np.ndarray:  # [r, t] weights, NaN where masked
+        return np.where(self.mask, self.weights, np.nan)
+
+
+def step_matrix(step, layer: int, head: int) -> _Matrix:
+    """One forward: its new positions' queries against every key they could read."""
+    lt, tr = step.trace.layers[layer], step.trace
+    return _Matrix(lt.weights[head], lt.mask, tr.ids, tr.positions, tr.key_ids, tr.key_positions,
+                   len(tr.ids) if step.phase == "prefill" else 0)
+
+
+def stacked_matrix(steps, layer: int, head: int) -> _Matrix:
+    """The rows of every forward in `steps`, each padded with masked cells up to the keys of
+    the last one: Prefill rows then one row per Decode step, as one [r, t] matrix."""
+    parts = [step_matrix(s, layer, head) for s in steps]
+    last = parts[-1]
+    t = len(last.key_ids)
+
+    def padded(a, fill):  # [n, t_s] -> [n, t]
+        return np.pad(a, ((0, 0), (0, t - a.shape[1])), constant_values=fill)
+
+    return _Matrix(np.concatenate([padded(p.weights, 0.0) for p in parts]),
+                   np.concatenate([padded(p.mask, False) for p in parts]),
+                   np.concatenate([p.row_ids for p in parts]),
+                   np.concatenate([p.row_positions for p in parts]),
+                   last.key_ids, last.key_positions, parts[0].prefill_rows)
+
+
+def masked_runs(mask: np.ndarray):  # [r, t] bool, True = masked -> rows, starts, stops [m]
+    """Horizontal runs of masked cells, one rectangle per run instead of one per cell."""
+    edges = np.diff(np.pad(mask.astype(np.int8), ((0, 0), (1, 1))), axis=1)   # [r, t+1]
+    rows, starts = np.nonzero(edges == 1)
+    _, stops = np.nonzero(edges == -1)        # row-major order pairs every start with its stop
+    return rows, starts, stops
+
+
+class _MaskOverlay(QGraphicsItem):
+    """Grey cells with hatching drawn in screen pixels, so the hatch keeps its spacing at
+    any zoom (a pattern brush in data coordinates would be stretched with the cells).
+    One rectangle per run of masked cells, drawn with one call per brush."""
+
+    def __init__(self):
+        super().__init__()
+        self.setZValue(5)
+        self.fill, self.hatch = QBrush(), QBrush()
+        self._rects: list[QRectF] = []
+        self._bounds = QRectF()
+
+    def set_mask(self, masked: np.ndarray) -> None:  # [r, t] True = masked
+        self.prepareGeometryChange()
+        self._rects = [QRectF(float(start), float(r), float(stop - start), 1.0)
+                       for r, start, stop in zip(*masked_runs(masked))]
+        self._bounds = QRectF(0, 0, masked.shape[1], masked.shape[0]) if masked.size else QRectF()
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def set_colors(self, fill: str, hatch: str) -> None:
+        self.fill = QBrush(QColor(fill))
+        line = QColor(hatch)
+        line.setAlpha(150)
+        self.hatch = QBrush(line, Qt.BDiagPattern)
+        self.update()
+
+    def paint(self, painter, _option, _widget=None):
+        if not self._rects:
+            return
+        to_device = painter.transform()
+        device = [to_device.mapRect(r) for r in self._rects]
+        painter.save()
+        painter.resetTransform()
+        painter.setPen(Qt.NoPen)
+        for brush in (self.fill, self.hatch):
+            painter.setBrush(brush)
+            painter.drawRects(device)
+        painter.restore()
+
+
+class AttentionPanel(Panel):
+    panel_id = "attention"
+    title_key = "attention.title"
+
+    def __init__(self, session, parent=None):
+        super().__init__(session, parent)
+        self._matrix: _Matrix | None = None
+        self._build_controls()
+        self._build_plot()
+        layout = QVBoxLayout(self)
+        controls = QHBoxLayout()
+        for w in (self.layer_picker, self.head_picker, self._kv_note):
+            controls.addWidget(w)
+        controls.addStretch(1)
+        controls.addWidget(self.full_matrix_toggle)
+        layout.addLayout(controls)
+        layout.addWidget(self._caption)
+        layout.addWidget(self._plot_widget, 1)
+        layout.addWidget(self._legend)
+        self._apply_font()
+        self.refresh()
+
+    def _build_controls(self) -> None:
+        self.layer_picker = QComboBox(self)
+        self.head_picker = QComboBox(self)
+        self.full_matrix_toggle = QCheckBox(self)
+        self._kv_note = QLabel(self)
+        self._caption = QLabel(self)
+        self._legend = QLabel(self)
+        self._legend.setWordWrap(True)
+        self.layer_picker.currentIndexChanged.connect(self.refresh)
+        self.head_picker.currentIndexChanged.connect(self.refresh)
+        self.full_matrix_toggle.toggled.connect(self.refresh)
+
+    def _build_plot(self) -> None:
+        self._plot_widget = pg.PlotWidget(self)
+        plot = self._plot = self._plot_widget.getPlotItem()
+        plot.invertY(True)
+        plot.hideButtons()
+        plot.setMenuEnabled(False)
+        plot.getViewBox().setMouseEnabled(False, False)
+        self._image = pg.ImageItem(axisOrder="row-major")
+        plot.addItem(self._image)
+        self._cmap = pg.colormap.get(COLOR_MAP)
+        self._colorbar = pg.ColorBarItem(values=(0, 1), colorMap=self._cmap, interactive=False)
+        self._colorbar.setImageItem(self._image, insert_in=plot)
+        self._mask_item = _MaskOverlay()
+        plot.addItem(self._mask_item)
+        self._boundary = pg.InfiniteLine(angle=0, movable=False)
+        self._boundary.setZValue(20)
+        plot.addItem(self._boundary)
+        self._message = pg.TextItem(anchor=(0.5, 0.5))
+        plot.addItem(self._message)
+        self._value_items: list[pg.TextItem] = []   # a pool, reused across refreshes
+        for name in ("left", "bottom"):
+            plot.getAxis(name).enableAutoSIPrefix(False)
+        self._colorbar.axis.enableAutoSIPrefix(False)
+        self._all_ticks: tuple[list, list] = ([], [])
+        plot.getViewBox().sigResized.connect(self._fit_ticks)
+
+    # ---------------------------------------------------------------- refresh
+    def refresh(self) -> None:
+        self._apply_theme()
+        self._retranslate()
+        self._update_pickers()
+        matrix = self._current_matrix()
+        self._matrix = matrix
+        if matrix is None:
+            self._show_message()
+        else:
+            self._show_matrix(matrix)
+
+    def _current_matrix(self) -> _Matrix | None:
+        step, layers = self.session.step, self.session.run.steps[0].trace.layers
+        if step is None or not layers:
+            return None
+        layer = max(0, self.layer_picker.currentIndex())
+        head = max(0, self.head_picker.currentIndex())
+        if self.full_matrix_toggle.isChecked():
+            return stacked_matrix(self.session.run.steps[:step.index + 1], layer, head)
+        return step_matrix(step, layer, head)
+
+    def _update_pickers(self) -> None:
+        """One item per layer / head; shown only when there is a choice."""
+        layers = self.session.run.steps[0].trace.layers
+        n_layers = len(layers)
+        n_heads, n_kv = (layers[0].q.shape[0], layers[0].k.shape[0]) if layers else (0, 0)
+        _fill(self.layer_picker, [self.tr("attention.layer", i=i) for i in range(n_layers)])
+        _fill(self.head_picker, [self.tr("attention.head", i=i) for i in range(n_heads)])
+        self.layer_picker.setVisible(n_layers > 1)
+        self.head_picker.setVisible(n_heads > 1)
+        self._kv_note.setVisible(0 < n_kv < n_heads)
+        if 0 < n_kv < n_heads:
+            h, group = max(0, self.head_picker.currentIndex()), n_heads // n_kv
+            g = h // group
+            self._kv_note.setText(self.tr("attention.kv_head", h=h, g=g,
+                                          first=g * group, last=(g + 1) * group - 1))
+
+    def _show_message(self) -> None:
+        layers = self.session.run.steps[0].trace.layers
+        self._image.clear()
+        self._mask_item.set_mask(np.zeros((0, 0), bool))
+        self._boundary.hide()
+        self._show_values(None)
+        self._set_ticks([], [])
+        self._caption.setText("")
+        self._message.setText(self.tr("attention.not_run" if layers else "attention.no_layers"),
+                              color=self.theme.text)
+        self._message.setPos(0.5, 0.5)
+        self._message.show()
+        self._plot.setRange(xRange=(0, 1), yRange=(0, 1), padding=0)
+
+    def _show_matrix(self, m: _Matrix) -> None:
+        rows, cols = m.weights.shape
+        self._message.hide()
+        self._image.setImage(m.image, levels=(0, 1), autoLevels=False)
+        self._image.setRect(0, 0, cols, rows)
+        self._mask_item.set_mask(~m.mask)
+        decode_rows = self.full_matrix_toggle.isChecked() and 0 < m.prefill_rows < rows
+        self._boundary.setPos(m.prefill_rows)
+        self._boundary.setVisible(decode_rows)
+        self._set_ticks(_tick_labels(self._piece, m.row_ids, m.row_positions),
+                        _tick_labels(self._piece, m.key_ids, m.key_positions))
+        self._show_values(m if rows <= VALUES_IN_CELLS and cols <= VALUES_IN_CELLS else None)
+        self._caption.setText(self._caption_text(m))
+        self._plot.setRange(xRange=(0, cols), yRange=(0, rows), padding=0.02)
+
+    def _caption_text(self, m: _Matrix) -> str:
+        step = self.session.step
+        phase = (self.tr("phase.prefill") if step.phase == "prefill"
+                 else self.tr("phase.decode", n=step.index))
+        key = "attention.caption_full" if self.full_matrix_toggle.isChecked() else "attention.caption"
+        text = self.tr(key, phase=phase, rows=m.weights.shape[0], cols=m.weights.shape[1])
+        return text + (self.tr("attention.boundary") if self._boundary.isVisible() else "")
+
+    def _piece(self, token_id) -> str:
+        return self.session.model.vocab.display_piece(int(token_id))
+
+    def _set_ticks(self, rows: list, cols: list) -> None:
+        self._ticks = ([label for _, label in rows], [label for _, label in cols])
+        self._all_ticks = (rows, cols)
+        self._fit_ticks()
+
+    def _fit_ticks(self) -> None:
+        """Label every cell that has room (long prompts: every n-th); the left axis is as
+        wide as its longest label, so the axis title never overlaps the labels."""
+        rows, cols = self._all_ticks
+        fm = QFontMetrics(readable_font(self.font()))
+        size = self._plot.getViewBox().size()
+        widest_col = max((fm.horizontalAdvance(t) for _, t in cols), default=0) + fm.height()
+        self._plot.getAxis("left").setTicks([_every_nth(rows, size.height() / fm.height())])
+        self._plot.getAxis("bottom").setTicks([_every_nth(cols, size.width() / widest_col)])
+        widest_row = max((fm.horizontalAdvance(t) for _, t in rows), default=0)
+        self._plot.getAxis("left").setWidth(widest_row + 2 * fm.height() + 8)
+
+    def _show_values(self, m: _Matrix | None) -> None:
+        """Weights printed in the cells (small matrices only); masked cells stay blank."""
+        cells = [] if m is None else list(zip(*np.nonzero(m.mask)))
+        while len(self._value_items) < len(cells):
+            item = pg.TextItem(anchor=(0.5, 0.5))
+            item.setZValue(10)
+            self._plot.addItem(item)
+            self._value_items.append(item)
+        colors = self._cmap.map(np.array([m.weights[r, c] for r, c in cells]), mode="byte") if cells else []
+        font = readable_font(self.font())
+        for item, (r, c), rgb in zip(self._value_items, cells, colors):
+            item.setText(f"{m.weights[r, c]:.2f}", color=text_on(_hex(rgb)))
+            item.setFont(font)
+            item.setPos(c + 0.5, r + 0.5)
+            item.show()
+        for item in self._value_items[len(cells):]:
+            item.hide()
+
+    # ---------------------------------------------------------------- look and language
+    def _apply_theme(self) -> None:
+        theme = self.theme
+        self._plot_widget.setBackground(theme.background)
+        for axis in (self._plot.getAxis("left"), self._plot.getAxis("bottom"), self._colorbar.axis):
+            axis.setPen(theme.text)
+            axis.setTextPen(theme.text)
+        self._mask_item.set_colors(theme.masked, theme.text)
+        self._boundary.setPen(pg.mkPen(theme.accent, width=3))
+
+    def _retranslate(self) -> None:
+        size = f"{readable_font(self.font()).pointSizeF():g}pt"
+        self._plot.setLabel("left", self.tr("attention.query"), **{"font-size": size})
+        self._plot.setLabel("bottom", self.tr("attention.key"), **{"font-size": size})
+        self.full_matrix_toggle.setText(self.tr("attention.full"))
+        self._legend.setText(self.tr("attention.legend"))
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.FontChange, QEvent.ApplicationFontChange):
+            self._apply_font()
+            self.refresh()                 # axis titles, cell numbers and tick spacing follow the size
+
+    def _apply_font(self) -> None:
+        font = readable_font(self.font())
+        for child in (self.layer_picker, self.head_picker, self.full_matrix_toggle, self._kv_note,
+                      self._caption, self._legend, self._message):
+            child.setFont(font)
+        for axis in (self._plot.getAxis("left"), self._plot.getAxis("bottom"), self._colorbar.axis):
+            axis.setTickFont(font)
+
+    # ---------------------------------------------------------------- read-only API for tests
+    def image_array(self) -> np.ndarray:
+        """[r, t] the weights shown (NaN = masked); empty before the model has run."""
+        image = self._image.image
+        return np.empty((0, 0)) if image is None else np.array(image)
+
+    def masked_array(self) -> np.ndarray:
+        """[r, t] True where the cell is drawn as masked."""
+        return np.empty((0, 0), bool) if self._matrix is None else ~self._matrix.mask
+
+    def tick_labels(self) -> tuple[list[str], list[str]]:
+        """(row labels, column labels) in order, e.g. "学习·2"."""
+        return self._ticks
+
+    def cell_texts(self) -> dict[tuple[int, int], str]:
+        """(row, col) -> the weight printed in that cell."""
+        return {(int(item.pos().y()), int(item.pos().x())): item.textItem.toPlainText()
+                for item in self._value_items if item.isVisible()}
+
+    def kv_head_note(self) -> str:
+        """Which K/V head the chosen query head reads ("" when every head has its own)."""
+        return self._kv_note.text() if not self._kv_note.isHidden() else ""
+
+    def message_text(self) -> str:
+        return self._message.textItem.toPlainText() if self._message.isVisible() else ""
+
+    def caption_text(self) -> str:
+        return self._caption.text()
+
+    def legend_text(self) -> str:
+        return self._legend.text()
+
+    def boundary_row(self) -> int | None:
+        """Row index where Decode rows start in the full matrix, or None when not drawn."""
+        return int(self._boundary.value()) if self._boundary.isVisible() else None
+
+
+def _fill(combo: QComboBox, items: list[str]) -> None:
+    """Replace the items of `combo` when they changed, keeping the index and emitting nothing."""
+    if [combo.itemText(i) for i in range(combo.count())] == items:
+        return
+    index = combo.currentIndex()
+    combo.blockSignals(True)
+    combo.clear()
+    combo.addItems(items)
+    combo.setCurrentIndex(min(max(index, 0), len(items) - 1))
+    combo.blockSignals(False)
+
+
+def _tick_labels(piece, ids, positions) -> list[tuple[float, str]]:
+    """Ticks at cell centres: (i + 0.5, "学习·2")."""
+    return [(i + 0.5, f"{piece(t)}·{int(p)}") for i, (t, p) in enumerate(zip(ids, positions))]
+
+
+def _every_nth(ticks: list, room: float) -> list:
+    """Every n-th tick so that at most `room` labels (and never more than MAX_TICKS) are drawn."""
+    fit = max(1, min(MAX_TICKS, int(room)))
+    return ticks[::max(1, -(-len(ticks) // fit))]
+
+
+
+def _hex(rgb) -> str:
+    return "#{:02x}{:02x}{:02x}".format(*(int(v) for v in rgb[:3]))

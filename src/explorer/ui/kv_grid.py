@@ -1,0 +1,483 @@
+"""KV cache grid: one column per visible position, a K row and a V row per layer.
+
+Every cell shows the state of its position by colour AND a text label: processed (its
+K/V are in the cache), selected (chosen, not yet processed: an empty cell with a dashed
+outline, because no K/V exist for it yet) or pending (known input, not yet processed).
+The columns the current forward writes are outlined. Hovering a processed cell shows its
+vector, read from the trace of the step that processed the position.
+
+The grid paints only the cells in view, so a few hundred positions x 30 layers stay
+responsive: no widget or graphics item per cell, tooltips are built on hover.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+from PySide6.QtCore import QEvent, QRect, QSize, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QToolTip, QVBoxLayout, QWidget
+
+from ..i18n import add_messages
+from ..session import TokenState
+from .panel import Panel
+from .theme import Theme, text_on
+
+MIN_POINT_SIZE = 11.0          # readable from the back of a classroom
+STATES = ("processed", "selected", "pending")   # cell codes 0, 1, 2
+_CODE = {TokenState.PROCESSED: 0, TokenState.SELECTED: 1, TokenState.PENDING: 2}
+VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at most this many numbers
+VALUES_PER_LINE = 2            # numbers per text line inside a cell
+FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
+TOOLTIP_PER_LINE = 8           # numbers per tooltip line
+
+add_messages({
+    "kv.title": {"en": "KV cache", "zh": "KV缓存"},
+    "kv.state.processed": {"en": "processed", "zh": "已处理"},
+    "kv.state.selected": {"en": "selected", "zh": "已选中"},
+    "kv.state.pending": {"en": "pending", "zh": "待处理"},
+    "kv.short.processed": {"en": "proc", "zh": "存"},
+    "kv.short.selected": {"en": "sel", "zh": "选"},
+    "kv.short.pending": {"en": "pend", "zh": "待"},
+    "kv.legend.processed": {"en": "its K/V are in the cache", "zh": "它的K/V已在缓存中"},
+    "kv.legend.selected": {"en": "chosen, not yet processed: no K/V yet (empty cell)",
+                           "zh": "已选出、尚未处理：还没有K/V（空格子）"},
+    "kv.legend.pending": {"en": "known input, not yet processed", "zh": "已知输入，尚未处理"},
+    "kv.legend.named": {"en": "{name}: {meaning}", "zh": "{name}：{meaning}"},
+    "kv.legend.written": {"en": "thick outline: K/V written by this forward",
+                          "zh": "粗框：本次前向刚写入的K/V"},
+    "kv.counts": {"en": "visible: {visible} · in cache: {cache}",
+                  "zh": "可见：{visible} · 已缓存：{cache}"},
+    "kv.written": {"en": "this forward writes positions {first}–{last}",
+                   "zh": "本次前向写入位置{first}–{last}"},
+    "kv.written_one": {"en": "this forward writes position {first}",
+                       "zh": "本次前向写入位置{first}"},
+    "kv.no_layers": {"en": "this model has no layers: it stores no K/V",
+                     "zh": "该模型没有层：不存储K/V"},
+    "kv.corner": {"en": "token\nposition", "zh": "Token\n位置"},
+    "kv.tip.vector": {"en": "{row} of {piece} at position {pos}",
+                      "zh": "{piece}（位置{pos}）的{row}"},
+    "kv.tip.head": {"en": "K/V head {g}", "zh": "K/V头{g}"},
+    "kv.tip.selected": {"en": "{piece} at position {pos} is selected: it has no K/V until the next "
+                              "Decode step feeds it in",
+                        "zh": "位置{pos}的{piece}已选中：下一次Decode把它送入模型后才有K/V"},
+    "kv.tip.pending": {"en": "{piece} at position {pos} is pending: no forward has processed it yet",
+                       "zh": "位置{pos}的{piece}待处理：还没有前向计算处理过它"},
+})
+
+
+def readable_font(font: QFont) -> QFont:
+    """`font` at least MIN_POINT_SIZE points; larger sizes (presentation mode) are kept."""
+    out = QFont(font)
+    if out.pointSizeF() < MIN_POINT_SIZE:
+        out.setPointSizeF(MIN_POINT_SIZE)
+    return out
+
+
+def paint_cells(p: QPainter, theme: Theme, cells: list[tuple[QRect, int, list[str]]]) -> None:
+    """Cells (rect, state code, text lines): processed and pending filled, selected empty
+    with a dashed outline. Batched by state: a few calls per paint, not a few per cell."""
+    inner = [[rect.adjusted(1, 1, -1, -1) for rect, code, _ in cells if code == k] for k in range(3)]
+    fills = (theme.processed, theme.background, theme.pending)
+    p.setPen(Qt.NoPen)
+    for rects, fill in zip(inner, fills):
+        p.setBrush(QColor(fill))
+        p.drawRects(rects)
+    p.setBrush(Qt.NoBrush)
+    p.setPen(QPen(theme.color("selected"), 2, Qt.DashLine))
+    p.drawRects([r.adjusted(1, 1, -1, -1) for r in inner[1]])
+    for code, color in enumerate((text_on(fills[0]), theme.text, text_on(fills[2]))):
+        p.setPen(QColor(color))
+        for rect, _, lines in (cell for cell in cells if cell[1] == code):
+            p.drawText(rect, Qt.AlignCenter, "\n".join(lines))
+
+
+@dataclass(frozen=True)
+class _GridData:
+    """Everything the grid draws, computed once per refresh."""
+    codes: np.ndarray            # [c] state code per column (0 processed, 1 selected, 2 pending)
+    pieces: tuple[str, ...]      # [c] token piece per column
+    row_labels: tuple[str, ...]  # [2L] "L0 K", "L0 V", ...
+    labels: tuple[str, ...]      # state code -> label drawn in the cell
+    source: np.ndarray           # [c, 2] (step index, row in that step's forward) per processed column
+    written: tuple[int, int] | None   # first, last column written by the current forward
+    values: dict                 # (row, col) -> text lines of the vector, for small models only
+
+    @property
+    def n_rows(self) -> int:
+        return len(self.row_labels)
+
+    @property
+    def n_cols(self) -> int:
+        return len(self.codes)
+
+
+class _GridView(QAbstractScrollArea):
+    """Frozen header row and label column; cells painted on demand."""
+
+    def __init__(self, panel: KVGridPanel):
+        super().__init__(panel)
+        self._panel = panel
+        self.data: _GridData | None = None
+        self._measure()
+
+    # ---------------------------------------------------------------- geometry
+    def set_data(self, data: _GridData) -> None:
+        self.data = data
+        self._measure()
+        self.viewport().update()
+
+    def _measure(self) -> None:
+        fm = QFontMetrics(self.font())
+        line, pad = fm.height(), max(2, fm.height() // 4)
+        data = self.data
+        labels = data.labels if data else ("",)
+        rows = data.row_labels if data else ("L00 K",)
+        value_lines = [line for lines in data.values.values() for line in lines] if data else []
+        corner = tuple(self._panel.tr("kv.corner").split("\n"))
+        self.label_w = max(fm.horizontalAdvance(t) for t in rows + corner) + 2 * pad
+        self.cell_w = max(fm.horizontalAdvance(t) for t in (*labels, *value_lines, "0000")) + 4 * pad
+        value_rows = max((len(lines) for lines in data.values.values()), default=0) if data else 0
+        self.cell_h = line * (1 + value_rows) + pad
+        self.header_h = 2 * line + pad
+        self._update_scrollbars()
+
+    def _update_scrollbars(self) -> None:
+        rows, cols = (self.data.n_rows, self.data.n_cols) if self.data else (0, 0)
+        view = self.viewport().size()
+        for bar, content, page in ((self.horizontalScrollBar(), self.label_w + cols * self.cell_w, view.width()),
+                                   (self.verticalScrollBar(), self.header_h + rows * self.cell_h, view.height())):
+            bar.setRange(0, max(0, content - page))
+            bar.setPageStep(page)
+            bar.setSingleStep(self.cell_w if bar is self.horizontalScrollBar() else self.cell_h)
+
+    def sizeHint(self) -> QSize:
+        rows, cols = (self.data.n_rows, self.data.n_cols) if self.data else (0, 0)
+        frame = 2 * self.frameWidth() + 4
+        return QSize(min(self.label_w + cols * self.cell_w, 1200) + frame,
+                     min(self.header_h + rows * self.cell_h, 700) + frame)
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._update_scrollbars()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange:
+            self._measure()
+
+    def scrollContentsBy(self, dx, dy) -> None:
+        self.viewport().update()   # headers are frozen: repaint rather than blit
+
+    def cell_at(self, x: int, y: int) -> tuple[int, int] | None:
+        """(row, col) of the cell under viewport point (x, y), or None."""
+        if self.data is None or x < self.label_w or y < self.header_h:
+            return None
+        col = (x - self.label_w + self.horizontalScrollBar().value()) // self.cell_w
+        row = (y - self.header_h + self.verticalScrollBar().value()) // self.cell_h
+        if row < self.data.n_rows and col < self.data.n_cols:
+            return int(row), int(col)
+        return None
+
+    def _visible(self, n: int, offset: int, start: int, extent: int, size: int) -> range:
+        first = offset // size
+        return range(first, min(n, (offset + extent - start) // size + 1))
+
+    # ---------------------------------------------------------------- painting
+    def paintEvent(self, _event) -> None:
+        data, theme = self.data, self._panel.theme
+        p = QPainter(self.viewport())
+        p.fillRect(self.viewport().rect(), theme.color("background"))
+        if data is None:
+            return
+        sx, sy = self.horizontalScrollBar().value(), self.verticalScrollBar().value()
+        view = self.viewport().size()
+        cols = self._visible(data.n_cols, sx, self.label_w, view.width(), self.cell_w)
+        rows = self._visible(data.n_rows, sy, self.header_h, view.height(), self.cell_h)
+        x0, y0 = self.label_w - sx, self.header_h - sy
+        paint_cells(p, theme, [(QRect(x0 + c * self.cell_w, y0 + r * self.cell_h, self.cell_w, self.cell_h),
+                                int(data.codes[c]), self._panel.cell_lines(r, c)) for r in rows for c in cols])
+        self._paint_layer_rules(p, rows, x0, y0, view.width())
+        self._paint_header(p, cols, x0, view.width())
+        self._paint_row_labels(p, rows, y0)
+        self._paint_written(p, x0, min(view.height(), y0 + data.n_rows * self.cell_h))
+
+    def _paint_layer_rules(self, p, rows, x0, y0, width) -> None:
+        """A rule under each layer's V row, so K/V pairs read as one layer."""
+        p.setPen(QPen(self._panel.theme.color("text"), 1))
+        right = min(width, x0 + self.data.n_cols * self.cell_w)
+        for r in rows:
+            if r % 2:
+                y = y0 + (r + 1) * self.cell_h - 1
+                p.drawLine(self.label_w, y, right, y)
+
+    def _paint_header(self, p, cols, x0, width) -> None:
+        theme, fm = self._panel.theme, QFontMetrics(self.font())
+        p.fillRect(QRect(0, 0, width, self.header_h), theme.color("background"))
+        p.setPen(theme.color("text"))
+        for c in cols:
+            rect = QRect(x0 + c * self.cell_w, 0, self.cell_w, self.header_h)
+            piece = fm.elidedText(self.data.pieces[c], Qt.ElideRight, self.cell_w - 4)
+            p.drawText(rect, Qt.AlignHCenter | Qt.AlignTop, f"{piece}\n{c}")
+        p.setPen(QPen(theme.color("grid"), 1))
+        p.drawLine(0, self.header_h - 1, width, self.header_h - 1)
+
+    def _paint_row_labels(self, p, rows, y0) -> None:
+        theme, pad = self._panel.theme, max(2, QFontMetrics(self.font()).height() // 4)
+        p.fillRect(QRect(0, self.header_h, self.label_w, self.viewport().height()), theme.color("background"))
+        p.fillRect(QRect(0, 0, self.label_w, self.header_h), theme.color("background"))
+        p.setPen(theme.color("text"))
+        p.drawText(QRect(pad, 0, self.label_w - pad, self.header_h), Qt.AlignLeft | Qt.AlignTop,
+                   self._panel.tr("kv.corner"))
+        p.save()
+        p.setClipRect(QRect(0, self.header_h, self.label_w, self.viewport().height()))
+        for r in rows:
+            rect = QRect(pad, y0 + r * self.cell_h, self.label_w - pad, self.cell_h)
+            p.drawText(rect, Qt.AlignLeft | Qt.AlignVCenter, self.data.row_labels[r])
+        p.restore()
+
+    def _paint_written(self, p, x0, bottom) -> None:
+        """Thick outline around the columns the current forward writes (header included)."""
+        if self.data.written is None:
+            return
+        first, last = self.data.written
+        rect = QRect(x0 + first * self.cell_w, 1, (last - first + 1) * self.cell_w, bottom - 2)
+        p.setClipRect(QRect(self.label_w, 0, self.viewport().width(), self.viewport().height()))
+        p.setPen(QPen(self._panel.theme.color("accent"), 4))
+        p.setBrush(Qt.NoBrush)
+        p.drawRect(rect.adjusted(2, 2, -2, -2))
+
+    # ---------------------------------------------------------------- hover
+    def viewportEvent(self, event) -> bool:
+        if event.type() == QEvent.ToolTip:
+            cell = self.cell_at(event.pos().x(), event.pos().y())
+            text = self._panel.tooltip_text(*cell) if cell else ""
+            if text:
+                QToolTip.showText(event.globalPos(), text, self.viewport())
+            else:
+                QToolTip.hideText()
+            return True
+        return super().viewportEvent(event)
+
+
+class _Legend(QWidget):
+    """The three cell kinds drawn exactly as in the grid, each with its meaning in words,
+    and the outline of the written columns; wraps to the panel's width."""
+
+    def __init__(self, panel: KVGridPanel):
+        super().__init__(panel)
+        self._panel = panel
+        sp = self.sizePolicy()
+        sp.setHeightForWidth(True)
+        self.setSizePolicy(sp)
+
+    def entries(self) -> list[tuple[int | None, str, str]]:
+        """(state code or None for the outline, text in the swatch, meaning)."""
+        data = self._panel.grid_view().data
+        if data is None:
+            return []
+        tr, labels = self._panel.tr, data.labels
+        out = []
+        for code, state in enumerate(STATES):
+            name, meaning = tr(f"kv.state.{state}"), tr(f"kv.legend.{state}")
+            if labels[code] != name:     # the cells show a short label: name it in full
+                meaning = tr("kv.legend.named", name=name, meaning=meaning)
+            out.append((code, labels[code], meaning))
+        return out + [(None, "", tr("kv.legend.written"))]
+
+    def _layout(self, width: int) -> list[tuple[QRect, QRect, int | None, str, str]]:
+        fm = QFontMetrics(self.font())
+        line, gap = fm.height() + 6, fm.height()
+        swatch_w = max(fm.horizontalAdvance(t) for _, t, _ in self.entries()) + 12
+        x = y = 0
+        placed = []
+        for code, short, meaning in self.entries():
+            w = swatch_w + 6 + fm.horizontalAdvance(meaning)
+            if x and x + w > width:
+                x, y = 0, y + line + 4
+            swatch = QRect(x, y, swatch_w, line)
+            text = QRect(x + swatch_w + 6, y, w - swatch_w - 6, line)
+            placed.append((swatch, text, code, short, meaning))
+            x += w + gap
+        return placed
+
+    def hasHeightForWidth(self) -> bool:
+        return True
+
+    def heightForWidth(self, width: int) -> int:
+        return max((r.bottom() for r, *_ in self._layout(width)), default=0) + 2
+
+    def sizeHint(self) -> QSize:
+        return QSize(400, self.heightForWidth(400))
+
+    def paintEvent(self, _event) -> None:
+        p, theme = QPainter(self), self._panel.theme
+        for swatch, text, code, short, meaning in self._layout(self.width()):
+            if code is None:
+                p.setPen(QPen(theme.color("accent"), 4))
+                p.drawRect(swatch.adjusted(2, 2, -2, -2))
+            else:
+                paint_cells(p, theme, [(swatch, code, [short])])
+            p.setPen(theme.color("text"))
+            p.drawText(text, Qt.AlignLeft | Qt.AlignVCenter, meaning)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.FontChange:
+            self.updateGeometry()
+
+
+class KVGridPanel(Panel):
+    panel_id = "kv"
+    title_key = "kv.title"
+
+    def __init__(self, session, parent=None):
+        super().__init__(session, parent)
+        self._status = QLabel(self)
+        self._status.setWordWrap(True)
+        self._legend = _Legend(self)
+        self._view = _GridView(self)
+        layout = QVBoxLayout(self)
+        layout.addWidget(self._status)
+        layout.addWidget(self._view, 1)
+        layout.addWidget(self._legend)
+        self._apply_font()
+        self.refresh()
+
+    # ---------------------------------------------------------------- drawing
+    def refresh(self) -> None:
+        self._view.set_data(self._grid_data())
+        self._status.setText(self._status_text())
+        self._legend.update()
+        self._legend.updateGeometry()
+
+    def _grid_data(self) -> _GridData:
+        session = self.session
+        frame, run, vocab = session.frame, session.run, session.model.vocab
+        layers = run.steps[0].trace.layers
+        codes = np.array([_CODE[s] for s in frame.states], np.int8)        # [c]
+        full = len(codes) <= FULL_LABEL_COLUMNS
+        source = _source_of_positions(run.steps, len(codes))
+        values = {}
+        if full and 0 < _vector_size(layers) <= VALUES_IN_CELLS:
+            values = {(r, c): _value_lines(_vector(run.steps, source, r, c))
+                      for r in range(2 * len(layers)) for c in np.flatnonzero(codes == 0)}
+        return _GridData(
+            codes=codes,
+            pieces=tuple(vocab.display_piece(t) for t in frame.visible_ids),
+            row_labels=tuple(f"L{i} {kv}" for i in range(len(layers)) for kv in "KV"),
+            labels=tuple(self.tr(f"kv.{'state' if full else 'short'}.{s}") for s in STATES),
+            source=source,
+            written=_written_columns(session),
+            values=values)
+
+    def _status_text(self) -> str:
+        frame = self.session.frame
+        parts = [self.tr("kv.counts", visible=frame.visible_count, cache=frame.cache_len)]
+        written = self._view.data.written
+        if written:
+            key = "kv.written_one" if written[0] == written[1] else "kv.written"
+            parts.append(self.tr(key, first=written[0], last=written[1]))
+        if not self._view.data.n_rows:
+            parts.append(self.tr("kv.no_layers"))
+        return "   ".join(parts)
+
+    def cell_lines(self, row: int, col: int) -> list[str]:
+        """Text drawn in a cell: its state label, then (small models) its vector."""
+        data = self._view.data
+        return [data.labels[int(data.codes[col])], *data.values.get((row, col), ())]
+
+    def tooltip_text(self, row: int, col: int) -> str:
+        """Built on hover: the cell's vector, every K/V head (processed cells), or why it has none."""
+        data = self._view.data
+        piece, state = data.pieces[col], STATES[int(data.codes[col])]
+        if state != "processed":
+            return self.tr(f"kv.tip.{state}", piece=piece, pos=col)
+        lines = [self.tr("kv.tip.vector", row=data.row_labels[row], piece=piece, pos=col)]
+        for g, head in enumerate(_vector(self.session.run.steps, data.source, row, col)):
+            values = [f"{x:.3f}" for x in head]
+            chunks = [", ".join(values[i:i + TOOLTIP_PER_LINE]) for i in range(0, len(values), TOOLTIP_PER_LINE)]
+            lines.append(f"{self.tr('kv.tip.head', g=g)}: [" + ",\n  ".join(chunks) + "]")
+        return "\n".join(lines)
+
+    # ---------------------------------------------------------------- fonts
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() in (QEvent.FontChange, QEvent.ApplicationFontChange):
+            self._apply_font()
+
+    def _apply_font(self) -> None:
+        font = readable_font(self.font())
+        for child in (self._status, self._legend, self._view):
+            child.setFont(font)
+
+    # ---------------------------------------------------------------- read-only API for tests
+    def row_labels(self) -> list[str]:
+        return list(self._view.data.row_labels)
+
+    def column_labels(self) -> list[str]:
+        return [f"{piece}·{c}" for c, piece in enumerate(self._view.data.pieces)]
+
+    def cell_state(self, row: int, col: int) -> str:
+        if not 0 <= row < self._view.data.n_rows:
+            raise IndexError(f"row {row}: the grid has {self._view.data.n_rows} rows")
+        return STATES[int(self._view.data.codes[col])]
+
+    def cell_text(self, row: int, col: int) -> str:
+        return "\n".join(self.cell_lines(row, col))
+
+    def written_columns(self) -> tuple[int, ...]:
+        written = self._view.data.written
+        return tuple(range(written[0], written[1] + 1)) if written else ()
+
+    def counts_text(self) -> str:
+        return self._status.text()
+
+    def legend_texts(self) -> list[str]:
+        return [meaning for *_, meaning in self._legend.entries()]
+
+    def text_point_size(self) -> float:
+        return self._view.font().pointSizeF()
+
+    def grid_view(self) -> QAbstractScrollArea:
+        return self._view
+
+
+def _vector_size(layers) -> int:
+    """Numbers in one layer's K (or V) vector of one position: K/V heads x head size."""
+    if not layers:
+        return 0
+    g, _, e = layers[0].k.shape
+    return g * e
+
+
+def _source_of_positions(steps, n: int) -> np.ndarray:  # -> [n, 2] (step, row in its forward)
+    """Position p's K/V come from the step whose forward fed p; -1 where no step did."""
+    source = np.full((n, 2), -1, np.int64)
+    for step in steps:
+        positions = np.asarray(step.positions)
+        inside = positions < n
+        source[positions[inside], 0] = step.index
+        source[positions[inside], 1] = np.arange(len(positions))[inside]
+    return source
+
+
+def _vector(steps, source, row: int, col: int) -> np.ndarray:  # -> [g, e]
+    """K (even rows) or V (odd rows) of layer row // 2 at position col, from the step that fed it."""
+    step, index = source[col]
+    layer = steps[step].trace.layers[row // 2]
+    return (layer.v if row % 2 else layer.k)[:, index, :]
+
+
+def _value_lines(vector: np.ndarray) -> tuple[str, ...]:  # [g, e] -> lines of VALUES_PER_LINE numbers
+    values = [f"{x:.2f}" for x in vector.ravel()]
+    return tuple("  ".join(values[i:i + VALUES_PER_LINE]) for i in range(0, len(values), VALUES_PER_LINE))
+
+
+def _written_columns(session) -> tuple[int, int] | None:
+    """First and last position fed by the current frame's forward (prefill / decode frames)."""
+    if not session.frame.shows_forward:
+        return None
+    positions = session.step.positions
+    return positions[0], positions[-1]

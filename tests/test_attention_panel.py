@@ -1,0 +1,196 @@
+"""The attention heatmap shows the weights core recorded: the current step's forward,
+masked cells distinct from zero weights, the full matrix equal to a full recompute,
+layer/head pickers for bigger models, and Chinese labels."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtWidgets import QApplication
+
+from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
+from explorer.core.sampling import SamplingConfig
+from explorer.core.table_model import load_table_model
+from explorer.core.teaching import load_teaching_model, teaching_vocabulary
+from explorer.core.vocab import Vocabulary
+from explorer.session import Session
+from explorer.ui.attention import AttentionPanel
+
+BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
+
+
+@pytest.fixture
+def session():
+    return Session(load_teaching_model(), [1, 2])
+
+
+def make_panel(qtbot, session):
+    panel = AttentionPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    return panel
+
+
+@pytest.fixture
+def panel(qtbot, session):
+    return make_panel(qtbot, session)
+
+
+def two_by_two(scale=1.0, seed=1):
+    """2 layers, 2 query heads sharing 1 K/V head; a large scale saturates the softmax."""
+    config = DecoderConfig(n_layers=2, n_heads=2, n_kv_heads=1, head_dim=4, d_model=8)
+    model = DecoderModel(config, random_params(config, np.random.default_rng(seed), scale=scale),
+                         teaching_vocabulary(), name="two")
+    return Session(model, [1, 2, 3], SamplingConfig(max_new_tokens=4))
+
+
+def expected_image(layer_trace, head):  # [n, t], NaN where masked
+    return np.where(layer_trace.mask, layer_trace.weights[head], np.nan)
+
+
+def test_input_frame_shows_a_message_and_no_image(panel, session):
+    assert panel.message_text() == "the model has not run yet"
+    assert panel.image_array().size == 0
+
+
+def test_every_forward_frame_shows_that_steps_weights(panel, session):
+    for index, frame in enumerate(session.frames[1:], start=1):
+        session.go(index)
+        layer = session.run.steps[frame.step].trace.layers[0]
+        np.testing.assert_array_equal(panel.image_array(), expected_image(layer, 0))
+        np.testing.assert_array_equal(panel.masked_array(), ~layer.mask)
+        assert panel.message_text() == ""
+
+
+def test_prefill_is_lower_triangular_with_token_labels(panel, session):
+    session.next()
+    assert panel.masked_array().tolist() == [[False, True], [False, False]]
+    assert np.isnan(panel.image_array()[0, 1])
+    assert panel.tick_labels() == (["我·0", "爱·1"], ["我·0", "爱·1"])
+    assert set(panel.cell_texts()) == {(0, 0), (1, 0), (1, 1)}    # no number in the masked cell
+
+
+def test_decode_row_reads_every_cached_key(panel, session):
+    session.go(3)                                                  # Decode 1 feeds 学习 at 2
+    assert panel.tick_labels() == (["学习·2"], ["我·0", "爱·1", "学习·2"])
+    weights = session.run.steps[1].trace.layers[0].weights[0, 0]
+    assert panel.cell_texts() == {(0, c): f"{w:.2f}" for c, w in enumerate(weights)}
+
+
+def test_masked_cells_are_not_zero_weights(qtbot):
+    session = two_by_two(scale=60.0, seed=0)                       # saturated: exact zero weights
+    panel = make_panel(qtbot, session)
+    session.next()
+    layer = session.run.steps[0].trace.layers[0]
+    zero = layer.mask & (layer.weights[0] == 0)
+    assert zero.any(), "the test model should produce a genuine 0 weight"
+    image, masked = panel.image_array(), panel.masked_array()
+    assert np.all(image[zero] == 0) and not masked[zero].any()
+    assert np.all(np.isnan(image[~layer.mask])) and masked[~layer.mask].all()
+    assert "not a zero weight" in panel.legend_text()
+
+
+def test_full_matrix_equals_the_full_recompute(panel, session):
+    panel.full_matrix_toggle.setChecked(True)
+    for index, frame in enumerate(session.frames[1:], start=1):
+        session.go(index)
+        step = session.run.steps[frame.step]
+        processed = session.run.visible_ids[:step.cache_len_after]
+        reference = session.model.full_forward(processed).layers[0]
+        np.testing.assert_allclose(panel.image_array(), expected_image(reference, 0), atol=1e-12)
+        assert panel.boundary_row() == (2 if step.index > 0 else None)   # Prefill rows | Decode rows
+
+
+def test_full_matrix_toggle_back_shows_one_step(panel, session):
+    session.last()
+    panel.full_matrix_toggle.setChecked(True)
+    assert panel.image_array().shape == (4, 4)
+    panel.full_matrix_toggle.setChecked(False)
+    assert panel.image_array().shape == (1, 4)
+
+
+def test_pickers_only_when_there_is_a_choice(panel, qtbot):
+    assert panel.layer_picker.isHidden() and panel.head_picker.isHidden()
+    big = make_panel(qtbot, two_by_two())
+    assert not big.layer_picker.isHidden() and not big.head_picker.isHidden()
+    assert big.layer_picker.count() == 2 and big.head_picker.count() == 2
+
+
+def test_layer_and_head_pickers_change_the_image(qtbot):
+    session = two_by_two()
+    panel = make_panel(qtbot, session)
+    session.go(3)
+    before = panel.image_array()
+    panel.layer_picker.setCurrentIndex(1)
+    panel.head_picker.setCurrentIndex(1)
+    layer = session.step.trace.layers[1]
+    np.testing.assert_array_equal(panel.image_array(), expected_image(layer, 1))
+    assert not np.array_equal(before, panel.image_array(), equal_nan=True)
+    assert "query head 1 reads K/V head 0" in panel.kv_head_note()
+
+
+def test_pickers_are_kept_on_a_rerun(qtbot):
+    session = two_by_two()
+    panel = make_panel(qtbot, session)
+    panel.layer_picker.setCurrentIndex(1)
+    session.go(3)
+    session.set_sampling(max_new_tokens=3)
+    assert panel.layer_picker.currentIndex() == 1
+    np.testing.assert_array_equal(panel.image_array(), expected_image(session.step.trace.layers[1], 0))
+
+
+def test_chinese_labels(panel, session):
+    session.set_lang("zh")
+    assert panel.message_text() == "模型还没有运行"
+    session.next()
+    assert "不是权重为0" in panel.legend_text()
+    assert panel.full_matrix_toggle.text().startswith("完整矩阵")
+    assert panel.caption_text().startswith("Prefill：")
+
+
+def test_500_positions_full_matrix(qtbot):
+    config = DecoderConfig(vocab_size=50, d_model=8, n_layers=30, n_heads=2, n_kv_heads=1, head_dim=4,
+                           d_ff=8, positions="rope", max_positions=1024)
+    model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
+                         Vocabulary(tuple(f"t{i}" for i in range(50)), {"eos": 49}))
+    session = Session(model, list(range(49)) * 10 + [1] * 10, SamplingConfig(max_new_tokens=1),
+                      check_recompute=False)
+    panel = make_panel(qtbot, session)
+    panel.full_matrix_toggle.setChecked(True)
+    session.go(1)
+    assert panel.image_array().shape == (500, 500)
+    assert panel.cell_texts() == {}                                # too many cells for numbers
+    assert not panel.grab().isNull()
+
+
+def test_a_model_without_layers_says_so(qtbot):
+    model = load_table_model(BEAM_TABLE)
+    session = Session(model, [6])
+    panel = make_panel(qtbot, session)
+    session.last()
+    assert panel.message_text() == "this model has no attention layers"
+    assert panel.layer_picker.isHidden() and panel.head_picker.isHidden()
+
+
+def test_the_image_item_is_updated_in_place(panel, session):
+    item = panel._image
+    session.next()
+    session.last()
+    panel.full_matrix_toggle.setChecked(True)
+    assert panel._image is item and panel.image_array().shape == (4, 4)
+
+
+def test_text_follows_the_application_font(panel, session):
+    session.next()
+    app = QApplication.instance()
+    before = app.font()
+    bigger = app.font()
+    bigger.setPointSizeF(24)
+    try:
+        app.setFont(bigger)
+        QApplication.processEvents()
+        assert panel.full_matrix_toggle.font().pointSizeF() == 24
+        assert panel.tick_labels() == (["我·0", "爱·1"], ["我·0", "爱·1"])
+    finally:
+        app.setFont(before)
+    assert panel.full_matrix_toggle.font().pointSizeF() >= 11

@@ -1,0 +1,168 @@
+"""The KV cache grid follows the session: states per frame (the one-off rule), counts,
+vectors from the step traces, Chinese labels, and a 500-position x 30-layer model."""
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+from PySide6.QtWidgets import QApplication, QWidget
+
+from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
+from explorer.core.sampling import SamplingConfig
+from explorer.core.table_model import load_table_model
+from explorer.core.teaching import load_teaching_model
+from explorer.core.vocab import Vocabulary
+from explorer.session import Session
+from explorer.ui.kv_grid import MIN_POINT_SIZE, KVGridPanel
+
+BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
+
+
+@pytest.fixture
+def session():
+    return Session(load_teaching_model(), [1, 2])
+
+
+@pytest.fixture
+def panel(qtbot, session):
+    p = KVGridPanel(session)
+    qtbot.addWidget(p)
+    p.resize(900, 500)
+    return p
+
+
+def big_session(prompt_len=500):
+    config = DecoderConfig(vocab_size=50, d_model=8, n_layers=30, n_heads=2, n_kv_heads=1, head_dim=4,
+                           d_ff=8, positions="rope", max_positions=1024)
+    model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
+                         Vocabulary(tuple(f"t{i}" for i in range(50)), {"eos": 49}), name="big")
+    prompt = np.random.default_rng(1).integers(0, 49, prompt_len)
+    return Session(model, prompt, SamplingConfig(max_new_tokens=1), check_recompute=False)
+
+
+def shown_states(panel, row=0):
+    return [panel.cell_state(row, c) for c in range(len(panel.column_labels()))]
+
+
+def test_every_frame_of_the_default_run_shows_the_frame_states(panel, session):
+    for index, frame in enumerate(session.frames):
+        session.go(index)
+        assert panel.column_labels() == [f"{session.model.vocab.display_piece(t)}·{p}"
+                                         for p, t in enumerate(frame.visible_ids)]
+        for row in range(len(panel.row_labels())):
+            assert shown_states(panel, row) == [s.value for s in frame.states], (index, row)
+
+
+def test_one_off_rule_at_the_first_pick(panel, session):
+    session.next()
+    session.next()                                    # pick after Prefill
+    assert session.frame.kind == "pick"
+    assert panel.row_labels() == ["L0 K", "L0 V"]
+    assert shown_states(panel) == ["processed", "processed", "selected"]
+    assert panel.column_labels() == ["我·0", "爱·1", "学习·2"]
+    assert "visible: 3" in panel.counts_text() and "in cache: 2" in panel.counts_text()
+    assert panel.cell_text(0, 2) == "selected"        # empty cell: a label, no numbers
+
+
+def test_the_end_keeps_the_last_selected_token_out_of_the_cache(panel, session):
+    session.last()
+    assert shown_states(panel) == ["processed"] * 4 + ["selected"]
+    assert "visible: 5" in panel.counts_text() and "in cache: 4" in panel.counts_text()
+
+
+def test_input_frame_is_all_pending(panel, session):
+    assert shown_states(panel) == ["pending", "pending"]
+    assert "in cache: 0" in panel.counts_text()
+    assert panel.written_columns() == ()
+
+
+def test_the_forward_columns_are_outlined(panel, session):
+    session.next()                                    # Prefill writes both prompt positions
+    assert panel.written_columns() == (0, 1)
+    session.next()                                    # pick: no forward on this frame
+    assert panel.written_columns() == ()
+    session.next()                                    # Decode 1 feeds 学习 at position 2
+    assert panel.written_columns() == (2,)
+    assert "position 2" in panel.counts_text()
+
+
+def test_teaching_model_values_are_drawn_in_the_cells(panel, session):
+    session.last()
+    for pos in range(4):
+        step = next(s for s in session.run.steps if pos in s.positions)
+        layer, i = step.trace.layers[0], step.positions.index(pos)
+        for row, vec in ((0, layer.k), (1, layer.v)):
+            numbers = panel.cell_text(row, pos).split()[1:]
+            assert numbers == [f"{x:.2f}" for x in vec[:, i, :].ravel()]
+
+
+def test_tooltip_shows_the_vector_from_the_step_that_processed_the_position(panel, session):
+    session.last()
+    v = session.run.steps[1].trace.layers[0].v[0, 0]       # 学习 is fed by Decode 1 at position 2
+    tip = panel.tooltip_text(1, 2)
+    assert "L0 V" in tip and "学习" in tip
+    assert all(f"{x:.3f}" in tip for x in v)
+    assert "no K/V" in panel.tooltip_text(0, 4)            # the selected <eos> has none
+
+
+def test_a_rerun_updates_the_grid(panel, session):
+    session.go(4)                                           # pick at step 1
+    session.set_sampling(max_new_tokens=1)                  # the run now stops after Prefill
+    assert shown_states(panel) == ["processed", "processed", "selected"]
+    assert "in cache: 2" in panel.counts_text()
+
+
+def test_chinese_labels(panel, session):
+    session.go(2)
+    session.set_lang("zh")
+    assert "可见：3" in panel.counts_text() and "已缓存：2" in panel.counts_text()
+    assert panel.cell_text(0, 2) == "已选中"
+    assert any("缓存" in t for t in panel.legend_texts())
+
+
+def test_legend_names_all_three_states_in_words(panel):
+    text = " ".join(panel.legend_texts())
+    assert "K/V are in the cache" in text and "not yet processed" in text
+
+
+def test_text_is_readable_and_follows_the_application_font(panel):
+    assert panel.text_point_size() >= MIN_POINT_SIZE
+    app = QApplication.instance()
+    before = app.font()
+    bigger = app.font()
+    bigger.setPointSizeF(24)
+    try:
+        app.setFont(bigger)
+        QApplication.processEvents()
+        assert panel.text_point_size() == 24
+    finally:
+        app.setFont(before)
+
+
+def test_500_positions_by_30_layers_paints_only_what_is_visible(qtbot):
+    small = KVGridPanel(big_session(prompt_len=5))
+    qtbot.addWidget(small)
+    session = big_session()
+    panel = KVGridPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    session.go(1)                                           # Prefill: 500 processed positions
+    assert len(panel.row_labels()) == 60 and len(panel.column_labels()) == 500
+    assert not panel.grab().isNull()
+    session.last()
+    assert panel.cell_state(59, 500) == "selected"
+    assert "in cache: 500" in panel.counts_text()
+    assert not panel.grab().isNull()
+    assert len(panel.findChildren(QWidget)) == len(small.findChildren(QWidget))
+    assert "L29 V" in panel.tooltip_text(59, 499)
+
+
+def test_a_model_without_layers_shows_tokens_but_no_kv_rows(qtbot):
+    model = load_table_model(BEAM_TABLE)
+    session = Session(model, [6])
+    panel = KVGridPanel(session)
+    qtbot.addWidget(panel)
+    session.last()
+    assert panel.row_labels() == [] and len(panel.column_labels()) == session.frame.visible_count
+    assert "no layers" in panel.counts_text()
+    assert not panel.grab().isNull()
