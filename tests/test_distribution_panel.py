@@ -1,0 +1,248 @@
+"""The distribution panel draws the core's records: bars per stage, removed candidates
+named by the stage that removed them, the pick marked only once it is made, the ruler
+with u; clicking a bar forces a token; big vocabularies show top 20 + "other"."""
+
+import time
+
+import numpy as np
+import pytest
+from PySide6.QtCore import QPointF, Qt
+
+from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
+from explorer.core.generate import generate
+from explorer.core.sampling import SamplingConfig, distribution
+from explorer.core.teaching import load_teaching_model
+from explorer.core.vocab import Vocabulary
+from explorer.session import Session
+from explorer.ui.controls import SamplingControls
+from explorer.ui.distribution import N_SHOWN, DistributionPanel
+
+SEED = 0          # u = 0.637 at step 0: 学习 when greedy-ish, 你 once T is high enough
+
+
+@pytest.fixture
+def session():
+    return Session(load_teaching_model(), [1, 2])
+
+
+def show(qtbot, widget, size=(900, 600)):
+    qtbot.addWidget(widget)
+    widget.resize(*size)
+    widget.show()
+    return widget
+
+
+@pytest.fixture
+def panel(qtbot, session):
+    return show(qtbot, DistributionPanel(session))
+
+
+def go_to(session, kind, step):
+    session.go(next(i for i, f in enumerate(session.frames) if f.kind == kind and f.step == step))
+
+
+def holder_of(dist, u):
+    """The ruler id whose [lo, hi) holds u, from the core's own ruler."""
+    inside = (dist.ruler_lo <= u) & (u < dist.ruler_hi)
+    return int(dist.ruler_ids[np.flatnonzero(inside)[0]])
+
+
+# ---------------------------------------------------------------------------- frames
+
+def test_input_frame_shows_a_message_and_no_bars(panel, session):
+    session.first()
+    assert "No logits yet" in panel.message_text()
+    assert panel.bar_ids().size == 0 and panel.marked_id() is None and panel.ruler_u() is None
+
+
+def test_the_pick_is_marked_only_on_pick_and_stop_frames(panel, session):
+    session.set_sampling(mode="sample", temperature=1.5, seed=SEED)
+    chosen = session.run.steps[0].selected_id
+    go_to(session, "prefill", 0)
+    assert panel.message_text() == "" and panel.marked_id() is None and panel.ruler_u() is None
+    assert not any("chosen" in label for label in panel.value_labels("final"))
+    assert "next frame" in panel.ruler_note()
+    go_to(session, "pick", 0)
+    assert panel.marked_id() == chosen
+    column = list(panel.bar_ids()).index(chosen)
+    assert panel.value_labels("final")[column].startswith("▼ chosen")
+    assert panel.ruler_u() == session.run.steps[0].distribution.u
+    session.last()
+    assert panel.marked_id() == session.run.steps[-1].selected_id
+
+
+def test_each_removed_candidate_is_named_by_the_stage_that_removed_it(panel, session):
+    session.set_sampling(mode="sample", temperature=1.5, top_k=3, top_p=0.9)
+    go_to(session, "pick", 0)
+    dist = session.run.steps[0].distribution
+    assert panel.shown_stages() == ["raw", "temperature", "top_k", "top_p", "final"]
+    assert "penalty" in panel.off_text() and "min-p" in panel.off_text()
+    ids = panel.bar_ids()
+    kept_after = {stage.name: stage.kept for stage in dist.stages} | {"final": dist.stages[-1].kept}
+    for stage, kept in kept_after.items():
+        if stage not in panel.shown_stages():
+            continue
+        for token, label in zip(ids, panel.value_labels(stage)):
+            by = dist.removed_by[token]
+            assert label == ("✕ top-k" if by == "top_k" and not kept[token] else label)
+            assert label.startswith("✕") == (not kept[token])
+    assert sum(label == "✕ top-k" for label in panel.value_labels("final")) == 4
+    raw = panel.value_labels("raw")
+    assert all(label.count(".") == 1 and len(label) == 5 for label in raw)   # "0.470": 3 decimals
+    np.testing.assert_array_equal(panel.bar_heights("top_k"), dist.stages[3].probs[ids])
+
+
+def test_temperature_only_is_a_single_stage_row(panel, session):
+    go_to(session, "pick", 0)
+    session.set_sampling(temperature=0.5)
+    assert panel.shown_stages() == ["raw", "temperature", "final"]
+    session.set_sampling(temperature=1.0)
+    assert panel.shown_stages() == ["raw", "final"]
+
+
+# ---------------------------------------------------------------------------- live sliders
+
+def test_dragging_temperature_redraws_the_core_distribution_and_u_picks(qtbot, session, panel):
+    controls = show(qtbot, SamplingControls(session), (320, 600))
+    session.set_sampling(mode="sample", seed=SEED)
+    go_to(session, "pick", 0)
+    logits = session.run.steps[0].trace.last_logits
+    slider = controls.temperature_slider
+    picks = []
+    for tenths in range(0, 31):
+        slider.setValue(tenths * 10)
+        t = tenths / 10
+        assert session.config.temperature == t
+        ref = distribution(logits, SamplingConfig(mode="sample", temperature=t, seed=SEED))
+        np.testing.assert_array_equal(panel.bar_heights("final"), ref.probs[panel.bar_ids()])
+        assert sorted(panel.bar_ids()) == list(range(7))
+        assert panel.marked_id() == ref.selected_id == session.run.steps[0].selected_id
+        if ref.u is None:
+            assert t == 0 and panel.ruler_u() is None and "greedy" in panel.ruler_note()
+        else:
+            assert panel.ruler_u() == ref.u
+            assert ref.selected_id == holder_of(ref, ref.u)
+            ids, lo, hi = panel.ruler_intervals()
+            np.testing.assert_array_equal(ids, ref.ruler_ids)
+            np.testing.assert_array_equal(hi, ref.ruler_hi)
+        expected = generate(session.model, session.prompt_ids, session.config)
+        assert session.run.output_ids == expected.output_ids
+        picks.append(ref.selected_id)
+    assert len(set(picks)) > 1          # u crossed at least one interval boundary on the way
+
+
+def test_arrow_keys_on_the_slider_rerun_at_every_step(qtbot, session, panel):
+    controls = show(qtbot, SamplingControls(session), (320, 600))
+    session.set_sampling(mode="sample", temperature=0.5)
+    go_to(session, "pick", 0)
+    runs = []
+    session.subscribe("run_changed", lambda s: runs.append(s.config.temperature))
+    for _ in range(5):
+        qtbot.keyClick(controls.temperature_slider, Qt.Key.Key_Right)
+    assert runs == [0.51, 0.52, 0.53, 0.54, 0.55]
+    ref = distribution(session.run.steps[0].trace.last_logits,
+                       SamplingConfig(mode="sample", temperature=0.55))
+    np.testing.assert_array_equal(panel.bar_heights("final"), ref.probs[panel.bar_ids()])
+
+
+# ---------------------------------------------------------------------------- what-if
+
+def click_bar(qtbot, panel, stage, token_id):
+    """A real left click on the middle of a token's bar."""
+    plot = panel._row(stage).plot
+    column = list(panel.bar_ids()).index(token_id)
+    box = plot.getPlotItem().getViewBox()
+    scene = box.mapViewToScene(QPointF(column, 0.02))
+    qtbot.mouseClick(plot.viewport(), Qt.MouseButton.LeftButton, pos=plot.mapFromScene(scene))
+
+
+def test_clicking_a_bar_forces_it_and_back_and_undo_restore(qtbot, session, panel):
+    go_to(session, "pick", 0)
+    original = session.run.output_ids
+    assert original == (3, 5, 6) and not panel.back_button.isEnabled()
+    click_bar(qtbot, panel, "final", 4)                              # 你 instead of 学习
+    assert session.run.steps[0].forced and session.run.output_ids[0] == 4
+    assert session.run.output_ids != original
+    assert panel.marked_id() == 4
+    column = list(panel.bar_ids()).index(4)
+    assert "forced" in panel.value_labels("final")[column]
+    assert "forced" in panel.status_text()
+    assert panel.back_button.isEnabled() and panel.undo_button.isEnabled()
+
+    qtbot.mouseClick(panel.back_button, Qt.MouseButton.LeftButton)
+    assert session.run.output_ids == original and not session.run.steps[0].forced
+    assert panel.marked_id() == 3 and not panel.back_button.isEnabled()
+
+    qtbot.mouseClick(panel.undo_button, Qt.MouseButton.LeftButton)
+    assert session.run.steps[0].forced and session.run.output_ids[0] == 4
+    assert panel.marked_id() == 4 and panel.back_button.isEnabled()
+
+
+def test_a_click_between_bars_forces_nothing(qtbot, session, panel):
+    go_to(session, "pick", 0)
+    panel._clicked_at(0.5)
+    assert session.overrides == {}
+
+
+# ---------------------------------------------------------------------------- big vocabulary
+
+def big_session(**config):
+    cfg = DecoderConfig(vocab_size=49152, d_model=8, n_layers=1, n_heads=1, n_kv_heads=1,
+                        head_dim=8, d_ff=8)
+    vocab = Vocabulary(tuple(f"t{i}" for i in range(49152)), {"eos": 2})
+    model = DecoderModel(cfg, random_params(cfg, np.random.default_rng(1), scale=1.0), vocab)
+    return Session(model, [1, 5, 7], SamplingConfig(max_new_tokens=2, **config),
+                   check_recompute=False)
+
+
+def test_a_49k_vocabulary_shows_top_20_and_the_rest_as_other(qtbot):
+    session = big_session()
+    panel = show(qtbot, DistributionPanel(session))
+    go_to(session, "pick", 0)
+    dist = session.run.steps[0].distribution
+    top = dist.top(N_SHOWN)
+    assert panel.bar_ids().tolist() == top.tolist()
+    assert panel.bar_labels()[:3] == [f"t{i}" for i in top[:3]]
+    assert panel.bar_labels()[-1] == "other (49,132)"
+    heights = panel.bar_heights("final")
+    assert heights.size == N_SHOWN + 1
+    np.testing.assert_array_equal(heights[:-1], dist.probs[top])
+    assert heights[-1] == pytest.approx(1 - dist.probs[top].sum(), abs=1e-12)
+    ids, _lo, hi = panel.ruler_intervals()
+    np.testing.assert_array_equal(ids, dist.ruler_ids[:N_SHOWN])
+    np.testing.assert_allclose(hi, dist.ruler_hi[:N_SHOWN], rtol=0, atol=1e-12)
+    go_to(session, "pick", 1)
+    assert panel.bar_ids().size == N_SHOWN and panel.marked_id() == session.run.steps[1].selected_id
+
+
+def test_a_49k_vocabulary_refreshes_well_within_a_frame(qtbot):
+    session = big_session(mode="sample", temperature=0.8, top_k=5, top_p=0.9)
+    panel = show(qtbot, DistributionPanel(session))
+    go_to(session, "pick", 0)
+    times = []
+    for _ in range(5):
+        start = time.perf_counter()
+        panel.refresh()
+        times.append(time.perf_counter() - start)
+    assert min(times) < 0.016
+    dist = session.run.steps[0].distribution
+    removed = [label for label in panel.value_labels("final") if label.startswith("✕")]
+    assert removed and set(removed) <= {"✕ top-k", "✕ top-p"}
+    assert panel.marked_id() == dist.selected_id
+    assert dist.selected_id in panel.bar_ids()
+
+
+# ---------------------------------------------------------------------------- language
+
+def test_switching_to_chinese_changes_the_labels(panel, session):
+    session.set_sampling(temperature=1.5)
+    go_to(session, "pick", 0)
+    english = (panel.back_button.text(), panel.status_text(), panel.ruler_note())
+    session.set_lang("zh")
+    assert panel.back_button.text() == "恢复模型的选择" and panel.undo_button.text() == "撤销"
+    assert panel.status_text().startswith("第0步")
+    assert "贪心" in panel.ruler_note()
+    assert panel._row("temperature").title.text().startswith("温度")
+    assert english != (panel.back_button.text(), panel.status_text(), panel.ruler_note())
+    session.first()
+    assert "还没有logits" in panel.message_text()
