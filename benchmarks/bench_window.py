@@ -1,0 +1,108 @@
+"""Window timings, offscreen: cold start to the first painted window against the floor of
+the libraries (floor_window.py), and slider change -> every panel repainted.
+
+    QT_QPA_PLATFORM=offscreen python benchmarks/bench_window.py [--json] [--starts 7]
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+from benchutil import parser, report, summary
+
+os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+HERE = Path(__file__).resolve().parent
+
+APP_START = """
+import sys, tempfile
+from PySide6.QtWidgets import QApplication
+app = QApplication(sys.argv[:1])
+from explorer.ui.app import build_window
+w = build_window(settings_path=tempfile.mktemp(suffix='.ini'))
+w.resize(1600, 960)
+w.show()
+app.processEvents()
+w.grab()
+"""
+
+
+def cold_start(cmd: list[str], n: int) -> list[float]:
+    times = []
+    for _ in range(n):
+        start = time.perf_counter()
+        subprocess.run(cmd, check=True, capture_output=True)
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def repaint_times(window, slider, values) -> list[float]:
+    """Seconds from a slider value change until every panel has painted (the value change
+    reruns the session and every panel redraws; processEvents runs the queued paints)."""
+    from PySide6.QtWidgets import QApplication
+    times = []
+    for v in values:
+        start = time.perf_counter()
+        slider.setValue(int(v))
+        QApplication.processEvents()
+        times.append(time.perf_counter() - start)
+    return times
+
+
+def large_vocab_window(settings_path):
+    from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
+    from explorer.core.vocab import Vocabulary
+    from explorer.session import Session
+    from explorer.ui.settings import Settings
+    from explorer.ui.window import MainWindow
+    config = DecoderConfig(vocab_size=49152, d_model=8, n_layers=1, n_heads=1, n_kv_heads=1,
+                           head_dim=8, d_ff=8)
+    model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
+                         Vocabulary(tuple(f"t{i}" for i in range(49152))), name="random-49k")
+    session = Session(model, [1, 2, 3], check_recompute=False)
+    session.set_sampling(mode="sample", max_new_tokens=4)
+    return MainWindow(session, Settings(settings_path))
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--starts", type=int, default=7, help="cold starts of each kind")
+    p.add_argument("--drags", type=int, default=200, help="slider value changes per case")
+    args = p.parse_args()
+    rows = []
+    floor = cold_start([sys.executable, str(HERE / "floor_window.py")], args.starts)
+    app = cold_start([sys.executable, "-c", APP_START], args.starts)
+    rows.append(summary("cold start: floor (PySide6 + pyqtgraph, 2 plots)", floor))
+    rows.append(summary("cold start: explorer window, first paint", app,
+                        ratio_to_floor=float(np.median(app) / np.median(floor))))
+
+    from PySide6.QtWidgets import QApplication
+    qt_app = QApplication.instance() or QApplication(sys.argv[:1])
+    from explorer.ui.app import build_window
+    with tempfile.TemporaryDirectory() as tmp:
+        teaching = build_window(settings_path=str(Path(tmp) / "a.ini"))
+        large = large_vocab_window(str(Path(tmp) / "b.ini"))
+        for name, window in (("teaching model (V=7)", teaching), ("49,152-entry vocabulary", large)):
+            window.resize(1600, 960)
+            window.show()
+            window.session.set_sampling(mode="sample")
+            window.session.go(2)                                  # the first pick frame
+            qt_app.processEvents()
+            slider = window.panels["controls"].temperature_slider
+            values = np.tile(np.r_[np.linspace(slider.minimum(), slider.maximum(), 50),
+                                   np.linspace(slider.maximum(), slider.minimum(), 50)],
+                             args.drags // 100 + 1)[:args.drags]
+            rows.append(summary(f"temperature drag -> all panels repainted, {name}",
+                                repaint_times(window, slider, values)))
+            window.close()
+    report(rows, args.json)
+
+
+if __name__ == "__main__":
+    main()

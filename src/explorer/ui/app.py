@@ -1,0 +1,53 @@
+"""Start the window: fonts, the default session, error reporting, the event loop."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+
+from ..core.errors import ExplorerError
+from ..core.teaching import load_teaching_model
+from ..session import Session
+
+DEFAULT_PROMPT = "我爱"
+
+
+def build_window(settings_path: str | None = None, params_path: str | None = None):
+    """The window on the default lesson (prompt 我爱, the teaching model). Needs a QApplication."""
+    from .fonts import apply_app_font
+    from .settings import Settings
+    from .window import MainWindow
+    from PySide6.QtWidgets import QApplication
+
+    apply_app_font(QApplication.instance())
+    model = load_teaching_model(params_path)
+    session = Session(model, model.vocab.encode(DEFAULT_PROMPT))
+    return MainWindow(session, Settings(settings_path))
+
+
+def install_error_hook(window) -> None:
+    """Exceptions raised inside Qt callbacks are shown in the window, never lost."""
+    def hook(kind, value, tb):
+        if isinstance(value, ExplorerError):
+            window.report_error(str(value))
+            return
+        text = "".join(traceback.format_exception(kind, value, tb))
+        print(text, file=sys.stderr)
+        window.report_error(f"{kind.__name__}: {value}\n\n{text[-2000:]}")
+    sys.excepthook = hook
+
+
+def run_app(args) -> int:
+    from PySide6.QtWidgets import QApplication
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    app.setApplicationName("Token Explorer")
+    try:
+        window = build_window(params_path=getattr(args, "params", None))
+    except ExplorerError as exc:
+        print(f"explorer: error: {exc}", file=sys.stderr)
+        return 2
+    install_error_hook(window)
+    window.resize(1600, 960)
+    window.show()
+    return app.exec()

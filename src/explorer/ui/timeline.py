@@ -1,0 +1,182 @@
+"""Timeline: Prefill, Decode 1 … and the stop as a clickable strip, and the course's
+table (time, tokens fed in, positions, KV contents after, which logits choose the next
+token), filled row by row as the player advances. Visible and cached counts side by side."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtGui import QColor, QPainter, QPen
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableWidget,
+                               QTableWidgetItem, QVBoxLayout, QWidget)
+
+from ..i18n import add_messages
+from ..session.narration import finish_text
+from .panel import Panel
+from .theme import text_on
+
+add_messages({
+    "timeline.title": {"en": "Timeline", "zh": "时间线"},
+    "timeline.col.time": {"en": "Time", "zh": "时刻"},
+    "timeline.col.input": {"en": "Fed into the model", "zh": "本次输入网络的Token"},
+    "timeline.col.positions": {"en": "Positions computed", "zh": "本次计算位置"},
+    "timeline.col.kv": {"en": "KV cache after", "zh": "结束后KV包含"},
+    "timeline.col.chooser": {"en": "Chooses the next token", "zh": "用哪个输出选下一个Token"},
+    "timeline.col.selected": {"en": "Selected", "zh": "选出"},
+    "timeline.col.ms": {"en": "Forward ms", "zh": "前向耗时(ms)"},
+    "timeline.prefill": {"en": "Prefill", "zh": "Prefill"},
+    "timeline.decode": {"en": "Decode {n}", "zh": "Decode {n}"},
+    "timeline.stop": {"en": "Stop: {reason}", "zh": "停止：{reason}"},
+    "timeline.chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
+    "timeline.counts": {"en": "visible {visible}  ·  in cache {cache}", "zh": "可见 {visible}  ·  已进缓存 {cache}"},
+    "timeline.forced": {"en": " (forced)", "zh": "（人为指定）"},
+    "timeline.not_yet": {"en": "…", "zh": "…"},
+})
+
+
+class StepStrip(QWidget):
+    """Chips for Prefill, Decode 1, … and Stop, painted in one widget (hundreds of steps
+    stay cheap). Emits the step index (or -1 for the stop chip) when one is clicked."""
+
+    clicked = Signal(int)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._labels: list[str] = []
+        self._current = -2
+        self._rects: list[QRectF] = []
+        self._colors = ("#0072B2", "#E69F00", "#ffffff", "#1a1a1a")
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def set_chips(self, labels: list[str], current: int, colors) -> None:
+        self._labels, self._current, self._colors = labels, current, colors
+        self.setMinimumHeight(self.fontMetrics().height() + 14)
+        self.update()
+
+    def chip_at(self, x: float) -> int | None:
+        for i, r in enumerate(self._rects):
+            if r.left() <= x <= r.right():
+                return i
+        return None
+
+    def mousePressEvent(self, event):
+        i = self.chip_at(event.position().x())
+        if i is not None:
+            self.clicked.emit(i if i < len(self._labels) - 1 else -1)
+
+    def paintEvent(self, _event):
+        done, current, bg, fg = self._colors
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        fm = self.fontMetrics()
+        x, h = 4.0, self.height() - 6
+        self._rects = []
+        for i, label in enumerate(self._labels):
+            w = fm.horizontalAdvance(label) + 18
+            rect = QRectF(x, 3, w, h)
+            self._rects.append(rect)
+            fill = current if i == self._current else bg
+            p.setPen(QPen(QColor(done), 2 if i == self._current else 1))
+            p.setBrush(QColor(fill))
+            p.drawRoundedRect(rect, 6, 6)
+            p.setPen(QColor(text_on(fill) if i == self._current else fg))
+            p.drawText(rect, Qt.AlignmentFlag.AlignCenter, label)
+            x += w + 8
+            if i < len(self._labels) - 1:
+                p.setPen(QPen(QColor(fg), 1))
+                p.drawText(QRectF(x - 8, 3, 8, h), Qt.AlignmentFlag.AlignCenter, "›")
+        p.end()
+
+
+class TimelinePanel(Panel):
+    panel_id = "timeline"
+    title_key = "timeline.title"
+    COLUMNS = ("time", "input", "positions", "kv", "chooser", "selected", "ms")
+
+    def __init__(self, session, parent=None):
+        super().__init__(session, parent)
+        self.strip = StepStrip()
+        self.strip.clicked.connect(self._chip_clicked)
+        self.counts = QLabel()
+        self.counts.setObjectName("counts")
+        font = self.counts.font()
+        font.setBold(True)
+        self.counts.setFont(font)
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.cellClicked.connect(lambda row, _col: self._row_clicked(row))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.strip)
+        layout.addWidget(self.counts)
+        layout.addWidget(self.table)
+        self.refresh()
+
+    # -------------------------------------------------------------- reading (tests, export)
+    def row_texts(self) -> list[list[str]]:
+        return [[self.table.item(r, c).text() for c in range(self.table.columnCount())]
+                for r in range(self.table.rowCount())]
+
+    def chip_labels(self) -> list[str]:
+        return list(self.strip._labels)
+
+    # -------------------------------------------------------------- drawing
+    def refresh(self) -> None:
+        s, run, frame = self.session, self.session.run, self.session.frame
+        vocab = s.model.vocab
+        pieces = vocab.display_pieces
+        labels = [self.tr("timeline.prefill")] + [self.tr("timeline.decode", n=i)
+                                                  for i in range(1, len(run.steps))]
+        labels.append(self.tr("timeline.stop", reason=run.finish_reason))
+        current = -2 if frame.step is None else (len(labels) - 1 if frame.kind == "stop" else frame.step)
+        t = self.theme
+        self.strip.set_chips(labels, current, (t.processed, t.selected, t.background, t.text))
+        self.counts.setText(self.tr("timeline.counts", visible=frame.visible_count, cache=frame.cache_len))
+
+        shown = [] if frame.step is None else run.steps[:frame.step + 1]
+        rows = []
+        for step in shown:
+            picked = frame.kind in ("pick", "stop") or step.index < frame.step
+            selected = "" if not picked else (
+                f"{vocab.display_piece(step.selected_id)} ({step.selected_id})"
+                + (self.tr("timeline.forced") if step.forced else ""))
+            rows.append([labels[step.index], f"{pieces(step.input_ids)}  {list(step.input_ids)}",
+                         ", ".join(map(str, step.positions)),
+                         pieces(run.visible_ids[:step.cache_len_after]),
+                         self.tr("timeline.chooser", p=step.logits_position),
+                         selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"])
+        if frame.kind == "stop":
+            rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len]), "",
+                         finish_text(run, s.lang), ""])
+        self._fill(rows)
+
+    def _fill(self, rows) -> None:
+        table = self.table
+        table.setHorizontalHeaderLabels([self.tr(f"timeline.col.{c}") for c in self.COLUMNS])
+        table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                item = table.item(r, c)
+                if item is None:
+                    table.setItem(r, c, QTableWidgetItem(text))
+                else:
+                    item.setText(text)
+        if rows:
+            table.selectRow(len(rows) - 1)
+            table.scrollToBottom()
+
+    def _row_clicked(self, row: int) -> None:
+        if row < len(self.session.run.steps):
+            self.session.go_to_step(row)
+        else:
+            self.session.last()
+
+    def _chip_clicked(self, index: int) -> None:
+        if index < 0:
+            self.session.last()
+        else:
+            self.session.go_to_step(index)

@@ -1,0 +1,333 @@
+"""The explorer window: every panel in a dock the teacher can move, enlarge or pop out
+full screen; menus built from one action table; language, theme, zoom and presentation
+mode; errors always shown, never swallowed."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow,
+                               QMessageBox, QToolBar, QWidget)
+
+from ..core.errors import ExplorerError
+from ..core.params_io import load_params
+from ..core.sampling import SamplingConfig
+from ..i18n import add_messages, tr
+from ..session import Session
+from .attention import AttentionPanel
+from .controls import SamplingControls
+from .distribution import DistributionPanel
+from .explanation import ExplanationPanel
+from .kv_grid import KVGridPanel
+from .player import PlayerPanel
+from .settings import Settings
+from .theme import THEMES
+from .timeline import TimelinePanel
+
+PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
+          SamplingControls, ExplanationPanel)
+PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor
+
+# name -> (i18n key, shortcut, menu); one table for menus, shortcuts and tests
+ACTIONS = {
+    "open_params": ("action.open_params", QKeySequence.StandardKey.Open, "file"),
+    "quit": ("action.quit", QKeySequence.StandardKey.Quit, "file"),
+    "first": ("action.first", "Home", "go"),
+    "prev": ("action.prev", "Left", "go"),
+    "play": ("action.play", "Space", "go"),
+    "next": ("action.next", "Right", "go"),
+    "last": ("action.last", "End", "go"),
+    "undo_force": ("action.undo_force", QKeySequence.StandardKey.Undo, "go"),
+    "lang_en": ("action.lang_en", None, "view"),
+    "lang_zh": ("action.lang_zh", None, "view"),
+    "high_contrast": ("action.high_contrast", None, "view"),
+    "presentation": ("action.presentation", "F11", "view"),
+    "zoom_in": ("action.zoom_in", QKeySequence.StandardKey.ZoomIn, "view"),
+    "zoom_out": ("action.zoom_out", QKeySequence.StandardKey.ZoomOut, "view"),
+    "reset_layout": ("action.reset_layout", None, "view"),
+}
+
+add_messages({
+    "window.title": {"en": "Token Explorer", "zh": "Token 探索器"},
+    "menu.file": {"en": "&File", "zh": "文件(&F)"},
+    "menu.go": {"en": "&Go", "zh": "播放(&G)"},
+    "menu.view": {"en": "&View", "zh": "视图(&V)"},
+    "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
+    "action.open_params": {"en": "Open parameters…", "zh": "打开参数文件…"},
+    "action.quit": {"en": "Quit", "zh": "退出"},
+    "action.first": {"en": "First frame", "zh": "第一步"},
+    "action.prev": {"en": "Previous frame", "zh": "上一步"},
+    "action.play": {"en": "Play / pause", "zh": "播放/暂停"},
+    "action.next": {"en": "Next frame", "zh": "下一步"},
+    "action.last": {"en": "Last frame", "zh": "最后一步"},
+    "action.undo_force": {"en": "Undo what-if choice", "zh": "撤销人为指定"},
+    "action.lang_en": {"en": "English", "zh": "English"},
+    "action.lang_zh": {"en": "中文", "zh": "中文"},
+    "action.high_contrast": {"en": "High contrast", "zh": "高对比度"},
+    "action.presentation": {"en": "Presentation mode", "zh": "演示模式"},
+    "action.zoom_in": {"en": "Larger text", "zh": "放大文字"},
+    "action.zoom_out": {"en": "Smaller text", "zh": "缩小文字"},
+    "action.reset_layout": {"en": "Reset layout and settings", "zh": "恢复默认布局和设置"},
+    "prompt.label": {"en": "Prompt:", "zh": "提示："},
+    "prompt.tip": {"en": "Type a prompt the model's vocabulary can encode and press Enter",
+                   "zh": "输入模型词表能编码的提示，按回车"},
+    "model.label": {"en": "Model: {name} · {n} tokens in the vocabulary",
+                    "zh": "模型：{name} · 词表{n}项"},
+    "error.title": {"en": "Token Explorer: problem", "zh": "Token 探索器：出现问题"},
+    "error.kept": {"en": "{message}\n\nNothing was changed; the explorer keeps what it had.",
+                   "zh": "{message}\n\n没有做任何更改，探索器保留原来的状态。"},
+    "params.filter": {"en": "Parameter files (*.json)", "zh": "参数文件 (*.json)"},
+    "params.loaded": {"en": "Loaded {path}", "zh": "已加载 {path}"},
+})
+
+
+class MainWindow(QMainWindow):
+    def __init__(self, session: Session, settings: Settings):
+        super().__init__()
+        self.session = session
+        self.settings = settings
+        self.errors: list[str] = []              # the last 100 problems shown, newest last
+        self.ask_params_path = self._ask_params_path   # replaced by tests: no blocking dialog
+        self.presenting = False
+        self.setObjectName("explorer-main")
+        self.setDockNestingEnabled(True)
+        self.setCentralWidget(QWidget())
+        self.centralWidget().hide()
+        self.panels = {cls.panel_id: cls(session) for cls in PANELS}
+        self.docks = {pid: self._dock(panel) for pid, panel in self.panels.items()}
+        self._arrange()
+        self._default_state = self.saveState()
+        self.actions = self._build_actions()
+        self._build_menus()
+        self._build_toolbar()
+        self.session.subscribe("lang_changed", lambda _s: self.retranslate())
+        self.session.subscribe("run_changed", lambda _s: self._sync_prompt())
+        self._restore()
+        self.retranslate()
+
+    # ------------------------------------------------------------------ building
+    def _dock(self, panel) -> QDockWidget:
+        dock = QDockWidget(self)
+        dock.setObjectName(f"dock-{panel.panel_id}")
+        dock.setWidget(panel)
+        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
+                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
+        return dock
+
+    def _arrange(self) -> None:
+        d = self.docks
+        for corner, area in ((Qt.Corner.TopLeftCorner, Qt.DockWidgetArea.TopDockWidgetArea),
+                             (Qt.Corner.TopRightCorner, Qt.DockWidgetArea.TopDockWidgetArea),
+                             (Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea),
+                             (Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)):
+            self.setCorner(corner, area)
+        self.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
+        self.splitDockWidget(d["player"], d["timeline"], Qt.Orientation.Vertical)
+        self.splitDockWidget(d["timeline"], d["kv"], Qt.Orientation.Horizontal)
+        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["controls"])
+        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["explanation"])
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["attention"])
+        self.splitDockWidget(d["attention"], d["distribution"], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["controls"], d["attention"], d["distribution"], d["explanation"]],
+                         [330, 560, 700, 360], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["timeline"], d["kv"]], [1050, 850], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["player"], d["timeline"], d["attention"]], [100, 300, 560],
+                         Qt.Orientation.Vertical)
+
+    def _build_actions(self) -> dict[str, QAction]:
+        s = self.session
+        handlers = {
+            "open_params": self.open_params, "quit": self.close,
+            "first": s.first, "prev": s.prev, "next": s.next, "last": s.last,
+            "play": self.panels["player"].toggle_play,
+            "undo_force": lambda: self.guarded(s.undo),
+            "lang_en": lambda: self.set_lang("en"), "lang_zh": lambda: self.set_lang("zh"),
+            "high_contrast": lambda: self.set_theme(
+                "high-contrast" if self.actions["high_contrast"].isChecked() else "light"),
+            "presentation": self.toggle_presentation,
+            "zoom_in": lambda: self.zoom(+1), "zoom_out": lambda: self.zoom(-1),
+            "reset_layout": self.reset_layout,
+        }
+        actions = {}
+        for name, (_key, shortcut, _menu) in ACTIONS.items():
+            action = QAction(self)
+            if shortcut is not None:
+                action.setShortcut(QKeySequence(shortcut))
+                action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
+            action.triggered.connect(lambda _checked=False, h=handlers[name]: h())
+            self.addAction(action)
+            actions[name] = action
+        actions["high_contrast"].setCheckable(True)
+        group = QActionGroup(self)
+        for name in ("lang_en", "lang_zh"):
+            actions[name].setCheckable(True)
+            group.addAction(actions[name])
+        return actions
+
+    def _build_menus(self) -> None:
+        self.menus = {m: self.menuBar().addMenu("") for m in ("file", "go", "view")}
+        for name, (_key, _shortcut, menu) in ACTIONS.items():
+            self.menus[menu].addAction(self.actions[name])
+        self.panel_menu = self.menus["view"].addMenu("")
+        self.fullscreen_actions = {}
+        for pid, dock in self.docks.items():
+            action = self.panel_menu.addAction("")
+            action.triggered.connect(lambda _c=False, p=pid: self.panel_full_screen(p))
+            self.fullscreen_actions[pid] = action
+
+    def _build_toolbar(self) -> None:
+        bar = QToolBar(self)
+        bar.setObjectName("prompt-bar")
+        bar.setMovable(False)
+        self.prompt_label = QLabel()
+        self.prompt_edit = QLineEdit()
+        self.prompt_edit.setMinimumWidth(260)
+        self.prompt_edit.returnPressed.connect(self._prompt_entered)
+        self.model_label = QLabel()
+        bar.addWidget(self.prompt_label)
+        bar.addWidget(self.prompt_edit)
+        bar.addSeparator()
+        bar.addWidget(self.model_label)
+        self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
+        self._sync_prompt()
+
+    # ------------------------------------------------------------------ behaviour
+    def guarded(self, fn, *args) -> bool:
+        """Run a change; an ExplorerError is shown and nothing changes."""
+        try:
+            fn(*args)
+            return True
+        except ExplorerError as exc:
+            self.report_error(str(exc))
+            return False
+
+    def report_error(self, message: str) -> None:
+        """Show a problem without blocking the class: status bar + a non-modal box."""
+        self.errors = (self.errors + [message])[-100:]
+        lang = self.session.lang
+        self.statusBar().showMessage(message, 15000)
+        box = QMessageBox(QMessageBox.Icon.Warning, tr("error.title", lang),
+                          tr("error.kept", lang, message=message), QMessageBox.StandardButton.Ok, self)
+        box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
+        box.setWindowModality(Qt.WindowModality.NonModal)
+        box.show()
+        self._last_box = box
+
+    def _prompt_entered(self) -> None:
+        if not self.guarded(self.session.set_prompt_text, self.prompt_edit.text()):
+            self._sync_prompt()
+
+    def _sync_prompt(self) -> None:
+        vocab = self.session.model.vocab
+        if not self.prompt_edit.hasFocus():
+            self.prompt_edit.setText(vocab.decode(self.session.prompt_ids))
+        self.model_label.setText(tr("model.label", self.session.lang, name=self.session.model.name,
+                                    n=len(vocab)))
+
+    def _ask_params_path(self) -> str:
+        path, _ = QFileDialog.getOpenFileName(self, tr("action.open_params", self.session.lang), "",
+                                              tr("params.filter", self.session.lang))
+        return path
+
+    def open_params(self) -> None:
+        """Load a parameter file; a bad one is reported by name and the current model stays."""
+        path = self.ask_params_path()
+        if not path:
+            return
+        try:
+            model = load_params(path)
+        except (ExplorerError, OSError) as exc:
+            self.report_error(str(exc))
+            return
+        if self.guarded(self.session.set_model, model):
+            self.statusBar().showMessage(tr("params.loaded", self.session.lang, path=path), 8000)
+
+    def set_lang(self, lang: str) -> None:
+        self.session.set_lang(lang)
+        self.settings["lang"] = lang
+
+    def set_theme(self, name: str) -> None:
+        theme = THEMES[name]
+        for panel in self.panels.values():
+            panel.set_theme(theme)
+        self.actions["high_contrast"].setChecked(name == "high-contrast")
+        self.settings["theme"] = name
+
+    def zoom(self, delta: int) -> None:
+        size = max(8.0, min(40.0, self.settings["font_size"] + delta))
+        self.settings["font_size"] = size
+        self._apply_font_size()
+
+    def _apply_font_size(self) -> None:
+        size = self.settings["font_size"] * (PRESENTATION_SCALE if self.presenting else 1.0)
+        font = QApplication.font()
+        font.setPointSizeF(size)
+        QApplication.setFont(font)
+        for panel in self.panels.values():
+            panel.refresh()
+
+    def toggle_presentation(self) -> None:
+        self.presenting = not self.presenting
+        if self.presenting:
+            self.showFullScreen()
+        else:
+            self.showNormal()
+        self._apply_font_size()
+
+    def panel_full_screen(self, panel_id: str) -> None:
+        """Pop one panel out to fill the screen; Escape (or the same action) puts it back."""
+        dock = self.docks[panel_id]
+        if dock.isFloating() and dock.isFullScreen():
+            dock.showNormal()
+            dock.setFloating(False)
+            return
+        dock.setFloating(True)
+        dock.showFullScreen()
+        if not hasattr(dock, "_escape"):
+            dock._escape = QShortcut(QKeySequence("Escape"), dock,
+                                     activated=lambda p=panel_id: self.panel_full_screen(p))
+
+    def reset_layout(self) -> None:
+        self.settings.reset()
+        self.restoreState(self._default_state)
+        for dock in self.docks.values():
+            if dock.isFloating():
+                dock.setFloating(False)
+        self.session.set_config(SamplingConfig(max_new_tokens=self.session.config.max_new_tokens))
+        self.set_theme("light")
+        self._apply_font_size()
+
+    def retranslate(self) -> None:
+        lang = self.session.lang
+        self.setWindowTitle(tr("window.title", lang))
+        for pid, dock in self.docks.items():
+            dock.setWindowTitle(tr(self.panels[pid].title_key, lang))
+            self.fullscreen_actions[pid].setText(tr(self.panels[pid].title_key, lang))
+        for name, (key, _s, _m) in ACTIONS.items():
+            self.actions[name].setText(tr(key, lang))
+        for name, menu in self.menus.items():
+            menu.setTitle(tr(f"menu.{name}", lang))
+        self.panel_menu.setTitle(tr("menu.panels", lang))
+        self.actions[f"lang_{lang}"].setChecked(True)
+        self.prompt_label.setText(tr("prompt.label", lang))
+        self.prompt_edit.setToolTip(tr("prompt.tip", lang))
+        self._sync_prompt()
+
+    # ------------------------------------------------------------------ persistence
+    def _restore(self) -> None:
+        st = self.settings
+        if not st["geometry"].isEmpty():
+            self.restoreGeometry(st["geometry"])
+        if not st["window_state"].isEmpty():
+            self.restoreState(st["window_state"])
+        self.session.set_lang(st["lang"] if st["lang"] in ("en", "zh") else "en")
+        self.set_theme(st["theme"] if st["theme"] in THEMES else "light")
+        self._apply_font_size()
+
+    def closeEvent(self, event) -> None:
+        self.settings["geometry"] = self.saveGeometry()
+        self.settings["window_state"] = self.saveState()
+        self.settings.sync()
+        self.panels["player"].timer.stop()
+        super().closeEvent(event)
+

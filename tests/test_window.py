@@ -1,0 +1,147 @@
+"""The whole window, driven like a teacher drives it (offscreen)."""
+
+import json
+
+import pytest
+from PySide6.QtCore import Qt
+
+from explorer.core.teaching import default_params_path
+from explorer.i18n import tr
+from explorer.ui.app import build_window
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    w = build_window(settings_path=str(tmp_path / "settings.ini"))
+    qtbot.addWidget(w)
+    w.resize(1600, 960)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def press(qtbot, window, key, times=1):
+    for _ in range(times):
+        qtbot.keyClick(window, key)
+
+
+def test_keyboard_stepping_shows_cache_lengths_selections_and_kv_states(qtbot, window):
+    s, kv, timeline = window.session, window.panels["kv"], window.panels["timeline"]
+    seen = []
+    press(qtbot, window, Qt.Key.Key_Home)
+    for _ in range(len(s.frames)):
+        f = s.frame
+        # the KV grid shows exactly the frame's states (one-off rule)
+        assert [kv.cell_state(0, c) for c in range(f.visible_count)] == [st.value for st in f.states]
+        assert timeline.counts.text() == f"visible {f.visible_count}  ·  in cache {f.cache_len}"
+        if f.kind == "pick":
+            seen.append((s.step.selected_id, f.cache_len))
+        press(qtbot, window, Qt.Key.Key_Right)
+    assert seen == [(3, 2), (5, 3), (6, 4)]
+    assert s.at_end and s.frame.kind == "stop"
+    press(qtbot, window, Qt.Key.Key_Left)
+    assert s.frame.kind == "pick"
+    press(qtbot, window, Qt.Key.Key_End)
+    assert timeline.row_texts()[-1][0] == "Stop: eos"
+
+
+def test_space_plays_and_stops_at_the_last_frame(qtbot, window):
+    player = window.panels["player"]
+    player.dwell.setValue(0.2)
+    press(qtbot, window, Qt.Key.Key_Space)
+    assert player.playing
+    qtbot.waitUntil(lambda: window.session.at_end and not player.playing, timeout=5000)
+    assert player.counter.text() == f"Frame {len(window.session.frames)} / {len(window.session.frames)}"
+
+
+def test_clicking_a_timeline_row_goes_to_that_step(qtbot, window):
+    window.session.last()
+    timeline = window.panels["timeline"]
+    timeline._row_clicked(1)
+    assert window.session.frame.step == 1 and window.session.frame.kind == "decode"
+
+
+def test_language_switch_changes_the_visible_strings(qtbot, window):
+    window.session.go(2)
+    english = {pid: window.docks[pid].windowTitle() for pid in window.docks}
+    title_en = window.panels["player"].title.text()
+    window.actions["lang_zh"].trigger()
+    assert window.session.lang == "zh"
+    for pid, dock in window.docks.items():
+        assert dock.windowTitle() != english[pid]
+    assert window.panels["player"].title.text() != title_en
+    assert "用位置1的logits选出学习" in window.panels["player"].title.text()
+    assert window.menus["file"].title() == tr("menu.file", "zh")
+    assert "发生了什么" in window.panels["explanation"].view.toPlainText()
+    window.actions["lang_en"].trigger()
+    assert window.panels["player"].title.text() == title_en
+
+
+def test_open_bad_parameters_names_the_problem_and_keeps_the_model(qtbot, window, tmp_path):
+    doc = json.loads(default_params_path().read_text(encoding="utf-8"))
+    doc["tensors"]["embed"][0][0] = "x"
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc), encoding="utf-8")
+    before = window.session.model
+    window.ask_params_path = lambda: str(bad)
+    window.actions["open_params"].trigger()
+    assert window.session.model is before
+    assert "bad.json: tensors.embed" in window.errors[-1]
+    assert window._last_box.isVisible()
+
+
+def test_open_good_parameters_switches_model(qtbot, window):
+    window.ask_params_path = lambda: str(default_params_path())
+    window.actions["open_params"].trigger()
+    assert window.errors == []
+    assert window.session.run.output_ids == (3, 5, 6)
+
+
+def test_bad_prompt_is_reported_and_the_old_prompt_stays(qtbot, window):
+    window.prompt_edit.setText("我恨")
+    window._prompt_entered()
+    assert "'恨'" in window.errors[-1]
+    assert window.session.prompt_ids == (1, 2)
+    window.prompt_edit.setText("我爱学习")
+    window._prompt_entered()
+    assert window.session.prompt_ids == (1, 2, 3)
+
+
+def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
+    from PySide6.QtWidgets import QApplication
+    base = QApplication.font().pointSizeF()
+    window.actions["zoom_in"].trigger()
+    assert QApplication.font().pointSizeF() == pytest.approx(base + 1)
+    window.actions["presentation"].trigger()
+    assert QApplication.font().pointSizeF() == pytest.approx((base + 1) * 1.4)
+    window.actions["presentation"].trigger()
+    window.actions["zoom_out"].trigger()
+    assert QApplication.font().pointSizeF() == pytest.approx(base)
+
+
+def test_settings_are_remembered_and_reset(qtbot, tmp_path):
+    path = str(tmp_path / "s.ini")
+    w = build_window(settings_path=path)
+    qtbot.addWidget(w)
+    w.set_lang("zh")
+    w.set_theme("high-contrast")
+    w.close()
+    again = build_window(settings_path=path)
+    qtbot.addWidget(again)
+    assert again.session.lang == "zh" and again.actions["high_contrast"].isChecked()
+    again.reset_layout()
+    third = build_window(settings_path=path)
+    qtbot.addWidget(third)
+    assert third.session.lang == "en" and not third.actions["high_contrast"].isChecked()
+
+
+def test_exception_in_a_callback_is_shown(qtbot, window):
+    from explorer.ui.app import install_error_hook
+    import sys
+    old = sys.excepthook
+    try:
+        install_error_hook(window)
+        sys.excepthook(ValueError, ValueError("boom"), None)
+        assert "ValueError: boom" in window.errors[-1]
+    finally:
+        sys.excepthook = old
