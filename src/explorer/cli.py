@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 
-from . import __version__, cli_fit, cli_sample, cli_trace
+from . import __version__, cli_export, cli_fit, cli_sample, cli_trace
 from .core.errors import ExplorerError
 
 
@@ -18,11 +19,14 @@ def build_parser() -> argparse.ArgumentParser:
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     cli_trace.add_parser(sub)
     cli_sample.add_parser(sub)
+    cli_export.add_parser(sub)
     cli_fit.add_parser(sub)
     return parser
 
 
 def main(argv=None) -> int:
+    # Qt randomises its hash seed per process; fixed, two exports of the same input are identical
+    os.environ.setdefault("QT_HASH_SEED", "0")
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:

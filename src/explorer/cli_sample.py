@@ -48,11 +48,12 @@ _STAGE_LABEL_ZH = {"raw": "原始", "repetition_penalty": "重复惩罚", "tempe
 
 # ---------------------------------------------------------------------------- shared flags
 
-def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str = "sample") -> None:
-    """The flags that make a SamplingConfig; unset flags keep SamplingConfig's defaults."""
+def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None = "sample") -> None:
+    """The flags that make a SamplingConfig; unset flags keep the base config's values
+    (default_mode None: the mode too)."""
     g = parser.add_argument_group("sampling")
     g.add_argument("--mode", choices=MODES, default=default_mode,
-                   help=f"how the next token is chosen (default {default_mode})")
+                   help=f"how the next token is chosen (default {default_mode or 'the lesson'})")
     g.add_argument("--temperature", type=float, help="divide logits by T; T <= 0 means greedy (default 1)")
     g.add_argument("--top-k", type=int, help="keep the k highest logits, ties kept; 0 = off (default)")
     g.add_argument("--top-p", type=float, help="keep the smallest set reaching probability p; 1 = off (default)")
@@ -69,11 +70,11 @@ def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str = "sam
     g.add_argument("--length-penalty", type=float, help="beam score = log-prob sum / length**x (default 1)")
 
 
-def config_from_args(args: argparse.Namespace) -> SamplingConfig:
-    """The SamplingConfig the sampling flags describe (SettingError if a value is out of range)."""
+def config_from_args(args: argparse.Namespace, base: SamplingConfig = SamplingConfig()) -> SamplingConfig:
+    """`base` changed by the sampling flags that were given (SettingError if a value is out of range)."""
     given = {_FIELD_OF.get(dest, dest): getattr(args, dest)
              for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
-    return SamplingConfig(**given)
+    return base.with_(**given)
 
 
 # ---------------------------------------------------------------------------- sub-command

@@ -57,6 +57,16 @@ class Session:
         """The Run step of the current frame (None on the input-only frame)."""
         return None if self.frame.step is None else self._run.steps[self.frame.step]
 
+    def copy(self) -> "Session":
+        """An independent session in the same state (exports step through their own copy,
+        so the window the class is watching does not move)."""
+        other = Session.__new__(Session)
+        other.events = Emitter()
+        other.__dict__.update({k: v for k, v in self.__dict__.items() if k != "events"})
+        other._overrides = dict(self._overrides)
+        other._history = list(self._history)
+        return other
+
     def subscribe(self, event: str, callback):
         return self.events.subscribe(event, callback)
 

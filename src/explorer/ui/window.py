@@ -13,7 +13,10 @@ from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
+from ..lessons import DEFAULT as DEFAULT_LESSON
+from ..lessons import Lesson
 from ..session import Session
+from . import export_actions
 from .attention import AttentionPanel
 from .controls import SamplingControls
 from .distribution import DistributionPanel
@@ -31,6 +34,9 @@ PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor
 # name -> (i18n key, shortcut, menu); one table for menus, shortcuts and tests
 ACTIONS = {
     "open_params": ("action.open_params", QKeySequence.StandardKey.Open, "file"),
+    "export_frame": ("action.export_frame", "Ctrl+E", "file"),
+    "export_lesson": ("action.export_lesson", "Ctrl+Shift+E", "file"),
+    "copy_frame": ("action.copy_frame", "Ctrl+Shift+C", "file"),
     "quit": ("action.quit", QKeySequence.StandardKey.Quit, "file"),
     "first": ("action.first", "Home", "go"),
     "prev": ("action.prev", "Left", "go"),
@@ -55,6 +61,9 @@ add_messages({
     "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
     "action.open_params": {"en": "Open parameters…", "zh": "打开参数文件…"},
     "action.quit": {"en": "Quit", "zh": "退出"},
+    "action.export_frame": {"en": "Export frame…", "zh": "导出当前步骤…"},
+    "action.export_lesson": {"en": "Export lesson…", "zh": "导出整课…"},
+    "action.copy_frame": {"en": "Copy frame to clipboard", "zh": "复制当前步骤到剪贴板"},
     "action.first": {"en": "First frame", "zh": "第一步"},
     "action.prev": {"en": "Previous frame", "zh": "上一步"},
     "action.play": {"en": "Play / pause", "zh": "播放/暂停"},
@@ -82,13 +91,17 @@ add_messages({
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, session: Session, settings: Settings):
+    def __init__(self, session: Session, settings: Settings, lesson: Lesson = DEFAULT_LESSON):
         super().__init__()
         self.session = session
         self.settings = settings
         self.errors: list[str] = []              # the last 100 problems shown, newest last
-        self.ask_params_path = self._ask_params_path   # replaced by tests: no blocking dialog
+        self.ask_params_path = self._ask_params_path   # dialogs are attributes: tests replace them
+        self.ask_export_frame = lambda: export_actions.ask_frame_choice(self)
+        self.ask_export_folder = lambda: export_actions.ask_folder(self)
+        self.lesson = lesson
         self.presenting = False
+        self.theme = THEMES["light"]
         self.setObjectName("explorer-main")
         self.setDockNestingEnabled(True)
         self.setCentralWidget(QWidget())
@@ -140,6 +153,9 @@ class MainWindow(QMainWindow):
             "open_params": self.open_params, "quit": self.close,
             "first": s.first, "prev": s.prev, "next": s.next, "last": s.last,
             "play": self.panels["player"].toggle_play,
+            "export_frame": lambda: self.guarded(export_actions.export_frame, self),
+            "export_lesson": lambda: self.guarded(export_actions.export_lesson, self),
+            "copy_frame": lambda: self.guarded(export_actions.copy_frame, self),
             "undo_force": lambda: self.guarded(s.undo),
             "lang_en": lambda: self.set_lang("en"), "lang_zh": lambda: self.set_lang("zh"),
             "high_contrast": lambda: self.set_theme(
@@ -193,13 +209,15 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ behaviour
     def guarded(self, fn, *args) -> bool:
-        """Run a change; an ExplorerError is shown and nothing changes."""
+        """Run a change; an ExplorerError (or a failed write) is shown and nothing changes."""
         try:
             fn(*args)
             return True
         except ExplorerError as exc:
             self.report_error(str(exc))
-            return False
+        except OSError as exc:
+            self.report_error(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
+        return False
 
     def report_error(self, message: str) -> None:
         """Show a problem without blocking the class: status bar + a non-modal box."""
@@ -247,7 +265,7 @@ class MainWindow(QMainWindow):
         self.settings["lang"] = lang
 
     def set_theme(self, name: str) -> None:
-        theme = THEMES[name]
+        theme = self.theme = THEMES[name]
         for panel in self.panels.values():
             panel.set_theme(theme)
         self.actions["high_contrast"].setChecked(name == "high-contrast")
@@ -289,6 +307,15 @@ class MainWindow(QMainWindow):
 
     def reset_layout(self) -> None:
         self.settings.reset()
+    def prepare_for_export(self) -> None:
+        """Nothing that differs between two exports of the same input: no timings, no
+        status messages, no blinking text cursor."""
+        self.panels["timeline"].set_timings_visible(False)
+        self.statusBar().hide()
+        focused = QApplication.focusWidget()
+        if focused is not None:
+            focused.clearFocus()
+
         self.restoreState(self._default_state)
         for dock in self.docks.values():
             if dock.isFloating():

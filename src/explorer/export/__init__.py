@@ -1,0 +1,1 @@
+"""Slide-ready pictures and handout data of frames and lessons: PNG, PDF, SVG, CSV, JSON."""

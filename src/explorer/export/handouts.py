@@ -1,0 +1,69 @@
+"""Handout data of a Run (Qt-free): one CSV row per step and candidate, the JSON record, and
+every intermediate value of each forward pass so students can recompute it by hand."""
+
+from __future__ import annotations
+
+import csv
+import io
+import math
+
+import numpy as np
+
+from ..core.generate import Run
+from ..core.run_dict import run_to_dict, step_candidates
+from ..core.trace import ForwardTrace
+from ..core.vocab import Vocabulary
+
+CSV_COLUMNS = ("step", "phase", "input_ids", "positions", "cache_len_before", "cache_len_after",
+               "logits_position", "rank", "candidate_id", "candidate_text", "logit", "prob",
+               "final_prob", "removed_by", "selected", "forced")
+
+
+def run_csv(run: Run, vocab: Vocabulary, top_n: int = 20) -> str:
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(CSV_COLUMNS)
+    for step in run.steps:
+        removed_by = step.distribution.removed_by
+        for rank, c in enumerate(step_candidates(step, vocab, top_n), start=1):
+            writer.writerow([step.index, step.phase, " ".join(map(str, step.input_ids)),
+                             " ".join(map(str, step.positions)), step.cache_len_before,
+                             step.cache_len_after, step.logits_position, rank, c["id"], c["text"],
+                             "" if c["logit"] is None else repr(c["logit"]), repr(c["prob"]),
+                             repr(c["final_prob"]), removed_by[c["id"]] or "",
+                             int(c["id"] == step.selected_id), int(step.forced)])
+    return out.getvalue()
+
+
+def _plain(a: np.ndarray):
+    """Nested lists of floats; -inf (a removed candidate) becomes None."""
+    if a.dtype.kind == "f" and not np.isfinite(a).all():
+        return [_plain(x) for x in a] if a.ndim > 1 else [float(x) if math.isfinite(x) else None for x in a]
+    return a.tolist()
+
+
+def trace_dict(trace: ForwardTrace) -> dict:
+    return {
+        "ids": trace.ids.tolist(), "positions": trace.positions.tolist(),
+        "key_ids": trace.key_ids.tolist(), "key_positions": trace.key_positions.tolist(),
+        "embeddings": _plain(trace.embeddings),
+        "layers": [{"x_in": _plain(lt.x_in), "q": _plain(lt.q), "k": _plain(lt.k), "v": _plain(lt.v),
+                    "scores": _plain(lt.scores), "mask": lt.mask.tolist(), "weights": _plain(lt.weights),
+                    "attn_out": _plain(lt.attn_out), "ffn_out": _plain(lt.ffn_out),
+                    "hidden": _plain(lt.hidden)} for lt in trace.layers],
+        "final_hidden": _plain(trace.final_hidden),
+        "logits": _plain(trace.logits),
+    }
+
+
+def run_json(run: Run, vocab: Vocabulary, intermediates: bool = False, top_n: int = 20) -> dict:
+    data = run_to_dict(run, vocab, top_n)
+    if intermediates:
+        data["shapes"] = ("q [heads, new positions, head size]; k, v [kv heads, new positions, head size]; "
+                          "scores, weights [heads, new positions, all positions]; "
+                          "everything else [new positions, width]")
+        for step_data, step in zip(data["steps"], run.steps):
+            step_data["forward"] = trace_dict(step.trace)
+    for step_data in data["steps"]:
+        step_data.pop("forward_ms")          # timings differ between runs; handouts stay identical
+    return data

@@ -1,0 +1,246 @@
+"""Export for slides and handouts: headless from the command line and from the window."""
+
+import csv
+import errno
+import json
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from PySide6.QtGui import QFont, QFontMetrics, QImage
+
+from explorer.cli import main
+from explorer.export.spec import PANELS
+from explorer.ui.fonts import CJK_FAMILY, register_fonts
+
+N_FRAMES = 8          # the default lesson: input, prefill, 3 x (pick [, decode]), stop
+
+
+def export(capsys, *argv):
+    code = main(["export", *argv])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def distinct_colours(image: QImage, step: int = 7) -> int:
+    return len({image.pixel(x, y) for x in range(0, image.width(), step) for y in range(0, image.height(), step)})
+
+
+def pdf_pages(path: Path) -> int:
+    return len(re.findall(rb"/Type\s*/Page\b(?!s)", path.read_bytes()))
+
+
+def test_default_lesson_png_per_frame_and_one_pdf(qapp, capsys, tmp_path):
+    out = tmp_path / "new" / "folder"                      # missing folders are created
+    code, printed, err = export(capsys, "--out", str(out))
+    assert code == 0, err
+    pngs = sorted(out.glob("*.png"))
+    assert [p.name for p in pngs][:3] == ["01-input.png", "02-prefill-step0.png", "03-pick-step0.png"]
+    assert len(pngs) == N_FRAMES
+    for p in pngs:
+        image = QImage(str(p))
+        assert (image.width(), image.height()) == (1920, 1080)
+        assert distinct_colours(image) > 20, f"{p.name} looks blank"
+    assert pdf_pages(out / "default.pdf") == N_FRAMES
+    assert printed.split() == [str(p) for p in pngs] + [str(out / "default.pdf")]
+    assert not [p for p in out.iterdir() if p.name.startswith(".")]   # no staging left
+
+
+def test_scale_two_and_frame_range(qapp, capsys, tmp_path):
+    code, _, err = export(capsys, "--out", str(tmp_path), "--scale", "2", "--frames", "3", "--format", "png")
+    assert code == 0, err
+    (png,) = tmp_path.glob("*.png")
+    image = QImage(str(png))
+    assert png.name == "03-pick-step0.png" and (image.width(), image.height()) == (3840, 2160)
+
+
+def test_chinese_export_draws_glyphs(qapp, capsys, tmp_path):
+    code, _, err = export(capsys, "--out", str(tmp_path), "--lang", "zh", "--frames", "3", "--format", "png")
+    assert code == 0, err
+    from explorer.core.teaching import load_teaching_model
+    from explorer.session import Session
+    from explorer.session.narration import frame_title
+    session = Session(load_teaching_model(), [1, 2])
+    title = frame_title(session.frames[2], session.run, session.model.vocab, "zh")
+    metrics = QFontMetrics(QFont(register_fonts()))
+    assert register_fonts() == CJK_FAMILY
+    assert all(metrics.inFontUcs4(ord(ch)) for ch in title if ord(ch) > 0x2E80)
+    english = tmp_path / "en"
+    export(capsys, "--out", str(english), "--frames", "3", "--format", "png")
+    # the caption strip differs: Chinese text was drawn, not the English one and not boxes
+    zh, en = QImage(str(tmp_path / "03-pick-step0.png")), QImage(str(english / "03-pick-step0.png"))
+    strip = [(x, y) for x in range(0, 1920, 3) for y in range(990, 1075, 3)]
+    assert sum(zh.pixel(x, y) != en.pixel(x, y) for x, y in strip) > 500
+
+
+def test_two_exports_are_byte_identical(tmp_path):
+    outs = []
+    for name in ("a", "b"):
+        out = tmp_path / name
+        proc = subprocess.run([sys.executable, "-m", "explorer", "export", "--out", str(out),
+                               "--format", "png,pdf,svg,csv,json", "--frames", "1-3"],
+                              capture_output=True, text=True, timeout=300)
+        assert proc.returncode == 0, proc.stderr
+        assert "gradient" not in proc.stderr
+        outs.append(out)
+    names = sorted(p.name for p in outs[0].iterdir())
+    assert names == sorted(p.name for p in outs[1].iterdir()) and len(names) == 3 * 2 + 3
+    for name in names:
+        assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
+
+
+def test_single_panel_export_holds_that_panel_only(qapp, tmp_path):
+    from explorer.export.job import _export_job
+    from explorer.export.spec import ExportSpec
+    from explorer.lessons import DEFAULT
+    from explorer.ui.distribution import DistributionPanel
+    session = DEFAULT.build_session()
+    session.go(2)
+    spec = ExportSpec(tmp_path, ("png",), panel="distribution", frames=(2,))
+    with _export_job(session, spec, "default", "T") as job:
+        widget = job.target()
+        assert type(widget) is DistributionPanel and widget.parent() is None
+        assert job.caption(2).counter == f"3 / {N_FRAMES}"
+        widget.deleteLater()
+
+
+def test_panel_export_from_the_command_line(qapp, capsys, tmp_path):
+    code, printed, err = export(capsys, "--out", str(tmp_path), "--panel", "kv", "--frames", "2-3",
+                                "--format", "png,pdf")
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["02-prefill-step0-kv.png", "03-pick-step0-kv.png",
+                                                         "default-kv.pdf"]
+    assert pdf_pages(tmp_path / "default-kv.pdf") == 2
+
+
+def test_handout_data(qapp, capsys, tmp_path):
+    code, _, err = export(capsys, "--out", str(tmp_path), "--format", "csv,json", "--intermediates")
+    assert code == 0, err
+    rows = list(csv.DictReader((tmp_path / "default-run.csv").open(encoding="utf-8")))
+    selected = [r for r in rows if r["selected"] == "1"]
+    assert [int(r["candidate_id"]) for r in selected] == [3, 5, 6]
+    assert [int(r["cache_len_after"]) for r in selected] == [2, 3, 4]
+    data = json.loads((tmp_path / "default-run.json").read_text(encoding="utf-8"))
+    assert data["output_ids"] == [3, 5, 6]
+    forward = data["steps"][0]["forward"]
+    assert len(forward["embeddings"]) == 2 and len(forward["embeddings"][0]) == 4
+    assert len(forward["layers"][0]["weights"][0]) == 2          # [head][query][key]
+    assert forward["layers"][0]["weights"][0][0][1] == 0.0       # masked future key
+
+
+def test_list_names_lessons_panels_and_frames(capsys):
+    code, out, _ = export(capsys, "--list")
+    assert code == 0
+    assert "default" in out and all(p in out for p in PANELS)
+    assert " 3  Selected 学习 (id 3) from the logits at position 1" in out
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["--lesson", "nope"], "lesson 'nope' not found"),
+    (["--frames", "9"], "'9' is outside 1..8"),
+    (["--frames", "2-x"], "is not a frame number or range"),
+    (["--format", "png,gif"], "unknown format 'gif'"),
+    (["--size", "big"], "--size 'big': expected WIDTHxHEIGHT"),
+])
+def test_bad_requests_exit_2_with_a_message(capsys, tmp_path, argv, message):
+    code, out, err = export(capsys, "--out", str(tmp_path / "o"), *argv)
+    assert code == 2 and message in err and "Traceback" not in err
+    assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
+
+
+def test_unknown_panel_is_refused_by_the_parser(capsys, tmp_path):
+    with pytest.raises(SystemExit) as exit_info:
+        main(["export", "--out", str(tmp_path), "--panel", "nope"])
+    assert exit_info.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
+
+
+def test_unwritable_folder(capsys, tmp_path):
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("not a folder")
+    code, _, err = export(capsys, "--out", str(blocker / "sub"))
+    assert code == 2 and "cannot create the folder" in err
+
+
+def test_full_disk_leaves_nothing_half_written(qapp, capsys, tmp_path, monkeypatch):
+    import explorer.export.job as job
+    out = tmp_path / "deck"
+    out.mkdir()
+    (out / "keep.txt").write_text("earlier work")
+    real_write, calls = job._write, []
+
+    def failing_write(path, data):
+        calls.append(path)
+        if len(calls) == 3:
+            real_write(path, data[: len(data) // 2])        # half a file, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device", str(path))
+        return real_write(path, data)
+
+    monkeypatch.setattr(job, "_write", failing_write)
+    code, _, err = export(capsys, "--out", str(out))
+    assert code == 2 and "No space left on device" in err and "nothing was written" in err
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+
+
+# ---------------------------------------------------------------------------- from the window
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    from explorer.ui.app import build_window
+    w = build_window(settings_path=str(tmp_path / "settings.ini"))
+    qtbot.addWidget(w)
+    w.resize(1600, 960)
+    w.show()
+    return w
+
+
+def test_window_export_frame_of_one_panel(window, tmp_path):
+    from explorer.ui.export_actions import FrameChoice
+    window.session.go(4)
+    target = tmp_path / "slide.png"
+    window.ask_export_frame = lambda: FrameChoice(target, panel="distribution", scale=2)
+    window.actions["export_frame"].trigger()
+    image = QImage(str(target))
+    assert (image.width(), image.height()) == (3840, 2160)
+    assert window.session.cursor == 4                        # the window on screen did not move
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["settings.ini", "slide.png"]
+
+
+def test_window_export_lesson_and_cancel(window, tmp_path):
+    window.ask_export_folder = lambda: tmp_path / "deck"
+    window.actions["export_lesson"].trigger()
+    assert len(list((tmp_path / "deck").glob("*.png"))) == N_FRAMES
+    assert (tmp_path / "deck" / "default.pdf").exists()
+
+    window.ask_export_folder = lambda: tmp_path / "cancelled"
+    from explorer.ui import export_actions
+    real = export_actions.QProgressDialog
+
+    class CancelAtOnce(real):
+        def wasCanceled(self):
+            return self.value() >= 2
+    export_actions.QProgressDialog = CancelAtOnce
+    try:
+        window.actions["export_lesson"].trigger()
+    finally:
+        export_actions.QProgressDialog = real
+    assert list((tmp_path / "cancelled").iterdir()) == []
+    assert "cancelled" in window.statusBar().currentMessage()
+
+
+def test_window_copy_frame_to_clipboard(window, qapp):
+    window.session.go(2)
+    window.actions["copy_frame"].trigger()
+    image = qapp.clipboard().image()
+    assert (image.width(), image.height()) == (1920, 1080)
+    assert window.errors == []
+
+
+def test_window_export_to_an_unwritable_place_is_reported(window, tmp_path):
+    from explorer.ui.export_actions import FrameChoice
+    blocker = tmp_path / "file.txt"
+    blocker.write_text("x")
+    window.ask_export_frame = lambda: FrameChoice(blocker / "slide.png")
+    window.actions["export_frame"].trigger()
+    assert window.errors and "file.txt" in window.errors[-1]
