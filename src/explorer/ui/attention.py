@@ -148,6 +148,7 @@ class AttentionPanel(Panel):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         self._matrix: _Matrix | None = None
+        self._shown = None                 # (theme, language, font, toggle) of the last drawing
         self._build_controls()
         self._build_plot()
         layout = QVBoxLayout(self)
@@ -203,10 +204,18 @@ class AttentionPanel(Panel):
 
     # ---------------------------------------------------------------- refresh
     def refresh(self) -> None:
-        self._apply_theme()
-        self._retranslate()
         self._update_pickers()
         matrix = self._current_matrix()
+        font = readable_font(self.font())
+        step = self.session.step
+        shown = (self.theme, self.session.lang, font.family(), font.pointSizeF(),
+                 self.full_matrix_toggle.isChecked(), None if step is None else step.index,
+                 bool(self.session.run.steps[0].trace.layers))
+        if shown == self._shown and _same_matrix(matrix, self._matrix):
+            return                         # a rerun that left this head's weights as they were
+        self._shown = shown
+        self._apply_theme()
+        self._retranslate()
         self._matrix = matrix
         if matrix is None:
             self._show_message()
@@ -380,6 +389,14 @@ class AttentionPanel(Panel):
     def boundary_row(self) -> int | None:
         """Row index where Decode rows start in the full matrix, or None when not drawn."""
         return int(self._boundary.value()) if self._boundary.isVisible() else None
+
+
+def _same_matrix(a: _Matrix | None, b: _Matrix | None) -> bool:
+    if a is None or b is None:
+        return a is b
+    return (a.prefill_rows == b.prefill_rows
+            and all(np.array_equal(getattr(a, f), getattr(b, f))
+                    for f in ("weights", "mask", "row_ids", "row_positions", "key_ids", "key_positions")))
 
 
 def _fill(combo: QComboBox, items: list[str]) -> None:

@@ -91,10 +91,12 @@ class NumberControl(QObject):
         return self.spin.value()
 
     def set_value(self, value) -> None:
-        """Show a value without emitting (the session changed it)."""
+        """Show a value without emitting (the session changed it). Widgets already showing
+        it are left alone: a spin box repaints on every setValue, even an unchanged one."""
         with QSignalBlocker(self.slider), QSignalBlocker(self.spin):
-            self.spin.setValue(value)
-            self.slider.setValue(round(value * self.scale))
+            if self.spin.value() != value:
+                self.spin.setValue(value)
+            _set_value(self.slider, round(value * self.scale))
 
     def _from_slider(self, ticks: int) -> None:
         value = ticks if self.decimals == 0 else ticks / self.scale
@@ -210,14 +212,16 @@ class SamplingControls(Panel):
             for widget in (self.mode_combo, self.seed_spin, self.max_new_spin, self.beams_spin,
                            self.stop_edit, self.order_combo, self.spin("top_k"), self.slider("top_k")):
                 blocked.enter_context(QSignalBlocker(widget))
-            self.spin("top_k").setMaximum(vocab_size)
-            self.slider("top_k").setMaximum(min(TOP_K_SLIDER_MAX, vocab_size))
+            if self.spin("top_k").maximum() != vocab_size:
+                self.spin("top_k").setMaximum(vocab_size)
+            if self.slider("top_k").maximum() != min(TOP_K_SLIDER_MAX, vocab_size):
+                self.slider("top_k").setMaximum(min(TOP_K_SLIDER_MAX, vocab_size))
             for name, control in self.numbers.items():
                 control.set_value(getattr(config, name))
             self.mode_combo.setCurrentIndex(self.mode_combo.findData(config.mode))
-            self.seed_spin.setValue(config.seed)
-            self.max_new_spin.setValue(config.max_new_tokens)
-            self.beams_spin.setValue(config.num_beams)
+            _set_value(self.seed_spin, config.seed)
+            _set_value(self.max_new_spin, config.max_new_tokens)
+            _set_value(self.beams_spin, config.num_beams)
             if parse_stop_strings(self.stop_edit.text()) != config.stop_strings:
                 self.stop_edit.setText(", ".join(config.stop_strings))
             self.order_combo.setCurrentIndex(self._order_index(config.order))
@@ -238,14 +242,21 @@ class SamplingControls(Panel):
             label.setText(self._setting_name(name))
         for name, hint in self._hints.items():
             hint.setText(self.tr(f"controls.{name}.hint"))
-        for i, mode in enumerate(MODES):
-            self.mode_combo.setItemText(i, self.tr(f"controls.mode.{mode}"))
-        for i, preset in enumerate(ORDER_PRESETS):
-            self.order_combo.setItemText(i, self.tr(f"controls.order.{preset}"))
+        for combo, keys in ((self.mode_combo, [f"controls.mode.{m}" for m in MODES]),
+                            (self.order_combo, [f"controls.order.{p}" for p in ORDER_PRESETS])):
+            for i, key in enumerate(keys):
+                if combo.itemText(i) != self.tr(key):
+                    combo.setItemText(i, self.tr(key))
         self.stop_edit.setPlaceholderText("！, 。")
 
     def error_text(self) -> str:
         return self.error_label.text() if self.error_label.isVisibleTo(self) else ""
+
+
+def _set_value(widget, value) -> None:
+    """setValue only when it changes something: spin boxes repaint even on the same value."""
+    if widget.value() != value:
+        widget.setValue(value)
 
 
 def parse_stop_strings(text: str) -> tuple[str, ...]:

@@ -22,6 +22,7 @@ class ExplanationPanel(Panel):
         super().__init__(session, parent)
         self.view = QTextBrowser()
         self.view.setOpenLinks(False)
+        self._html = ""
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.view)
@@ -36,4 +37,7 @@ class ExplanationPanel(Panel):
         parts = [f"<h3 style='color:{accent}; margin-bottom:2px'>{escape(tr(f'section.{key}', lang))}</h3>"
                  f"<p style='margin-top:0'>{escape(text)}</p>"
                  for key, text in self.sections().items()]
-        self.view.setHtml("".join(parts))
+        html = "".join(parts)
+        if html != self._html:             # setHtml relayouts and repaints even when unchanged
+            self._html = html
+            self.view.setHtml(html)

@@ -338,6 +338,7 @@ class KVGridPanel(Panel):
         self._status.setWordWrap(True)
         self._legend = _Legend(self)
         self._view = _GridView(self)
+        self._painted_font, self._painted_theme = None, None   # what the grid was last drawn with
         layout = QVBoxLayout(self)
         layout.addWidget(self._status)
         layout.addWidget(self._view, 1)
@@ -347,10 +348,16 @@ class KVGridPanel(Panel):
 
     # ---------------------------------------------------------------- drawing
     def refresh(self) -> None:
-        self._view.set_data(self._grid_data())
+        data, old = self._grid_data(), self._view.data
+        if old is None or not _same_grid(data, old) or self._view.font() != self._painted_font \
+                or self.theme is not self._painted_theme:
+            legend_changed = old is None or data.labels != old.labels
+            self._view.set_data(data)
+            self._painted_font, self._painted_theme = self._view.font(), self.theme
+            self._legend.update()
+            if legend_changed:
+                self._legend.updateGeometry()
         self._status.setText(self._status_text())
-        self._legend.update()
-        self._legend.updateGeometry()
 
     def _grid_data(self) -> _GridData:
         session = self.session
@@ -442,6 +449,13 @@ class KVGridPanel(Panel):
 
     def grid_view(self) -> QAbstractScrollArea:
         return self._view
+
+
+def _same_grid(a: _GridData, b: _GridData) -> bool:
+    """Whether two grids draw the same (a rerun that changed nothing here repaints nothing)."""
+    return (a.pieces == b.pieces and a.row_labels == b.row_labels and a.labels == b.labels
+            and a.written == b.written and a.values == b.values
+            and np.array_equal(a.codes, b.codes) and np.array_equal(a.source, b.source))
 
 
 def _vector_size(layers) -> int:

@@ -94,6 +94,7 @@ class PlayerPanel(Panel):
         self.buttons["next"].setEnabled(not s.at_end)
         self.buttons["last"].setEnabled(not s.at_end)
         self.dwell_label.setText(self.tr("player.dwell"))
-        self.dwell.setSuffix(self.tr("player.seconds"))
+        if self.dwell.suffix() != self.tr("player.seconds"):   # setSuffix always relayouts
+            self.dwell.setSuffix(self.tr("player.seconds"))
         self.counter.setText(self.tr("player.counter", i=s.cursor + 1, n=len(s.frames)))
         self.title.setText(frame_title(s.frame, s.run, s.model.vocab, s.lang))

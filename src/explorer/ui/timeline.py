@@ -48,9 +48,10 @@ class StepStrip(QWidget):
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
     def set_chips(self, labels: list[str], current: int, colors) -> None:
-        self._labels, self._current, self._colors = labels, current, colors
         self.setMinimumHeight(self.fontMetrics().height() + 14)
-        self.update()
+        if (labels, current, colors) != (self._labels, self._current, self._colors):
+            self._labels, self._current, self._colors = labels, current, colors
+            self.update()
 
     def chip_at(self, x: float) -> int | None:
         for i, r in enumerate(self._rects):
@@ -160,7 +161,10 @@ class TimelinePanel(Panel):
 
     def _fill(self, rows) -> None:
         table = self.table
-        table.setHorizontalHeaderLabels([self.tr(f"timeline.col.{c}") for c in self.COLUMNS])
+        headers = [self.tr(f"timeline.col.{c}") for c in self.COLUMNS]
+        if headers != [table.horizontalHeaderItem(c).text() if table.horizontalHeaderItem(c) else ""
+                       for c in range(len(self.COLUMNS))]:
+            table.setHorizontalHeaderLabels(headers)     # repaints the table even when unchanged
         table.setRowCount(len(rows))
         for r, row in enumerate(rows):
             for c, text in enumerate(row):
@@ -169,8 +173,9 @@ class TimelinePanel(Panel):
                     table.setItem(r, c, QTableWidgetItem(text))
                 else:
                     item.setText(text)
+        if rows and table.selectionModel().selectedRows() != [table.model().index(len(rows) - 1, 0)]:
+            table.selectRow(len(rows) - 1)              # repaints the table even when unchanged
         if rows:
-            table.selectRow(len(rows) - 1)
             table.scrollToBottom()
 
     def _row_clicked(self, row: int) -> None:
