@@ -137,10 +137,12 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
         self.splitDockWidget(d["player"], d["timeline"], Qt.Orientation.Vertical)
         self.splitDockWidget(d["timeline"], d["kv"], Qt.Orientation.Horizontal)
-        self.addDockWidget(Qt.DockWidgetArea.LeftDockWidgetArea, d["controls"])
-        self.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, d["explanation"])
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["attention"])
+        # the lower row is one dock area: with the central widget hidden, docks in the left or
+        # right area next to it drift by a few pixels on every relayout (any label change)
+        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["controls"])
+        self.splitDockWidget(d["controls"], d["attention"], Qt.Orientation.Horizontal)
         self.splitDockWidget(d["attention"], d["distribution"], Qt.Orientation.Horizontal)
+        self.splitDockWidget(d["distribution"], d["explanation"], Qt.Orientation.Horizontal)
         self.resizeDocks([d["controls"], d["attention"], d["distribution"], d["explanation"]],
                          [330, 560, 700, 360], Qt.Orientation.Horizontal)
         self.resizeDocks([d["timeline"], d["kv"]], [1050, 850], Qt.Orientation.Horizontal)
