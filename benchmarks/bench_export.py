@@ -36,11 +36,11 @@ def in_process(runs: int):
     from PySide6.QtWidgets import QApplication
     from explorer.cli_export import export_session
     from explorer.export.spec import ExportSpec
-    from explorer.lessons import load_lesson
+    from explorer.lessons import default_lesson
     from explorer.ui.settings import Settings
     from explorer.ui.window import MainWindow
 
-    lesson = load_lesson("default")
+    lesson = default_lesson()
     job, floor = [], []
     with tempfile.TemporaryDirectory() as tmp:
         for _ in range(runs):

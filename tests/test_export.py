@@ -15,7 +15,8 @@ from explorer.cli import main
 from explorer.export.spec import PANELS
 from explorer.ui.fonts import CJK_FAMILY, register_fonts
 
-N_FRAMES = 8          # the default lesson: input, prefill, 3 x (pick [, decode]), stop
+N_FRAMES = 10         # the default lesson, 我爱 to EOS
+DECK = "wo-ai-to-eos"
 
 
 def export(capsys, *argv):
@@ -43,8 +44,8 @@ def test_default_lesson_png_per_frame_and_one_pdf(qapp, capsys, tmp_path):
         image = QImage(str(p))
         assert (image.width(), image.height()) == (1920, 1080)
         assert distinct_colours(image) > 20, f"{p.name} looks blank"
-    assert pdf_pages(out / "default.pdf") == N_FRAMES
-    assert printed.split() == [str(p) for p in pngs] + [str(out / "default.pdf")]
+    assert pdf_pages(out / f"{DECK}.pdf") == N_FRAMES
+    assert printed.split() == [str(p) for p in pngs] + [str(out / f"{DECK}.pdf")]
     assert not [p for p in out.iterdir() if p.name.startswith(".")]   # no staging left
 
 
@@ -94,12 +95,12 @@ def test_two_exports_are_byte_identical(tmp_path):
 def test_single_panel_export_holds_that_panel_only(qapp, tmp_path):
     from explorer.export.job import _export_job
     from explorer.export.spec import ExportSpec
-    from explorer.lessons import DEFAULT
+    from explorer.lessons import default_lesson
     from explorer.ui.distribution import DistributionPanel
-    session = DEFAULT.build_session()
+    session = default_lesson().build_session()
     session.go(2)
     spec = ExportSpec(tmp_path, ("png",), panel="distribution", frames=(2,))
-    with _export_job(session, spec, "default", "T") as job:
+    with _export_job(session, spec, DECK, "T") as job:
         widget = job.target()
         assert type(widget) is DistributionPanel and widget.parent() is None
         assert job.caption(2).counter == f"3 / {N_FRAMES}"
@@ -111,18 +112,18 @@ def test_panel_export_from_the_command_line(qapp, capsys, tmp_path):
                                 "--format", "png,pdf")
     assert code == 0, err
     assert sorted(p.name for p in tmp_path.iterdir()) == ["02-prefill-step0-kv.png", "03-pick-step0-kv.png",
-                                                         "default-kv.pdf"]
-    assert pdf_pages(tmp_path / "default-kv.pdf") == 2
+                                                         f"{DECK}-kv.pdf"]
+    assert pdf_pages(tmp_path / f"{DECK}-kv.pdf") == 2
 
 
 def test_handout_data(qapp, capsys, tmp_path):
     code, _, err = export(capsys, "--out", str(tmp_path), "--format", "csv,json", "--intermediates")
     assert code == 0, err
-    rows = list(csv.DictReader((tmp_path / "default-run.csv").open(encoding="utf-8")))
+    rows = list(csv.DictReader((tmp_path / f"{DECK}-run.csv").open(encoding="utf-8")))
     selected = [r for r in rows if r["selected"] == "1"]
     assert [int(r["candidate_id"]) for r in selected] == [3, 5, 6]
     assert [int(r["cache_len_after"]) for r in selected] == [2, 3, 4]
-    data = json.loads((tmp_path / "default-run.json").read_text(encoding="utf-8"))
+    data = json.loads((tmp_path / f"{DECK}-run.json").read_text(encoding="utf-8"))
     assert data["output_ids"] == [3, 5, 6]
     forward = data["steps"][0]["forward"]
     assert len(forward["embeddings"]) == 2 and len(forward["embeddings"][0]) == 4
@@ -133,13 +134,13 @@ def test_handout_data(qapp, capsys, tmp_path):
 def test_list_names_lessons_panels_and_frames(capsys):
     code, out, _ = export(capsys, "--list")
     assert code == 0
-    assert "default" in out and all(p in out for p in PANELS)
-    assert " 3  Selected 学习 (id 3) from the logits at position 1" in out
+    assert DECK in out and all(p in out for p in PANELS)
+    assert " 3  Position 1's logits select 学习 (p = 0.4700)" in out
 
 
 @pytest.mark.parametrize("argv, message", [
     (["--lesson", "nope"], "lesson 'nope' not found"),
-    (["--frames", "9"], "'9' is outside 1..8"),
+    (["--frames", "11"], "'11' is outside 1..10"),
     (["--frames", "2-x"], "is not a frame number or range"),
     (["--format", "png,gif"], "unknown format 'gif'"),
     (["--size", "big"], "--size 'big': expected WIDTHxHEIGHT"),
@@ -211,7 +212,7 @@ def test_window_export_lesson_and_cancel(window, tmp_path):
     window.ask_export_folder = lambda: tmp_path / "deck"
     window.actions["export_lesson"].trigger()
     assert len(list((tmp_path / "deck").glob("*.png"))) == N_FRAMES
-    assert (tmp_path / "deck" / "default.pdf").exists()
+    assert (tmp_path / "deck" / f"{DECK}.pdf").exists()
 
     window.ask_export_folder = lambda: tmp_path / "cancelled"
     from explorer.ui import export_actions

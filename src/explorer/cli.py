@@ -16,6 +16,8 @@ def build_parser() -> argparse.ArgumentParser:
         description="Token Explorer: see how a language model produces text one token at a time. "
                     "Without a sub-command, opens the window.")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    parser.add_argument("--lesson", help="open the window on this lesson (a name or a .toml file)")
+    parser.add_argument("--params", help="open the window on this parameter file (prompt 我爱)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     cli_trace.add_parser(sub)
     cli_sample.add_parser(sub)

@@ -7,10 +7,10 @@ import os
 import sys
 from pathlib import Path
 
-from .cli_sample import add_sampling_flags, config_from_args
+from .cli_sample import add_sampling_flags, sampling_changes
 from .core.errors import ExplorerError
 from .export.spec import FORMATS, PANELS, THEMES, ExportSpec, parse_formats, parse_frames, parse_size
-from .lessons import lesson_names, load_lesson
+from .lessons import DEFAULT_LESSON_ID, lesson_names, load_lesson
 
 
 def add_parser(subparsers) -> None:
@@ -19,7 +19,8 @@ def add_parser(subparsers) -> None:
         description="Render every frame of a lesson as 16:9 slides and write them to a folder. Runs "
                     "without a display. Files are written to a hidden folder first and moved into "
                     "place at the end: a failure leaves the output folder as it was.")
-    p.add_argument("--lesson", default="default", help="lesson name (see --list; default: default)")
+    p.add_argument("--lesson", default=DEFAULT_LESSON_ID,
+                   help=f"lesson name or .toml file (see --list; default: {DEFAULT_LESSON_ID})")
     p.add_argument("--out", type=Path, help="output folder (created if missing)")
     p.add_argument("--format", default="png,pdf", help=f"comma list of {','.join(FORMATS)} (default png,pdf)")
     p.add_argument("--size", default="1920x1080", help="slide size in pixels (default 1920x1080)")
@@ -38,7 +39,10 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     lesson = load_lesson(args.lesson)
-    session = lesson.build_session(config_from_args(args, lesson.config))
+    session = lesson.build_session()
+    changes = sampling_changes(args)
+    if changes:
+        session.set_sampling(**changes)
     if args.list:
         print(_listing(lesson, session, args.lang))
         return 0

@@ -70,11 +70,15 @@ def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None
     g.add_argument("--length-penalty", type=float, help="beam score = log-prob sum / length**x (default 1)")
 
 
-def config_from_args(args: argparse.Namespace, base: SamplingConfig = SamplingConfig()) -> SamplingConfig:
-    """`base` changed by the sampling flags that were given (SettingError if a value is out of range)."""
-    given = {_FIELD_OF.get(dest, dest): getattr(args, dest)
-             for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
-    return base.with_(**given)
+def sampling_changes(args: argparse.Namespace) -> dict:
+    """SamplingConfig field -> value, for the sampling flags that were given."""
+    return {_FIELD_OF.get(dest, dest): getattr(args, dest)
+            for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
+
+
+def config_from_args(args: argparse.Namespace) -> SamplingConfig:
+    """The SamplingConfig the flags describe (SettingError if a value is out of range)."""
+    return SamplingConfig(**sampling_changes(args))
 
 
 # ---------------------------------------------------------------------------- sub-command

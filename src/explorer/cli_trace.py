@@ -4,14 +4,16 @@ from __future__ import annotations
 
 import json
 
-from .cli_sample import add_sampling_flags, config_from_args, parse_numbers
-from .core.beam import beam_search, format_tree
+from .cli_sample import add_sampling_flags, parse_numbers, sampling_changes
+from .core.beam import format_tree
 from .core.errors import ExplorerError, SettingError
-from .core.generate import Run, generate
+from .core.generate import Run
 from .core.run_dict import run_to_dict
 from .core.teaching import load_teaching_model
 from .core.vocab import Vocabulary
 from .i18n import tr
+from .lessons import load_lesson
+from .session import Session
 from .session.narration import finish_text
 from .texttable import format_table
 
@@ -26,29 +28,43 @@ def add_parser(subparsers) -> None:
     src.add_argument("--prompt", help="prompt text, tokenised with the model's vocabulary (default 我爱)")
     src.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
     p.add_argument("--params", help="parameter file (default: the teaching model)")
+    p.add_argument("--lesson", help="trace every scenario of a lesson (a name or a .toml file)")
     p.add_argument("--force", action="append", default=[], metavar="STEP:ID",
                    help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
     p.add_argument("--top", type=int, default=10, help="candidates per step in --json (default 10)")
     p.add_argument("--lang", choices=("en", "zh"), default="en")
     p.add_argument("--json", action="store_true", help="print the run as JSON")
-    add_sampling_flags(p, default_mode="greedy")
+    add_sampling_flags(p, default_mode=None)
     p.set_defaults(func=run)
 
 
-def run(args) -> int:
-    model = load_teaching_model(args.params)
-    config = config_from_args(args)
-    prompt = _prompt_ids(args, model.vocab)
-    if config.mode == "beam":
-        result = beam_search(model, prompt, config.num_beams, config.max_new_tokens,
-                             config.length_penalty, model.vocab.eos_id)
-        print(format_tree(result, model.vocab, args.lang))
-        return 0
-    result = generate(model, prompt, config, overrides=parse_forces(args.force))
-    if args.json:
-        print(json.dumps(run_to_dict(result, model.vocab, args.top), ensure_ascii=False, indent=2))
+def _session(args) -> Session:
+    """The lesson's session, or one on the given model and prompt; then the flags' changes."""
+    if args.lesson is not None:
+        session = load_lesson(args.lesson).build_session()
     else:
-        print(format_run(result, model.vocab, args.lang))
+        model = load_teaching_model(args.params)
+        session = Session(model, _prompt_ids(args, model.vocab))
+    changes = sampling_changes(args)
+    if changes:
+        session.set_sampling(**changes)
+    for step, token in parse_forces(args.force).items():
+        session.force(step, token)
+    return session
+
+
+def run(args) -> int:
+    session = _session(args)
+    results = session.scenario_results()
+    if args.json:
+        data = [run_to_dict(r, session.model.vocab, args.top) for r, _ in results]
+        print(json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2))
+        return 0
+    blocks = []
+    for (run, beam), scenario in zip(results, session.scenarios):
+        vocab = scenario.model.vocab
+        blocks.append(format_tree(beam, vocab, args.lang) if beam is not None else format_run(run, vocab, args.lang))
+    print("\n\n".join(blocks))
     return 0
 
 

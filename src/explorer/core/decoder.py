@@ -79,7 +79,7 @@ class DecoderParams:
     norm_f: tuple | None = None            # final norm ([d] gamma, [d] beta or None)
 
 
-@dataclass
+@dataclass(eq=False)      # compared and hashed by identity: runs are cached per model
 class DecoderModel:
     """A LanguageModel: `prefill`, `decode` and the reference `full_forward`."""
 

@@ -68,7 +68,7 @@ class TableModel:
 
     vocab: Vocabulary
     rows: dict[tuple[int, ...], np.ndarray]        # context (`after`) -> [V] log-probabilities
-    default: np.ndarray                            # [V] log-probabilities when no context matches
+    default: np.ndarray                            # [V] log-probabilities (or any logits) otherwise
     tool_call_sequences: tuple[tuple[int, ...], ...] = ()
     name: str = "table"
 

@@ -93,7 +93,8 @@ class ExportJob:
     def _write_all(self, staging: Path, indexes, progress) -> list[Path]:
         s = self.spec
         pictures = [f for f in s.formats if f in ("png", "svg")]
-        total = len(indexes) * (len(pictures) + ("pdf" in s.formats)) + ("csv" in s.formats) + ("json" in s.formats)
+        data_files = len(self.session.scenarios) * (("csv" in s.formats) + ("json" in s.formats))
+        total = len(indexes) * (len(pictures) + ("pdf" in s.formats)) + data_files
         done, written = 0, []
 
         def tick(what):
@@ -132,16 +133,17 @@ class ExportJob:
                 widget.deleteLater()
         if pdf is not None:
             written.append(pdf.finish())
-        vocab = self.session.model.vocab
-        if "csv" in s.formats:
-            written.append(_write(staging / f"{self.lesson_id}-run.csv",
-                                  run_csv(self.session.run, vocab).encode("utf-8")))
-            tick("csv")
-        if "json" in s.formats:
-            data = run_json(self.session.run, vocab, s.intermediates)
-            written.append(_write(staging / f"{self.lesson_id}-run.json",
-                                  (dumps_readable(data) + "\n").encode("utf-8")))
-            tick("json")
+        results = self.session.scenario_results()
+        for k, ((run, _beam), scenario) in enumerate(zip(results, self.session.scenarios), start=1):
+            stem = f"{self.lesson_id}-run" + (f"-{k}" if len(results) > 1 else "")
+            vocab = scenario.model.vocab
+            if "csv" in s.formats:
+                written.append(_write(staging / f"{stem}.csv", run_csv(run, vocab).encode("utf-8")))
+                tick(f"{stem}.csv")
+            if "json" in s.formats:
+                data = run_json(run, vocab, s.intermediates)
+                written.append(_write(staging / f"{stem}.json", (dumps_readable(data) + "\n").encode("utf-8")))
+                tick(f"{stem}.json")
         return written
 
 

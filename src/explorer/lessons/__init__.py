@@ -1,50 +1,55 @@
-"""Lessons: a model, a prompt, settings and the frames to play, with a title per language.
+"""Lessons: the course's worked examples as data (TOML files in resources/lessons/).
 
-`lesson_names()` lists the lessons shipped with the app; `load_lesson(name)` opens one.
+A lesson names a model, a prompt and settings (its base scenario), optional named
+scenarios that change some of them, the frames to play (each a frame of one scenario's Run,
+with the lesson's own title and explanation), and self-check questions. The format is
+documented in resources/lessons/README.md; `load_lesson` checks every key and names the
+file and the key path of any problem.
+
+    lesson = load_lesson("wo-ai-to-eos")      # a shipped lesson, or a path to a .toml file
+    session = lesson.build_session()
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
 
 from ..core.errors import ExplorerError
-from ..core.sampling import SamplingConfig
-from ..core.teaching import load_teaching_model
-from ..session import Session
+from ..resources import resources_dir
+from .schema import Check, Lesson, LessonError, parse_lesson
+
+__all__ = ["Check", "Lesson", "LessonError", "lessons_dir", "lesson_names", "load_lesson", "all_lessons",
+           "default_lesson", "DEFAULT_LESSON_ID"]
+
+DEFAULT_LESSON_ID = "wo-ai-to-eos"
 
 
-@dataclass(frozen=True)
-class Lesson:
-    id: str
-    title: dict[str, str]                 # lang -> title
-    summary: dict[str, str]               # lang -> one paragraph
-    prompt_text: str
-    config: SamplingConfig = field(default_factory=lambda: SamplingConfig(max_new_tokens=8))
-
-    def title_in(self, lang: str) -> str:
-        return self.title.get(lang) or self.title["en"]
-
-    def build_session(self, config: SamplingConfig | None = None) -> Session:
-        model = load_teaching_model()
-        return Session(model, model.vocab.encode(self.prompt_text), config or self.config)
-
-
-DEFAULT = Lesson(
-    id="default",
-    title={"en": "From 我爱 to EOS", "zh": "从“我爱”到EOS"},
-    summary={"en": "The teaching model continues 我爱 one token at a time until it selects the end token.",
-             "zh": "教学模型从“我爱”出发，一次生成一个Token，直到选出结束Token。"},
-    prompt_text="我爱")
-
-_LESSONS = {DEFAULT.id: DEFAULT}
+def lessons_dir() -> Path:
+    return resources_dir() / "lessons"
 
 
 def lesson_names() -> list[str]:
-    return list(_LESSONS)
+    """Ids of the shipped lessons, in teaching order."""
+    return [lesson.id for lesson in all_lessons()]
 
 
-def load_lesson(name: str) -> Lesson:
-    try:
-        return _LESSONS[name]
-    except KeyError:
-        raise ExplorerError(f"lesson {name!r} not found (known: {', '.join(_LESSONS)})") from None
+@cache
+def all_lessons() -> tuple[Lesson, ...]:
+    lessons = [parse_lesson(path) for path in sorted(lessons_dir().glob("*.toml"))]
+    return tuple(sorted(lessons, key=lambda l: (l.order, l.id)))
+
+
+def load_lesson(name_or_path: str | Path) -> Lesson:
+    """A shipped lesson by id, or a lesson file by path (LessonError names what is wrong)."""
+    text = str(name_or_path)
+    if text.endswith(".toml") or "/" in text or "\\" in text:
+        return parse_lesson(Path(text))
+    for lesson in all_lessons():
+        if lesson.id == text:
+            return lesson
+    raise ExplorerError(f"lesson {text!r} not found (known: {', '.join(lesson_names())})")
+
+
+def default_lesson() -> Lesson:
+    return load_lesson(DEFAULT_LESSON_ID)

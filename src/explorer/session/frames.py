@@ -27,6 +27,11 @@ class Frame:
     visible_ids: tuple[int, ...]    # tokens on screen at this moment
     states: tuple[TokenState, ...]  # one per visible token
     cache_len: int                  # processed tokens = what the KV cache holds
+    # Authored by a lesson (None / empty: the derived defaults)
+    title: dict | None = None       # lang -> title
+    explain: dict | None = None     # section -> {lang -> text}
+    panels: tuple[str, ...] = ()    # panels that matter for this frame
+    view: tuple[str, ...] = ()      # display hints, e.g. "attention_full" (stack every step)
 
     @property
     def visible_count(self) -> int:

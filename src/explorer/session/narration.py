@@ -129,7 +129,8 @@ def _values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> dict:
     step = None if frame.step is None else run.steps[frame.step]
     values = {"visible": frame.visible_count, "cache": frame.cache_len,
               "ids": list(frame.visible_ids), "n": len(run.prompt_ids),
-              "pieces": vocab.display_pieces(run.prompt_ids)}
+              "pieces": vocab.display_pieces(run.prompt_ids),
+              "text": vocab.decode(frame.visible_ids[len(run.prompt_ids):])}
     if step is not None:
         dist = step.distribution
         how = ("how.forced" if step.forced else "how.greedy" if dist.greedy else "how.sample")
@@ -137,7 +138,9 @@ def _values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> dict:
                    "piece": vocab.display_piece(step.selected_id if frame.kind in ("pick", "stop")
                                                 else step.input_ids[-1]),
                    "id": step.selected_id, "diff": _diff(step.recompute_max_abs_diff),
-                   "how": tr(how, lang, u=f"{dist.u:.3f}" if dist.u is not None else "")}
+                   "how": tr(how, lang, u=f"{dist.u:.3f}" if dist.u is not None else ""),
+                   "prob": f"{dist.probs[step.selected_id]:.4f}",
+                   "u": "-" if dist.u is None else f"{dist.u:.4f}"}
         if frame.kind == "decode":
             values["n"] = step.index
     if frame.kind == "stop":
@@ -154,14 +157,24 @@ def finish_text(run: Run, lang: str = "en") -> str:
               **({"text": stop.text, "index": stop.char_index} if stop else {}))
 
 
+def _authored(texts: dict, lang: str, values: dict) -> str:
+    """A lesson's text in `lang` with the run's numbers filled into its {placeholders}."""
+    return texts[lang].format(**values)
+
+
 def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     values = _values(frame, run, vocab, lang)
+    if frame.title:
+        return _authored(frame.title, lang, values)
     if frame.kind == "pick" and run.steps[frame.step].forced:
         return tr("frame.pick_forced", lang, **values)
     return tr(f"frame.{frame.kind}", lang, **values)
 
 
 def frame_explanation(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> dict[str, str]:
-    """{section: text} for what / why / how / misconception / check."""
+    """{section: text} for what / why / how / misconception / check; a lesson's own text
+    where it wrote one, the default explanation of the frame's kind elsewhere."""
     values = _values(frame, run, vocab, lang)
-    return {s: tr(f"explain.{frame.kind}.{s}", lang, **values) for s in SECTIONS}
+    own = frame.explain or {}
+    return {s: _authored(own[s], lang, values) if s in own else tr(f"explain.{frame.kind}.{s}", lang, **values)
+            for s in SECTIONS}

@@ -6,23 +6,27 @@ import sys
 import traceback
 
 from ..core.errors import ExplorerError
-from ..core.teaching import load_teaching_model
+from ..core.params_io import load_params
+from ..lessons import DEFAULT_LESSON_ID, load_lesson
 from ..session import Session
 
 DEFAULT_PROMPT = "我爱"
 
 
-def build_window(settings_path: str | None = None, params_path: str | None = None):
-    """The window on the default lesson (prompt 我爱, the teaching model). Needs a QApplication."""
+def build_window(settings_path: str | None = None, params_path: str | None = None, lesson: str | None = None):
+    """The window on a lesson (default: 我爱 to EOS), or on a parameter file with the prompt
+    我爱. Needs a QApplication."""
     from .fonts import apply_app_font
     from .settings import Settings
     from .window import MainWindow
     from PySide6.QtWidgets import QApplication
 
     apply_app_font(QApplication.instance())
-    model = load_teaching_model(params_path)
-    session = Session(model, model.vocab.encode(DEFAULT_PROMPT))
-    return MainWindow(session, Settings(settings_path))
+    if params_path is not None:
+        model = load_params(params_path)
+        return MainWindow(Session(model, model.vocab.encode(DEFAULT_PROMPT)), Settings(settings_path))
+    chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
+    return MainWindow(chosen.build_session(), Settings(settings_path), chosen)
 
 
 def install_error_hook(window) -> None:
@@ -43,7 +47,7 @@ def run_app(args) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Token Explorer")
     try:
-        window = build_window(params_path=getattr(args, "params", None))
+        window = build_window(params_path=args.params, lesson=args.lesson)
     except ExplorerError as exc:
         print(f"explorer: error: {exc}", file=sys.stderr)
         return 2

@@ -98,7 +98,7 @@ def export_frame(window) -> Path | None:
     with tempfile.TemporaryDirectory(prefix=".explorer-frame-", dir=folder) as tmp:
         spec = _spec(window, Path(tmp), formats=(fmt,), frames=(session.cursor,), panel=choice.panel,
                      scale=choice.scale, caption=choice.caption)
-        written = export_session(session, spec, "frame", window.lesson.title_in(spec.lang))
+        written = export_session(session, spec, "frame", window.lesson_names()[1])
         os.replace(written[0], choice.path)
     window.statusBar().showMessage(tr("export.wrote", window.session.lang, path=choice.path), 8000)
     return choice.path
@@ -122,8 +122,8 @@ def export_lesson(window) -> list[Path]:
 
     window.progress_dialog = dialog
     try:
-        written = export_session(window.session.copy(), _spec(window, folder), window.lesson.id,
-                                 window.lesson.title_in(lang), progress)
+        written = export_session(window.session.copy(), _spec(window, folder), *window.lesson_names(),
+                                 progress=progress)
     except ExportCancelled:
         window.statusBar().showMessage(tr("export.cancelled", lang), 8000)
         return []
@@ -136,6 +136,6 @@ def export_lesson(window) -> list[Path]:
 def copy_frame(window) -> None:
     """The current frame as a slide image on the clipboard, ready to paste into a presentation."""
     image = frame_image(window.session.copy(), _spec(window, Path(tempfile.gettempdir())),
-                        window.lesson.title_in(window.session.lang))
+                        window.lesson_names()[1])
     QApplication.clipboard().setImage(image)
     window.statusBar().showMessage(tr("export.copied", window.session.lang), 5000)

@@ -117,11 +117,11 @@ class TimelinePanel(Panel):
         layout.addWidget(self.table)
         self.refresh()
 
-    # -------------------------------------------------------------- reading (tests, export)
     def set_timings_visible(self, visible: bool) -> None:
         """Exports hide the forward times: they differ from run to run."""
         self.table.setColumnHidden(self.COLUMNS.index("ms"), not visible)
 
+    # -------------------------------------------------------------- reading (tests, export)
     def row_texts(self) -> list[list[str]]:
         return [[self.table.item(r, c).text() for c in range(self.table.columnCount())]
                 for r in range(self.table.rowCount())]

@@ -13,7 +13,6 @@ from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
-from ..lessons import DEFAULT as DEFAULT_LESSON
 from ..lessons import Lesson
 from ..session import Session
 from . import export_actions
@@ -91,7 +90,7 @@ add_messages({
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, session: Session, settings: Settings, lesson: Lesson = DEFAULT_LESSON):
+    def __init__(self, session: Session, settings: Settings, lesson: Lesson | None = None):
         super().__init__()
         self.session = session
         self.settings = settings
@@ -99,7 +98,7 @@ class MainWindow(QMainWindow):
         self.ask_params_path = self._ask_params_path   # dialogs are attributes: tests replace them
         self.ask_export_frame = lambda: export_actions.ask_frame_choice(self)
         self.ask_export_folder = lambda: export_actions.ask_folder(self)
-        self.lesson = lesson
+        self.lesson = lesson          # None: a free session, not a lesson
         self.presenting = False
         self.theme = THEMES["light"]
         self.setObjectName("explorer-main")
@@ -153,11 +152,11 @@ class MainWindow(QMainWindow):
         s = self.session
         handlers = {
             "open_params": self.open_params, "quit": self.close,
-            "first": s.first, "prev": s.prev, "next": s.next, "last": s.last,
-            "play": self.panels["player"].toggle_play,
             "export_frame": lambda: self.guarded(export_actions.export_frame, self),
             "export_lesson": lambda: self.guarded(export_actions.export_lesson, self),
             "copy_frame": lambda: self.guarded(export_actions.copy_frame, self),
+            "first": s.first, "prev": s.prev, "next": s.next, "last": s.last,
+            "play": self.panels["player"].toggle_play,
             "undo_force": lambda: self.guarded(s.undo),
             "lang_en": lambda: self.set_lang("en"), "lang_zh": lambda: self.set_lang("zh"),
             "high_contrast": lambda: self.set_theme(
@@ -307,8 +306,12 @@ class MainWindow(QMainWindow):
             dock._escape = QShortcut(QKeySequence("Escape"), dock,
                                      activated=lambda p=panel_id: self.panel_full_screen(p))
 
-    def reset_layout(self) -> None:
-        self.settings.reset()
+    def lesson_names(self) -> tuple[str, str]:
+        """(id, title in the current language) of what the window plays, for exports."""
+        if self.lesson is None:
+            return "explorer", tr("window.title", self.session.lang)
+        return self.lesson.id, self.lesson.title_in(self.session.lang)
+
     def prepare_for_export(self) -> None:
         """Nothing that differs between two exports of the same input: no timings, no
         status messages, no blinking text cursor."""
@@ -318,6 +321,8 @@ class MainWindow(QMainWindow):
         if focused is not None:
             focused.clearFocus()
 
+    def reset_layout(self) -> None:
+        self.settings.reset()
         self.restoreState(self._default_state)
         for dock in self.docks.values():
             if dock.isFloating():

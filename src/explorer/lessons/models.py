@@ -1,0 +1,71 @@
+"""The model a lesson names in its [model] table, built once per file and kind (a shared
+model object lets every scenario of a lesson reuse the same forward passes)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import ExplorerError
+from ..core.params_io import load_params
+from ..core.table_model import TableModel, load_table_model
+from ..core.teaching import load_teaching_model
+from ..core.vocab import Vocabulary
+
+CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
+
+
+def build_model(spec: dict, lesson_path: Path):
+    """kind = teaching | params (file) | table (file) | logits (pieces, logits) |
+    projection (pieces, hidden, w_out: the logits are hidden @ w_out)."""
+    kind = spec["kind"]
+    if kind == "teaching":
+        return _teaching()
+    if kind in ("params", "table"):
+        if not isinstance(spec.get("file"), str):
+            raise ExplorerError(f"model.file: missing (the {kind} file, relative to the lesson)")
+        path = (lesson_path.parent / spec["file"]).resolve()
+        return _params(path) if kind == "params" else _table(path)
+    if kind == "logits":
+        return logits_model(tuple(spec.get("pieces", ())), tuple(spec.get("logits", ())))
+    if kind == "projection":
+        hidden = np.asarray(spec.get("hidden", ()), dtype=np.float64)          # [d]
+        w_out = np.asarray(spec.get("w_out", ()), dtype=np.float64)            # [d, V]
+        if hidden.ndim != 1 or w_out.ndim != 2 or w_out.shape[0] != hidden.size:
+            raise ExplorerError(f"model: hidden has {hidden.size} numbers, so w_out needs {hidden.size} rows "
+                                f"(got shape {list(w_out.shape)})")
+        return logits_model(tuple(spec.get("pieces", ())), tuple((hidden @ w_out).tolist()))
+    raise ExplorerError(f"model.kind: {kind!r}: expected teaching, params, table, logits or projection")
+
+
+@lru_cache(maxsize=None)
+def _teaching():
+    return load_teaching_model()
+
+
+@lru_cache(maxsize=None)
+def _params(path: Path):
+    return load_params(path)
+
+
+@lru_cache(maxsize=None)
+def _table(path: Path):
+    return load_table_model(path)
+
+
+@lru_cache(maxsize=64)
+def logits_model(pieces: tuple[str, ...], logits: tuple[float, ...]) -> TableModel:
+    """A model whose next-token logits are always `logits` (one per piece, shown exactly as
+    given); its prompt is the single context token "…", which never wins (logit -inf)."""
+    if not pieces or len(pieces) != len(logits):
+        raise ExplorerError(f"model: {len(pieces)} pieces but {len(logits)} logits: expected one logit per piece")
+    if CONTEXT in pieces or len(set(pieces)) != len(pieces):
+        raise ExplorerError(f"model.pieces: expected distinct pieces other than {CONTEXT!r} (the context token)")
+    values = np.asarray(logits, dtype=np.float64)                     # [V-1]
+    if not np.isfinite(values).all():
+        raise ExplorerError("model.logits: expected finite numbers")
+    row = np.concatenate([[-np.inf], values])                         # [V]: the context token never wins
+    row.flags.writeable = False
+    return TableModel(Vocabulary((CONTEXT, *pieces), {"bos": 0}), {}, row, name="logits")

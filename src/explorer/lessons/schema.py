@@ -1,0 +1,256 @@
+"""Reading a lesson file: TOML in, a checked Lesson out. Every problem is a LessonError
+naming the file and the key path (`wo-ai-to-eos.toml: frames[3].explain.why: missing "zh"`)."""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from ..core.errors import ExplorerError
+from ..core.sampling import SamplingConfig
+from ..i18n import LANGS
+from ..session import Session
+from ..session.narration import SECTIONS, frame_explanation, frame_title
+from ..session.session import FramePlan, LessonFrameError, Scenario
+from .models import build_model
+
+FORMAT = "token-explorer/lesson"
+VERSION = 1
+FRAME_KINDS = ("input", "prefill", "decode", "pick", "stop")
+VIEWS = ("attention_full",)
+PANEL_IDS = ("player", "timeline", "kv", "attention", "distribution", "controls", "explanation")
+CHECK_TIMES = ("before", "after")
+
+
+class LessonError(ExplorerError):
+    """A lesson file that cannot be used; the message names the file and the key."""
+
+
+@dataclass(frozen=True)
+class Check:
+    when: str                   # "before" (pre-reading) | "after" (after class)
+    question: dict[str, str]    # lang -> text
+    answer: dict[str, str]
+
+
+@dataclass(frozen=True)
+class ScenarioSpec:
+    model: dict                                # the [model] table
+    prompt_text: str | None = None
+    prompt_ids: tuple[int, ...] | None = None
+    settings: dict = field(default_factory=dict)
+    forces: dict = field(default_factory=dict)     # step -> id
+
+
+@dataclass(frozen=True)
+class Lesson:
+    id: str
+    path: Path
+    order: int
+    title: dict[str, str]
+    summary: dict[str, str]
+    builds_on: tuple[str, ...]
+    base: ScenarioSpec
+    scenarios: tuple[tuple[str, ScenarioSpec], ...]     # (name, spec); the base is "base"
+    plans: tuple[FramePlan, ...]
+    checks: tuple[Check, ...]
+
+    def title_in(self, lang: str) -> str:
+        return self.title[lang]
+
+    @property
+    def config(self) -> SamplingConfig:
+        return SamplingConfig(**self.base.settings)
+
+    def build_session(self, strict: bool = True) -> Session:
+        """A session playing this lesson. strict: a frame naming a missing step is an error."""
+        scenarios = tuple(self._scenario(spec) for _, spec in self.scenarios)
+        first = scenarios[0]
+        try:
+            return Session(first.model, first.prompt_ids, first.config, scenarios=scenarios,
+                           plans=self.plans, strict=strict)
+        except LessonFrameError as exc:
+            raise LessonError(f"{self.path.name}: {exc}") from None
+        except ExplorerError as exc:
+            raise LessonError(f"{self.path.name}: {exc}") from None
+
+    def _scenario(self, spec: ScenarioSpec) -> Scenario:
+        model = build_model(spec.model, self.path)
+        vocab = model.vocab
+        prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
+        return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())))
+
+
+# ---------------------------------------------------------------------------- parsing
+
+class _Reader:
+    def __init__(self, path: Path):
+        self.name = path.name
+
+    def fail(self, where: str, problem: str):
+        raise LessonError(f"{self.name}: {where}: {problem}" if where else f"{self.name}: {problem}")
+
+    def table(self, value, where: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
+        if not isinstance(value, dict):
+            self.fail(where, "expected a table")
+        for key in value:
+            if key not in known:
+                self.fail(f"{where}.{key}" if where else key, f"unknown key (expected one of {', '.join(known)})")
+        for key in required:
+            if key not in value:
+                self.fail(f"{where}.{key}" if where else key, "missing")
+        return value
+
+    def text(self, value, where: str) -> dict[str, str]:
+        """A text in every language: {en = "...", zh = "..."}."""
+        self.table(value, where, LANGS)
+        for lang in LANGS:
+            if not isinstance(value.get(lang), str) or not value[lang].strip():
+                self.fail(where, f'missing "{lang}" text (every text needs {" and ".join(LANGS)})')
+        return dict(value)
+
+    def kind(self, value, where: str, choices: tuple[str, ...]) -> str:
+        if value not in choices:
+            self.fail(where, f"{value!r}: expected one of {', '.join(choices)}")
+        return value
+
+    def ints(self, value, where: str) -> tuple[int, ...]:
+        if not isinstance(value, list) or not all(isinstance(v, int) and not isinstance(v, bool) for v in value):
+            self.fail(where, "expected a list of integers")
+        return tuple(value)
+
+
+TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
+            "settings", "forces", "scenarios", "frames", "checks")
+SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces")
+FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view")
+SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
+
+
+def parse_lesson(path: Path) -> Lesson:
+    r = _Reader(path)
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        r.fail("", "file not found")
+    except (OSError, UnicodeDecodeError) as exc:
+        r.fail("", f"cannot read ({exc})")
+    except tomllib.TOMLDecodeError as exc:
+        r.fail("", f"not valid TOML: {exc}")
+    r.table(data, "", TOP_KEYS, ("format", "version", "title", "summary", "model", "frames"))
+    if data["format"] != FORMAT or data["version"] != VERSION:
+        r.fail("format", f"expected format = {FORMAT!r} and version = {VERSION}")
+    base = _scenario_spec(r, data, "", None)
+    scenarios = [("base", base)]
+    for i, sd in enumerate(data.get("scenarios", [])):
+        where = f"scenarios[{i}]"
+        r.table(sd, where, SCENARIO_KEYS, ("name",))
+        if sd["name"] in dict(scenarios):
+            r.fail(f"{where}.name", f"{sd['name']!r} is used twice")
+        scenarios.append((sd["name"], _scenario_spec(r, sd, where, base)))
+    names = [n for n, _ in scenarios]
+    plans = tuple(_plan(r, fd, f"frames[{i}]", names) for i, fd in enumerate(_list(r, data, "frames")))
+    if not plans:
+        r.fail("frames", "expected at least one frame")
+    checks = tuple(_check(r, cd, f"checks[{i}]") for i, cd in enumerate(data.get("checks", [])))
+    builds_on = data.get("builds_on", [])
+    if not isinstance(builds_on, list) or not all(isinstance(b, str) for b in builds_on):
+        r.fail("builds_on", "expected a list of glossary terms or lesson ids")
+    order = data.get("order", 100)
+    if not isinstance(order, int):
+        r.fail("order", "expected an integer")
+    lesson = Lesson(path.stem, path, order, r.text(data["title"], "title"), r.text(data["summary"], "summary"),
+                    tuple(builds_on), base, tuple(scenarios), plans, checks)
+    _check_texts(r, lesson)
+    return lesson
+
+
+def _list(r: _Reader, data: dict, key: str) -> list:
+    value = data.get(key, [])
+    if not isinstance(value, list):
+        r.fail(key, "expected an array of tables ([[" + key + "]])")
+    return value
+
+
+def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -> ScenarioSpec:
+    at = (lambda k: f"{where}.{k}") if where else (lambda k: k)
+    model = d.get("model", None if base is None else base.model)
+    if model is None:
+        r.fail(at("model"), "missing")
+    r.table(model, at("model"), ("kind", "file", "pieces", "logits", "hidden", "w_out"), ("kind",))
+    if "prompt" in d and "prompt_ids" in d:
+        r.fail(at("prompt"), "give prompt or prompt_ids, not both")
+    prompt_text, prompt_ids = (base.prompt_text, base.prompt_ids) if base else (None, None)
+    if "prompt" in d:
+        if not isinstance(d["prompt"], str):
+            r.fail(at("prompt"), "expected a string")
+        prompt_text, prompt_ids = d["prompt"], None
+    if "prompt_ids" in d:
+        prompt_text, prompt_ids = None, r.ints(d["prompt_ids"], at("prompt_ids"))
+    if prompt_text is None and prompt_ids is None:
+        r.fail(at("prompt"), "missing (prompt = \"...\" or prompt_ids = [...])")
+    settings = dict(base.settings) if base else {}
+    settings.update(r.table(d.get("settings", {}), at("settings"), SETTING_KEYS))
+    try:
+        SamplingConfig(**settings)
+    except ExplorerError as exc:
+        r.fail(at("settings"), str(exc))
+    forces = dict(base.forces) if base else {}
+    given = d.get("forces", {})
+    if not isinstance(given, dict):
+        r.fail(at("forces"), 'expected a table of "step" = token id')
+    for step, token in given.items():
+        if not step.isdigit():
+            r.fail(at(f"forces.{step}"), 'expected a step number as the key, e.g. "0" = 4')
+        if not isinstance(token, int) or isinstance(token, bool):
+            r.fail(at(f"forces.{step}"), "expected a token id")
+        forces[int(step)] = token
+    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces)
+
+
+def _plan(r: _Reader, fd, where: str, scenario_names: list[str]) -> FramePlan:
+    r.table(fd, where, FRAME_KEYS, ("show",))
+    kind = r.kind(fd["show"], f"{where}.show", FRAME_KINDS)
+    step = fd.get("step")
+    if kind == "input":
+        if step is not None:
+            r.fail(f"{where}.step", "an input frame comes before any step: leave step out")
+    elif not isinstance(step, int) or step < -1:
+        r.fail(f"{where}.step", "expected a step index (0 = Prefill) or -1 for the last step")
+    scenario = fd.get("scenario", "base")
+    if scenario not in scenario_names:
+        r.fail(f"{where}.scenario", f"{scenario!r} is not a scenario (known: {', '.join(scenario_names)})")
+    extras = {}
+    if "title" in fd:
+        extras["title"] = r.text(fd["title"], f"{where}.title")
+    if "explain" in fd:
+        explain = r.table(fd["explain"], f"{where}.explain", SECTIONS)
+        extras["explain"] = {s: r.text(t, f"{where}.explain.{s}") for s, t in explain.items()}
+    for key, choices in (("panels", PANEL_IDS), ("view", VIEWS)):
+        if key in fd:
+            items = fd[key]
+            if not isinstance(items, list):
+                r.fail(f"{where}.{key}", "expected a list")
+            extras[key] = tuple(r.kind(v, f"{where}.{key}", choices) for v in items)
+    return FramePlan(scenario_names.index(scenario), kind, step, extras)
+
+
+def _check(r: _Reader, cd, where: str) -> Check:
+    r.table(cd, where, ("when", "question", "answer"), ("when", "question", "answer"))
+    return Check(r.kind(cd["when"], f"{where}.when", CHECK_TIMES), r.text(cd["question"], f"{where}.question"),
+                 r.text(cd["answer"], f"{where}.answer"))
+
+
+def _check_texts(r: _Reader, lesson: Lesson) -> None:
+    """Build the lesson once: every frame must exist and every {placeholder} must be known."""
+    session = lesson.build_session(strict=True)
+    for i, frame in enumerate(session.frames):
+        session.go(i)
+        for lang in LANGS:
+            try:
+                frame_title(frame, session.run, session.model.vocab, lang)
+                frame_explanation(frame, session.run, session.model.vocab, lang)
+            except (KeyError, IndexError, ValueError) as exc:
+                r.fail(f"frames[{i}]", f"text ({lang}) uses an unknown placeholder or brace: {exc}")
