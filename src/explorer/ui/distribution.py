@@ -18,8 +18,8 @@ from typing import Callable
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPen
+from PySide6.QtCore import QPointF, QRectF, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QFontMetricsF, QPen
 from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QPushButton, QStackedWidget,
                                QVBoxLayout, QWidget)
 
@@ -29,6 +29,7 @@ from ..i18n import add_messages, tr
 from .panel import Panel
 from .theme import Theme
 
+MAX_ROWS = len(STAGE_NAMES) + 2   # raw, every stage, final
 N_SHOWN = 20            # candidate columns for a big vocabulary; the rest is one "other" bar
 NUMBERS_UP_TO = 12      # print every bar's probability when there are at most this many bars
 Y_TOP = 1.32            # the probability axis shows 0..1; the headroom holds the labels
@@ -136,11 +137,80 @@ def _quiet_plot(bottom: pg.AxisItem | None = None) -> pg.PlotWidget:
     return plot
 
 
-def _label_pool(item: pg.PlotItem, count: int) -> list[pg.TextItem]:
-    texts = [pg.TextItem(anchor=(0.5, 1)) for _ in range(count)]
-    for text in texts:
-        item.addItem(text, ignoreBounds=True)
-    return texts
+class _Labels(pg.GraphicsObject):
+    """All the value labels of one plot in one item, drawn in screen pixels at points of
+    the plot: a refresh hands over a list (no text item per bar, no text layout per
+    label) and the item repaints only when the list changed. `anchor` as in pg.TextItem:
+    (0.5, 1) puts the middle of the text's bottom edge on the point. Vertical labels are
+    written upwards, starting at the point."""
+
+    def __init__(self, anchor=(0.5, 1)):
+        super().__init__()
+        self.anchor = anchor
+        self.vertical = False
+        self.labels: list[tuple[float, float, str]] = []    # (x, y, text)
+        self.font, self.color = QFont(), QColor("black")
+        self._bounds = QRectF()
+
+    def set_labels(self, labels, vertical: bool, bounds: QRectF) -> None:
+        """labels: (x, y, text) in data coordinates; bounds: the data rect they are drawn in."""
+        if labels == self.labels and vertical == self.vertical and bounds == self._bounds:
+            return
+        if bounds != self._bounds:
+            self.prepareGeometryChange()
+            self._bounds = bounds
+        self.labels, self.vertical = labels, vertical
+        self.update()
+
+    def set_style(self, font: QFont, color) -> None:
+        self.font, self.color = QFont(font), QColor(color)
+        self.update()
+
+    def boundingRect(self) -> QRectF:
+        return self._bounds
+
+    def paint(self, p, *_args) -> None:
+        if not self.labels:
+            return
+        to_device = p.transform()
+        fm = QFontMetricsF(self.font)
+        height = fm.height()
+        p.save()
+        p.resetTransform()
+        p.setFont(self.font)
+        p.setPen(self.color)
+        ax, ay = self.anchor
+        for x, y, text in self.labels:
+            at = to_device.map(QPointF(x, y))
+            width = fm.horizontalAdvance(text) + 2
+            if self.vertical:
+                p.save()
+                p.translate(at)
+                p.rotate(-90)
+                p.drawText(QRectF(0, -height / 2, width, height), Qt.AlignmentFlag.AlignLeft, text)
+                p.restore()
+            else:
+                p.drawText(QRectF(at.x() - ax * width, at.y() - ay * height, width, height),
+                           Qt.AlignmentFlag.AlignLeft, text)
+        p.restore()
+
+
+class _Bars(pg.BarGraphItem):
+    """A BarGraphItem whose bounds are the plot's fixed data rect: pg's own boundingRect
+    works out pen padding in pixels on every call, a dozen times per repaint. The view
+    box clips what it holds, so a pen reaching past the rect is cut either way."""
+
+    def __init__(self, bounds: QRectF, **opts):
+        self._bounds = bounds
+        super().__init__(**opts)
+
+    def set_bounds(self, bounds: QRectF) -> None:
+        if bounds != self._bounds:
+            self.prepareGeometryChange()
+            self._bounds = bounds
+
+    def boundingRect(self) -> QRectF:
+        return QRectF(self._bounds)
 
 
 class _NameAxis(pg.AxisItem):
@@ -150,14 +220,24 @@ class _NameAxis(pg.AxisItem):
     def __init__(self):
         super().__init__("bottom")
         self.upright: list[str] = []           # names written upwards; [] = ordinary ticks
+        self._names = None                     # (names, upright) last set
+        self._height = 0
 
     def set_names(self, names: list[str], upright: bool) -> int:
-        """-> the height the upright names need (0 when written across)."""
+        """-> the height the upright names need (0 when written across). Unchanged names
+        keep the axis as drawn (new ticks would regenerate its picture)."""
+        if (names, upright) == self._names:
+            return self._height
+        self._names = (list(names), upright)
         self.upright = self._elided(names) if upright else []
         self.setTicks([[(i, "" if upright else name) for i, name in enumerate(names)], []])
-        height = self._upright_height() if upright else 0
+        height = self._height = self._upright_height() if upright else 0
         self.setHeight(height or None)
         return height
+
+    def forget_names(self) -> None:
+        """The font changed: the next set_names measures again."""
+        self._names = None
 
     def _metrics(self) -> QFontMetrics:
         return QFontMetrics(self.style["tickFont"] or self.font())
@@ -200,10 +280,11 @@ class _BarRow:
         left.setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")], []])
         left.setWidth(30)
         item.setYRange(0, Y_TOP, padding=0)
-        self.bars = pg.BarGraphItem(x=np.zeros(0), height=np.zeros(0), width=BAR_WIDTH)
+        self.bars = _Bars(QRectF(-0.5, 0, 0, Y_TOP), x=np.zeros(0), height=np.zeros(0), width=BAR_WIDTH)
         item.addItem(self.bars)
-        self.texts = _label_pool(item, N_SHOWN + 1)
-        self.vertical = False                  # labels written upwards (many narrow bars)
+        self.texts = _Labels(anchor=(0.5, 1))
+        item.addItem(self.texts, ignoreBounds=True)
+        self.columns = -1                      # columns the x range was set for
         self.name = ""                          # stage shown: "raw", a stage name, "final"
         self.values = np.zeros(0)               # (c,) the probability each column stands for
         self.labels: list[str] = []             # (c,) the text on or above each bar
@@ -219,20 +300,15 @@ class _BarRow:
         roles: (c,) "kept" | "removed" | "chosen" | "other"; labels: (c,) text at each bar;
         paint: role -> (pen, brush). vertical: many narrow columns, labels written upwards."""
         self.values, self.labels = values, labels
-        self.plot.getPlotItem().setXRange(-0.5, values.size - 0.5, padding=0)
+        if values.size != self.columns:        # a new range regenerates the axes: only when needed
+            self.columns = values.size
+            self.plot.getPlotItem().setXRange(-0.5, values.size - 0.5, padding=0)
+        self.bars.set_bounds(QRectF(-0.5, 0, values.size, Y_TOP))
         self.bars.setOpts(x=np.arange(values.size), height=drawn, width=BAR_WIDTH,
                           pens=[paint[r][0] for r in roles], brushes=[paint[r][1] for r in roles])
-        if vertical != self.vertical:
-            self.vertical = vertical
-            for text in self.texts:
-                text.setAngle(90 if vertical else 0)
-                text.setAnchor((0, 0.5) if vertical else (0.5, 1))
-        for i, text in enumerate(self.texts):
-            shown = i < len(labels) and bool(labels[i])
-            text.setVisible(shown)
-            if shown:
-                text.setText(labels[i])
-                text.setPos(i, 0.02 if vertical else drawn[i])
+        self.texts.set_labels([(i, 0.02 if vertical else float(drawn[i]), text)
+                               for i, text in enumerate(labels) if text],
+                              vertical, QRectF(-0.5, 0, values.size, Y_TOP))
 
     def _clicked(self, event) -> None:
         box = self.plot.getPlotItem().getViewBox()
@@ -255,15 +331,15 @@ class _Ruler:
         bottom.setTicks([[(v, f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1.0)], []])
         item.setXRange(0, 1, padding=0.01)
         item.setYRange(0, 1.95, padding=0)
-        self.bars = pg.BarGraphItem(x0=np.zeros(0), width=np.zeros(0), y0=0.0, height=1.0)
+        self.bars = _Bars(QRectF(0, 0, 1, 1), x0=np.zeros(0), width=np.zeros(0), y0=0.0, height=1.0)
         item.addItem(self.bars)
-        self.texts = _label_pool(item, N_SHOWN + 1)
-        for text in self.texts:
-            text.setAnchor((0.5, 0.5))
+        self.texts = _Labels(anchor=(0.5, 0.5))
+        item.addItem(self.texts, ignoreBounds=True)
         self.u_line = pg.InfiniteLine(angle=90, movable=False)
         item.addItem(self.u_line, ignoreBounds=True)
         self.note = pg.TextItem(anchor=(0.5, 0))
         item.addItem(self.note, ignoreBounds=True)
+        self._note_at = None                    # (text, anchor, pos) of the note as drawn
         self.ids = np.zeros(0, dtype=np.int64)  # (m,) the ids of the drawn intervals
         self.lo = self.hi = np.zeros(0)         # (m,) their ends
         self.u: float | None = None             # where the marker is, None when hidden
@@ -281,23 +357,24 @@ class _Ruler:
         self.bars.setOpts(x0=x0, width=x1 - x0, y0=0.0, height=1.0,
                           pens=[paint["edge"][0]] * len(roles), brushes=[paint[r][1] for r in roles])
         names = list(pieces) + ([""] if other else [])
-        for n, text in enumerate(self.texts):
-            shown = n < len(names) and bool(names[n]) and bool(x1[n] - x0[n] >= RULER_LABEL_MIN)
-            text.setVisible(shown)
-            if shown:
-                text.setText(names[n])
-                text.setPos((x0[n] + x1[n]) / 2, 0.5)
+        self.texts.set_labels([(float(x0[n] + x1[n]) / 2, 0.5, name) for n, name in enumerate(names)
+                               if name and x1[n] - x0[n] >= RULER_LABEL_MIN],
+                              False, QRectF(0, 0, 1, 1))
 
     def mark(self, u: float | None, note: str) -> None:
         """The u marker (None: hidden) and the text above the ruler."""
         self.u = u
         self.u_line.setVisible(u is not None)
-        if u is not None:
+        if u is not None and u != self.u_line.value():
             self.u_line.setValue(u)
-        self.note.setText(note)
         right = u is not None and u > 0.7                 # the text goes on the roomier side of u
-        self.note.setAnchor((1, 0) if right else (0.5 if u is None else 0, 0))
-        self.note.setPos(0.5 if u is None else u + (-0.01 if right else 0.01), 1.9)
+        at = (note, (1, 0) if right else (0.5 if u is None else 0, 0),
+              (0.5 if u is None else u + (-0.01 if right else 0.01), 1.9))
+        if at != self._note_at:                           # setText lays the text out again
+            self._note_at = at
+            self.note.setText(note)
+            self.note.setAnchor(at[1])
+            self.note.setPos(*at[2])
 
 
 # ---------------------------------------------------------------------------- the panel
@@ -312,8 +389,9 @@ class DistributionPanel(Panel):
         self._error = QLabel(wordWrap=True)
         self._error.setStyleSheet(f"color: {ERROR_COLOR};")
         self._message = QLabel(alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
-        self._rows = [_BarRow(self._clicked_at) for _ in range(len(STAGE_NAMES) + 2)]
-        self._ruler = _Ruler()
+        self._rows: list[_BarRow] = []            # built when first needed (start-up stays quick)
+        self._ruler: _Ruler | None = None         # likewise
+        self._small = QFont()                     # the plots' text font (_sync_font)
         self._off = QLabel(wordWrap=True)
         self.back_button = QPushButton(clicked=self._back)
         self.undo_button = QPushButton(clicked=self._undo)
@@ -357,14 +435,16 @@ class DistributionPanel(Panel):
 
     def ruler_u(self) -> float | None:
         """Where the u marker is drawn (None: greedy, or not yet drawn)."""
-        return self._ruler.u
+        return None if self._ruler is None else self._ruler.u
 
     def ruler_intervals(self):
         """(ids, lo, hi) of the drawn ruler intervals."""
+        if self._ruler is None:
+            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
         return self._ruler.ids.copy(), self._ruler.lo.copy(), self._ruler.hi.copy()
 
     def ruler_note(self) -> str:
-        return self._ruler.note.toPlainText()
+        return "" if self._ruler is None else self._ruler.note.toPlainText()
 
     def status_text(self) -> str:
         return self._status.text()
@@ -415,15 +495,31 @@ class DistributionPanel(Panel):
         grid.setContentsMargins(0, 0, 0, 0)
         grid.setVerticalSpacing(2)
         grid.setColumnStretch(1, 1)
-        for r, row in enumerate(self._rows):
-            grid.addWidget(row.title, r, 0)
-            grid.addWidget(row.plot, r, 1)
-        grid.addWidget(self._ruler.title, len(self._rows), 0)
-        grid.addWidget(self._ruler.plot, len(self._rows), 1)
-        grid.addWidget(self._off, len(self._rows) + 1, 0, 1, 2)
-        for r in range(len(self._rows)):
-            self._show_row(r, False)
+        grid.addWidget(self._off, MAX_ROWS + 1, 0, 1, 2)     # stage rows 0.., the ruler at MAX_ROWS
         return page
+
+    def _row_at(self, r: int) -> _BarRow:
+        """Stage row r, built and styled the first time a distribution needs it."""
+        while len(self._rows) <= r:
+            row = _BarRow(self._clicked_at)
+            self._grid.addWidget(row.title, len(self._rows), 0)
+            self._grid.addWidget(row.plot, len(self._rows), 1)
+            self._rows.append(row)
+            self._style_plot(row.plot, row.texts)
+            self._show_row(len(self._rows) - 1, False)
+        return self._rows[r]
+
+    def _ruler_built(self) -> _Ruler:
+        if self._ruler is None:
+            ruler = self._ruler = _Ruler()
+            self._grid.addWidget(ruler.title, MAX_ROWS, 0)
+            self._grid.addWidget(ruler.plot, MAX_ROWS, 1)
+            self._style_plot(ruler.plot, ruler.texts)
+            ruler.note.setColor(self.theme.text)
+            ruler.note.setFont(self._small)
+            ruler.u_line.setPen(self._paint["accent"][0])
+            ruler.title.setText(self.tr("distribution.ruler"))
+        return self._ruler
 
     def _layout(self) -> None:
         buttons = QHBoxLayout()
@@ -456,18 +552,26 @@ class DistributionPanel(Panel):
             "chosen": (pen(theme.text, 2.0), QBrush(QColor(theme.chosen))),
             "other": (pen(theme.grid), QBrush(QColor(theme.pending), Qt.BrushStyle.Dense4Pattern)),
             "edge": (pen(theme.background, 1.5), None),
+            "accent": (pen(theme.accent, 3.0), None),
         }
-        plots = [row.plot for row in self._rows] + [self._ruler.plot]
-        for plot in plots:
-            plot.setBackground(theme.background)
-            for side in ("left", "bottom"):
-                axis = plot.getPlotItem().getAxis(side)
-                axis.setPen(theme.grid)
-                axis.setTextPen(theme.text)
-        texts = [t for row in self._rows for t in row.texts] + self._ruler.texts + [self._ruler.note]
-        for text in texts:
-            text.setColor(theme.text)
-        self._ruler.u_line.setPen(pen(theme.accent, 3.0))
+        self._theme_applied = theme
+        for row in self._rows:
+            self._style_plot(row.plot, row.texts)
+        if self._ruler is not None:
+            self._style_plot(self._ruler.plot, self._ruler.texts)
+            self._ruler.note.setColor(theme.text)
+            self._ruler.u_line.setPen(self._paint["accent"][0])
+
+    def _style_plot(self, plot: pg.PlotWidget, labels: _Labels) -> None:
+        """Colours and font of one plot (a row or the ruler) and of its labels."""
+        theme = self._theme_applied
+        plot.setBackground(theme.background)
+        for side in ("left", "bottom"):
+            axis = plot.getPlotItem().getAxis(side)
+            axis.setPen(theme.grid)
+            axis.setTextPen(theme.text)
+            axis.setTickFont(self._small)
+        labels.set_style(self._small, theme.text)
 
     def _sync_font(self) -> None:
         """Plot text follows the widget font (zoom, presentation mode) when it changes."""
@@ -476,16 +580,14 @@ class DistributionPanel(Panel):
         if key == self._font_key:
             return
         self._font_key = key
-        small = QFont(font)
+        small = self._small = QFont(font)
         small.setPointSizeF(max(font.pointSizeF() * 0.9, 6.0))
         for row in self._rows:
-            for text in row.texts:
-                text.setFont(small)
-        for text in self._ruler.texts + [self._ruler.note]:
-            text.setFont(small)
-        for plot in [row.plot for row in self._rows] + [self._ruler.plot]:
-            for side in ("left", "bottom"):
-                plot.getPlotItem().getAxis(side).setTickFont(small)
+            row.axis.forget_names()
+            self._style_plot(row.plot, row.texts)
+        if self._ruler is not None:
+            self._style_plot(self._ruler.plot, self._ruler.texts)
+            self._ruler.note.setFont(small)
 
     # ------------------------------------------------------------------ drawing
     def _row(self, stage: str) -> _BarRow:
@@ -517,14 +619,16 @@ class DistributionPanel(Panel):
         self.back_button.setText(self.tr("distribution.back"))
         self.undo_button.setText(self.tr("distribution.undo"))
         self._hint.setText(self.tr("distribution.hint"))
-        self._ruler.title.setText(self.tr("distribution.ruler"))
+        if self._ruler is not None:
+            self._ruler.title.setText(self.tr("distribution.ruler"))
 
     def _show_message(self) -> None:
         self._stack.setCurrentIndex(0)
         self._message.setText(self.tr("distribution.no_logits"))
         self._status.setText("")
         self._ids, self._marked, self._ticks = np.zeros(0, dtype=np.int64), None, []
-        self._ruler.u = None
+        if self._ruler is not None:
+            self._ruler.u = None
 
     def _status_line(self, step, reveal: bool) -> str:
         dist = step.distribution
@@ -554,6 +658,7 @@ class DistributionPanel(Panel):
         shown = [s for s in dist.stages if s.active or s.name == "raw"]
         final = (dist.probs, dist.stages[-1].kept, "final")
         entries = [(s.probs, s.kept, s.name) for s in shown] + [final]
+        self._row_at(len(entries) - 1)
         for r, row in enumerate(self._rows):
             self._show_row(r, r < len(entries))
             row.name = entries[r][2] if r < len(entries) else ""
@@ -607,11 +712,12 @@ class DistributionPanel(Panel):
 
     def _draw_ruler(self, dist: Distribution, final_top: np.ndarray, reveal: bool) -> None:
         ids, lo, hi = ruler_segments(dist, final_top)
-        self._ruler.draw(ids, lo, hi, [self._piece(i) for i in ids], self._marked, self._paint)
+        ruler = self._ruler_built()
+        ruler.draw(ids, lo, hi, [self._piece(i) for i in ids], self._marked, self._paint)
         if dist.greedy:
-            self._ruler.mark(None, self.tr("distribution.greedy"))
+            ruler.mark(None, self.tr("distribution.greedy"))
         elif not reveal:
-            self._ruler.mark(None, self.tr("distribution.u_later"))
+            ruler.mark(None, self.tr("distribution.u_later"))
         else:
             key = "distribution.u_forced" if dist.forced else "distribution.u"
-            self._ruler.mark(dist.u, self.tr(key, u=dist.u))
+            ruler.mark(dist.u, self.tr(key, u=dist.u))
