@@ -85,3 +85,14 @@ def test_prompt_change(session):
 def test_beam_mode_keeps_the_tree(session):
     session.set_sampling(mode="beam", num_beams=2)
     assert session.beam is not None and session.beam.num_beams == 2
+
+
+def test_play_switches_content_in_place_and_keeps_subscribers(session):
+    from explorer.lessons import default_lesson
+    seen = []
+    session.subscribe("run_changed", lambda s: seen.append(len(s.frames)))
+    session.force(0, 4)
+    default_lesson().play_in(session)
+    assert seen[-1] == 10 and session.cursor == 0 and session.in_lesson
+    assert not session.can_undo and session.overrides == {}
+    assert session.frames[2].title["en"].startswith("Position 1's logits select")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import dataclasses
 import tomllib
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -13,7 +14,7 @@ from ..core.sampling import SamplingConfig
 from ..i18n import LANGS
 from ..session import Session
 from ..session.narration import SECTIONS, frame_explanation, frame_title
-from ..session.session import FramePlan, LessonFrameError, Scenario
+from ..session.session import FramePlan, Scenario
 from .models import build_model
 
 FORMAT = "token-explorer/lesson"
@@ -66,13 +67,26 @@ class Lesson:
 
     def build_session(self, strict: bool = True) -> Session:
         """A session playing this lesson. strict: a frame naming a missing step is an error."""
-        scenarios = tuple(self._scenario(spec) for _, spec in self.scenarios)
-        first = scenarios[0]
-        try:
+        with self._errors_named():
+            scenarios = self.build_scenarios()
+            first = scenarios[0]
             return Session(first.model, first.prompt_ids, first.config, scenarios=scenarios,
                            plans=self.plans, strict=strict)
-        except LessonFrameError as exc:
-            raise LessonError(f"{self.path.name}: {exc}") from None
+
+    def play_in(self, session: Session) -> None:
+        """Make an existing session (and every panel watching it) play this lesson."""
+        with self._errors_named():
+            session.play(self.build_scenarios(), self.plans)
+
+    def build_scenarios(self) -> tuple[Scenario, ...]:
+        return tuple(self._scenario(spec) for _, spec in self.scenarios)
+
+    @contextmanager
+    def _errors_named(self):
+        try:
+            yield
+        except LessonError:
+            raise
         except ExplorerError as exc:
             raise LessonError(f"{self.path.name}: {exc}") from None
 

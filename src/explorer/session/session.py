@@ -138,6 +138,19 @@ class Session:
         return other
 
     # ------------------------------------------------------------------ changing what runs
+    def play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = ()) -> None:
+        """Switch to other content (another lesson) in place, so every subscriber stays; the
+        teacher's changes and the undo history start afresh, the cursor at the first frame."""
+        old = (self._scenarios, self._plans, self._user, self._history, self._cursor)
+        self._scenarios, self._plans, self._user, self._history, self._cursor = scenarios, plans, _UserLayer(), [], 0
+        try:
+            self._resolve(strict=True)
+        except Exception:
+            self._scenarios, self._plans, self._user, self._history, self._cursor = old
+            self._resolve(strict=False)
+            raise
+        self.events.emit("run_changed", self)
+
     def set_sampling(self, **changes) -> None:
         """Change sampling settings (SamplingConfig field names) and rerun."""
         self.config.with_(**changes)                 # a bad value raises before anything changes
