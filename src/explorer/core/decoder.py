@@ -15,6 +15,7 @@ import numpy as np
 from . import layers as L
 from .errors import PromptError
 from .kvcache import KVCache
+from .model import StepwiseModel
 from .trace import ForwardTrace, LayerTrace
 from .vocab import Vocabulary
 
@@ -80,7 +81,7 @@ class DecoderParams:
 
 
 @dataclass(eq=False)      # compared and hashed by identity: runs are cached per model
-class DecoderModel:
+class DecoderModel(StepwiseModel):
     """A LanguageModel: `prefill`, `decode` and the reference `full_forward`."""
 
     config: DecoderConfig
@@ -92,22 +93,6 @@ class DecoderModel:
     def new_cache(self) -> KVCache:
         c = self.config
         return KVCache(c.n_layers, c.n_kv_heads, c.head_dim, self.dtype)
-
-    def prefill(self, ids) -> tuple[ForwardTrace, KVCache]:
-        """Process the whole prompt at once; the cache then holds len(ids) positions."""
-        ids = self.vocab.id_array(ids, "prompt ids")
-        cache = self.new_cache()
-        return self._forward(ids, np.arange(len(ids)), cache), cache
-
-    def decode(self, token_id: int, cache: KVCache) -> tuple[ForwardTrace, KVCache]:
-        """Feed one selected token at the next position; the cache grows by one (in place)."""
-        ids = self.vocab.id_array([token_id], "decode id")
-        return self._forward(ids, np.array([len(cache)]), cache), cache
-
-    def full_forward(self, ids) -> ForwardTrace:
-        """The reference: recompute every position of `ids` from scratch, no cache reuse."""
-        ids = self.vocab.id_array(ids, "ids")
-        return self._forward(ids, np.arange(len(ids)), self.new_cache())
 
     def _forward(self, ids, positions, cache: KVCache) -> ForwardTrace:  # [n], [n] -> trace
         start = time.perf_counter()

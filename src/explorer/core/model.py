@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Protocol, runtime_checkable
 
+import numpy as np
+
 from .kvcache import KVCache
 from .trace import ForwardTrace
 from .vocab import Vocabulary
@@ -26,3 +28,24 @@ class LanguageModel(Protocol):
     def decode(self, token_id: int, cache: KVCache) -> tuple[ForwardTrace, KVCache]: ...
 
     def full_forward(self, ids) -> ForwardTrace: ...
+
+
+class StepwiseModel:
+    """prefill / decode / full_forward of any model that implements `new_cache()` and
+    `_forward(ids [n], positions [n], cache) -> ForwardTrace` (which extends the cache)."""
+
+    def prefill(self, ids) -> tuple[ForwardTrace, KVCache]:
+        """Process the whole prompt at once; the cache then holds len(ids) positions."""
+        ids = self.vocab.id_array(ids, "prompt ids")
+        cache = self.new_cache()
+        return self._forward(ids, np.arange(len(ids)), cache), cache
+
+    def decode(self, token_id: int, cache: KVCache) -> tuple[ForwardTrace, KVCache]:
+        """Feed one selected token at the next position; the cache grows by one (in place)."""
+        ids = self.vocab.id_array([token_id], "decode id")
+        return self._forward(ids, np.array([len(cache)]), cache), cache
+
+    def full_forward(self, ids) -> ForwardTrace:
+        """The reference: recompute every position of `ids` from scratch, no cache reuse."""
+        ids = self.vocab.id_array(ids, "ids")
+        return self._forward(ids, np.arange(len(ids)), self.new_cache())

@@ -54,6 +54,7 @@ import numpy as np
 
 from .errors import ParamsError
 from .kvcache import KVCache
+from .model import StepwiseModel
 from .trace import ForwardTrace
 from .vocab import Vocabulary
 
@@ -63,7 +64,7 @@ SUM_TOLERANCE = 1e-6   # how far a row's probabilities may sum from 1 (rounded s
 
 
 @dataclass(frozen=True, eq=False)
-class TableModel:
+class TableModel(StepwiseModel):
     """A LanguageModel: `prefill`, `decode` and `full_forward` read a probability table."""
 
     vocab: Vocabulary
@@ -75,22 +76,6 @@ class TableModel:
     def new_cache(self) -> KVCache:
         """An empty cache without layers: it records only the processed ids and positions."""
         return KVCache(n_layers=0, kv_heads=0, head_dim=0)
-
-    def prefill(self, ids) -> tuple[ForwardTrace, KVCache]:
-        """Process the whole prompt at once; the cache then holds len(ids) positions."""
-        ids = self.vocab.id_array(ids, "prompt ids")
-        cache = self.new_cache()
-        return self._forward(ids, np.arange(len(ids)), cache), cache
-
-    def decode(self, token_id: int, cache: KVCache) -> tuple[ForwardTrace, KVCache]:
-        """Feed one selected token at the next position; the cache grows by one (in place)."""
-        ids = self.vocab.id_array([token_id], "decode id")
-        return self._forward(ids, np.array([len(cache)]), cache), cache
-
-    def full_forward(self, ids) -> ForwardTrace:
-        """The reference: every position of `ids` from scratch."""
-        ids = self.vocab.id_array(ids, "ids")
-        return self._forward(ids, np.arange(len(ids)), self.new_cache())
 
     def next_logprobs(self, context) -> np.ndarray:  # [t] -> [V]
         """Log-probabilities of the next token after `context`: the row whose `after` is
