@@ -1,4 +1,18 @@
 import os
 
+import pytest
+
 # Qt tests run without a display; set before any Qt import.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+
+
+@pytest.fixture
+def window(qtbot, tmp_path):
+    """The explorer window on the default lesson, shown offscreen, with its own settings file."""
+    from explorer.ui.app import build_window
+    w = build_window(settings_path=str(tmp_path / "settings.ini"))
+    qtbot.addWidget(w)
+    w.resize(1600, 960)
+    w.show()
+    qtbot.waitExposed(w)
+    return w

@@ -186,16 +186,6 @@ def test_full_disk_leaves_nothing_half_written(qapp, capsys, tmp_path, monkeypat
 
 # ---------------------------------------------------------------------------- from the window
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    from explorer.ui.app import build_window
-    w = build_window(settings_path=str(tmp_path / "settings.ini"))
-    qtbot.addWidget(w)
-    w.resize(1600, 960)
-    w.show()
-    return w
-
-
 def test_window_export_frame_of_one_panel(window, tmp_path):
     from explorer.ui.export_actions import FrameChoice
     window.session.go(4)

@@ -10,14 +10,6 @@ from explorer.i18n import tr
 from explorer.ui.app import build_window
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = build_window(settings_path=str(tmp_path / "settings.ini"))
-    qtbot.addWidget(w)
-    w.resize(1600, 960)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
 
 
 def press(qtbot, window, key, times=1):

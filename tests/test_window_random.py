@@ -3,23 +3,13 @@
 import gc
 import random
 
-import pytest
 from PySide6.QtCore import Qt
 
-from explorer.ui.app import build_window
 
 KEYS = (Qt.Key.Key_Right, Qt.Key.Key_Left, Qt.Key.Key_Home, Qt.Key.Key_End)
 PROMPTS = ("我爱", "我爱学习", "你爱我", "我")
 
 
-@pytest.fixture
-def window(qtbot, tmp_path):
-    w = build_window(settings_path=str(tmp_path / "settings.ini"))
-    qtbot.addWidget(w)
-    w.resize(1400, 900)
-    w.show()
-    qtbot.waitExposed(w)
-    return w
 
 
 def random_action(rng: random.Random, window, qtbot) -> None:
