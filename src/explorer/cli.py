@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from . import __version__, cli_export, cli_fit, cli_sample, cli_trace
+from . import __version__, cli_export, cli_fit, cli_model, cli_sample, cli_trace
 from .core.errors import ExplorerError
 
 
@@ -23,6 +23,7 @@ def build_parser() -> argparse.ArgumentParser:
     cli_sample.add_parser(sub)
     cli_export.add_parser(sub)
     cli_fit.add_parser(sub)
+    cli_model.add_parser(sub)
     return parser
 
 
