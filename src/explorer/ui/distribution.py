@@ -397,6 +397,7 @@ class DistributionPanel(Panel):
         self.undo_button = QPushButton(clicked=self._undo)
         self._hint = QLabel()
         self._ids = np.zeros(0, dtype=np.int64)   # (k,) the candidate of each column
+        self._n_hidden = 0                        # special tokens with raw probability 0: no column
         self._ticks: list[str] = []               # (c,) x tick labels
         self._marked: int | None = None
         self._paint: dict = {}
@@ -609,11 +610,22 @@ class DistributionPanel(Panel):
         dist = step.distribution
         reveal = self.session.frame.shows_distribution
         final_top = dist.top(N_SHOWN)                                    # (n,)
-        self._ids = candidate_ids(dist, final_top, N_SHOWN)
+        hidden = self._hidden_ids(dist)
+        ids = candidate_ids(dist, final_top, N_SHOWN)
+        self._ids = ids[~np.isin(ids, hidden)]
+        self._n_hidden = hidden.size
         self._marked = dist.selected_id if reveal else None
         self._draw_rows(dist)
         self._draw_ruler(dist, final_top, reveal)
         self._status.setText(self._status_line(step, reveal))
+
+    def _hidden_ids(self, dist: Distribution) -> np.ndarray:  # -> (h,)
+        """Special tokens the model never gives any probability (the context token "…" of a
+        logits lesson): no bar, they are not candidates. The selected one is always shown."""
+        raw = dist.stages[0].probs
+        specials = np.array(sorted(set(self.session.model.vocab.specials.values())), dtype=np.int64)
+        specials = specials[(specials >= 0) & (specials < raw.size)]
+        return specials[(raw[specials] == 0) & (specials != dist.selected_id)]
 
     def _retranslate(self) -> None:
         self.back_button.setText(self.tr("distribution.back"))
@@ -646,7 +658,7 @@ class DistributionPanel(Panel):
 
     def _draw_rows(self, dist: Distribution) -> None:
         ids, lang = self._ids, self.session.lang
-        vocab_size = dist.probs.size
+        vocab_size = dist.probs.size - self._n_hidden
         other = vocab_size > ids.size
         columns = ids.size + other
         self._ticks = [self._piece(i) for i in ids]
