@@ -149,6 +149,7 @@ class AttentionPanel(Panel):
         super().__init__(session, parent)
         self._matrix: _Matrix | None = None
         self._shown = None                 # (theme, language, font, toggle) of the last drawing
+        self._toggle_before_view = None    # the toggle as the teacher left it, while a frame's view overrides it
         self._build_controls()
         self._build_plot()
         layout = QVBoxLayout(self)
@@ -204,6 +205,7 @@ class AttentionPanel(Panel):
 
     # ---------------------------------------------------------------- refresh
     def refresh(self) -> None:
+        self._follow_frame_view()
         self._update_pickers()
         matrix = self._current_matrix()
         font = readable_font(self.font())
@@ -221,6 +223,23 @@ class AttentionPanel(Panel):
             self._show_message()
         else:
             self._show_matrix(matrix)
+
+    def _follow_frame_view(self) -> None:
+        """A lesson frame with the view "attention_full" shows the stacked matrix: the toggle is
+        checked while the player is on that frame (the teacher may still uncheck it there),
+        and put back as it was when the player leaves."""
+        wanted = "attention_full" in self.session.frame.view
+        if wanted and self._toggle_before_view is None:
+            self._toggle_before_view = self.full_matrix_toggle.isChecked()
+            self._set_toggle(True)
+        elif not wanted and self._toggle_before_view is not None:
+            self._set_toggle(self._toggle_before_view)
+            self._toggle_before_view = None
+
+    def _set_toggle(self, checked: bool) -> None:
+        self.full_matrix_toggle.blockSignals(True)      # refresh() is already running
+        self.full_matrix_toggle.setChecked(checked)
+        self.full_matrix_toggle.blockSignals(False)
 
     def _current_matrix(self) -> _Matrix | None:
         step, layers = self.session.step, self.session.run.steps[0].trace.layers
