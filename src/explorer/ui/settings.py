@@ -10,6 +10,7 @@ DEFAULTS = {
     "font_size": 12.0,          # points; readable from the back row on a projector
     "geometry": QByteArray(),   # window position and size
     "window_state": QByteArray(),  # dock layout
+    "start_page_shown": False,  # the lesson list opens by itself once, at the first start
 }
 
 
@@ -23,6 +24,8 @@ class Settings:
     def __getitem__(self, key: str):
         default = DEFAULTS[key]
         value = self._qs.value(key, default)
+        if isinstance(default, bool):        # an ini file gives back "true" / "false"
+            return value if isinstance(value, bool) else str(value).lower() in ("true", "1")
         if isinstance(default, float):
             try:
                 return float(value)

@@ -4,8 +4,11 @@ mode; errors always shown, never swallowed."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QAction, QActionGroup, QKeySequence, QShortcut
+import math
+import re
+
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence, QShortcut
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow,
                                QMessageBox, QToolBar, QWidget)
 
@@ -13,22 +16,29 @@ from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
-from ..lessons import Lesson
+from ..lessons import Lesson, load_lesson
+from ..lessons.models import CONTEXT, logits_model
 from ..session import Session
 from . import export_actions
 from .attention import AttentionPanel
+from .beam_panel import BeamPanel
 from .controls import SamplingControls
 from .distribution import DistributionPanel
 from .explanation import ExplanationPanel
+from .glossary_panel import GlossaryPanel
 from .kv_grid import KVGridPanel
+from .lesson_panel import LessonPanel
 from .player import PlayerPanel
 from .settings import Settings
-from .theme import THEMES
+from .start_page import StartPage, shipped_lessons
+from .theme import THEMES, text_on
 from .timeline import TimelinePanel
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
-          SamplingControls, ExplanationPanel)
+          SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel)
 PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor
+MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
+NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"   # names of pieces added by editing a logits lesson's numbers
 
 # name -> (i18n key, shortcut, menu); one table for menus, shortcuts and tests
 ACTIONS = {
@@ -43,6 +53,8 @@ ACTIONS = {
     "next": ("action.next", "Right", "go"),
     "last": ("action.last", "End", "go"),
     "undo_force": ("action.undo_force", QKeySequence.StandardKey.Undo, "go"),
+    "all_lessons": ("action.all_lessons", "Ctrl+L", "lessons"),
+    "open_lesson": ("action.open_lesson", "Ctrl+Shift+O", "lessons"),
     "lang_en": ("action.lang_en", None, "view"),
     "lang_zh": ("action.lang_zh", None, "view"),
     "high_contrast": ("action.high_contrast", None, "view"),
@@ -57,6 +69,20 @@ add_messages({
     "menu.file": {"en": "&File", "zh": "文件(&F)"},
     "menu.go": {"en": "&Go", "zh": "播放(&G)"},
     "menu.view": {"en": "&View", "zh": "视图(&V)"},
+    "menu.lessons": {"en": "&Lessons", "zh": "课程(&L)"},
+    "action.all_lessons": {"en": "All lessons…", "zh": "全部课程…"},
+    "action.open_lesson": {"en": "Open lesson file…", "zh": "打开课程文件…"},
+    "lesson.filter": {"en": "Lesson files (*.toml)", "zh": "课程文件 (*.toml)"},
+    "lesson.opened": {"en": "Opened the lesson “{title}”", "zh": "已打开课程“{title}”"},
+    "logits.label": {"en": "Logits:", "zh": "Logits："},
+    "logits.tip": {"en": "One number per candidate, separated by commas (e.g. 2, 1, 0); press Enter to "
+                         "rebuild the model. More numbers add candidates named A, B, …",
+                   "zh": "每个候选一个数，用逗号分隔（例如 2, 1, 0）；按回车重建模型。多写几个数会增加名为A、B…的候选"},
+    "logits.bad": {"en": "logits {text!r}: {problem}", "zh": "logits {text!r}：{problem}"},
+    "logits.not_number": {"en": "{item!r} is not a number", "zh": "{item!r}不是数字"},
+    "logits.not_finite": {"en": "{item!r} is not a finite number", "zh": "{item!r}不是有限的数"},
+    "logits.empty": {"en": "expected at least one number", "zh": "至少需要一个数"},
+    "logits.too_many": {"en": "at most {n} numbers", "zh": "最多{n}个数"},
     "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
     "action.open_params": {"en": "Open parameters…", "zh": "打开参数文件…"},
     "action.quit": {"en": "Quit", "zh": "退出"},
@@ -98,6 +124,11 @@ class MainWindow(QMainWindow):
         self.ask_params_path = self._ask_params_path   # dialogs are attributes: tests replace them
         self.ask_export_frame = lambda: export_actions.ask_frame_choice(self)
         self.ask_export_folder = lambda: export_actions.ask_folder(self)
+        self.ask_lesson_path = self._ask_lesson_path
+        # the start page opens by itself once, on a window a person looks at; headless runs
+        # (tests, exports) do not get it unless they ask
+        self.start_page_at_first_start = QGuiApplication.platformName() != "offscreen"
+        self.start_page: StartPage | None = None
         self.lesson = lesson          # None: a free session, not a lesson
         self.presenting = False
         self.theme = THEMES["light"]
@@ -112,16 +143,33 @@ class MainWindow(QMainWindow):
         self.actions = self._build_actions()
         self._build_menus()
         self._build_toolbar()
+        self.lesson = self._lesson           # the lesson panel and the Lessons menu follow
         self.session.subscribe("lang_changed", lambda _s: self.retranslate())
         self.session.subscribe("run_changed", lambda _s: self._sync_prompt())
+        for event in ("run_changed", "cursor_changed"):
+            self.session.subscribe(event, lambda _s: self._mark_docks())
         self._restore()
+        self._shown_once = False
         self.retranslate()
+
+    @property
+    def lesson(self) -> Lesson | None:
+        return self._lesson
+
+    @lesson.setter
+    def lesson(self, lesson: Lesson | None) -> None:
+        self._lesson = lesson
+        if hasattr(self, "panels"):
+            self.panels["lesson"].set_lesson(lesson)
+        if hasattr(self, "lesson_actions"):
+            self._check_lesson_action()
 
     # ------------------------------------------------------------------ building
     def _dock(self, panel) -> QDockWidget:
         dock = QDockWidget(self)
         dock.setObjectName(f"dock-{panel.panel_id}")
         dock.setWidget(panel)
+        dock.setProperty("matters", False)
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
                          | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         return dock
@@ -136,6 +184,10 @@ class MainWindow(QMainWindow):
         self.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
         self.splitDockWidget(d["player"], d["timeline"], Qt.Orientation.Vertical)
         self.splitDockWidget(d["timeline"], d["kv"], Qt.Orientation.Horizontal)
+        # the lesson, its glossary and the beam tree: tabs in a third column of the top area
+        self.splitDockWidget(d["kv"], d["lesson"], Qt.Orientation.Horizontal)
+        self.tabifyDockWidget(d["lesson"], d["glossary"])
+        self.tabifyDockWidget(d["glossary"], d["beam"])
         # the lower row is one dock area: with the central widget hidden, docks in the left or
         # right area next to it drift by a few pixels on every relayout (any label change)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["controls"])
@@ -144,7 +196,8 @@ class MainWindow(QMainWindow):
         self.splitDockWidget(d["distribution"], d["explanation"], Qt.Orientation.Horizontal)
         self.resizeDocks([d["controls"], d["attention"], d["distribution"], d["explanation"]],
                          [330, 560, 700, 360], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["timeline"], d["kv"]], [1050, 850], Qt.Orientation.Horizontal)
+        d["lesson"].raise_()
+        self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [760, 620, 520], Qt.Orientation.Horizontal)
         self.resizeDocks([d["player"], d["timeline"], d["attention"]], [100, 300, 560],
                          Qt.Orientation.Vertical)
 
@@ -164,6 +217,7 @@ class MainWindow(QMainWindow):
             "presentation": self.toggle_presentation,
             "zoom_in": lambda: self.zoom(+1), "zoom_out": lambda: self.zoom(-1),
             "reset_layout": self.reset_layout,
+            "all_lessons": self.show_start_page, "open_lesson": self.open_lesson_file,
         }
         actions = {}
         for name, (_key, shortcut, _menu) in ACTIONS.items():
@@ -182,7 +236,8 @@ class MainWindow(QMainWindow):
         return actions
 
     def _build_menus(self) -> None:
-        self.menus = {m: self.menuBar().addMenu("") for m in ("file", "go", "view")}
+        self.menus = {m: self.menuBar().addMenu("") for m in ("file", "go", "lessons", "view")}
+        self._build_lesson_actions()
         for name, (_key, _shortcut, menu) in ACTIONS.items():
             self.menus[menu].addAction(self.actions[name])
         self.panel_menu = self.menus["view"].addMenu("")
@@ -191,6 +246,26 @@ class MainWindow(QMainWindow):
             action = self.panel_menu.addAction("")
             action.triggered.connect(lambda _c=False, p=pid: self.panel_full_screen(p))
             self.fullscreen_actions[pid] = action
+
+    def _build_lesson_actions(self) -> None:
+        """One checkable item per shipped lesson (the one playing is checked), then a separator."""
+        self.lesson_actions: dict[str, QAction] = {}
+        group = QActionGroup(self)
+        group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
+        lessons, self.lesson_load_errors = shipped_lessons()
+        for lesson in lessons:
+            action = self.menus["lessons"].addAction("")
+            action.setCheckable(True)
+            action.triggered.connect(lambda _c=False, l=lesson: self.switch_lesson(l))
+            group.addAction(action)
+            self.lesson_actions[lesson.id] = action
+        self._lessons_listed = {lesson.id: lesson for lesson in lessons}
+        self.menus["lessons"].addSeparator()
+
+    def _check_lesson_action(self) -> None:
+        current = self.lesson.id if self.lesson is not None and self.session.in_lesson else None
+        for lid, action in self.lesson_actions.items():
+            action.setChecked(lid == current and self._lessons_listed[lid].path == self.lesson.path)
 
     def _build_toolbar(self) -> None:
         bar = QToolBar(self)
@@ -233,15 +308,54 @@ class MainWindow(QMainWindow):
         self._last_box = box
 
     def _prompt_entered(self) -> None:
-        if not self.guarded(self.session.set_prompt_text, self.prompt_edit.text()):
-            self._sync_prompt()
+        changed = (self.guarded(self._logits_entered, self.prompt_edit.text()) if self.editing_logits
+                   else self.guarded(self.session.set_prompt_text, self.prompt_edit.text()))
+        if not changed:
+            self._sync_prompt(force=True)
 
-    def _sync_prompt(self) -> None:
-        vocab = self.session.model.vocab
-        if not self.prompt_edit.hasFocus():
-            self.prompt_edit.setText(vocab.decode(self.session.prompt_ids))
-        self.model_label.setText(tr("model.label", self.session.lang, name=self.session.model.name,
-                                    n=len(vocab)))
+    @property
+    def editing_logits(self) -> bool:
+        """A logits lesson's model: the prompt bar edits its logits instead of the prompt."""
+        model = self.session.model
+        return (model.name == "logits" and hasattr(model, "default")
+                and tuple(model.vocab.pieces[:1]) == (CONTEXT,))
+
+    def _logits_text(self) -> str:
+        return ", ".join(f"{v:g}" for v in self.session.model.default[1:])
+
+    def _logits_entered(self, text: str) -> None:
+        """Rebuild the logits model from the typed numbers; a bad list changes nothing."""
+        lang = self.session.lang
+        items = [t for t in re.split(r"[,，;；\s]+", text.strip()) if t]
+        values = []
+        for item in items:
+            try:
+                value = float(item)
+            except ValueError:
+                raise ExplorerError(tr("logits.bad", lang, text=text,
+                                       problem=tr("logits.not_number", lang, item=item))) from None
+            if not math.isfinite(value):
+                raise ExplorerError(tr("logits.bad", lang, text=text,
+                                       problem=tr("logits.not_finite", lang, item=item)))
+            values.append(value)
+        pieces = list(self.session.model.vocab.pieces[1:])
+        spare = [p for p in NEW_PIECES if p not in pieces]
+        if not values:
+            raise ExplorerError(tr("logits.bad", lang, text=text, problem=tr("logits.empty", lang)))
+        if len(values) > len(pieces) + len(spare):
+            raise ExplorerError(tr("logits.bad", lang, text=text,
+                                   problem=tr("logits.too_many", lang, n=len(pieces) + len(spare))))
+        pieces = (pieces + spare)[:len(values)]
+        self.session.set_model(logits_model(tuple(pieces), tuple(values)))
+
+    def _sync_prompt(self, force: bool = False) -> None:
+        vocab, lang = self.session.model.vocab, self.session.lang
+        logits = self.editing_logits
+        self.prompt_label.setText(tr("logits.label" if logits else "prompt.label", lang))
+        self.prompt_edit.setToolTip(tr("logits.tip" if logits else "prompt.tip", lang))
+        if force or not self.prompt_edit.hasFocus():
+            self.prompt_edit.setText(self._logits_text() if logits else vocab.decode(self.session.prompt_ids))
+        self.model_label.setText(tr("model.label", lang, name=self.session.model.name, n=len(vocab)))
 
     def _ask_params_path(self) -> str:
         path, _ = QFileDialog.getOpenFileName(self, tr("action.open_params", self.session.lang), "",
@@ -261,6 +375,77 @@ class MainWindow(QMainWindow):
         if self.guarded(self.session.set_model, model):
             self.statusBar().showMessage(tr("params.loaded", self.session.lang, path=path), 8000)
 
+    # ------------------------------------------------------------------ lessons
+    def _ask_lesson_path(self) -> str:
+        path, _ = QFileDialog.getOpenFileName(self, tr("action.open_lesson", self.session.lang), "",
+                                              tr("lesson.filter", self.session.lang))
+        return path
+
+    def open_lesson_file(self) -> None:
+        """Open a lesson file; a bad one is reported (file and key) and the current lesson stays."""
+        path = self.ask_lesson_path()
+        if not path:
+            return
+        try:
+            lesson = load_lesson(str(path))
+        except (ExplorerError, OSError) as exc:
+            self.report_error(str(exc))
+            return
+        self.switch_lesson(lesson)
+
+    def switch_lesson(self, lesson: Lesson) -> bool:
+        """Play `lesson` in this window's session (every panel follows); False if it failed."""
+        if not self.guarded(lesson.play_in, self.session):
+            self._check_lesson_action()
+            return False
+        self.lesson = lesson
+        self.statusBar().showMessage(tr("lesson.opened", self.session.lang,
+                                        title=lesson.title_in(self.session.lang)), 8000)
+        return True
+
+    def show_start_page(self) -> StartPage:
+        """The list of lessons, non-blocking (open(), not exec())."""
+        if self.start_page is not None:
+            self.start_page.close()
+            self.start_page.deleteLater()
+        page = self.start_page = StartPage(self)
+        page.open()
+        return page
+
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if not self._shown_once:
+            self._shown_once = True
+            if (self.start_page_at_first_start and not self.settings["start_page_shown"]
+                    and not self.testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)):
+                QTimer.singleShot(0, self._first_start)
+
+    def _first_start(self) -> None:
+        self.settings["start_page_shown"] = True
+        self.show_start_page()
+
+    # ------------------------------------------------------------------ frames' hints
+    def _mark_docks(self) -> None:
+        """The docks of the panels the current lesson frame points to: "● " before the title
+        and a highlighted, bold title bar; a tabbed one is raised."""
+        matters = set(self.session.frame.panels)
+        lang = self.session.lang
+        for pid, dock in self.docks.items():
+            on = pid in matters
+            title = (MATTERS_MARK if on else "") + tr(self.panels[pid].title_key, lang)
+            if dock.windowTitle() != title:
+                dock.setWindowTitle(title)
+            if bool(dock.property("matters")) != on:
+                dock.setProperty("matters", on)
+                dock.setStyleSheet(self._dock_style() if on else "")
+                if on and self.tabifiedDockWidgets(dock) and dock.visibleRegion().isEmpty():
+                    dock.raise_()
+
+    def _dock_style(self) -> str:
+        accent = self.theme.accent
+        return (f"QDockWidget::title {{ background: {self.theme.selected}; color: {text_on(self.theme.selected)}; "
+                f"border-left: 4px solid {accent}; padding-left: 4px; }}")
+
     def set_lang(self, lang: str) -> None:
         self.session.set_lang(lang)
         self.settings["lang"] = lang
@@ -270,6 +455,9 @@ class MainWindow(QMainWindow):
         for panel in self.panels.values():
             panel.set_theme(theme)
         self.actions["high_contrast"].setChecked(name == "high-contrast")
+        for dock in self.docks.values():
+            if dock.property("matters"):
+                dock.setStyleSheet(self._dock_style())
         self.settings["theme"] = name
 
     def zoom(self, delta: int) -> None:
@@ -334,8 +522,7 @@ class MainWindow(QMainWindow):
     def retranslate(self) -> None:
         lang = self.session.lang
         self.setWindowTitle(tr("window.title", lang))
-        for pid, dock in self.docks.items():
-            dock.setWindowTitle(tr(self.panels[pid].title_key, lang))
+        for pid in self.docks:
             self.fullscreen_actions[pid].setText(tr(self.panels[pid].title_key, lang))
         for name, (key, _s, _m) in ACTIONS.items():
             self.actions[name].setText(tr(key, lang))
@@ -343,9 +530,11 @@ class MainWindow(QMainWindow):
             menu.setTitle(tr(f"menu.{name}", lang))
         self.panel_menu.setTitle(tr("menu.panels", lang))
         self.actions[f"lang_{lang}"].setChecked(True)
-        self.prompt_label.setText(tr("prompt.label", lang))
-        self.prompt_edit.setToolTip(tr("prompt.tip", lang))
+        self._check_lesson_action()
+        for lid, action in self.lesson_actions.items():
+            action.setText(self._lessons_listed[lid].title_in(lang))
         self._sync_prompt()
+        self._mark_docks()
 
     # ------------------------------------------------------------------ persistence
     def _restore(self) -> None:

@@ -1,0 +1,97 @@
+"""Start page: every shipped lesson with its summary and an Open button, shown at the
+first start and from Lessons ▸ All lessons…. A non-blocking dialog: the class can keep
+looking at the window behind it."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPushButton,
+                               QScrollArea, QVBoxLayout, QWidget)
+
+from ..core.errors import ExplorerError
+from ..i18n import add_messages, tr
+from ..lessons import Lesson, all_lessons, lessons_dir
+from ..lessons.schema import parse_lesson
+
+add_messages({
+    "start.title": {"en": "Token Explorer: lessons", "zh": "Token 探索器：课程"},
+    "start.intro": {"en": "Each lesson is one of the course's worked examples, played step by step. "
+                          "Pick one to open it; you can switch at any time from the Lessons menu.",
+                    "zh": "每一课都是课程中的一个例题，一步一步地演示。选一课打开；之后随时可以从“课程”菜单切换。"},
+    "start.open": {"en": "Open", "zh": "打开"},
+    "start.current": {"en": "Open (current)", "zh": "打开（当前）"},
+    "start.frames": {"en": "{n} frames · {checks} self-check questions", "zh": "{n}步 · {checks}道自测题"},
+    "start.close": {"en": "Close", "zh": "关闭"},
+})
+
+
+def shipped_lessons() -> tuple[tuple[Lesson, ...], list[str]]:
+    """(the lessons that load, a message for each lesson file that does not). A broken
+    file leaves the others usable."""
+    try:
+        return all_lessons(), []
+    except ExplorerError:
+        pass
+    lessons, errors = [], []
+    for path in sorted(lessons_dir().glob("*.toml")):
+        try:
+            lessons.append(parse_lesson(path))
+        except ExplorerError as exc:
+            errors.append(str(exc))
+    return tuple(sorted(lessons, key=lambda l: (l.order, l.id))), errors
+
+
+class StartPage(QDialog):
+    def __init__(self, window):
+        super().__init__(window)
+        self.window_ = window
+        lang = window.session.lang
+        self.setWindowTitle(tr("start.title", lang))
+        self.setObjectName("start-page")
+        self.open_buttons: dict[str, QPushButton] = {}
+        lessons, errors = shipped_lessons()
+        intro = QLabel(tr("start.intro", lang), wordWrap=True)
+        rows = QWidget()
+        column = QVBoxLayout(rows)
+        current = window.lesson.id if window.lesson is not None else None
+        for lesson in lessons:
+            column.addWidget(self._row(lesson, lang, lesson.id == current))
+        for message in errors:
+            column.addWidget(QLabel(f"⚠ {message}", wordWrap=True))
+        column.addStretch(1)
+        scroll = QScrollArea()
+        scroll.setWidgetResizable(True)
+        scroll.setWidget(rows)
+        buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close)
+        buttons.button(QDialogButtonBox.StandardButton.Close).setText(tr("start.close", lang))
+        buttons.rejected.connect(self.reject)
+        layout = QVBoxLayout(self)
+        layout.addWidget(intro)
+        layout.addWidget(scroll, 1)
+        layout.addWidget(buttons)
+        self.resize(760, 620)
+
+    def _row(self, lesson: Lesson, lang: str, current: bool) -> QFrame:
+        frame = QFrame()
+        frame.setFrameShape(QFrame.Shape.StyledPanel)
+        title = QLabel(lesson.title_in(lang), wordWrap=True)
+        font = title.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * 1.15)
+        title.setFont(font)
+        summary = QLabel(lesson.summary[lang], wordWrap=True)
+        facts = QLabel(tr("start.frames", lang, n=len(lesson.plans), checks=len(lesson.checks)))
+        button = QPushButton(tr("start.current" if current else "start.open", lang))
+        button.clicked.connect(lambda _c=False, l=lesson: self.open_lesson(l))
+        self.open_buttons[lesson.id] = button
+        text = QVBoxLayout()
+        for w in (title, summary, facts):
+            text.addWidget(w)
+        row = QHBoxLayout(frame)
+        row.addLayout(text, 1)
+        row.addWidget(button, 0, Qt.AlignmentFlag.AlignVCenter)
+        return frame
+
+    def open_lesson(self, lesson: Lesson) -> None:
+        if self.window_.switch_lesson(lesson):
+            self.accept()
