@@ -1,0 +1,78 @@
+"""SmolLM2-135M-Instruct in numpy: load time, resident memory, Prefill and Decode timings.
+
+    python benchmarks/bench_real_model.py [--json] [--loads 3] [--steps 20]
+
+Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores.
+Load time and memory are taken in fresh processes (each a cold Python, a warm page
+cache), so one load does not inflate the next. The machine is shared: medians.
+Needs `explorer model install smollm2`.
+"""
+
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+
+import numpy as np
+
+from benchutil import measure, parser, report, summary
+from explorer import models
+
+CHILD = r"""
+import json, time
+start = time.perf_counter()
+from explorer.models import load_model
+model = load_model("smollm2")
+seconds = time.perf_counter() - start
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+kb = lambda key: int(status[key].split()[0])
+print(json.dumps({"seconds": seconds, "rss_mb": kb("VmRSS") / 1024, "peak_mb": kb("VmHWM") / 1024}))
+"""
+
+
+def load_in_fresh_processes(n: int) -> list[dict]:
+    out = []
+    for _ in range(n):
+        done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True)
+        out.append(json.loads(done.stdout.strip().splitlines()[-1]))
+    return out
+
+
+def decode_times(model, position: int, steps: int) -> list[float]:
+    """Seconds of `steps` consecutive Decode steps starting at `position` (after a Prefill)."""
+    rng = np.random.default_rng(position)
+    prompt = rng.integers(100, len(model.vocab), position).tolist()
+    _, cache = model.prefill(prompt)
+    times = []
+    token = prompt[-1]
+    for _ in range(steps + 2):
+        trace, cache = model.decode(token, cache)
+        times.append(trace.seconds)
+        token = int(np.argmax(trace.last_logits))
+    return times[2:]                       # the first steps warm the caches
+
+
+def main() -> None:
+    p = parser(__doc__)
+    p.add_argument("--loads", type=int, default=3, help="fresh processes that load the model")
+    p.add_argument("--steps", type=int, default=20, help="Decode steps timed per position")
+    args = p.parse_args()
+    models.require_installed("smollm2")
+    loads = load_in_fresh_processes(args.loads)
+    rows = [summary("load (fresh process)", [r["seconds"] for r in loads],
+                    rss_mb=statistics.median(r["rss_mb"] for r in loads),
+                    peak_mb=statistics.median(r["peak_mb"] for r in loads), target="< 1500 ms, < 800 MB")]
+    model = models.load_model("smollm2")
+    prompt = model.vocab.encode("The capital of France is Paris. " * 12)[:64]
+    assert len(prompt) == 64
+    rows.append(summary("prefill 64 tokens", measure(lambda: model.prefill(prompt), repeat=7, warmup=1)))
+    for position, target in ((10, "< 20 ms"), (500, "")):
+        rows.append(summary(f"decode at position {position}", decode_times(model, position, args.steps),
+                            target=target))
+    report(rows, args.json)
+
+
+if __name__ == "__main__":
+    main()
