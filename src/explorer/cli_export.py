@@ -77,8 +77,9 @@ def _listing(lesson, session, lang: str) -> str:
     lines = ["lessons:"] + [f"  {name}" for name in lesson_names()]
     lines += ["panels:"] + [f"  {p}" for p in PANELS]
     lines += [f"frames of {lesson.id!r} ({lesson.title_in(lang)}):"]
-    lines += [f"  {i + 1:2d}  {frame_title(f, session.run, session.model.vocab, lang)}"
-              for i, f in enumerate(session.frames)]
+    for i, frame in enumerate(session.frames):
+        run, model = session.run_at(i)
+        lines.append(f"  {i + 1:2d}  {frame_title(frame, run, model.vocab, lang)}")
     return "\n".join(lines)
 
 

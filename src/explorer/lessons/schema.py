@@ -13,7 +13,7 @@ from ..core.errors import ExplorerError
 from ..core.sampling import SamplingConfig
 from ..i18n import LANGS
 from ..session import Session
-from ..session.narration import SECTIONS, frame_explanation, frame_title
+from ..session.narration import SECTIONS, placeholder_values
 from ..session.session import FramePlan, Scenario
 from .models import build_model
 
@@ -261,10 +261,12 @@ def _check_texts(r: _Reader, lesson: Lesson) -> None:
     """Build the lesson once: every frame must exist and every {placeholder} must be known."""
     session = lesson.build_session(strict=True)
     for i, frame in enumerate(session.frames):
-        session.go(i)
-        for lang in LANGS:
-            try:
-                frame_title(frame, session.run, session.model.vocab, lang)
-                frame_explanation(frame, session.run, session.model.vocab, lang)
-            except (KeyError, IndexError, ValueError) as exc:
-                r.fail(f"frames[{i}]", f"text ({lang}) uses an unknown placeholder or brace: {exc}")
+        run, model = session.run_at(i)
+        texts = {"title": frame.title or {}} | {f"explain.{k}": v for k, v in (frame.explain or {}).items()}
+        for where, by_lang in texts.items():
+            for lang, text in by_lang.items():
+                try:
+                    text.format(**placeholder_values(frame, run, model.vocab, lang))
+                except (KeyError, IndexError, ValueError) as exc:
+                    r.fail(f"frames[{i}].{where}.{lang}", f"unknown placeholder or stray brace: {exc} "
+                                                          "(write {{ and }} for a literal brace)")

@@ -125,7 +125,8 @@ def _diff(value) -> str:
     return "-" if value is None else f"{value:.1e}"
 
 
-def _values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> dict:
+def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> dict:
+    """The {placeholders} a frame's text may use, with this run's numbers."""
     step = None if frame.step is None else run.steps[frame.step]
     values = {"visible": frame.visible_count, "cache": frame.cache_len,
               "ids": list(frame.visible_ids), "n": len(run.prompt_ids),
@@ -163,7 +164,7 @@ def _authored(texts: dict, lang: str, values: dict) -> str:
 
 
 def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
-    values = _values(frame, run, vocab, lang)
+    values = placeholder_values(frame, run, vocab, lang)
     if frame.title:
         return _authored(frame.title, lang, values)
     if frame.kind == "pick" and run.steps[frame.step].forced:
@@ -174,7 +175,7 @@ def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> 
 def frame_explanation(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> dict[str, str]:
     """{section: text} for what / why / how / misconception / check; a lesson's own text
     where it wrote one, the default explanation of the frame's kind elsewhere."""
-    values = _values(frame, run, vocab, lang)
+    values = placeholder_values(frame, run, vocab, lang)
     own = frame.explain or {}
     return {s: _authored(own[s], lang, values) if s in own else tr(f"explain.{frame.kind}.{s}", lang, **values)
             for s in SECTIONS}

@@ -104,6 +104,11 @@ class Session:
     def run(self) -> Run:
         return self._runs[self.scenario]
 
+    def run_at(self, index: int) -> tuple[Run, LanguageModel]:
+        """The Run and the model that frame `index` shows (frames of a lesson differ)."""
+        scenario = self._effective[self._frame_scenario[index]]
+        return self._runs[scenario], scenario.model
+
     @property
     def beam(self) -> BeamResult | None:
         """The beam-search tree of the current scenario, in beam mode."""
@@ -316,7 +321,7 @@ class LessonFrameError(SettingError):
 
     def __init__(self, index: int, plan: FramePlan, last_step: int | None):
         self.index = index
-        super().__init__(f"frames[{index}]: {plan.kind} of step {plan.step} does not exist: the run of "
+        super().__init__(f"frames[{index}].step: {plan.kind} of step {plan.step} does not exist: the run of "
                          f"this frame has steps 0..{last_step}")
 
 
