@@ -18,13 +18,13 @@ add_messages({
     "beam.off": {"en": "Beam search is off. Choose the mode \"beam\" in the sampling controls to see the "
                        "tree of prefixes it keeps and prunes.",
                  "zh": "束搜索未开启。在采样设置中选择“beam”模式，即可看到它保留和剪掉的前缀树。"},
-    "beam.caption": {"en": "width {w} · at most {n} new tokens · length penalty {lp}",
-                     "zh": "宽度 {w} · 最多 {n} 个新Token · 长度惩罚 {lp}"},
+    "beam.caption": {"en": "prompt {prompt} · width {w} · at most {n} new tokens · length penalty {lp}",
+                     "zh": "提示 {prompt} · 宽度 {w} · 最多 {n} 个新Token · 长度惩罚 {lp}"},
     "beam.col.token": {"en": "token", "zh": "Token"},
-    "beam.col.prob": {"en": "P(token | prefix)", "zh": "P(Token | 前缀)"},
-    "beam.col.joint": {"en": "joint probability", "zh": "联合概率"},
+    "beam.col.prob": {"en": "P(token|prefix)", "zh": "P(Token|前缀)"},
+    "beam.col.joint": {"en": "joint P", "zh": "联合概率"},
     "beam.col.status": {"en": "status", "zh": "状态"},
-    "beam.root": {"en": "prompt {pieces}", "zh": "提示 {pieces}"},
+    "beam.root": {"en": "{pieces}", "zh": "{pieces}"},
     "beam.status.root": {"en": "start", "zh": "起点"},
     "beam.status.kept": {"en": "kept", "zh": "保留"},
     "beam.status.pruned": {"en": "pruned", "zh": "剪掉"},
@@ -57,6 +57,7 @@ class BeamPanel(Panel):
         self.tree = QTreeWidget()
         self.tree.setColumnCount(len(COLUMNS))
         self.tree.setUniformRowHeights(True)
+        self.tree.setIndentation(14)
         self.final = QLabel(wordWrap=True)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -102,7 +103,8 @@ class BeamPanel(Panel):
             self.note.setText(self.tr("beam.off"))
             self.final.setText("")
             return
-        self.caption.setText(self.tr("beam.caption", w=result.num_beams, n=result.max_new_tokens,
+        prompt = " ".join(vocab.display_piece(t) for t in result.prompt_ids[-8:])
+        self.caption.setText(self.tr("beam.caption", prompt=prompt, w=result.num_beams, n=result.max_new_tokens,
                                      lp=f"{result.length_penalty:g}")
                              + ("\n" + self.tr("beam.partial", k=result.children_per_beam)
                                 if result.children_per_beam is not None else ""))
@@ -112,7 +114,6 @@ class BeamPanel(Panel):
             while node.parent_id is not None:
                 greedy_nodes.add(node.node_id)
                 node = result.nodes[node.parent_id]
-        prompt = " ".join(vocab.display_piece(t) for t in result.prompt_ids[-8:])
         items = {0: QTreeWidgetItem([self.tr("beam.root", pieces=prompt), "", "",
                                      self.tr("beam.status.root")])}
         self.tree.addTopLevelItem(items[0])
