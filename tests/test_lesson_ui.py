@@ -178,7 +178,9 @@ def test_frames_panels_are_marked_on_their_docks(qtbot, window):
         for pid, dock in window.docks.items():
             assert dock.windowTitle().startswith(MATTERS_MARK) == (pid in matters), (index, pid)
             assert bool(dock.property("matters")) == (pid in matters)
-            assert bool(dock.styleSheet()) == (pid in matters)
+            bar = dock.titleBarWidget()
+            assert bar.marked == bar.label.font().bold() == (pid in matters)
+            assert bar.label.text() == dock.windowTitle()
     window.actions["lang_zh"].trigger()
     assert window.docks["distribution"].windowTitle() == MATTERS_MARK + "下一个Token的概率分布"
 
@@ -231,7 +233,7 @@ def test_beam_panel_outside_beam_mode_and_in_the_window(qtbot, window):
     assert not panel.note.isVisibleTo(panel) and panel.rows()
     assert window.errors == []
     window.actions["lang_zh"].trigger()
-    assert panel.tree.headerItem().text(1) == "P(Token | 前缀)" and "最终候选" in panel.final_text()
+    assert panel.tree.headerItem().text(1) == "P(Token|前缀)" and "最终候选" in panel.final_text()
 
 
 # ---------------------------------------------------------------------------- the logits editor
@@ -306,3 +308,66 @@ def test_a_window_made_for_export_finds_the_lesson_it_plays(qtbot, window, tmp_p
     qtbot.addWidget(other)
     assert other.lesson is None
     assert other.panels["lesson"].heading.text() == window.lesson.title_in("en")
+
+
+# ---------------------------------------------------------------------------- glossary and terms
+
+def test_glossary_panel_lists_every_term_and_filters(qtbot, window):
+    from explorer.lessons.glossary import load_glossary
+    glossary, panel = load_glossary(), window.panels["glossary"]
+    assert panel.shown_terms() == list(glossary.ids)
+    kv = glossary.term("kv-cache")
+    assert panel.item_text("kv-cache") == f"{kv.term['en']}\n{kv.definition['en']}"
+    qtbot.keyClicks(panel.filter, "mask")
+    shown = panel.shown_terms()
+    assert "causal-mask" in shown and 0 < len(shown) < len(glossary.ids)
+    for term_id in shown:
+        t = glossary.term(term_id)
+        assert "mask" in (t.term["en"] + t.term["zh"] + t.definition["en"] + term_id).casefold()
+    assert panel.count.text() == f"{len(shown)} of {len(glossary.ids)} terms"
+    window.actions["lang_zh"].trigger()
+    assert panel.item_text("kv-cache") == f"{kv.term['zh']}\n{kv.definition['zh']}"
+    assert panel.shown_terms() == shown and panel.filter.placeholderText() == "筛选术语…"
+    panel.filter.clear()
+    assert panel.shown_terms() == list(glossary.ids)
+
+
+def _anchor_point(view, term_id):
+    """Where the first link to `term_id` is drawn, in viewport coordinates."""
+    from PySide6.QtGui import QTextCursor
+    doc = view.document()
+    block = doc.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            f = it.fragment()
+            if f.charFormat().anchorHref() == f"term:{term_id}":
+                cursor = QTextCursor(doc)
+                cursor.setPosition(f.position() + f.length() // 2)
+                return view.cursorRect(cursor).center()
+            it += 1
+        block = block.next()
+    raise AssertionError(f"no link to {term_id}")
+
+
+def test_explanation_marks_terms_hover_shows_and_click_selects_the_definition(qtbot, window):
+    from PySide6.QtWidgets import QToolTip
+    from explorer.lessons.glossary import load_glossary
+    glossary, panel = load_glossary(), window.panels["explanation"]
+    window.session.go(1)                                  # Prefill: "... The attention matrix ..."
+    assert {"attention", "causal-mask", "softmax"} <= set(panel.marked_terms())
+    assert "attention" in panel.dotted_terms()
+    assert panel.marked_terms().count("attention") == 1   # first mention per section only
+    window.docks["explanation"].raise_()
+    point = _anchor_point(panel.view, "attention")
+    qtbot.mouseMove(panel.view.viewport(), point)
+    qtbot.waitUntil(lambda: panel.last_tip != "", timeout=2000)
+    assert glossary.term("attention").definition["en"] in panel.last_tip
+    assert QToolTip.isVisible() and glossary.term("attention").definition["en"] in QToolTip.text()
+    point = _anchor_point(panel.view, "causal-mask")
+    qtbot.mouseClick(panel.view.viewport(), Qt.MouseButton.LeftButton, pos=point)
+    assert window.panels["glossary"].selected_term() == "causal-mask"
+    assert glossary.term("causal-mask").definition["en"] in panel.last_tip
+    window.actions["lang_zh"].trigger()
+    assert "attention" in panel.marked_terms()            # 注意力 in the Chinese text
+    assert glossary.term("attention").term["zh"] in panel.dotted_terms()

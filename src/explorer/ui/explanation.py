@@ -1,15 +1,23 @@
 """Explanation of the current frame: what happened, why it matters, how it is
-implemented, a common misconception, and how to check it was done right."""
+implemented, a common misconception, and how to check it was done right. Key terms of the
+glossary are marked with a dotted underline: hovering one shows its definition, clicking
+it shows the definition and selects the term in the glossary panel."""
 
 from __future__ import annotations
 
+import re
 from html import escape
 
-from PySide6.QtWidgets import QTextBrowser, QVBoxLayout
+from PySide6.QtCore import QUrl, Signal
+from PySide6.QtGui import QCursor, QTextCharFormat, QTextCursor
+from PySide6.QtWidgets import QTextBrowser, QToolTip, QVBoxLayout
 
 from ..i18n import add_messages, tr
 from ..session.narration import frame_explanation
+from .glossary_panel import find_term, glossary, term_definition, term_name
 from .panel import Panel
+
+TERM_SCHEME = "term"          # links "term:kv-cache" in the explanation HTML
 
 add_messages({"explanation.title": {"en": "Explanation", "zh": "讲解"}})
 
@@ -17,11 +25,15 @@ add_messages({"explanation.title": {"en": "Explanation", "zh": "讲解"}})
 class ExplanationPanel(Panel):
     panel_id = "explanation"
     title_key = "explanation.title"
+    term_clicked = Signal(str)      # a marked term was clicked: its glossary id
 
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         self.view = QTextBrowser()
         self.view.setOpenLinks(False)
+        self.view.highlighted.connect(self._hovered)
+        self.view.anchorClicked.connect(self._clicked)
+        self.last_tip = ""             # the definition shown last (hover or click)
         self._html = ""
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
@@ -35,9 +47,94 @@ class ExplanationPanel(Panel):
     def refresh(self) -> None:
         lang, accent = self.session.lang, self.theme.accent
         parts = [f"<h3 style='color:{accent}; margin-bottom:2px'>{escape(tr(f'section.{key}', lang))}</h3>"
-                 f"<p style='margin-top:0'>{escape(text)}</p>"
+                 f"<p style='margin-top:0'>{self._marked(text, lang)}</p>"
                  for key, text in self.sections().items()]
         html = "".join(parts)
         if html != self._html:             # setHtml relayouts and repaints even when unchanged
             self._html = html
             self.view.setHtml(html)
+            self._dot_term_links()
+
+    # ------------------------------------------------------------------ glossary terms
+    def _marked(self, text: str, lang: str) -> str:
+        """`text` as HTML with the first mention of each glossary term made a dotted link."""
+        g = glossary()
+        if g is None:
+            return escape(text)
+        out, at, seen = [], 0, set()
+        for start, end, term_id in g.find(text, lang):
+            if term_id in seen:
+                continue
+            seen.add(term_id)
+            out += [escape(text[at:start]),
+                    f"<a href='{TERM_SCHEME}:{term_id}' style='color:{self.theme.text}'>{escape(text[start:end])}</a>"]
+            at = end
+        return "".join(out) + escape(text[at:])
+
+    def _dot_term_links(self) -> None:
+        """Term links get a dotted underline (Qt's HTML import knows only solid ones)."""
+        doc = self.view.document()
+        cursor = QTextCursor(doc)
+        dotted = QTextCharFormat()
+        dotted.setFontUnderline(True)
+        dotted.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)
+        block = doc.begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                fragment = it.fragment()
+                if fragment.charFormat().anchorHref().startswith(f"{TERM_SCHEME}:"):
+                    cursor.setPosition(fragment.position())
+                    cursor.setPosition(fragment.position() + fragment.length(), QTextCursor.MoveMode.KeepAnchor)
+                    cursor.mergeCharFormat(dotted)
+                it += 1
+            block = block.next()
+
+    def dotted_terms(self) -> list[str]:
+        """The text of every fragment drawn with a dotted underline (for tests)."""
+        doc, out = self.view.document(), []
+        block = doc.begin()
+        while block.isValid():
+            it = block.begin()
+            while not it.atEnd():
+                f = it.fragment()
+                if f.charFormat().underlineStyle() == QTextCharFormat.UnderlineStyle.DotLine:
+                    out.append(f.text())
+                it += 1
+            block = block.next()
+        return out
+
+    def marked_terms(self) -> list[str]:
+        """Ids of the terms marked in the text now shown, in order."""
+        return re.findall(rf"href='{TERM_SCHEME}:([a-z0-9-]+)'", self._html)
+
+    def term_tip(self, term_id: str) -> str:
+        """The tooltip of a marked term: its name and definition in the current language."""
+        term = find_term(term_id)
+        if term is None:
+            return ""
+        lang = self.session.lang
+        return (f"<b>{escape(term_name(term, lang), quote=False)}</b><br>"
+                f"{escape(term_definition(term, lang), quote=False)}")
+
+    @staticmethod
+    def _term_of(url: QUrl) -> str | None:
+        return url.path() if url.scheme() == TERM_SCHEME else None
+
+    def _hovered(self, url: QUrl) -> None:
+        term_id = self._term_of(url)
+        if term_id is None:
+            QToolTip.hideText()
+            return
+        self._show_tip(term_id)
+
+    def _clicked(self, url: QUrl) -> None:
+        term_id = self._term_of(url)
+        if term_id is not None:
+            self._show_tip(term_id)
+            self.term_clicked.emit(term_id)
+
+    def _show_tip(self, term_id: str) -> None:
+        self.last_tip = self.term_tip(term_id)
+        if self.last_tip:
+            QToolTip.showText(QCursor.pos(), self.last_tip, self.view)

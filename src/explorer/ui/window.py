@@ -8,9 +8,10 @@ import math
 import re
 
 from PySide6.QtCore import Qt, QTimer
-from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence, QShortcut
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QLabel, QLineEdit, QMainWindow,
-                               QMessageBox, QToolBar, QWidget)
+from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
+                           QShortcut)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
+                               QMainWindow, QMessageBox, QStyle, QToolBar, QToolButton, QWidget)
 
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
@@ -115,6 +116,48 @@ add_messages({
 })
 
 
+class DockTitle(QWidget):
+    """A dock's title bar: its title, marked ("● ", bold, highlighted) when the lesson frame
+    points to the panel, and a float button. No style sheet: a styled dock would stop
+    following the application font (zoom, presentation mode). Mouse presses fall through
+    to the dock, which moves, floats and docks as usual."""
+
+    def __init__(self, dock: QDockWidget):
+        super().__init__(dock)
+        self.label = QLabel()
+        self.label.setContentsMargins(6, 2, 6, 2)
+        self.float_button = QToolButton()
+        self.float_button.setAutoRaise(True)
+        self.float_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_TitleBarNormalButton))
+        self.float_button.clicked.connect(lambda: dock.setFloating(not dock.isFloating()))
+        layout = QHBoxLayout(self)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.setSpacing(0)
+        layout.addWidget(self.label, 1)
+        layout.addWidget(self.float_button)
+        self.marked = False
+        self._shown = None
+
+    def show_title(self, text: str, marked: bool, theme) -> None:
+        if self.label.text() != text:
+            self.label.setText(text)
+        if (marked, theme) == self._shown:
+            return
+        self._shown = (marked, theme)
+        font = QFont()                      # only the weight is set: the size follows the window
+        font.setBold(marked)
+        self.label.setFont(font)
+        palette = self.label.palette()
+        if marked:
+            palette.setColor(QPalette.ColorRole.Window, QColor(theme.selected))
+            palette.setColor(QPalette.ColorRole.WindowText, QColor(text_on(theme.selected)))
+        else:
+            palette = QPalette()
+        self.label.setAutoFillBackground(marked)
+        self.label.setPalette(palette)
+        self.marked = marked
+
+
 class MainWindow(QMainWindow):
     def __init__(self, session: Session, settings: Settings, lesson: Lesson | None = None):
         super().__init__()
@@ -138,6 +181,7 @@ class MainWindow(QMainWindow):
         self.centralWidget().hide()
         self.panels = {cls.panel_id: cls(session) for cls in PANELS}
         self.docks = {pid: self._dock(panel) for pid, panel in self.panels.items()}
+        self.panels["explanation"].term_clicked.connect(self.show_term)
         self._arrange()
         self._default_state = self.saveState()
         self.actions = self._build_actions()
@@ -170,6 +214,7 @@ class MainWindow(QMainWindow):
         dock.setObjectName(f"dock-{panel.panel_id}")
         dock.setWidget(panel)
         dock.setProperty("matters", False)
+        dock.setTitleBarWidget(DockTitle(dock))
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
                          | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
         return dock
@@ -197,7 +242,7 @@ class MainWindow(QMainWindow):
         self.resizeDocks([d["controls"], d["attention"], d["distribution"], d["explanation"]],
                          [330, 560, 700, 360], Qt.Orientation.Horizontal)
         d["lesson"].raise_()
-        self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [760, 620, 520], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [880, 540, 500], Qt.Orientation.Horizontal)
         self.resizeDocks([d["player"], d["timeline"], d["attention"]], [100, 300, 560],
                          Qt.Orientation.Vertical)
 
@@ -424,6 +469,12 @@ class MainWindow(QMainWindow):
         self.settings["start_page_shown"] = True
         self.show_start_page()
 
+    def show_term(self, term_id: str) -> None:
+        """A term clicked in the explanation: selected in the glossary, its dock brought forward."""
+        if self.panels["glossary"].select_term(term_id):
+            self.docks["glossary"].show()
+            self.docks["glossary"].raise_()
+
     # ------------------------------------------------------------------ frames' hints
     def _mark_docks(self) -> None:
         """The docks of the panels the current lesson frame points to: "● " before the title
@@ -435,16 +486,11 @@ class MainWindow(QMainWindow):
             title = (MATTERS_MARK if on else "") + tr(self.panels[pid].title_key, lang)
             if dock.windowTitle() != title:
                 dock.setWindowTitle(title)
+            dock.titleBarWidget().show_title(title, on, self.theme)
             if bool(dock.property("matters")) != on:
                 dock.setProperty("matters", on)
-                dock.setStyleSheet(self._dock_style() if on else "")
                 if on and self.tabifiedDockWidgets(dock) and dock.visibleRegion().isEmpty():
                     dock.raise_()
-
-    def _dock_style(self) -> str:
-        accent = self.theme.accent
-        return (f"QDockWidget::title {{ background: {self.theme.selected}; color: {text_on(self.theme.selected)}; "
-                f"border-left: 4px solid {accent}; padding-left: 4px; }}")
 
     def set_lang(self, lang: str) -> None:
         self.session.set_lang(lang)
@@ -455,9 +501,8 @@ class MainWindow(QMainWindow):
         for panel in self.panels.values():
             panel.set_theme(theme)
         self.actions["high_contrast"].setChecked(name == "high-contrast")
-        for dock in self.docks.values():
-            if dock.property("matters"):
-                dock.setStyleSheet(self._dock_style())
+        if hasattr(self, "docks"):
+            self._mark_docks()
         self.settings["theme"] = name
 
     def zoom(self, delta: int) -> None:
