@@ -54,3 +54,18 @@ def test_norms():
     assert np.allclose(ln.mean(), 0) and np.allclose(ln.std(), 1)
     rms = L.rms_norm(x, np.ones(4), eps=0.0)
     assert np.allclose(np.sqrt((rms ** 2).mean()), 1)
+
+
+def test_grouped_attention_equals_a_per_head_reference():
+    rng = np.random.default_rng(1)
+    h, g, n, t, e = 6, 2, 3, 5, 4
+    q, k, v = rng.normal(size=(h, n, e)), rng.normal(size=(g, t, e)), rng.normal(size=(g, t, e))
+    mask = L.causal_mask([2, 3, 4], list(range(t)))
+    scores, weights, out = L.attention(q, k, v, mask)
+    for head in range(h):
+        kv = head // (h // g)                                  # query head -> its K/V head
+        s = q[head] @ k[kv].T / np.sqrt(e)
+        w = np.exp(np.where(mask, s, -np.inf) - s.max(axis=1, keepdims=True))
+        w /= w.sum(axis=1, keepdims=True)
+        assert np.allclose(scores[head], s) and np.allclose(weights[head], w)
+        assert np.allclose(out[head], w @ v[kv])

@@ -59,13 +59,15 @@ def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> scor
     """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head i // (h/g)).
 
     Returns the raw scores (before masking), the attention weights (masked cells are
-    exactly 0) and the per-head outputs."""
-    group = q.shape[0] // k.shape[0]
-    k = np.repeat(k, group, axis=0)                                  # [h, t, e]
-    v = np.repeat(v, group, axis=0)                                  # [h, t, e]
-    scores = q @ k.transpose(0, 2, 1) / np.sqrt(q.shape[-1]).astype(q.dtype)  # [h, n, t]
+    exactly 0) and the per-head outputs. The query heads of a group are stacked against
+    their shared K/V head, so K and V are never copied per query head."""
+    h, n, e = q.shape
+    g, t = k.shape[0], k.shape[1]
+    qg = q.reshape(g, (h // g) * n, e)                                # [g, h/g*n, e]
+    scores = (qg @ k.transpose(0, 2, 1)).reshape(h, n, t) / np.sqrt(e).astype(q.dtype)  # [h, n, t]
     weights = softmax(np.where(mask[None], scores, -np.inf))         # [h, n, t]
-    return scores, weights, weights @ v
+    out = (weights.reshape(g, (h // g) * n, t) @ v).reshape(h, n, e)  # [h, n, e]
+    return scores, weights, out
 
 
 def split_heads(x, heads):  # [n, heads*e] -> [heads, n, e]
