@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 import re
 
-from PySide6.QtCore import Qt, QTimer
+from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
                            QShortcut)
 from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
@@ -125,9 +125,11 @@ class DockTitle(QWidget):
     def __init__(self, dock: QDockWidget):
         super().__init__(dock)
         self.label = QLabel()
-        self.label.setContentsMargins(6, 2, 6, 2)
+        self.label.setContentsMargins(4, 1, 4, 1)     # no taller than Qt's own title bar
         self.float_button = QToolButton()
         self.float_button.setAutoRaise(True)
+        self.float_button.setIconSize(QSize(10, 10))
+        self.float_button.setStyleSheet("QToolButton { padding: 0px; border: none; }")  # a leaf: no font issue
         self.float_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_TitleBarNormalButton))
         self.float_button.clicked.connect(lambda: dock.setFloating(not dock.isFloating()))
         layout = QHBoxLayout(self)
