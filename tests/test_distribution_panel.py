@@ -2,7 +2,6 @@
 named by the stage that removed them, the pick marked only once it is made, the ruler
 with u; clicking a bar forces a token; big vocabularies show top 20 + "other"."""
 
-import time
 
 import numpy as np
 import pytest
@@ -215,16 +214,11 @@ def test_a_49k_vocabulary_shows_top_20_and_the_rest_as_other(qtbot):
     assert panel.bar_ids().size == N_SHOWN and panel.marked_id() == session.run.steps[1].selected_id
 
 
-def test_a_49k_vocabulary_refreshes_well_within_a_frame(qtbot):
+def test_a_49k_vocabulary_shows_the_removed_and_the_pick(qtbot):
+    # how fast this redraws is measured in benchmarks/bench_window.py, not asserted here
     session = big_session(mode="sample", temperature=0.8, top_k=5, top_p=0.9)
     panel = show(qtbot, DistributionPanel(session))
     go_to(session, "pick", 0)
-    times = []
-    for _ in range(5):
-        start = time.perf_counter()
-        panel.refresh()
-        times.append(time.perf_counter() - start)
-    assert min(times) < 0.016
     dist = session.run.steps[0].distribution
     removed = [label for label in panel.value_labels("final") if label.startswith("✕")]
     assert removed and set(removed) <= {"✕ top-k", "✕ top-p"}
