@@ -67,3 +67,4 @@ def test_trace_cli_stop_flag(capsys):
     data = json.loads(capsys.readouterr().out)
     assert data["finish_reason"] == "stop_string" and data["output_text"] == "学"
     assert data["stop_match"] == {"text": "习！", "char_index": 1, "step": 1}
+

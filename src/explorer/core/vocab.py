@@ -49,14 +49,15 @@ class Vocabulary:
         return np.asarray(checked, np.int64)
 
     def display_piece(self, token_id: int) -> str:
-        """A piece as a teacher should see it: text, or `<0xE5>` for a lone byte."""
+        """A piece as a teacher should see it: text with line breaks and tabs made visible
+        (↵, ⇥), or `<0xE5>` for bytes that are not a whole character."""
         piece = self.pieces[token_id]
-        if isinstance(piece, str):
-            return piece
-        try:
-            return piece.decode("utf-8")
-        except UnicodeDecodeError:
-            return "".join(f"<0x{b:02X}>" for b in piece)
+        if isinstance(piece, bytes):
+            try:
+                piece = piece.decode("utf-8")
+            except UnicodeDecodeError:
+                return "".join(f"<0x{b:02X}>" for b in piece)
+        return piece.translate(_VISIBLE)
 
     def display_pieces(self, ids) -> str:
         """Pieces of a token sequence separated by spaces, so the token boundaries show."""
@@ -97,6 +98,9 @@ class Vocabulary:
                     f"prompt: character {text[pos]!r} at position {pos} is not in the "
                     f"vocabulary (known pieces: {known})")
         return ids
+
+
+_VISIBLE = str.maketrans({"\n": "↵", "\t": "⇥", "\r": "␍"})
 
 
 def _complete_prefix(data: bytes) -> int:
