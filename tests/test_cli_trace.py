@@ -88,3 +88,16 @@ def test_fit_command_writes_the_same_bytes(capsys, tmp_path):
     code, printed, _ = run_cli(capsys, "fit", "--out", str(out))
     assert code == 0 and str(out) in printed
     assert out.read_bytes() == default_params_path().read_bytes()
+
+
+def test_trace_on_the_real_model(capsys):
+    code, out, err = run_cli(capsys, "trace", "--model", "smollm2", "--max-new-tokens", "1", "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    assert data["steps"][0]["selected_text"] == " Paris"
+    assert data["steps"][0]["recompute_max_abs_diff"] < 1e-3
+
+
+def test_model_and_params_together_are_refused(capsys):
+    code, _, err = run_cli(capsys, "trace", "--model", "teaching", "--params", "x.json")
+    assert code == 2 and "give --model or --params, not both" in err

@@ -18,6 +18,7 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     parser.add_argument("--lesson", help="open the window on this lesson (a name or a .toml file)")
     parser.add_argument("--params", help="open the window on this parameter file (prompt 我爱)")
+    parser.add_argument("--model", help="open the window on a model: teaching | smollm2 | a .gguf file")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     cli_trace.add_parser(sub)
     cli_sample.add_parser(sub)

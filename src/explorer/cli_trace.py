@@ -6,6 +6,7 @@ import json
 
 from .cli_sample import add_sampling_flags, parse_numbers, sampling_changes
 from .core.beam import format_tree
+from .core.bpe import BPEVocabulary, chat_prompt
 from .core.errors import ExplorerError, SettingError
 from .core.generate import Run
 from .core.run_dict import run_to_dict
@@ -13,6 +14,7 @@ from .core.teaching import load_teaching_model
 from .core.vocab import Vocabulary
 from .i18n import tr
 from .lessons import load_lesson
+from .models import default_prompt, load_model
 from .session import Session
 from .session.narration import finish_text
 from .texttable import format_table
@@ -28,6 +30,10 @@ def add_parser(subparsers) -> None:
     src.add_argument("--prompt", help="prompt text, tokenised with the model's vocabulary (default 我爱)")
     src.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
     p.add_argument("--params", help="parameter file (default: the teaching model)")
+    p.add_argument("--model", help="teaching | smollm2 | a .gguf file (see: explorer model list)")
+    p.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the comparison of every step with a full recomputation (faster on big models)")
     p.add_argument("--lesson", help="trace every scenario of a lesson (a name or a .toml file)")
     p.add_argument("--force", action="append", default=[], metavar="STEP:ID",
                    help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
@@ -43,8 +49,10 @@ def _session(args) -> Session:
     if args.lesson is not None:
         session = load_lesson(args.lesson).build_session()
     else:
-        model = load_teaching_model(args.params)
-        session = Session(model, _prompt_ids(args, model.vocab))
+        if args.model is not None and args.params is not None:
+            raise ExplorerError("give --model or --params, not both")
+        model = load_model(args.model) if args.model is not None else load_teaching_model(args.params)
+        session = Session(model, _prompt_ids(args, model), check_recompute=not args.no_check)
     changes = sampling_changes(args)
     if changes:
         session.set_sampling(**changes)
@@ -68,13 +76,19 @@ def run(args) -> int:
     return 0
 
 
-def _prompt_ids(args, vocab: Vocabulary) -> list[int]:
+def _prompt_ids(args, model) -> list[int]:
+    vocab = model.vocab
     if args.prompt_ids is not None:
         ids = parse_numbers(args.prompt_ids, "--prompt-ids", int)
         if not ids:
             raise ExplorerError("--prompt-ids is empty: expected at least one id")
         return vocab.check_ids(ids, "--prompt-ids")
-    return vocab.encode("我爱" if args.prompt is None else args.prompt)
+    text = default_prompt(model) if args.prompt is None else args.prompt
+    if args.chat:
+        if not isinstance(vocab, BPEVocabulary):
+            raise ExplorerError(f"--chat: the model {model.name!r} has no chat template")
+        text = chat_prompt(text)
+    return vocab.encode(text)
 
 
 def parse_forces(items) -> dict[int, int]:

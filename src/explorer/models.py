@@ -209,3 +209,10 @@ def load_model(name_or_path):
         return load_llama(path)
     raise ExplorerError(f"unknown model {key!r}: expected {TEACHING!r}, one of "
                         f"{', '.join(MODELS)}, or the path of a .gguf file")
+
+
+def default_prompt(model) -> str:
+    """What a new session on `model` starts from: the course's 我爱 for the teaching model,
+    a sentence with a well-known continuation for a real one."""
+    from .core.bpe import BPEVocabulary
+    return "The capital of France is" if isinstance(model.vocab, BPEVocabulary) else "我爱"

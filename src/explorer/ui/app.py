@@ -8,23 +8,26 @@ import traceback
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..lessons import DEFAULT_LESSON_ID, load_lesson
+from ..models import default_prompt, load_model
 from ..session import Session
 
-DEFAULT_PROMPT = "我爱"
 
-
-def build_window(settings_path: str | None = None, params_path: str | None = None, lesson: str | None = None):
-    """The window on a lesson (default: 我爱 to EOS), or on a parameter file with the prompt
-    我爱. Needs a QApplication."""
+def build_window(settings_path: str | None = None, params_path: str | None = None, lesson: str | None = None,
+                 model: str | None = None):
+    """The window on a lesson (default: 我爱 to EOS), on a parameter file (prompt 我爱) or on a
+    model by name or .gguf path (its default prompt). Needs a QApplication."""
     from .fonts import apply_app_font
     from .settings import Settings
     from .window import MainWindow
     from PySide6.QtWidgets import QApplication
 
     apply_app_font(QApplication.instance())
-    if params_path is not None:
-        model = load_params(params_path)
-        return MainWindow(Session(model, model.vocab.encode(DEFAULT_PROMPT)), Settings(settings_path))
+    if params_path is not None or model is not None:
+        chosen_model = load_params(params_path) if params_path is not None else load_model(model)
+        # a full recompute per step is cheap for a parameter file, too slow to drag on a real model
+        session = Session(chosen_model, chosen_model.vocab.encode(default_prompt(chosen_model)),
+                          check_recompute=params_path is not None or model == "teaching")
+        return MainWindow(session, Settings(settings_path))
     chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
     return MainWindow(chosen.build_session(), Settings(settings_path), chosen)
 
@@ -47,7 +50,7 @@ def run_app(args) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     app.setApplicationName("Token Explorer")
     try:
-        window = build_window(params_path=args.params, lesson=args.lesson)
+        window = build_window(params_path=args.params, lesson=args.lesson, model=args.model)
     except ExplorerError as exc:
         print(f"explorer: error: {exc}", file=sys.stderr)
         return 2
