@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..core.sampling import SamplingConfig
+from ..export.spec import PANELS
 from ..i18n import LANGS
 from ..session import Session
 from ..session.narration import SECTIONS, placeholder_values
@@ -21,7 +22,6 @@ FORMAT = "token-explorer/lesson"
 VERSION = 1
 FRAME_KINDS = ("input", "prefill", "decode", "pick", "stop")
 VIEWS = ("attention_full",)
-PANEL_IDS = ("player", "timeline", "kv", "attention", "distribution", "controls", "explanation")
 CHECK_TIMES = ("before", "after")
 
 
@@ -242,7 +242,7 @@ def _plan(r: _Reader, fd, where: str, scenario_names: list[str]) -> FramePlan:
     if "explain" in fd:
         explain = r.table(fd["explain"], f"{where}.explain", SECTIONS)
         extras["explain"] = {s: r.text(t, f"{where}.explain.{s}") for s, t in explain.items()}
-    for key, choices in (("panels", PANEL_IDS), ("view", VIEWS)):
+    for key, choices in (("panels", PANELS), ("view", VIEWS)):
         if key in fd:
             items = fd[key]
             if not isinstance(items, list):
