@@ -10,8 +10,8 @@ import re
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
                            QShortcut)
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QHBoxLayout, QLabel, QLineEdit,
-                               QMainWindow, QMessageBox, QStyle, QToolBar, QToolButton, QWidget)
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel, QLineEdit,
+                               QMainWindow, QMessageBox, QScrollArea, QStyle, QToolBar, QToolButton, QWidget)
 
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
@@ -214,7 +214,14 @@ class MainWindow(QMainWindow):
     def _dock(self, panel) -> QDockWidget:
         dock = QDockWidget(self)
         dock.setObjectName(f"dock-{panel.panel_id}")
-        dock.setWidget(panel)
+        if panel.panel_id == "controls":          # a long form: scroll rather than clip at large type
+            scroller = QScrollArea()
+            scroller.setWidgetResizable(True)
+            scroller.setFrameShape(QFrame.Shape.NoFrame)
+            scroller.setWidget(panel)
+            dock.setWidget(scroller)
+        else:
+            dock.setWidget(panel)
         dock.setProperty("matters", False)
         dock.setTitleBarWidget(DockTitle(dock))
         dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
@@ -244,8 +251,8 @@ class MainWindow(QMainWindow):
         self.resizeDocks([d["controls"], d["attention"], d["distribution"], d["explanation"]],
                          [330, 560, 700, 360], Qt.Orientation.Horizontal)
         d["lesson"].raise_()
-        self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [880, 540, 500], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["player"], d["timeline"], d["attention"]], [100, 300, 560],
+        self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [800, 620, 500], Qt.Orientation.Horizontal)
+        self.resizeDocks([d["player"], d["timeline"], d["attention"]], [90, 340, 520],
                          Qt.Orientation.Vertical)
 
     def _build_actions(self) -> dict[str, QAction]:
