@@ -219,6 +219,9 @@ class MainWindow(QMainWindow):
             scroller.setWidgetResizable(True)
             scroller.setFrameShape(QFrame.Shape.NoFrame)
             scroller.setWidget(panel)
+            scroller.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+            scroller.setMinimumWidth(panel.sizeHint().width()
+                                     + scroller.verticalScrollBar().sizeHint().width())
             dock.setWidget(scroller)
         else:
             dock.setWidget(panel)
