@@ -82,7 +82,7 @@ class ExportJob:
         try:
             written = self._write_all(staging, indexes, progress)
             final = []
-            for path in written:
+            for path in sorted(written, key=lambda p: p.name):
                 target = s.out_dir / path.name
                 os.replace(path, target)
                 final.append(target)
@@ -213,7 +213,7 @@ def _export_job(session: Session, spec: ExportSpec, lesson_id: str, lesson_title
     from ..ui.settings import Settings
     from ..ui.window import MainWindow
 
-    with tempfile.TemporaryDirectory() as tmp, _quiet_pdf_gradients():
+    with tempfile.TemporaryDirectory() as tmp, _quiet_harmless_qt_messages():
         window = MainWindow(session, Settings(str(Path(tmp) / "export.ini")))
         try:
             window.set_lang(spec.lang)
@@ -243,12 +243,15 @@ def frame_image(session: Session, spec: ExportSpec, lesson_title: str):
                 widget.deleteLater()
 
 
+HARMLESS = ("gradient between colors of different spec",   # PDF: a styled button drawn flat
+            "does not support propagateSizeHints")           # offscreen: no window manager to tell
+
+
 @contextmanager
-def _quiet_pdf_gradients():
-    """Qt's PDF engine warns once per styled button that it draws their gradient flat;
-    that is harmless for slides, so it is not printed. Every other message still is."""
+def _quiet_harmless_qt_messages():
+    """Qt warnings that say nothing about the slides are not printed; every other one is."""
     def handler(kind, context, message):
-        if "gradient between colors of different spec" not in message:
+        if not any(text in message for text in HARMLESS):
             previous(kind, context, message) if previous else print(message, file=sys.stderr)
     previous = qInstallMessageHandler(handler)
     try:
