@@ -84,14 +84,16 @@ def default_selector(config: SamplingConfig) -> Selector:
 def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = SamplingConfig(), *,
              overrides: dict | None = None, selector: Selector | None = None,
              check_recompute: bool = True, cancel: Callable[[], bool] | None = None,
-             reuse: Run | None = None) -> Run:
+             reuse: Run | None = None, on_step: Callable[[int], None] | None = None) -> Run:
     """Run Prefill and Decode steps until a stop criterion holds.
 
     overrides: {step index: token id} what-if choices; the step is marked forced and
     every later step follows from it. check_recompute: compare every step's logits with
     `full_forward` of the same prefix (the reference; costs a full pass per step).
     reuse: an earlier Run of the same model; forward passes over the same tokens are taken
-    from it instead of recomputed (a slider drag reruns only the selection)."""
+    from it instead of recomputed (a slider drag reruns only the selection).
+    cancel: asked after every step; True ends the Run with finish reason "cancelled".
+    on_step: called after every step with the number of steps done (a progress bar)."""
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
     overrides = _checked_overrides(overrides or {}, model, config)
     select = selector or default_selector(config)
@@ -112,6 +114,8 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
                           tuple(int(t) for t in trace.ids), tuple(int(p) for p in trace.positions),
                           0 if index == 0 else len(prompt) + index - 1, len(prompt) + index,
                           trace, dist, dist.selected_id, dist.forced, diff, trace.seconds))
+        if on_step is not None:
+            on_step(len(steps))
         if eos is not None and output[-1] == eos:
             finish = "eos"
         elif ends_with_any(output, tool_calls):

@@ -11,11 +11,22 @@ same frame, or the nearest one that still exists); moving the cursor emits
 `cursor_changed`, or `run_changed` when the new frame shows another Run; `lang_changed`
 for the language. All carry the session. A rejected change raises (SettingError,
 PromptError, ...) and leaves the state as it was.
+
+A change is computed in two halves: `prepare(**changes)` works out the new Runs and
+frames without touching the session (it only reads immutable records, so it may run on
+another thread) and returns a `Pending`; `apply(pending)` installs it and emits
+`run_changed`. By default every change does both at once (the teaching model is
+instant). A window showing a big model sets `runner`: a change then only records what
+was asked for and calls `runner(session)`, which runs `prepare()` in the background and
+`apply()` when it is done. Changes made meanwhile build on what was asked for, so the
+next `prepare()` computes all of them at once (a slider drag is never queued tick by
+tick).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import Callable
 
 from ..core.beam import BeamResult, beam_search
 from ..core.errors import SettingError
@@ -60,6 +71,27 @@ class _UserLayer:
     model: LanguageModel | None = None
 
 
+@dataclass(frozen=True)
+class Pending:
+    """What a change will show, computed by `Session.prepare` without changing the session."""
+
+    base: int                       # the session's version it was computed on (stale if it moved)
+    request: tuple | None           # the asked-for layer it built on (None: the shown one)
+    user: _UserLayer
+    history: tuple[dict[int, int], ...]
+    check_recompute: bool
+    effective: tuple[Scenario, ...]
+    runs: dict                      # Scenario -> Run
+    beams: dict                     # Scenario -> BeamResult
+    frames: tuple[Frame, ...]
+    owners: tuple[int, ...]         # scenario index of each frame
+
+    @property
+    def cancelled(self) -> bool:
+        """Some Run was stopped by the cancel callable (it ends with reason "cancelled")."""
+        return any(r.finish_reason == "cancelled" for r in self.runs.values())
+
+
 class Session:
     def __init__(self, model: LanguageModel, prompt_ids, config: SamplingConfig = DEFAULT_CONFIG, *,
                  check_recompute: bool = True, scenarios: tuple[Scenario, ...] = (),
@@ -68,23 +100,28 @@ class Session:
         With `plans` (a lesson): the frames they name, on `scenarios`; `strict` makes a plan
         that names a frame its Run does not have an error (a lesson file being loaded)."""
         self.events = Emitter()
+        self.runner: Callable[[Session], None] | None = None   # see the module's notes
         self._check_recompute = check_recompute
         self._scenarios = scenarios or (Scenario(model, tuple(prompt_ids), config),)
         self._plans = plans
         self._user = _UserLayer()
-        self._history: list[dict[int, int]] = []     # earlier user overrides, for undo
+        self._history: tuple[dict[int, int], ...] = ()   # earlier user overrides, for undo
+        self._requested: tuple | None = None   # (user, history, check) asked for, not yet shown
+        self._version = 0                       # +1 on every install: a Pending of an older one is stale
         self._lang = "en"
         self._cursor = 0
         self._runs: dict[Scenario, Run] = {}
         self._beams: dict[Scenario, BeamResult] = {}
-        self._resolve(strict=strict)
+        self._install(self._compute(self._target(), strict=strict))
 
     # ------------------------------------------------------------------ reading
     frames: tuple[Frame, ...] = property(lambda self: self._frames)
     cursor = property(lambda self: self._cursor)
-    can_undo = property(lambda self: bool(self._history))
+    can_undo = property(lambda self: bool(self._target()[1]))
     lang = property(lambda self: self._lang)                      # "en" | "zh"
     in_lesson = property(lambda self: bool(self._plans))
+    check_recompute = property(lambda self: self._check_recompute)   # compare each step with a full recompute
+    behind = property(lambda self: self._requested is not None)      # asked-for changes not shown yet
 
     @property
     def frame(self) -> Frame:
@@ -137,8 +174,8 @@ class Session:
         other = Session.__new__(Session)
         other.__dict__.update(self.__dict__)
         other.events = Emitter()
+        other.runner, other._requested = None, None      # the copy computes on the spot
         other._user = replace(self._user, config=dict(self._user.config), overrides=dict(self._user.overrides))
-        other._history = list(self._history)
         other._runs, other._beams = dict(self._runs), dict(self._beams)
         return other
 
@@ -146,20 +183,16 @@ class Session:
     def play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = ()) -> None:
         """Switch to other content (another lesson) in place, so every subscriber stays; the
         teacher's changes and the undo history start afresh, the cursor at the first frame."""
-        old = (self._scenarios, self._plans, self._user, self._history, self._cursor)
-        self._scenarios, self._plans, self._user, self._history, self._cursor = scenarios, plans, _UserLayer(), [], 0
-        try:
-            self._resolve(strict=True)
-        except Exception:
-            self._scenarios, self._plans, self._user, self._history, self._cursor = old
-            self._resolve(strict=False)
-            raise
+        pending = self._compute((_UserLayer(), (), self._check_recompute), strict=True,
+                                scenarios=scenarios, plans=plans)     # raises before anything changes
+        self._scenarios, self._plans, self._cursor, self._requested = scenarios, plans, 0, None
+        self._install(pending)
         self.events.emit("run_changed", self)
 
     def set_sampling(self, **changes) -> None:
         """Change sampling settings (SamplingConfig field names) and rerun."""
         self.config.with_(**changes)                 # a bad value raises before anything changes
-        self._change(config={**self._user.config, **changes})
+        self._change(config={**self._target()[0].config, **changes})
 
     def set_config(self, config: SamplingConfig) -> None:
         changes = {k: getattr(config, k) for k in config.__dataclass_fields__
@@ -171,37 +204,47 @@ class Session:
         """Back to the lesson's (or the default) settings."""
         self._change(config={})
 
+    @property
+    def requested_model(self) -> LanguageModel:
+        """The model of the current frame once the asked-for changes are shown."""
+        return self._target()[0].model or self.model
+
     def set_prompt_ids(self, ids) -> None:
-        ids = tuple(int(t) for t in self.model.vocab.id_array(ids, "prompt ids"))
+        ids = tuple(int(t) for t in self.requested_model.vocab.id_array(ids, "prompt ids"))
         self._change(prompt=ids, overrides={})
 
     def set_prompt_text(self, text: str) -> None:
-        self.set_prompt_ids(self.model.vocab.encode(text))
+        self.set_prompt_ids(self.requested_model.vocab.encode(text))
 
-    def set_model(self, model: LanguageModel, prompt_ids=None) -> None:
-        """Switch models everywhere; the prompt is kept if the new vocabulary can hold it."""
-        prompt = tuple(model.vocab.check_ids(self.prompt_ids if prompt_ids is None else prompt_ids,
-                                             "prompt ids"))
-        self._change(model=model, prompt=prompt, overrides={})
+    def set_model(self, model: LanguageModel, prompt_ids=None, check_recompute: bool | None = None) -> None:
+        """Switch models everywhere; the prompt is kept if the new vocabulary can hold it.
+        check_recompute: compare every step with a full recompute from now on (None: as before)."""
+        user = self._target()[0]
+        kept = user.prompt if user.prompt is not None else self.prompt_ids
+        prompt = tuple(model.vocab.check_ids(kept if prompt_ids is None else prompt_ids, "prompt ids"))
+        self._change(model=model, prompt=prompt, overrides={}, check_recompute=check_recompute)
 
     def force(self, step: int, token_id: int) -> None:
         """What-if: select `token_id` at `step`; later steps follow from it."""
-        overrides = {k: v for k, v in self._user.overrides.items() if k < step} | {step: int(token_id)}
+        current = self._target()[0].overrides
+        overrides = {k: v for k, v in current.items() if k < step} | {step: int(token_id)}
         self._change(overrides=overrides, remember=True)
 
     def unforce(self, step: int) -> None:
         """Back to the model's own choice at `step` (later forces are dropped too)."""
-        if step in self._user.overrides:
-            self._change(overrides={k: v for k, v in self._user.overrides.items() if k < step}, remember=True)
+        current = self._target()[0].overrides
+        if step in current:
+            self._change(overrides={k: v for k, v in current.items() if k < step}, remember=True)
 
     def clear_forces(self) -> None:
-        if self._user.overrides:
+        if self._target()[0].overrides:
             self._change(overrides={}, remember=True)
 
     def undo(self) -> None:
         """Restore the what-if choices as they were before the last force/unforce."""
-        if self._history:
-            self._change(overrides=self._history.pop())
+        history = self._target()[1]
+        if history:
+            self._change(overrides=history[-1], history=history[:-1])
 
     def set_lang(self, lang: str) -> None:
         if lang not in LANGS:
@@ -242,64 +285,128 @@ class Session:
                 self.go(i)
                 return
 
+    # ------------------------------------------------------------------ computing, installing
+    def prepare(self, *, cancel: Callable[[], bool] | None = None,
+                on_step: Callable[[int, int], None] | None = None, **changes) -> Pending:
+        """The Runs and frames the asked-for changes (plus `changes`: config, overrides,
+        prompt, model, remember, history, check_recompute) will show, without changing the
+        session. Reads only immutable records, so it may run off the UI thread.
+
+        cancel: asked after every generated step; True ends that Run as "cancelled".
+        on_step(done, total): progress in generated steps (total = the max_new_tokens of
+        the Runs still to compute). A rejected change raises here."""
+        base = self._version                # read first: anything installed after makes this stale
+        request = self._requested           # the asked-for layer this builds on (None: the shown one)
+        layer = self._layer(request, **changes)
+        return replace(self._compute(layer, strict=False, cancel=cancel, on_step=on_step, base=base),
+                       request=request)
+
+    def apply(self, pending: Pending) -> bool:
+        """Install what `prepare` computed and emit `run_changed` (the cursor stays on the same
+        frame, or the nearest one). False, and nothing changes, if the session moved on
+        since (another change was installed first): prepare again."""
+        if pending.base != self._version:
+            return False
+        old_frame, old_cursor = self.frame, self._cursor
+        if self._requested is pending.request:
+            self._requested = None
+        self._install(pending)
+        self._cursor = _same_place(self._frames, old_frame, old_cursor)
+        self.events.emit("run_changed", self)   # the cursor moved with it: one event, one redraw
+        return True
+
+    def discard_requests(self) -> None:
+        """Forget asked-for changes not shown yet (their computation failed or was cancelled);
+        `run_changed` lets the widgets show the settings as they are."""
+        if self._requested is not None:
+            self._requested = None
+            self.events.emit("run_changed", self)
+
     # ------------------------------------------------------------------ internals
-    def _change(self, *, config=None, overrides=None, prompt=None, model=None, remember=False):
-        """Apply a new teacher layer and rerun; on an error nothing changes."""
-        old_user, old_history = self._user, self._history
+    def _target(self) -> tuple:
+        """(user layer, undo history, check_recompute) as asked for: the shown one, or newer."""
+        requested = self._requested
+        return requested if requested is not None else (self._user, self._history, self._check_recompute)
+
+    def _layer(self, requested, *, config=None, overrides=None, prompt=None, model=None, remember=False,
+               history=None, check_recompute=None) -> tuple:
+        """The asked-for layer (`requested`, or the shown one if None) with some changes on
+        top; the same object without changes."""
+        target = requested if requested is not None else (self._user, self._history, self._check_recompute)
+        if all(x is None for x in (config, overrides, prompt, model, history, check_recompute)):
+            return target
+        old_user, old_history, check = target
         user = replace(old_user,
                        config=old_user.config if config is None else dict(config),
                        overrides=old_user.overrides if overrides is None else dict(overrides),
                        prompt=old_user.prompt if prompt is None else prompt,
                        model=old_user.model if model is None else model)
-        history = (old_history + [dict(old_user.overrides)])[-UNDO_LIMIT:] if remember else old_history
+        if history is None:
+            history = (old_history + (dict(old_user.overrides),))[-UNDO_LIMIT:] if remember else old_history
         if model is not None or prompt is not None:
-            history = []
-        old_frame, old_cursor = self.frame, self._cursor
-        self._user, self._history = user, history
-        try:
-            self._resolve(strict=False)
-        except Exception:
-            self._user, self._history = old_user, old_history
-            self._resolve(strict=False)
-            self._cursor = old_cursor
-            raise
-        self._cursor = _same_place(self._frames, old_frame, old_cursor)
-        self.events.emit("run_changed", self)   # the cursor moved with it: one event, one redraw
+            history = ()
+        return user, tuple(history), check if check_recompute is None else bool(check_recompute)
 
-    def _apply_user(self, s: Scenario) -> Scenario:
-        u = self._user
-        config = s.config.with_(**u.config) if u.config else s.config
-        overrides = dict(s.overrides) | u.overrides
-        return Scenario(u.model or s.model, u.prompt if u.prompt is not None else s.prompt_ids,
-                        config, tuple(sorted(overrides.items())))
+    def _change(self, **changes) -> None:
+        """Apply a new teacher layer and rerun; on an error nothing changes. With a runner,
+        record what was asked for and let the runner compute it."""
+        if self.runner is None:
+            self.apply(self.prepare(**changes))
+        else:
+            self._requested = self._layer(self._requested, **changes)
+            self.runner(self)
 
-    def _run_of(self, s: Scenario) -> Run:
-        if s not in self._runs:
-            reuse = next((r for k, r in self._runs.items()
+    def _compute(self, layer: tuple, strict: bool, cancel=None, on_step=None, base: int | None = None,
+                 scenarios=None, plans=None) -> Pending:
+        """Every scenario's Run (those already computed are taken as they are) and the frames."""
+        user, history, check = layer
+        scenarios = self._scenarios if scenarios is None else scenarios
+        plans = self._plans if plans is None else plans
+        known, known_beams = self._runs, self._beams
+        effective = tuple(_apply_user(s, user) for s in scenarios)
+        todo = [s for s in dict.fromkeys(effective) if s not in known]
+        total, done = sum(s.config.max_new_tokens for s in todo), 0
+        runs, beams = {}, {}
+        for s in dict.fromkeys(effective):
+            if s in known:
+                runs[s] = known[s]
+                if s in known_beams:
+                    beams[s] = known_beams[s]
+                continue
+            reuse = next((r for k, r in {**known, **runs}.items()
                           if k.model is s.model and k.prompt_ids == s.prompt_ids), None)
-            self._runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
-                                     check_recompute=self._check_recompute, reuse=reuse)
+            progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
+            runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
+                               check_recompute=check, reuse=reuse, cancel=cancel, on_step=progress)
+            done += s.config.max_new_tokens
             if s.config.mode == "beam":
-                self._beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
-                                             s.config.max_new_tokens, s.config.length_penalty,
-                                             s.model.vocab.eos_id)
-        return self._runs[s]
-
-    def _resolve(self, strict: bool) -> None:
-        """Compute every scenario's Run and the frames to play."""
-        effective = tuple(self._apply_user(s) for s in self._scenarios)
-        runs = {s: self._run_of(s) for s in effective}
-        self._runs = {s: runs[s] for s in effective}              # drop runs nobody shows
-        self._beams = {s: b for s, b in self._beams.items() if s in runs}
+                beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
+                                       s.config.max_new_tokens, s.config.length_penalty,
+                                       s.model.vocab.eos_id)
         frames, owners = [], []
-        if not self._plans:
+        if not plans:
             derived = frames_of_run(runs[effective[0]])
             frames, owners = list(derived), [0] * len(derived)
-        for i, plan in enumerate(self._plans):
+        for i, plan in enumerate(plans):
             derived = frames_of_run(runs[effective[plan.scenario]])
             frames.append(replace(_pick(derived, plan, i, strict), **plan.extras))
             owners.append(plan.scenario)
-        self._effective, self._frames, self._frame_scenario = effective, tuple(frames), tuple(owners)
+        return Pending(self._version if base is None else base, None, user, history, check,
+                       effective, runs, beams, tuple(frames), tuple(owners))
+
+    def _install(self, p: Pending) -> None:
+        self._user, self._history, self._check_recompute = p.user, p.history, p.check_recompute
+        self._runs, self._beams = p.runs, p.beams
+        self._effective, self._frames, self._frame_scenario = p.effective, p.frames, p.owners
+        self._cursor = min(self._cursor, len(self._frames) - 1)
+        self._version += 1                  # last: a prepare that read the old version is stale
+
+
+def _apply_user(s: Scenario, u: _UserLayer) -> Scenario:
+    config = s.config.with_(**u.config) if u.config else s.config
+    overrides = dict(s.overrides) | u.overrides
+    return Scenario(u.model or s.model, u.prompt if u.prompt is not None else s.prompt_ids,
+                    config, tuple(sorted(overrides.items())))
 
 
 def _pick(derived: tuple[Frame, ...], plan: FramePlan, index: int, strict: bool) -> Frame:
