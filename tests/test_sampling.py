@@ -368,3 +368,12 @@ def test_cli_command_has_no_traceback():
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
     assert done.stderr.strip() == "explorer sample: error: min_p = 2.0: expected 0 <= min_p <= 1"
+
+
+def test_inverse_cdf_on_a_flat_49k_distribution_matches_a_full_ruler():
+    # the pick is found without sorting the whole ruler; check it against the full one
+    logits = np.random.default_rng(7).normal(0.0, 0.05, 49_152)
+    for step in range(20):
+        dist = distribution(logits, SamplingConfig(mode="sample", seed=3), step=step)
+        k = int(np.searchsorted(dist.ruler_hi, dist.u, side="right"))
+        assert dist.selected_id == dist.ruler_ids[k]

@@ -35,6 +35,7 @@ TOP_P_TOLERANCE = 1e-9   # keeps 0.55 + 0.25 "reaching" 0.8 despite float64 roun
 _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
 _THRESHOLD_STEP = 1 / 16 # _ruler_prefix lowers its probability threshold 16x at a time
 _THRESHOLD_FLOOR = 1e-20 # ... down to this fraction of the top probability, then takes all
+_BAND = 256              # _inverse_cdf sorts at most about this many candidates
 
 
 # ---------------------------------------------------------------------------- settings
@@ -495,10 +496,43 @@ def _change(name: str, stage: Stage, config: SamplingConfig, seen: np.ndarray):
 
 def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) -> position
     """The ruler position whose interval [lo, hi) holds u (the last one if round-off
-    leaves u at or above the final hi)."""
-    prefix = _ruler_prefix(probs, u)                          # (m,)
-    hi = np.cumsum(probs[prefix])                             # (m,)
-    return int(prefix[min(int(np.searchsorted(hi, u, side="right")), prefix.size - 1)])
+    leaves u at or above the final hi).
+
+    Only a small part of the ruler is sorted. A peaked distribution: the few candidates
+    above a falling threshold already hold u. A flat one: the candidates are split at their
+    median probability again and again, keeping the half that holds u (everything above a
+    split comes earlier on the ruler, so its mass is simply added up); 49k ids then sort a
+    few hundred values instead of all of them."""
+    top = probs.max()
+    threshold = top
+    while threshold >= top * _THRESHOLD_FLOOR:
+        chosen = np.flatnonzero(probs >= threshold)           # (m,) a prefix of the ruler
+        if chosen.size > _BAND * 8:
+            break
+        if probs[chosen].sum() > u:
+            return _pick(probs, chosen, 0.0, u)
+        threshold *= _THRESHOLD_STEP
+    candidates = np.flatnonzero(probs > 0)                    # (m,) still possible picks
+    before = 0.0                                              # ruler mass ahead of them
+    while candidates.size > _BAND:
+        values = probs[candidates]                            # (m,)
+        pivot = np.partition(values, values.size // 2)[values.size // 2]
+        upper = values > pivot                                # (m,) ahead of the pivot on the ruler
+        if not upper.any():                                   # the rest tie: sort them
+            break
+        mass = before + float(values[upper].sum())
+        if mass > u:
+            candidates = candidates[upper]
+        else:
+            before, candidates = mass, candidates[~upper]
+    return _pick(probs, candidates, before, u)
+
+
+def _pick(probs: np.ndarray, candidates: np.ndarray, before: float, u: float) -> int:  # (n,), (k,)
+    """The candidate whose ruler interval holds u, given the mass `before` them."""
+    ids = _ranked(probs, candidates)                          # (k,) ruler order
+    hi = before + np.cumsum(probs[ids])                       # (k,)
+    return int(ids[min(int(np.searchsorted(hi, u, side="right")), ids.size - 1)])
 
 
 def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0) -> Distribution:
