@@ -106,6 +106,8 @@ class DecoderModel(StepwiseModel):
         key_positions = np.concatenate([cache.positions, positions])       # [t]
         key_ids = np.concatenate([cache.ids, ids])                         # [t]
         mask = L.causal_mask(positions, key_positions)                     # [n, t]
+        if c.positions == "rope":       # the same rotations in every layer: computed once
+            tables = L.rope_tables(positions, c.head_dim, c.rope_base, x.dtype)
         traces = []
         for i, lp in enumerate(p.layers):
             x_in = x
@@ -114,7 +116,8 @@ class DecoderModel(StepwiseModel):
             k = L.split_heads(a_in @ lp.wk, c.n_kv_heads)                  # [g, n, e]
             v = L.split_heads(a_in @ lp.wv, c.n_kv_heads)                  # [g, n, e]
             if c.positions == "rope":
-                q, k = L.rope(q, positions, c.rope_base), L.rope(k, positions, c.rope_base)
+                q = L.rope(q, positions, c.rope_base, tables)
+                k = L.rope(k, positions, c.rope_base, tables)
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
             scores, weights, heads = L.attention(q, k_all, v_all, mask)
             attn_out = L.merge_heads(heads) @ lp.wo                        # [n, d]

@@ -26,7 +26,7 @@ def layer_norm(x, gamma, beta, eps=1e-5):  # [n, d], [d], [d] -> [n, d]
 
 
 def rms_norm(x, gamma, eps=1e-5):  # [n, d], [d] -> [n, d]
-    rms = np.sqrt((x * x).mean(axis=-1, keepdims=True) + eps)
+    rms = np.sqrt((x * x).sum(axis=-1, keepdims=True) / x.shape[-1] + eps)  # the mean, without np.mean's overhead
     return x / rms * gamma
 
 
@@ -38,12 +38,20 @@ def silu(x):  # [...] -> [...]
     return x / (1 + np.exp(-x))
 
 
-def rope(x, positions, base):  # [heads, n, e], [n] -> [heads, n, e]
-    """Rotary positions on adjacent pairs (x[2i], x[2i+1]), the layout llama.cpp uses."""
-    e = x.shape[-1]
+def rope_tables(positions, e, base, dtype=np.float64):  # [n] -> cos, sin [n, e/2]
+    """The rotation angles of `rope` for these positions (float64, then cast to `dtype`).
+
+    A forward computes them once and passes them to every layer's `rope`."""
     inv_freq = base ** (-np.arange(0, e, 2, dtype=np.float64) / e)         # [e/2]
     angles = np.asarray(positions, dtype=np.float64)[:, None] * inv_freq   # [n, e/2]
-    cos, sin = np.cos(angles).astype(x.dtype), np.sin(angles).astype(x.dtype)
+    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+
+
+def rope(x, positions, base, tables=None):  # [heads, n, e], [n] -> [heads, n, e]
+    """Rotary positions on adjacent pairs (x[2i], x[2i+1]), the layout llama.cpp uses.
+
+    `tables` = rope_tables(positions, e, base, x.dtype), when the caller already has them."""
+    cos, sin = tables if tables is not None else rope_tables(positions, x.shape[-1], base, x.dtype)
     x0, x1 = x[..., 0::2], x[..., 1::2]                                    # [heads, n, e/2]
     out = np.empty_like(x)
     out[..., 0::2] = x0 * cos - x1 * sin
@@ -65,7 +73,11 @@ def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> scor
     g, t = k.shape[0], k.shape[1]
     qg = q.reshape(g, (h // g) * n, e)                                # [g, h/g*n, e]
     scores = (qg @ k.transpose(0, 2, 1)).reshape(h, n, t) / np.sqrt(e).astype(q.dtype)  # [h, n, t]
-    weights = softmax(np.where(mask[None], scores, -np.inf))         # [h, n, t]
+    if mask.all():     # a decode step's single query sees every key: no masking to do
+        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
+        weights /= weights.sum(axis=-1, keepdims=True)
+    else:
+        weights = softmax(np.where(mask[None], scores, -np.inf))     # [h, n, t]
     out = (weights.reshape(g, (h // g) * n, t) @ v).reshape(h, n, e)  # [h, n, e]
     return scores, weights, out
 
