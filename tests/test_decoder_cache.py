@@ -1,9 +1,11 @@
 """Cached Prefill + Decode must equal a full recomputation, for any configuration."""
 
+from dataclasses import replace
+
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
-from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
+from explorer.core.decoder import DecoderConfig, DecoderModel, fused_layer, random_params
 from explorer.core.vocab import Vocabulary
 
 
@@ -93,3 +95,32 @@ def test_cache_grows_past_its_first_capacity_and_copies_independently():
     model.decode(2, cache)
     assert len(cache) == 21 and len(fork) == 20
     assert fork.ids.tolist() == [1] * 20
+
+
+@settings(max_examples=30, deadline=None)
+@given(config=configs(), seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_fused_qkv_and_gate_up_equal_the_separate_products(config, seed, data):
+    plain = make_model(config, seed)
+    params = replace(plain.params, layers=tuple(fused_layer(lp) for lp in plain.params.layers))
+    fused = DecoderModel(config, params, plain.vocab)
+    assert all(lp.wqkv is not None for lp in params.layers)
+    assert all((lp.w13 is not None) == (config.ffn == "swiglu") for lp in params.layers)
+    ids = data.draw(st.lists(st.integers(0, config.vocab_size - 1), min_size=2, max_size=12))
+    trace, cache = fused.prefill(ids[:1])
+    for j in range(1, len(ids)):
+        trace, cache = fused.decode(ids[j], cache)
+    reference = plain.full_forward(ids)
+    assert np.max(np.abs(trace.logits[-1] - reference.logits[-1])) < 1e-9
+    for lt, lr in zip(trace.layers, reference.layers):
+        for name in ("q", "k", "v", "attn_out", "ffn_out", "hidden"):
+            assert np.allclose(getattr(lt, name)[..., -1:, :], getattr(lr, name)[..., -1:, :], atol=1e-12)
+
+
+def test_a_fused_matrix_is_dropped_when_its_blocks_are_replaced():
+    config = DecoderConfig(d_model=6, n_heads=2, head_dim=3, d_ff=5, ffn="swiglu")
+    lp = fused_layer(random_params(config, np.random.default_rng(0)).layers[0])
+    assert lp.wqkv.shape == (6, 12) and lp.w13.shape == (6, 10)
+    assert np.shares_memory(lp.wq, lp.wqkv) and np.shares_memory(lp.w3, lp.w13)
+    assert replace(lp, wo=lp.wo * 2).wqkv is lp.wqkv              # other fields keep it
+    stale = replace(lp, wk=lp.wk + 1.0, w1=lp.w1.copy())
+    assert stale.wqkv is None and stale.w13 is None              # wq, wk, wv, w1, w3 are the truth

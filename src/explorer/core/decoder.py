@@ -8,7 +8,7 @@ configurations of the same code.
 from __future__ import annotations
 
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 
@@ -57,6 +57,12 @@ class DecoderConfig:
 
 @dataclass(frozen=True)
 class LayerParams:
+    """One layer's weights. `wqkv` and `w13` are optional fused storage: when wq, wk, wv
+    are the column blocks of one matrix [wq | wk | wv] (and w1, w3 of [w1 | w3]), a step
+    reads them with one matrix product instead of three (two); `fused_layer` builds such
+    a layer. A fused matrix whose blocks are not exactly these views (after
+    `dataclasses.replace(lp, wq=...)`, say) is dropped: wq, wk, wv, w1, w3 are the truth."""
+
     wq: np.ndarray                 # [d, h*e]
     wk: np.ndarray                 # [d, g*e]
     wv: np.ndarray                 # [d, g*e]
@@ -68,6 +74,40 @@ class LayerParams:
     b2: np.ndarray | None = None   # [d]
     norm1: tuple | None = None     # ([d] gamma, [d] beta or None) before attention
     norm2: tuple | None = None     # ([d] gamma, [d] beta or None) before the FFN
+    wqkv: np.ndarray | None = None  # [d, (h+2g)*e] = [wq | wk | wv], those three its views
+    w13: np.ndarray | None = None   # [d, 2f] = [w1 | w3], those two its views
+
+    def __post_init__(self):
+        if self.wqkv is not None and not _column_blocks(self.wqkv, (self.wq, self.wk, self.wv)):
+            object.__setattr__(self, "wqkv", None)
+        if self.w13 is not None and (self.w3 is None or not _column_blocks(self.w13, (self.w1, self.w3))):
+            object.__setattr__(self, "w13", None)
+
+
+def _column_blocks(whole: np.ndarray, parts) -> bool:
+    """True if `parts` are exactly the consecutive column blocks of `whole` (views of it)."""
+    if whole.ndim != 2:
+        return False
+    address, step = whole.__array_interface__["data"][0], whole.strides[1]
+    for part in parts:
+        if (part.ndim != 2 or part.dtype != whole.dtype or part.shape[0] != whole.shape[0]
+                or part.strides != whole.strides
+                or part.__array_interface__["data"][0] != address):
+            return False
+        address += part.shape[1] * step
+    return address == whole.__array_interface__["data"][0] + whole.shape[1] * step
+
+
+def fused_layer(lp: LayerParams) -> LayerParams:
+    """`lp` with wq, wk, wv (and SwiGLU's w1, w3) stored as column blocks of one matrix."""
+    wqkv = np.concatenate([lp.wq, lp.wk, lp.wv], axis=1)
+    a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
+    parts = dict(wqkv=wqkv, wq=wqkv[:, :a], wk=wqkv[:, a:b], wv=wqkv[:, b:])
+    if lp.w3 is not None:
+        w13 = np.concatenate([lp.w1, lp.w3], axis=1)
+        f = lp.w1.shape[1]
+        parts.update(w13=w13, w1=w13[:, :f], w3=w13[:, f:])
+    return replace(lp, **parts)
 
 
 @dataclass(frozen=True)
@@ -112,9 +152,10 @@ class DecoderModel(StepwiseModel):
         for i, lp in enumerate(p.layers):
             x_in = x
             a_in = self._norm(x, lp.norm1)
-            q = L.split_heads(a_in @ lp.wq, c.n_heads)                     # [h, n, e]
-            k = L.split_heads(a_in @ lp.wk, c.n_kv_heads)                  # [g, n, e]
-            v = L.split_heads(a_in @ lp.wv, c.n_kv_heads)                  # [g, n, e]
+            q, k, v = self._qkv(a_in, lp)                                  # [n, h*e], [n, g*e] x2
+            q = L.split_heads(q, c.n_heads)                                # [h, n, e]
+            k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
+            v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
             if c.positions == "rope":
                 q = L.rope(q, positions, c.rope_base, tables)
                 k = L.rope(k, positions, c.rope_base, tables)
@@ -143,10 +184,22 @@ class DecoderModel(StepwiseModel):
             return L.rms_norm(x, gamma, c.norm_eps)
         return L.layer_norm(x, gamma, beta, c.norm_eps)
 
+    @staticmethod
+    def _qkv(x, lp: LayerParams):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
+        if lp.wqkv is None:
+            return x @ lp.wq, x @ lp.wk, x @ lp.wv
+        qkv = x @ lp.wqkv                              # one product instead of three
+        a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
+        return qkv[:, :a], qkv[:, a:b], qkv[:, b:]
+
     def _ffn(self, x, lp: LayerParams):  # [n, d] -> [n, d]
         act = self.config.ffn
         if act == "swiglu":
-            return (L.silu(x @ lp.w1) * (x @ lp.w3)) @ lp.w2
+            if lp.w13 is None:
+                return (L.silu(x @ lp.w1) * (x @ lp.w3)) @ lp.w2
+            gate_up = x @ lp.w13                       # [n, 2f], one product instead of two
+            f = lp.w1.shape[1]
+            return (L.silu(gate_up[:, :f]) * gate_up[:, f:]) @ lp.w2
         hidden = x @ lp.w1 + (0 if lp.b1 is None else lp.b1)             # [n, f]
         hidden = np.tanh(hidden) if act == "tanh" else L.gelu(hidden)
         return hidden @ lp.w2 + (0 if lp.b2 is None else lp.b2)

@@ -12,9 +12,10 @@ Tensor names (llama.cpp's):
     output                              [V, d]   optional
 (shapes in numpy order: GGUF's ne = [in, out] is stored row-major as [out, in]). Our
 matrices are [d_in, d_out]: each weight is transposed once, at load, into a C-ordered
-array (a matrix-vector product streams it row by row, the fastest a decode step gets). The
-converter already permuted Q and K so that rotary positions act on adjacent pairs, the
-layout `layers.rope` uses.
+array (a matrix-vector product streams it row by row, the fastest a decode step gets). A
+layer's Q, K, V and its gate and up projections are stored side by side (LayerParams.wqkv,
+.w13), so a step reads each group with one product. The converter already permuted Q and
+K so that rotary positions act on adjacent pairs, the layout `layers.rope` uses.
 """
 
 from __future__ import annotations
@@ -91,8 +92,25 @@ def llama_params(gf: GGUFFile, c: DecoderConfig, threads: int = 2) -> DecoderPar
             raise GGUFError(f"{gf.path}: tensor {name} has shape {list(info.shape)}, "
                             f"expected {list(shape)} from the metadata")
         gf.raw(name)                             # GGUFError naming an unsupported type
+    # Q, K, V of a layer are written side by side into one [d, (h+2g)*e] matrix, and the
+    # SwiGLU gate and up projections into one [d, 2f] matrix: a decode step then makes two
+    # larger matrix-vector products instead of five (the separate matrices are its views)
+    into = {}
+    fused = []
+    for i in range(c.n_layers):
+        b = f"blk.{i}."
+        wqkv = np.empty((d, q_out + 2 * kv_out), np.float32)
+        w13 = np.empty((d, 2 * f), np.float32)
+        into.update({b + "attn_q.weight": wqkv[:, :q_out], b + "attn_k.weight": wqkv[:, q_out:q_out + kv_out],
+                     b + "attn_v.weight": wqkv[:, q_out + kv_out:],
+                     b + "ffn_gate.weight": w13[:, :f], b + "ffn_up.weight": w13[:, f:]})
+        fused.append((wqkv, w13))
+
     def transposed(name):  # [out, in] as stored -> C-ordered [in, out]; vectors as they are
         a = gf.tensor(name)
+        if name in into:
+            into[name][...] = a.T
+            return into[name]
         return np.ascontiguousarray(a.T) if a.ndim == 2 else a
 
     # the largest first, so the two threads finish together
@@ -109,7 +127,8 @@ def llama_params(gf: GGUFFile, c: DecoderConfig, threads: int = 2) -> DecoderPar
                     w1=w(f"blk.{i}.ffn_gate.weight"), w2=w(f"blk.{i}.ffn_down.weight"),
                     w3=w(f"blk.{i}.ffn_up.weight"),
                     norm1=(arrays[f"blk.{i}.attn_norm.weight"], None),
-                    norm2=(arrays[f"blk.{i}.ffn_norm.weight"], None))
+                    norm2=(arrays[f"blk.{i}.ffn_norm.weight"], None),
+                    wqkv=fused[i][0], w13=fused[i][1])
         for i in range(c.n_layers))
     # The embedding is kept as [d, V] and used as its [V, d] view: the output head reads
     # it transposed (every token's logit), which is then a C-ordered matrix-vector product
