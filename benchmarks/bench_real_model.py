@@ -4,13 +4,17 @@
 
 Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores.
 Load time and memory are taken in fresh processes (each a cold Python, a warm page
-cache), so one load does not inflate the next. The machine is shared: medians.
+cache), so one load does not inflate the next. The machine is shared: medians, and each
+Decode row notes the BLAS thread setting and the load average when it started. With two
+OpenBLAS threads on two cores, a second busy process can stretch a step tenfold (each
+product waits for its descheduled second thread); OPENBLAS_NUM_THREADS=1 degrades gently.
 Needs `explorer model install smollm2`.
 """
 
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -54,6 +58,12 @@ def decode_times(model, position: int, steps: int) -> list[float]:
     return times[2:]                       # the first steps warm the caches
 
 
+def conditions() -> dict:
+    """What the timings depend on besides the code: BLAS threads (as set outside) and load."""
+    threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "unset"
+    return {"blas_threads": threads, "load_avg": os.getloadavg()[0]}
+
+
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--loads", type=int, default=3, help="fresh processes that load the model")
@@ -69,8 +79,9 @@ def main() -> None:
     assert len(prompt) == 64
     rows.append(summary("prefill 64 tokens", measure(lambda: model.prefill(prompt), repeat=7, warmup=1)))
     for position, target in ((10, "< 20 ms"), (500, "")):
+        before = conditions()
         rows.append(summary(f"decode at position {position}", decode_times(model, position, args.steps),
-                            target=target))
+                            target=target, **before))
     report(rows, args.json)
 
 
