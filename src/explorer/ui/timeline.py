@@ -1,6 +1,8 @@
 """Timeline: Prefill, Decode 1 … and the stop as a clickable strip, and the course's
 table (time, tokens fed in, positions, KV contents after, which logits choose the next
-token), filled row by row as the player advances. Visible and cached counts side by side."""
+token), filled row by row as the player advances. Visible and cached counts side by side,
+and how fast the Run was: time to first token (the Prefill) against time per output token
+(the mean Decode step), which is what a real model makes visible. Exports hide the times."""
 
 from __future__ import annotations
 
@@ -9,7 +11,7 @@ from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from ..i18n import add_messages
+from ..i18n import add_messages, tr
 from ..session.narration import finish_text
 from .panel import Panel
 from .theme import text_on
@@ -30,7 +32,31 @@ add_messages({
     "timeline.counts": {"en": "visible {visible}  ·  in cache {cache}", "zh": "可见 {visible}  ·  已进缓存 {cache}"},
     "timeline.forced": {"en": " (forced)", "zh": "（人为指定）"},
     "timeline.not_yet": {"en": "…", "zh": "…"},
+    "timeline.speed": {"en": "Prefill {prefill} ms ({n} tok) · Decode {decode} ms/token ≈ {rate} tok/s",
+                       "zh": "Prefill {prefill} ms（{n}个Token）· Decode 每个Token {decode} ms ≈ 每秒{rate}个Token"},
+    "timeline.speed.prefill_only": {"en": "Prefill {prefill} ms ({n} tok) · no Decode step",
+                                    "zh": "Prefill {prefill} ms（{n}个Token）· 没有Decode步骤"},
+    "timeline.speed.tip": {"en": "Time to first token (the Prefill forward) against time per output token "
+                                 "(the mean of the Decode forwards), measured when this run was computed",
+                           "zh": "首个Token的时间（Prefill前向）与每个输出Token的时间（Decode前向的平均值），"
+                                 "在计算这次运行时测得"},
 })
+
+
+def _ms(seconds: float) -> str:
+    ms = seconds * 1000
+    return f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}" if ms >= 1 else f"{ms:.2f}"
+
+
+def speed_text(run, lang: str) -> str:
+    """"Prefill 183 ms (64 tok) · Decode 27 ms/token ≈ 37 tok/s" from the steps' forward times."""
+    prefill, decodes = run.steps[0], run.steps[1:]
+    values = dict(prefill=_ms(prefill.seconds), n=len(prefill.input_ids))
+    if not decodes:
+        return tr("timeline.speed.prefill_only", lang, **values)
+    per_token = sum(s.seconds for s in decodes) / len(decodes)
+    rate = "∞" if per_token <= 0 else f"{1 / per_token:,.0f}" if per_token < 0.1 else f"{1 / per_token:.1f}"
+    return tr("timeline.speed", lang, decode=_ms(per_token), rate=rate, **values)
 
 
 class StepStrip(QWidget):
@@ -102,6 +128,9 @@ class TimelinePanel(Panel):
         font = self.counts.font()
         font.setBold(True)
         self.counts.setFont(font)
+        self.speed = QLabel()
+        self.speed.setObjectName("speed")
+        self._timings_visible = True
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -114,17 +143,24 @@ class TimelinePanel(Panel):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.strip)
         layout.addWidget(self.counts)
+        layout.addWidget(self.speed)
         layout.addWidget(self.table)
         self.refresh()
 
     def set_timings_visible(self, visible: bool) -> None:
-        """Exports hide the forward times: they differ from run to run."""
+        """Exports hide the forward times and the speed: they differ from run to run."""
+        self._timings_visible = visible
         self.table.setColumnHidden(self.COLUMNS.index("ms"), not visible)
+        self.speed.setVisible(visible)
 
     # -------------------------------------------------------------- reading (tests, export)
     def row_texts(self) -> list[list[str]]:
         return [[self.table.item(r, c).text() for c in range(self.table.columnCount())]
                 for r in range(self.table.rowCount())]
+
+    def speed_text(self) -> str:
+        """The speed line, or "" when hidden (exports)."""
+        return self.speed.text() if self._timings_visible else ""
 
     def chip_labels(self) -> list[str]:
         return list(self.strip._labels)
@@ -141,6 +177,8 @@ class TimelinePanel(Panel):
         t = self.theme
         self.strip.set_chips(labels, current, (t.processed, t.selected, t.background, t.text))
         self.counts.setText(self.tr("timeline.counts", visible=frame.visible_count, cache=frame.cache_len))
+        self.speed.setText(speed_text(run, s.lang))
+        self.speed.setToolTip(self.tr("timeline.speed.tip"))
 
         shown = [] if frame.step is None else run.steps[:frame.step + 1]
         rows = []
