@@ -239,3 +239,20 @@ def test_the_chat_template_wraps_the_typed_prompt_and_the_box_keeps_the_text(qtb
     wait_idle(qtbot, real)
     assert s.prompt_ids == plain and real.prompt_edit.text() == text
     assert real.errors == []
+
+
+def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
+    w = build_window(settings_path=str(tmp_path / "settings.ini"))
+    qtbot.addWidget(w)
+    menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator()]
+    assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Open GGUF…"]
+    assert not w.model_picker.is_enabled("smollm2") and not w.model_actions["smollm2"].isEnabled()
+    tip = "Not installed. Install it with: explorer model install smollm2"
+    assert w.model_picker.tooltip("smollm2") == tip and w.model_actions["smollm2"].toolTip() == tip
+    w.choose_model("smollm2")                      # were it chosen anyway: reported, nothing changes
+    wait_idle(qtbot, w)
+    assert "explorer model install smollm2" in w.errors[-1] and w.session.model.name == "teaching"
+    w.set_lang("zh")
+    assert w.model_picker.tooltip("smollm2") == "未安装。安装命令：explorer model install smollm2"
+    assert w.menus["model"].title() == "模型(&M)"
