@@ -60,6 +60,7 @@ def first_frame(session, kind):
 
 def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbot, window):
     picker, s = window.model_picker, window.session
+    assert s.in_lesson and s.config.mode == "greedy"
     assert picker.keys()[:2] == ["teaching", "smollm2"] and picker.is_enabled("smollm2")
     assert picker.current_key() == "teaching" and s.runner is None     # the teaching model: at once
     pick(window, "smollm2")
@@ -68,6 +69,7 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
     assert window.work_label.text().startswith("Loading SmolLM2")
     wait_idle(qtbot, window)
     assert window.errors == [] and s.model.name == "smollm2"
+    assert not s.in_lesson and window.lesson is None           # the lesson's words were about 我爱
     assert s.runner is window.runner and not s.check_recompute
     assert picker.current_key() == "smollm2" and window.model_actions["smollm2"].isChecked()
     assert not window.work_bar.isVisible() and not window.cancel_button.isVisible()
@@ -94,6 +96,7 @@ def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
     assert not real.working and real.session.runner is None    # no background: it was instant
     assert real.session.model.name == "teaching" and real.session.prompt_ids == (1, 2)
     assert real.session.run.output_ids == (3, 5, 6) and real.session.check_recompute
+    assert [f.kind for f in real.session.frames][:3] == ["input", "prefill", "pick"]   # a free run
     assert not real.chat_shown
 
 

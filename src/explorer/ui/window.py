@@ -28,6 +28,7 @@ from ..lessons import Lesson, load_lesson
 from ..lessons.models import CONTEXT, logits_model
 from ..models import MODELS, TEACHING, default_prompt, load_model
 from ..session import Session
+from ..session.session import Scenario
 from . import export_actions
 from .attention import AttentionPanel
 from .beam_panel import BeamPanel
@@ -602,7 +603,8 @@ class MainWindow(QMainWindow):
         self.report_error(error_message(exc, tb))
 
     def _model_loaded(self, key: str, model) -> None:
-        """Switch the session to a loaded model, on its default prompt."""
+        """Switch the session to a loaded model, on its default prompt. A lesson playing is
+        left first (its frames' words would be wrong about another model)."""
         was_loading, self._loading = self._loading, None
         if was_loading is not None:
             self._hide_work()
@@ -613,6 +615,11 @@ class MainWindow(QMainWindow):
             self.report_error(str(exc))
             self._sync_models()
             return
+        if self.session.in_lesson:
+            # the lesson's words are about its own model: leave it for a free run, settings kept
+            s = self.session
+            s.play((Scenario(s.model, s.prompt_ids, s.config),))
+            self.lesson = None
         old = self._typed, dict(self._models), self._opened
         self._typed = (text, ids) if chat else None
         self.remember_model(key, model)
