@@ -154,11 +154,13 @@ class AttentionPanel(Panel):
         self._build_plot()
         layout = QVBoxLayout(self)
         controls = QHBoxLayout()
-        for w in (self.layer_picker, self.head_picker, self._kv_note):
+        for w in (self.layer_picker, self.head_picker):
             controls.addWidget(w)
         controls.addStretch(1)
         controls.addWidget(self.full_matrix_toggle)
         layout.addLayout(controls)
+        self._kv_note.setWordWrap(True)      # its own line: a long note must not widen the dock
+        layout.addWidget(self._kv_note)
         layout.addWidget(self._caption)
         layout.addWidget(self._plot_widget, 1)
         layout.addWidget(self._legend)
