@@ -24,7 +24,6 @@ term only (per language), so a match never has two meanings.
 from __future__ import annotations
 
 import re
-import tomllib
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -113,25 +112,14 @@ def _pattern(word: str) -> re.Pattern:
 # ---------------------------------------------------------------------------- loading
 
 class _GlossaryReader(_Reader):
-    def fail(self, where: str, problem: str):
-        raise GlossaryError(f"{self.name}: {where}: {problem}" if where else f"{self.name}: {problem}")
+    error = GlossaryError
 
 
 def load_glossary(path: Path | str | None = None) -> Glossary:
     """Read and check a glossary file (default: the shipped one)."""
     path = glossary_path() if path is None else Path(path)
     r = _GlossaryReader(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        r.fail("", "file not found")
-    except (OSError, UnicodeDecodeError) as exc:
-        r.fail("", f"cannot read ({exc})")
-    except tomllib.TOMLDecodeError as exc:
-        r.fail("", f"not valid TOML: {exc}")
-    r.table(data, "", ("format", "version", "terms"), ("format", "version", "terms"))
-    if data["format"] != FORMAT or data["version"] != VERSION:
-        r.fail("format", f"expected format = {FORMAT!r} and version = {VERSION}")
+    data = r.read(path, FORMAT, VERSION, ("format", "version", "terms"), ("format", "version", "terms"))
     if not isinstance(data["terms"], list) or not data["terms"]:
         r.fail("terms", "expected at least one [[terms]] table")
     terms, seen_ids = [], {}

@@ -100,11 +100,30 @@ class Lesson:
 # ---------------------------------------------------------------------------- parsing
 
 class _Reader:
+    """Key-by-key checks of a TOML file; every problem raises `error` naming the file and key."""
+
+    error = LessonError
+
     def __init__(self, path: Path):
         self.name = path.name
 
     def fail(self, where: str, problem: str):
-        raise LessonError(f"{self.name}: {where}: {problem}" if where else f"{self.name}: {problem}")
+        raise self.error(f"{self.name}: {where}: {problem}" if where else f"{self.name}: {problem}")
+
+    def read(self, path: Path, format_name: str, version: int, known: tuple, required: tuple) -> dict:
+        """The parsed file, its top-level keys and its format line checked."""
+        try:
+            data = tomllib.loads(path.read_text(encoding="utf-8"))
+        except FileNotFoundError:
+            self.fail("", "file not found")
+        except (OSError, UnicodeDecodeError) as exc:
+            self.fail("", f"cannot read ({exc})")
+        except tomllib.TOMLDecodeError as exc:
+            self.fail("", f"not valid TOML: {exc}")
+        self.table(data, "", known, required)
+        if data["format"] != format_name or data["version"] != version:
+            self.fail("format", f"expected format = {format_name!r} and version = {version}")
+        return data
 
     def table(self, value, where: str, known: tuple[str, ...], required: tuple[str, ...] = ()) -> dict:
         if not isinstance(value, dict):
@@ -145,17 +164,7 @@ SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
 def parse_lesson(path: Path) -> Lesson:
     r = _Reader(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        r.fail("", "file not found")
-    except (OSError, UnicodeDecodeError) as exc:
-        r.fail("", f"cannot read ({exc})")
-    except tomllib.TOMLDecodeError as exc:
-        r.fail("", f"not valid TOML: {exc}")
-    r.table(data, "", TOP_KEYS, ("format", "version", "title", "summary", "model", "frames"))
-    if data["format"] != FORMAT or data["version"] != VERSION:
-        r.fail("format", f"expected format = {FORMAT!r} and version = {VERSION}")
+    data = r.read(path, FORMAT, VERSION, TOP_KEYS, ("format", "version", "title", "summary", "model", "frames"))
     base = _scenario_spec(r, data, "", None)
     scenarios = [("base", base)]
     for i, sd in enumerate(data.get("scenarios", [])):
