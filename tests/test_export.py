@@ -13,6 +13,7 @@ from PySide6.QtGui import QFont, QFontMetrics, QImage
 
 from explorer.cli import main
 from explorer.export.spec import PANELS
+from explorer.lessons import lesson_names
 from explorer.ui.fonts import CJK_FAMILY, register_fonts
 
 N_FRAMES = 10         # the default lesson, 我爱 to EOS
@@ -235,3 +236,12 @@ def test_window_export_to_an_unwritable_place_is_reported(window, tmp_path):
     window.ask_export_frame = lambda: FrameChoice(blocker / "slide.png")
     window.actions["export_frame"].trigger()
     assert window.errors and "file.txt" in window.errors[-1]
+
+
+@pytest.mark.parametrize("lesson", lesson_names())
+def test_every_lesson_exports_a_deck_of_all_its_frames(qapp, capsys, tmp_path, lesson):
+    from explorer.lessons import load_lesson
+    frames = len(load_lesson(lesson).build_session().frames)
+    code, printed, err = export(capsys, "--lesson", lesson, "--format", "pdf", "--out", str(tmp_path))
+    assert code == 0, err
+    assert pdf_pages(tmp_path / f"{lesson}.pdf") == frames
