@@ -34,12 +34,15 @@ def whole_command(runs: int) -> list[float]:
 def in_process(runs: int):
     """(seconds per frame of the export job, seconds per frame of grab().save), same window."""
     from PySide6.QtWidgets import QApplication
-    from explorer.cli_export import export_session
+    from explorer.export.job import export_session
     from explorer.export.spec import ExportSpec
     from explorer.lessons import default_lesson
     from explorer.ui.settings import Settings
     from explorer.ui.window import MainWindow
 
+    from explorer.ui.fonts import apply_app_font
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    apply_app_font(app)
     lesson = default_lesson()
     job, floor = [], []
     with tempfile.TemporaryDirectory() as tmp:
@@ -49,7 +52,6 @@ def in_process(runs: int):
             start = time.perf_counter()
             export_session(session, ExportSpec(Path(tmp) / "job", ("png", "pdf")), lesson.id, "bench")
             job.append((time.perf_counter() - start) / n)
-        app = QApplication.instance()
         window = MainWindow(lesson.build_session(), Settings(str(Path(tmp) / "s.ini")))
         window.resize(1920, 1080)
         window.show()

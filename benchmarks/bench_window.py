@@ -44,13 +44,16 @@ def cold_start(cmd: list[str], n: int) -> list[float]:
 
 def repaint_times(window, slider, values) -> list[float]:
     """Seconds from a slider value change until every panel has painted (the value change
-    reruns the session and every panel redraws; processEvents runs the queued paints)."""
+    reruns the session, in a worker thread for a big model, and every panel redraws;
+    processEvents runs the queued paints)."""
     from PySide6.QtWidgets import QApplication
     times = []
     for v in values:
         start = time.perf_counter()
         slider.setValue(int(v))
         QApplication.processEvents()
+        while window.working or window.session.behind:      # a big model computes off the UI thread
+            QApplication.processEvents()
         times.append(time.perf_counter() - start)
     return times
 
@@ -84,14 +87,20 @@ def main() -> None:
 
     from PySide6.QtWidgets import QApplication
     qt_app = QApplication.instance() or QApplication(sys.argv[:1])
+    from explorer.models import installed_path
     from explorer.ui.app import build_window
     with tempfile.TemporaryDirectory() as tmp:
-        teaching = build_window(settings_path=str(Path(tmp) / "a.ini"))
-        large = large_vocab_window(str(Path(tmp) / "b.ini"))
-        for name, window in (("teaching model (V=7)", teaching), ("49,152-entry vocabulary", large)):
+        cases = [("teaching model (V=7)", build_window(settings_path=str(Path(tmp) / "a.ini"))),
+                 ("49,152-entry vocabulary (random d 8)", large_vocab_window(str(Path(tmp) / "b.ini")))]
+        if installed_path("smollm2") is not None:
+            cases.append(("SmolLM2-135M, 4 new tokens", build_window(settings_path=str(Path(tmp) / "c.ini"),
+                                                                      model="smollm2")))
+        for name, window in cases:
             window.resize(1600, 960)
             window.show()
-            window.session.set_sampling(mode="sample")
+            window.session.set_sampling(mode="sample", max_new_tokens=4)
+            while window.working or window.session.behind:
+                qt_app.processEvents()
             window.session.go(2)                                  # the first pick frame
             qt_app.processEvents()
             slider = window.panels["controls"].temperature_slider
