@@ -6,6 +6,7 @@ it shows the definition and selects the term in the glossary panel."""
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from html import escape
 
 from PySide6.QtCore import QUrl, Signal
@@ -57,19 +58,7 @@ class ExplanationPanel(Panel):
 
     # ------------------------------------------------------------------ glossary terms
     def _marked(self, text: str, lang: str) -> str:
-        """`text` as HTML with the first mention of each glossary term made a dotted link."""
-        g = glossary()
-        if g is None:
-            return escape(text)
-        out, at, seen = [], 0, set()
-        for start, end, term_id in g.find(text, lang):
-            if term_id in seen:
-                continue
-            seen.add(term_id)
-            out += [escape(text[at:start]),
-                    f"<a href='{TERM_SCHEME}:{term_id}' style='color:{self.theme.text}'>{escape(text[start:end])}</a>"]
-            at = end
-        return "".join(out) + escape(text[at:])
+        return marked_html(text, lang, self.theme.text)
 
     def _dot_term_links(self) -> None:
         """Term links get a dotted underline (Qt's HTML import knows only solid ones)."""
@@ -138,3 +127,21 @@ class ExplanationPanel(Panel):
         self.last_tip = self.term_tip(term_id)
         if self.last_tip:
             QToolTip.showText(QCursor.pos(), self.last_tip, self.view)
+
+
+@lru_cache(maxsize=512)
+def marked_html(text: str, lang: str, color: str) -> str:
+    """`text` as HTML with the first mention of each glossary term made a dotted link.
+    Cached: a slider drag redraws the same explanation many times."""
+    g = glossary()
+    if g is None:
+        return escape(text)
+    out, at, seen = [], 0, set()
+    for start, end, term_id in g.find(text, lang):
+        if term_id in seen:
+            continue
+        seen.add(term_id)
+        out += [escape(text[at:start]),
+                f"<a href='{TERM_SCHEME}:{term_id}' style='color:{color}'>{escape(text[start:end])}</a>"]
+        at = end
+    return "".join(out) + escape(text[at:])

@@ -97,4 +97,8 @@ class PlayerPanel(Panel):
         if self.dwell.suffix() != self.tr("player.seconds"):   # setSuffix always relayouts
             self.dwell.setSuffix(self.tr("player.seconds"))
         self.counter.setText(self.tr("player.counter", i=s.cursor + 1, n=len(s.frames)))
+        # two lines, fixed: a new title (a slider moves its probability) must not relayout the window
+        lines = 2 * self.title.fontMetrics().lineSpacing() + 4
+        if self.title.maximumHeight() != lines:
+            self.title.setFixedHeight(lines)
         self.title.setText(frame_title(s.frame, s.run, s.model.vocab, s.lang))

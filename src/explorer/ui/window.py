@@ -520,7 +520,9 @@ class MainWindow(QMainWindow):
         self.prompt_label.setText(tr("logits.label" if logits else "prompt.label", lang))
         self.prompt_edit.setToolTip(tr("logits.tip" if logits else "prompt.tip", lang))
         if force or not self.prompt_edit.hasFocus():
-            self.prompt_edit.setText(self._logits_text() if logits else self._shown_prompt_text())
+            text = self._logits_text() if logits else self._shown_prompt_text()
+            if text != self.prompt_edit.text():          # a line edit repaints even for the same text
+                self.prompt_edit.setText(text)
         self.model_label.setText(tr("model.label", lang, n=f"{len(vocab):,}"))
         self.chat_check.setText(tr("chat.label", lang))
         self.chat_check.setToolTip(tr("chat.tip", lang))
