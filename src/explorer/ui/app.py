@@ -60,6 +60,11 @@ def run_app(args) -> int:
         print(f"explorer: error: {exc}", file=sys.stderr)
         return 2
     install_error_hook(window)
-    window.resize(1600, 960)
-    window.show()
+    if window.settings["geometry"].isEmpty():
+        # first start: the whole screen, as a projector wants it (sized too, for desktops
+        # whose window manager does not maximise)
+        window.resize(app.primaryScreen().availableGeometry().size())
+        window.showMaximized()
+    else:
+        window.show()                    # where the teacher left it
     return app.exec()
