@@ -173,7 +173,8 @@ def _softmax(values: np.ndarray) -> np.ndarray:  # (n,) -> (n,)
     if top == np.inf:
         probs = (values == top).astype(np.float64)
     else:
-        probs = values - top
+        with np.errstate(over="ignore"):      # a huge gap (T near 0) becomes -inf: probability 0
+            probs = values - top
         np.exp(probs, out=probs)
     probs /= probs.sum()
     return probs
