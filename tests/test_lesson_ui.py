@@ -2,8 +2,6 @@
 point to panels, the glossary, the beam tree and the logits editor (offscreen, real widgets,
 dialogs injected)."""
 
-import math
-from pathlib import Path
 
 import numpy as np
 import pytest

@@ -138,6 +138,6 @@ class BeamPanel(Panel):
         lines = [self.tr("beam.final")]
         lines += [self.tr("beam.beam_line", i=i, pieces=pieces(h.ids), p=_num(h.prob))
                   for i, h in enumerate(result.beams, 1)]
-        lines.append(f"◆ " + self.tr("beam.greedy_line", pieces=pieces(result.greedy.ids),
+        lines.append("◆ " + self.tr("beam.greedy_line", pieces=pieces(result.greedy.ids),
                                        p=_num(result.greedy.prob)))
         self.final.setText("\n".join(lines))
