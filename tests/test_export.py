@@ -245,3 +245,11 @@ def test_every_lesson_exports_a_deck_of_all_its_frames(qapp, capsys, tmp_path, l
     code, printed, err = export(capsys, "--lesson", lesson, "--format", "pdf", "--out", str(tmp_path))
     assert code == 0, err
     assert pdf_pages(tmp_path / f"{lesson}.pdf") == frames
+
+
+def test_export_a_free_run_of_the_real_model(qapp, capsys, tmp_path):
+    code, printed, err = export(capsys, "--model", "smollm2", "--max-new-tokens", "2", "--frames", "3",
+                                "--format", "png,json", "--out", str(tmp_path))
+    assert code == 0, err
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["03-pick-step0.png", "smollm2-run.json"]
+    assert json.loads((tmp_path / "smollm2-run.json").read_text(encoding="utf-8"))["output_ids"][0] == 7042

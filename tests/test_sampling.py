@@ -377,3 +377,11 @@ def test_inverse_cdf_on_a_flat_49k_distribution_matches_a_full_ruler():
         dist = distribution(logits, SamplingConfig(mode="sample", seed=3), step=step)
         k = int(np.searchsorted(dist.ruler_hi, dist.u, side="right"))
         assert dist.selected_id == dist.ruler_ids[k]
+
+
+def test_sample_on_a_real_models_next_token(capsys):
+    from explorer.cli import main
+    assert main(["sample", "--model", "smollm2", "--prompt", "The capital of France is",
+                 "--temperature", "0.7", "--top-k", "5", "--top", "6", "--lang", "zh"]) == 0
+    out = capsys.readouterr().out
+    assert "' Paris'" in out and "Token片段" in out and out.count("\n7042 ") >= 1

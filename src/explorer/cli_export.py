@@ -7,10 +7,12 @@ import os
 import sys
 from pathlib import Path
 
+from .cli_prompt import add_prompt_flags, model_from_args, prompt_ids
 from .cli_sample import add_sampling_flags, sampling_changes
 from .core.errors import ExplorerError
 from .export.spec import FORMATS, PANELS, THEMES, ExportSpec, parse_formats, parse_frames, parse_size
 from .lessons import DEFAULT_LESSON_ID, lesson_names, load_lesson
+from .session import Session
 
 
 def add_parser(subparsers) -> None:
@@ -33,18 +35,25 @@ def add_parser(subparsers) -> None:
     p.add_argument("--intermediates", action="store_true",
                    help="with --format json: every intermediate value of every forward pass")
     p.add_argument("--list", action="store_true", help="list lessons, panels and the lesson's frames")
+    add_prompt_flags(p)
     add_sampling_flags(p, default_mode=None)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
-    lesson = load_lesson(args.lesson)
-    session = lesson.build_session()
+    if args.model is not None:            # a free run of a model instead of a lesson
+        model = model_from_args(args)
+        session = Session(model, prompt_ids(args, model), check_recompute=False)
+        deck_id, deck_title = model.name, model.name
+    else:
+        lesson = load_lesson(args.lesson)
+        session = lesson.build_session()
+        deck_id, deck_title = lesson.id, lesson.title_in(args.lang)
     changes = sampling_changes(args)
     if changes:
         session.set_sampling(**changes)
     if args.list:
-        print(_listing(lesson, session, args.lang))
+        print(_listing(deck_id, deck_title, session, args.lang))
         return 0
     if args.out is None:
         raise ExplorerError("--out is required: the folder to write into")
@@ -64,7 +73,7 @@ def run(args) -> int:
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_app_font(app)
     try:
-        paths = export_session(session, spec, lesson.id, lesson.title_in(spec.lang))
+        paths = export_session(session, spec, deck_id, deck_title)
     except OSError as exc:
         raise ExplorerError(f"{spec.out_dir}: writing failed ({exc.strerror or exc}); nothing was written") from None
     for path in paths:
@@ -72,11 +81,11 @@ def run(args) -> int:
     return 0
 
 
-def _listing(lesson, session, lang: str) -> str:
+def _listing(deck_id: str, title: str, session, lang: str) -> str:
     from .session.narration import frame_title
     lines = ["lessons:"] + [f"  {name}" for name in lesson_names()]
     lines += ["panels:"] + [f"  {p}" for p in PANELS]
-    lines += [f"frames of {lesson.id!r} ({lesson.title_in(lang)}):"]
+    lines += [f"frames of {deck_id!r} ({title}):"]
     for i, frame in enumerate(session.frames):
         run, model = session.run_at(i)
         lines.append(f"  {i + 1:2d}  {frame_title(frame, run, model.vocab, lang)}")

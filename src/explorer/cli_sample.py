@@ -27,7 +27,7 @@ _CONFIG_FLAGS = ("mode", "temperature", "top_k", "top_p", "min_p", "repetition_p
 _TEXT = {
     "en": {
         "stage": "Stage {n}: {name}", "off": "(off)",
-        "id": "id", "logit": "logit", "prob": "probability", "status": "status",
+        "id": "id", "piece": "piece", "logit": "logit", "prob": "probability", "status": "status",
         "kept": "kept", "removed_by": "removed by {name}",
         "u": "u = {u}", "greedy": "no draw: greedy choice (argmax of the final logits)",
         "ruler": "ruler (cumulative intervals [lo, hi)):", "here": "<- u",
@@ -35,7 +35,7 @@ _TEXT = {
     },
     "zh": {
         "stage": "阶段 {n}：{name}", "off": "（未启用）",
-        "id": "编号", "logit": "分数(logit)", "prob": "概率", "status": "状态",
+        "id": "编号", "piece": "Token片段", "logit": "分数(logit)", "prob": "概率", "status": "状态",
         "kept": "保留", "removed_by": "被{name}移除",
         "u": "u = {u}", "greedy": "不抽样：贪心选择（取最终 logits 的最大值）",
         "ruler": "累积区间 [lo, hi)：", "here": "<- u 落在这里",
@@ -94,7 +94,13 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--logits", help="comma-separated logits, e.g. 2,1,0 (-inf = already removed)")
     src.add_argument("--probs", help="comma-separated probabilities summing to 1, e.g. 0.55,0.25,0.15,0.05")
-    p.add_argument("--seen", default="", help="ids already in the text, for --repetition-penalty, e.g. 0,1")
+    src.add_argument("--model", help="the next-token logits of a model after --prompt: "
+                                     "teaching | smollm2 | a .gguf file")
+    p.add_argument("--prompt", help="with --model: the text before the next token (default: the model's)")
+    p.add_argument("--chat", action="store_true", help="with --model: wrap --prompt in the chat template")
+    p.add_argument("--top", type=int, default=20, help="with --model: candidates per table (default 20)")
+    p.add_argument("--seen", default="", help="ids already in the text, for --repetition-penalty, e.g. 0,1 "
+                                              "(with --model: the prompt)")
     p.add_argument("--step", type=int, default=0, help="step index: which u to draw (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the tables")
@@ -107,8 +113,13 @@ def run(args: argparse.Namespace) -> int:
     """Print the stages and the pick; 2 (with a message on stderr) for bad values."""
     try:
         config = config_from_args(args)
-        logits = _logits_from_args(args)
         seen = [int(x) for x in parse_numbers(args.seen, "--seen", int)]
+        vocab = None
+        if args.model is not None:
+            logits, vocab, prompt = _model_logits(args)
+            seen = seen or prompt
+        else:
+            logits = _logits_from_args(args)
         dist = distribution(logits, config, seen_ids=seen, step=args.step)
     except ExplorerError as err:
         print(f"explorer sample: error: {err}", file=sys.stderr)
@@ -116,8 +127,18 @@ def run(args: argparse.Namespace) -> int:
     if args.json:
         print(json.dumps(to_json(dist, config), ensure_ascii=False, allow_nan=False))
     else:
-        print(format_distribution(dist, args.lang))
+        print(format_distribution(dist, args.lang, vocab, args.top if vocab is not None else None))
     return 0
+
+
+def _model_logits(args):
+    """(logits [V] of the last prompt position, the vocabulary, the prompt ids)."""
+    from .cli_prompt import model_from_args, prompt_ids
+    args.prompt_ids = None
+    model = model_from_args(args)
+    ids = prompt_ids(args, model)
+    trace, _ = model.prefill(ids)
+    return trace.last_logits, model.vocab, ids
 
 
 def parse_numbers(text: str, flag: str, kind=float) -> list:
@@ -155,10 +176,12 @@ def _stage_label(name: str, lang: str) -> str:
     return _STAGE_LABEL_ZH.get(name, name) if lang == "zh" else name
 
 
-def format_distribution(dist: Distribution, lang: str = "en") -> str:
-    """Every stage as a table, then u, the ruler and the selected id."""
+def format_distribution(dist: Distribution, lang: str = "en", vocab=None, top: int | None = None) -> str:
+    """Every stage as a table, then u, the ruler and the selected id. With a vocabulary the
+    pieces are shown; with `top`, only the most likely candidates (a real model's 49k)."""
     text = _TEXT[lang]
     blocks = []
+    shown = range(dist.raw_logits.size) if top is None else [int(i) for i in dist.top(top, 0)]
     for n, stage in enumerate(dist.stages, start=1):
         title = text["stage"].format(n=n, name=_stage_label(stage.name, lang))
         if stage.note:
@@ -166,15 +189,22 @@ def format_distribution(dist: Distribution, lang: str = "en") -> str:
         if not stage.active:
             title += " " + text["off"]
         rows = []
-        for i in range(stage.logits.size):
+        for i in shown:
             status = (text["kept"] if stage.kept[i] else
                       text["removed_by"].format(name=_stage_label(dist.removed_by[i], lang)))
-            rows.append([i, _fixed(stage.logits[i]), _fixed(stage.probs[i]), status])
-        headers = [text["id"], text["logit"], text["prob"], text["status"]]
-        blocks.append(title + "\n" + format_table(headers, rows, align_right=(0, 1, 2)))
+            piece = [] if vocab is None else [repr(vocab.display_piece(i))]
+            rows.append([i, *piece, _fixed(stage.logits[i]), _fixed(stage.probs[i]), status])
+        headers = [text["id"], *([] if vocab is None else [text["piece"]]),
+                   text["logit"], text["prob"], text["status"]]
+        numeric = (0, 1, 2) if vocab is None else (0, 2, 3)
+        blocks.append(title + "\n" + format_table(headers, rows, align_right=numeric))
 
     lines = [text["greedy"] if dist.u is None else text["u"].format(u=_fixed(dist.u)), text["ruler"]]
-    for i, lo, hi in zip(dist.ruler_ids, dist.ruler_lo, dist.ruler_hi):
+    ruler = list(zip(dist.ruler_ids, dist.ruler_lo, dist.ruler_hi))
+    if top is not None:
+        chosen = next((k for k, (i, _, _) in enumerate(ruler) if i == dist.selected_id), 0)
+        ruler = ruler[:max(top, chosen + 1)]
+    for i, lo, hi in ruler:
         here = dist.u is not None and lo <= dist.u < hi
         lines.append(f"  {text['id']} {i}: [{_fixed(lo)}, {_fixed(hi)})" + (f"  {text['here']}" if here else ""))
     lines.append(text["selected"].format(id=dist.selected_id))

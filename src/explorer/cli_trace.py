@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import json
 
-from .cli_sample import add_sampling_flags, parse_numbers, sampling_changes
+from .cli_prompt import add_prompt_flags, model_from_args, prompt_ids
+from .cli_sample import add_sampling_flags, sampling_changes
 from .core.beam import format_tree
-from .core.bpe import BPEVocabulary, chat_prompt
 from .core.errors import ExplorerError, SettingError
 from .core.generate import Run
 from .core.run_dict import run_to_dict
@@ -14,7 +14,6 @@ from .core.teaching import load_teaching_model
 from .core.vocab import Vocabulary
 from .i18n import tr
 from .lessons import load_lesson
-from .models import default_prompt, load_model
 from .session import Session
 from .session.narration import finish_text
 from .texttable import format_table
@@ -26,12 +25,8 @@ def add_parser(subparsers) -> None:
         description="Run the model on a prompt and print each step: tokens fed in, positions, "
                     "KV cache contents, which logits chose the next token, and how far the "
                     "cached step is from a full recomputation.")
-    src = p.add_mutually_exclusive_group()
-    src.add_argument("--prompt", help="prompt text, tokenised with the model's vocabulary (default 我爱)")
-    src.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
+    add_prompt_flags(p)
     p.add_argument("--params", help="parameter file (default: the teaching model)")
-    p.add_argument("--model", help="teaching | smollm2 | a .gguf file (see: explorer model list)")
-    p.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
     p.add_argument("--no-check", action="store_true",
                    help="skip the comparison of every step with a full recomputation (faster on big models)")
     p.add_argument("--lesson", help="trace every scenario of a lesson (a name or a .toml file)")
@@ -51,8 +46,8 @@ def _session(args) -> Session:
     else:
         if args.model is not None and args.params is not None:
             raise ExplorerError("give --model or --params, not both")
-        model = load_model(args.model) if args.model is not None else load_teaching_model(args.params)
-        session = Session(model, _prompt_ids(args, model), check_recompute=not args.no_check)
+        model = load_teaching_model(args.params) if args.params is not None else model_from_args(args)
+        session = Session(model, prompt_ids(args, model), check_recompute=not args.no_check)
     changes = sampling_changes(args)
     if changes:
         session.set_sampling(**changes)
@@ -74,21 +69,6 @@ def run(args) -> int:
         blocks.append(format_tree(beam, vocab, args.lang) if beam is not None else format_run(run, vocab, args.lang))
     print("\n\n".join(blocks))
     return 0
-
-
-def _prompt_ids(args, model) -> list[int]:
-    vocab = model.vocab
-    if args.prompt_ids is not None:
-        ids = parse_numbers(args.prompt_ids, "--prompt-ids", int)
-        if not ids:
-            raise ExplorerError("--prompt-ids is empty: expected at least one id")
-        return vocab.check_ids(ids, "--prompt-ids")
-    text = default_prompt(model) if args.prompt is None else args.prompt
-    if args.chat:
-        if not isinstance(vocab, BPEVocabulary):
-            raise ExplorerError(f"--chat: the model {model.name!r} has no chat template")
-        text = chat_prompt(text)
-    return vocab.encode(text)
 
 
 def parse_forces(items) -> dict[int, int]:

@@ -1,0 +1,38 @@
+"""The flags that choose a model and a prompt, shared by trace, sample and export."""
+
+from __future__ import annotations
+
+from .cli_sample import parse_numbers
+from .core.bpe import BPEVocabulary, chat_prompt
+from .core.errors import ExplorerError
+from .models import default_prompt, load_model
+
+
+def add_prompt_flags(parser, model_required: bool = False) -> None:
+    source = parser.add_mutually_exclusive_group()
+    source.add_argument("--prompt", help="prompt text, tokenised with the model's vocabulary "
+                                         "(default: 我爱, or a sentence for a real model)")
+    source.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
+    parser.add_argument("--model", required=model_required,
+                        help="teaching | smollm2 | a .gguf file (see: explorer model list)")
+    parser.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
+
+
+def model_from_args(args):
+    return load_model(args.model or "teaching")
+
+
+def prompt_ids(args, model) -> list[int]:
+    """The prompt the flags give, encoded with the model's vocabulary."""
+    vocab = model.vocab
+    if args.prompt_ids is not None:
+        ids = parse_numbers(args.prompt_ids, "--prompt-ids", int)
+        if not ids:
+            raise ExplorerError("--prompt-ids is empty: expected at least one id")
+        return vocab.check_ids(ids, "--prompt-ids")
+    text = default_prompt(model) if args.prompt is None else args.prompt
+    if args.chat:
+        if not isinstance(vocab, BPEVocabulary):
+            raise ExplorerError(f"--chat: the model {model.name!r} has no chat template")
+        text = chat_prompt(text)
+    return vocab.encode(text)
