@@ -383,13 +383,12 @@ class Session:
                 beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
                                        s.config.max_new_tokens, s.config.length_penalty,
                                        s.model.vocab.eos_id)
+        derived = {s: frames_of_run(runs[s]) for s in dict.fromkeys(effective)}   # once per scenario
         frames, owners = [], []
         if not plans:
-            derived = frames_of_run(runs[effective[0]])
-            frames, owners = list(derived), [0] * len(derived)
+            frames, owners = list(derived[effective[0]]), [0] * len(derived[effective[0]])
         for i, plan in enumerate(plans):
-            derived = frames_of_run(runs[effective[plan.scenario]])
-            frames.append(replace(_pick(derived, plan, i, strict), **plan.extras))
+            frames.append(replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,
                        effective, runs, beams, tuple(frames), tuple(owners))

@@ -205,6 +205,7 @@ class MainWindow(QMainWindow):
         self.load_model = load_model                 # (key) -> model; runs off the UI thread
         self._models: dict[str, object] = {}         # key -> loaded model (the teaching one, the last big one)
         self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
+        self._models_synced_for = None               # what the picker last showed
         self._loading: str | None = None             # key of the model being loaded
         self._typed: tuple[str, tuple[int, ...]] | None = None   # (text typed, its chat-wrapped ids)
         self.jobs = Jobs(self)
@@ -528,7 +529,12 @@ class MainWindow(QMainWindow):
         self.chat_check.setToolTip(tr("chat.tip", lang))
         self._chat_action.setVisible(self.chat_available(self.session.model) and not logits)
         self.model_picker_label.setText(tr("model.picker", lang))
-        self._sync_models()
+        # the choices look at the model files: only when something they show has changed,
+        # not on every slider tick
+        key = (self.session.requested_model, lang, self._opened, self._loading is None)
+        if key != self._models_synced_for:
+            self._models_synced_for = key
+            self._sync_models()
 
     # ------------------------------------------------------------------ models
     def _current_model_key(self) -> str:
@@ -536,7 +542,7 @@ class MainWindow(QMainWindow):
         for key, known in self._models.items():
             if known is model:
                 return key
-        return TEACHING if model.name == TEACHING else OTHER
+        return model.name if model.name == TEACHING or model.name in MODELS else OTHER
 
     def remember_model(self, key: str, model) -> None:
         """`model` was loaded from `key` (a name or a .gguf path): the picker offers and marks it.
