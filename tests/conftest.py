@@ -16,3 +16,18 @@ def window(qtbot, tmp_path):
     w.show()
     qtbot.waitExposed(w)
     return w
+
+
+@pytest.fixture
+def app_font_size(qapp):
+    """Call with a point size to set the application font (as zoom does); restored afterwards."""
+    before = qapp.font()
+
+    def set_size(points: float) -> None:
+        font = qapp.font()
+        font.setPointSizeF(points)
+        qapp.setFont(font)
+        qapp.processEvents()
+
+    yield set_size
+    qapp.setFont(before)

@@ -6,7 +6,6 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtWidgets import QApplication
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.sampling import SamplingConfig
@@ -180,17 +179,9 @@ def test_the_image_item_is_updated_in_place(panel, session):
     assert panel._image is item and panel.image_array().shape == (4, 4)
 
 
-def test_text_follows_the_application_font(panel, session):
+def test_text_follows_the_application_font(panel, session, app_font_size):
     session.next()
-    app = QApplication.instance()
-    before = app.font()
-    bigger = app.font()
-    bigger.setPointSizeF(24)
-    try:
-        app.setFont(bigger)
-        QApplication.processEvents()
-        assert panel.full_matrix_toggle.font().pointSizeF() == 24
-        assert panel.tick_labels() == (["我·0", "爱·1"], ["我·0", "爱·1"])
-    finally:
-        app.setFont(before)
+    app_font_size(24)
+    assert panel.full_matrix_toggle.font().pointSizeF() == 24
+    assert panel.tick_labels() == (["我·0", "爱·1"], ["我·0", "爱·1"])
     assert panel.full_matrix_toggle.font().pointSizeF() >= 11

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtWidgets import QApplication, QWidget
+from PySide6.QtWidgets import QWidget
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.sampling import SamplingConfig
@@ -125,18 +125,10 @@ def test_legend_names_all_three_states_in_words(panel):
     assert "K/V are in the cache" in text and "not yet processed" in text
 
 
-def test_text_is_readable_and_follows_the_application_font(panel):
+def test_text_is_readable_and_follows_the_application_font(panel, app_font_size):
     assert panel.text_point_size() >= MIN_POINT_SIZE
-    app = QApplication.instance()
-    before = app.font()
-    bigger = app.font()
-    bigger.setPointSizeF(24)
-    try:
-        app.setFont(bigger)
-        QApplication.processEvents()
-        assert panel.text_point_size() == 24
-    finally:
-        app.setFont(before)
+    app_font_size(24)
+    assert panel.text_point_size() == 24
 
 
 def test_500_positions_by_30_layers_paints_only_what_is_visible(qtbot):
