@@ -71,12 +71,12 @@ class Lesson:
             scenarios = self.build_scenarios()
             first = scenarios[0]
             return Session(first.model, first.prompt_ids, first.config, scenarios=scenarios,
-                           plans=self.plans, strict=strict)
+                           plans=self.plans, strict=strict, content=self)
 
     def play_in(self, session: Session) -> None:
         """Make an existing session (and every panel watching it) play this lesson."""
         with self._errors_named():
-            session.play(self.build_scenarios(), self.plans)
+            session.play(self.build_scenarios(), self.plans, content=self)
 
     def build_scenarios(self) -> tuple[Scenario, ...]:
         return tuple(self._scenario(spec) for _, spec in self.scenarios)

@@ -95,7 +95,7 @@ class Pending:
 class Session:
     def __init__(self, model: LanguageModel, prompt_ids, config: SamplingConfig = DEFAULT_CONFIG, *,
                  check_recompute: bool = True, scenarios: tuple[Scenario, ...] = (),
-                 plans: tuple[FramePlan, ...] = (), strict: bool = True):
+                 plans: tuple[FramePlan, ...] = (), strict: bool = True, content=None):
         """Without `plans`: one scenario (model, prompt, config) and its derived frames.
         With `plans` (a lesson): the frames they name, on `scenarios`; `strict` makes a plan
         that names a frame its Run does not have an error (a lesson file being loaded)."""
@@ -104,6 +104,7 @@ class Session:
         self._check_recompute = check_recompute
         self._scenarios = scenarios or (Scenario(model, tuple(prompt_ids), config),)
         self._plans = plans
+        self.content = content if plans else None     # what is played (a Lesson), for display only
         self._user = _UserLayer()
         self._history: tuple[dict[int, int], ...] = ()   # earlier user overrides, for undo
         self._requested: tuple | None = None   # (user, history, check) asked for, not yet shown
@@ -180,12 +181,14 @@ class Session:
         return other
 
     # ------------------------------------------------------------------ changing what runs
-    def play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = ()) -> None:
-        """Switch to other content (another lesson) in place, so every subscriber stays; the
-        teacher's changes and the undo history start afresh, the cursor at the first frame."""
+    def play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = (), content=None) -> None:
+        """Switch to other content (another lesson, given as `content`) in place, so every
+        subscriber stays; the teacher's changes and the undo history start afresh, the
+        cursor at the first frame."""
         pending = self._compute((_UserLayer(), (), self._check_recompute), strict=True,
                                 scenarios=scenarios, plans=plans)     # raises before anything changes
         self._scenarios, self._plans, self._cursor, self._requested = scenarios, plans, 0, None
+        self.content = content if plans else None
         self._install(pending)
         self.events.emit("run_changed", self)
 

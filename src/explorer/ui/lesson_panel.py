@@ -30,22 +30,6 @@ add_messages({
 })
 
 
-def lesson_playing(session, hint: Lesson | None = None) -> Lesson | None:
-    """The lesson `session` plays: `hint` (what the window opened), else the shipped lesson
-    whose frames it shows (a window made for an export knows only the session)."""
-    if not session.in_lesson:
-        return None
-    if hint is not None:
-        return hint
-    frames = session.frames
-    for lesson in all_lessons():
-        plans = lesson.plans
-        if len(plans) == len(frames) and all(p.kind == f.kind and p.extras.get("title") == f.title
-                                             for p, f in zip(plans, frames)):
-            return lesson
-    return None
-
-
 def panel_titles(lang: str) -> dict[str, str]:
     """Panel id -> its dock title in `lang`."""
     from .window import PANELS          # the window imports this module
@@ -111,7 +95,6 @@ class LessonPanel(Panel):
 
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
-        self._hint: Lesson | None = None
         self._built_for: Lesson | None = None
         self.heading = QLabel(wordWrap=True)
         font = self.heading.font()
@@ -149,12 +132,9 @@ class LessonPanel(Panel):
 
     @property
     def lesson(self) -> Lesson | None:
-        return lesson_playing(self.session, self._hint)
-
-    def set_lesson(self, lesson: Lesson | None) -> None:
-        """The lesson the window opened (the panel shows it while the session plays a lesson)."""
-        self._hint = lesson
-        self.refresh()
+        """The lesson the session plays (also in a window made for an export)."""
+        content = self.session.content
+        return content if isinstance(content, Lesson) else None
 
     def checks(self, when: str) -> list[CheckView]:
         return [v for v in self.check_views if v.check.when == when]

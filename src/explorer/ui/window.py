@@ -248,8 +248,6 @@ class MainWindow(QMainWindow):
     @lesson.setter
     def lesson(self, lesson: Lesson | None) -> None:
         self._lesson = lesson
-        if hasattr(self, "panels"):
-            self.panels["lesson"].set_lesson(lesson)
         if hasattr(self, "lesson_actions"):
             self._check_lesson_action()
 
