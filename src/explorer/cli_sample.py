@@ -200,10 +200,11 @@ def format_distribution(dist: Distribution, lang: str = "en", vocab=None, top: i
         blocks.append(title + "\n" + format_table(headers, rows, align_right=numeric))
 
     lines = [text["greedy"] if dist.u is None else text["u"].format(u=_fixed(dist.u)), text["ruler"]]
-    ruler = list(zip(dist.ruler_ids, dist.ruler_lo, dist.ruler_hi))
-    if top is not None:
-        chosen = next((k for k, (i, _, _) in enumerate(ruler) if i == dist.selected_id), 0)
-        ruler = ruler[:max(top, chosen + 1)]
+    ruler = list(zip(*(dist.ruler_head(top) if top is not None else
+                       (dist.ruler_ids, dist.ruler_lo, dist.ruler_hi))))
+    if top is not None and dist.selected_id not in dist.ruler_head(top)[0]:   # picked further down
+        full = list(zip(dist.ruler_ids, dist.ruler_lo, dist.ruler_hi))
+        ruler = full[:1 + next(k for k, (i, _, _) in enumerate(full) if i == dist.selected_id)]
     for i, lo, hi in ruler:
         here = dist.u is not None and lo <= dist.u < hi
         lines.append(f"  {text['id']} {i}: [{_fixed(lo)}, {_fixed(hi)})" + (f"  {text['here']}" if here else ""))

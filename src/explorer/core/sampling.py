@@ -321,11 +321,24 @@ class Distribution:
     def top(self, n: int, stage: int = -1) -> np.ndarray:  # -> (min(n, V),)
         """The n most likely ids by one stage's probabilities (default: the final ones),
         best first, lower id first on ties: for top-N + "other" displays."""
-        probs = self.stages[stage].probs                      # (V,)
-        n = min(n, probs.size)
-        if n <= 0:
-            return np.zeros(0, dtype=np.int64)
-        return _ranked(probs, np.flatnonzero(probs >= _kth_largest(probs, n)))[:n]
+        cache = self.__dict__.setdefault("_tops", {})        # bars and ruler ask for the same
+        if (n, stage) not in cache:
+            probs = self.stages[stage].probs                  # (V,)
+            k = min(n, probs.size)
+            ids = (np.zeros(0, dtype=np.int64) if k <= 0 else
+                   _ranked(probs, np.flatnonzero(probs >= _kth_largest(probs, k)))[:k])
+            cache[(n, stage)] = _frozen(ids)
+        return cache[(n, stage)]
+
+    def ruler_head(self, n: int):  # -> ids (m,), lo (m,), hi (m,), m <= n
+        """The first n intervals of the ruler, without sorting the whole ruler: the n most
+        likely final ids are its first n entries, in the same order."""
+        if self.probs.size <= n:
+            return self.ruler_ids, self.ruler_lo, self.ruler_hi
+        top = self.top(n)
+        ids = top[self.probs[top] > 0]                        # (m,)
+        hi = np.cumsum(self.probs[ids])                       # (m,)
+        return ids, np.concatenate(([0.0], hi[:-1])), hi
 
 
 # ---------------------------------------------------------------------------- stage rules

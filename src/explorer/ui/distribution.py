@@ -111,19 +111,6 @@ def cut_heights(stages: tuple[Stage, ...], ids: np.ndarray) -> np.ndarray:  # (k
     return cut
 
 
-def ruler_segments(dist: Distribution, final_top: np.ndarray):
-    """The first intervals of the final ruler: (ids (m,), lo (m,), hi (m,)), m <= n.
-
-    final_top: `dist.top(n)`. For a big vocabulary this avoids `Distribution.ruler_ids`,
-    which sorts every candidate: the top n ids are the ruler's first n (same order), so
-    their prefix sums are its first n upper ends."""
-    if dist.probs.size <= final_top.size:
-        return dist.ruler_ids, dist.ruler_lo, dist.ruler_hi
-    ids = final_top[dist.probs[final_top] > 0]                         # (m,)
-    hi = np.cumsum(dist.probs[ids])                                    # (m,)
-    return ids, np.concatenate(([0.0], hi[:-1])), hi
-
-
 # ---------------------------------------------------------------------------- plot rows
 
 def _quiet_plot(bottom: pg.AxisItem | None = None) -> pg.PlotWidget:
@@ -723,7 +710,7 @@ class DistributionPanel(Panel):
         return f"{label}\n{note}"
 
     def _draw_ruler(self, dist: Distribution, final_top: np.ndarray, reveal: bool) -> None:
-        ids, lo, hi = ruler_segments(dist, final_top)
+        ids, lo, hi = dist.ruler_head(final_top.size)
         ruler = self._ruler_built()
         ruler.draw(ids, lo, hi, [self._piece(i) for i in ids], self._marked, self._paint)
         if dist.greedy:
