@@ -145,6 +145,7 @@ class LessonPanel(Panel):
         while self._check_box.count():
             item = self._check_box.takeAt(0)
             if item.widget() is not None and item.widget() not in self.headers.values():
+                item.widget().hide()            # gone now: the deferred delete comes later
                 item.widget().deleteLater()
         self.check_views = []
         for label in self.headers.values():
