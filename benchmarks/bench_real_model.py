@@ -3,6 +3,8 @@
     python benchmarks/bench_real_model.py [--json] [--loads 3] [--steps 20]
 
 Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores.
+The last row times a step's matrix-vector products alone (every weight read once, the
+memory-bandwidth floor of a float32 step); `vs_floor` = Decode at position 10 / floor.
 Load time and memory are taken in fresh processes (each a cold Python, a warm page
 cache), so one load does not inflate the next. The machine is shared: medians, and each
 Decode row notes the BLAS thread setting and the load average when it started. With two
@@ -18,6 +20,7 @@ import os
 import statistics
 import subprocess
 import sys
+import time
 
 import numpy as np
 
@@ -58,6 +61,20 @@ def decode_times(model, position: int, steps: int) -> list[float]:
     return times[2:]                       # the first steps warm the caches
 
 
+def products_only(model) -> float:
+    """Seconds of one Decode step's matrix-vector products alone, on the model's own
+    weights: the memory-bandwidth floor a float32 step cannot go under (every weight is
+    read once per token)."""
+    p = model.params
+    x = np.ones((1, model.config.d_model), np.float32)            # [1, d]
+    hidden = np.ones((1, model.config.d_ff), np.float32)          # [1, f]
+    start = time.perf_counter()
+    for lp in p.layers:
+        x @ lp.wqkv, x @ lp.wo, x @ lp.w13, hidden @ lp.w2
+    x @ p.embed.T
+    return time.perf_counter() - start
+
+
 def conditions() -> dict:
     """What the timings depend on besides the code: BLAS threads (as set outside) and load."""
     threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "unset"
@@ -82,6 +99,9 @@ def main() -> None:
         before = conditions()
         rows.append(summary(f"decode at position {position}", decode_times(model, position, args.steps),
                             target=target, **before))
+    floor = summary("matrix products only (floor)", measure(lambda: products_only(model), repeat=args.steps))
+    floor["vs_floor"] = rows[-2]["median_ms"] / floor["median_ms"]
+    rows.append(floor)
     report(rows, args.json)
 
 

@@ -38,25 +38,25 @@ def silu(x):  # [...] -> [...]
     return x / (1 + np.exp(-x))
 
 
-def rope_tables(positions, e, base, dtype=np.float64):  # [n] -> cos, sin [n, e/2]
-    """The rotation angles of `rope` for these positions (float64, then cast to `dtype`).
+def rope_tables(positions, e, base, dtype=np.float64):  # [n] -> [n, e/2] complex
+    """The rotations of `rope` for these positions, as unit complex numbers cos + i sin
+    (angles in float64, then complex64 for float32 activations, complex128 for float64).
 
     A forward computes them once and passes them to every layer's `rope`."""
     inv_freq = base ** (-np.arange(0, e, 2, dtype=np.float64) / e)         # [e/2]
     angles = np.asarray(positions, dtype=np.float64)[:, None] * inv_freq   # [n, e/2]
-    return np.cos(angles).astype(dtype), np.sin(angles).astype(dtype)
+    return np.exp(1j * angles).astype(np.result_type(dtype, np.complex64))
 
 
 def rope(x, positions, base, tables=None):  # [heads, n, e], [n] -> [heads, n, e]
-    """Rotary positions on adjacent pairs (x[2i], x[2i+1]), the layout llama.cpp uses.
+    """Rotary positions on adjacent pairs (x[2i], x[2i+1]), the layout llama.cpp uses:
+    each pair, read as the complex number x[2i] + i x[2i+1], is multiplied by the
+    rotation, which is (x[2i] cos - x[2i+1] sin, x[2i] sin + x[2i+1] cos).
 
     `tables` = rope_tables(positions, e, base, x.dtype), when the caller already has them."""
-    cos, sin = tables if tables is not None else rope_tables(positions, x.shape[-1], base, x.dtype)
-    x0, x1 = x[..., 0::2], x[..., 1::2]                                    # [heads, n, e/2]
-    out = np.empty_like(x)
-    out[..., 0::2] = x0 * cos - x1 * sin
-    out[..., 1::2] = x0 * sin + x1 * cos
-    return out
+    rotation = tables if tables is not None else rope_tables(positions, x.shape[-1], base, x.dtype)
+    pairs = np.ascontiguousarray(x).view(rotation.dtype)                  # [heads, n, e/2]
+    return (pairs * rotation).view(x.dtype)
 
 
 def causal_mask(query_positions, key_positions):  # [n], [t] -> [n, t] bool, True = may attend

@@ -11,10 +11,8 @@ Tensor names (llama.cpp's):
     output_norm                         [d]
     output                              [V, d]   optional
 (shapes in numpy order: GGUF's ne = [in, out] is stored row-major as [out, in]). Our
-matrices are [d_in, d_out]: each weight is transposed once, at load, into a C-ordered
-array (a matrix-vector product streams it row by row, the fastest a decode step gets). A
-layer's Q, K, V and its gate and up projections are stored side by side (LayerParams.wqkv,
-.w13), so a step reads each group with one product. The converter already permuted Q and
+matrices are [d_in, d_out] views into one buffer laid out for decode speed (see
+`_weight_arena`). The converter already permuted Q and
 K so that rotary positions act on adjacent pairs, the layout `layers.rope` uses.
 """
 
@@ -92,26 +90,14 @@ def llama_params(gf: GGUFFile, c: DecoderConfig, threads: int = 2) -> DecoderPar
             raise GGUFError(f"{gf.path}: tensor {name} has shape {list(info.shape)}, "
                             f"expected {list(shape)} from the metadata")
         gf.raw(name)                             # GGUFError naming an unsupported type
-    # Q, K, V of a layer are written side by side into one [d, (h+2g)*e] matrix, and the
-    # SwiGLU gate and up projections into one [d, 2f] matrix: a decode step then makes two
-    # larger matrix-vector products instead of five (the separate matrices are its views)
-    into = {}
-    fused = []
-    for i in range(c.n_layers):
-        b = f"blk.{i}."
-        wqkv = np.empty((d, q_out + 2 * kv_out), np.float32)
-        w13 = np.empty((d, 2 * f), np.float32)
-        into.update({b + "attn_q.weight": wqkv[:, :q_out], b + "attn_k.weight": wqkv[:, q_out:q_out + kv_out],
-                     b + "attn_v.weight": wqkv[:, q_out + kv_out:],
-                     b + "ffn_gate.weight": w13[:, :f], b + "ffn_up.weight": w13[:, f:]})
-        fused.append((wqkv, w13))
+    into = _weight_arena(c, expected)
 
-    def transposed(name):  # [out, in] as stored -> C-ordered [in, out]; vectors as they are
+    def transposed(name):  # [out, in] as stored -> [in, out]; vectors as they are
         a = gf.tensor(name)
         if name in into:
             into[name][...] = a.T
             return into[name]
-        return np.ascontiguousarray(a.T) if a.ndim == 2 else a
+        return a
 
     # the largest first, so the two threads finish together
     names = sorted(expected, key=lambda n: -gf.info(n).n_elements)
@@ -128,13 +114,49 @@ def llama_params(gf: GGUFFile, c: DecoderConfig, threads: int = 2) -> DecoderPar
                     w3=w(f"blk.{i}.ffn_up.weight"),
                     norm1=(arrays[f"blk.{i}.attn_norm.weight"], None),
                     norm2=(arrays[f"blk.{i}.ffn_norm.weight"], None),
-                    wqkv=fused[i][0], w13=fused[i][1])
+                    wqkv=into[f"blk.{i}.wqkv"], w13=into[f"blk.{i}.w13"])
         for i in range(c.n_layers))
-    # The embedding is kept as [d, V] and used as its [V, d] view: the output head reads
-    # it transposed (every token's logit), which is then a C-ordered matrix-vector product
     return DecoderParams(embed=arrays["token_embd.weight"].T, layers=layers,
                          w_out=None if c.tied_output else w("output.weight"),
                          norm_f=(arrays["output_norm.weight"], None))
+
+
+def _weight_arena(c: DecoderConfig, expected: dict) -> dict[str, np.ndarray]:
+    """Where each matrix is dequantised to: [d_in, d_out] views of one float32 buffer.
+
+    A decode step is a chain of matrix-vector products that stream every weight once, so
+    its speed is memory bandwidth. One buffer, in the order a step reads it, is backed by
+    huge pages (numpy asks for them on large allocations): fewer TLB misses than 300
+    separate arrays. Each layer's Q, K, V and its gate and up projections sit side by
+    side ("blk.N.wqkv", "blk.N.w13": one product per group instead of five). The down
+    projection is stored [d, f] and used as its [f, d] transposed view, and the embedding
+    stored [d, V] is used as its [V, d] view (the output head): for these two shapes
+    OpenBLAS streams the other orientation faster (benchmarks/bench_real_model.py)."""
+    d, f, q_out, kv_out = c.d_model, c.d_ff, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
+    matrices = [name for name, shape in expected.items() if len(shape) == 2]
+    arena = np.empty(sum(int(np.prod(expected[n])) for n in matrices), np.float32)
+    used = 0
+
+    def take(rows, cols):  # the next [rows, cols] C-ordered block of the arena
+        nonlocal used
+        block = arena[used:used + rows * cols].reshape(rows, cols)
+        used += rows * cols
+        return block
+
+    into = {}
+    for i in range(c.n_layers):
+        b = f"blk.{i}."
+        wqkv, wo, w13, w2_rows = take(d, q_out + 2 * kv_out), take(q_out, d), take(d, 2 * f), take(d, f)
+        into.update({b + "wqkv": wqkv, b + "w13": w13,
+                     b + "attn_q.weight": wqkv[:, :q_out], b + "attn_k.weight": wqkv[:, q_out:q_out + kv_out],
+                     b + "attn_v.weight": wqkv[:, q_out + kv_out:], b + "attn_output.weight": wo,
+                     b + "ffn_gate.weight": w13[:, :f], b + "ffn_up.weight": w13[:, f:],
+                     b + "ffn_down.weight": w2_rows.T})
+    into["token_embd.weight"] = take(d, c.vocab_size)           # [d, V]; embed = its .T
+    if not c.tied_output:
+        into["output.weight"] = take(d, c.vocab_size)
+    assert used == arena.size
+    return into
 
 
 def vocabulary_from_gguf(gf: GGUFFile) -> BPEVocabulary:
