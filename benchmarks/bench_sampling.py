@@ -1,7 +1,9 @@
 """Time `distribution()` on a vocabulary the size of SmolLM2's (49,152 ids).
 
 Run from the repository root:  PYTHONPATH=src python benchmarks/bench_sampling.py [--json]
-The logits are seeded normal(0, 2.5) values, roughly the spread of a small model's logits.
+The logits are seeded normal(0, 2.5) values, roughly the spread of a small model's logits;
+the last case draws from nearly flat logits (normal(0, 0.05), a random model's), where the
+draw has to locate u among tens of thousands of similar probabilities.
 """
 
 from __future__ import annotations
@@ -23,7 +25,9 @@ CASES = {
     "no top-k (top-p over all ids)": SamplingConfig(
         mode="sample", repetition_penalty=1.3, temperature=0.8, top_p=0.9, min_p=0.05),
     "greedy": SamplingConfig(mode="greedy"),
+    "flat logits, draw with no filters": SamplingConfig(mode="sample"),
 }
+FLAT = {"flat logits, draw with no filters"}
 
 
 def time_case(config: SamplingConfig, logits: np.ndarray, seen: tuple, repeats: int) -> list[float]:
@@ -44,9 +48,10 @@ def main() -> None:
     args = p.parse_args()
     rng = np.random.default_rng(2024)
     logits = rng.normal(0.0, 2.5, VOCAB)                                # (V,)
+    flat = rng.normal(0.0, 0.05, VOCAB)                                 # (V,)
     seen = tuple(int(i) for i in rng.choice(VOCAB, SEEN, replace=False))
-    report([summary(name, time_case(config, logits, seen, args.repeats), vocab=VOCAB)
-            for name, config in CASES.items()], args.json)
+    report([summary(name, time_case(config, flat if name in FLAT else logits, seen, args.repeats),
+                    vocab=VOCAB) for name, config in CASES.items()], args.json)
 
 
 if __name__ == "__main__":

@@ -36,6 +36,8 @@ _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
 _THRESHOLD_STEP = 1 / 16 # _ruler_prefix lowers its probability threshold 16x at a time
 _THRESHOLD_FLOOR = 1e-20 # ... down to this fraction of the top probability, then takes all
 _BAND = 256              # _inverse_cdf sorts at most about this many candidates
+_BUCKET_BITS = 7         # _inverse_cdf groups probabilities 2**7 buckets per factor of 2 ...
+_BUCKETS = 4096          # ... over 32 factors of 2 below the top; lower ones share the last bucket
 
 
 # ---------------------------------------------------------------------------- settings
@@ -508,15 +510,17 @@ def _change(name: str, stage: Stage, config: SamplingConfig, seen: np.ndarray):
     return _min_p(stage, config.min_p), f"min_p={config.min_p:g}"
 
 
-def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) -> position
+def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> position
     """The ruler position whose interval [lo, hi) holds u (the last one if round-off
     leaves u at or above the final hi).
 
     Only a small part of the ruler is sorted. A peaked distribution: the few candidates
-    above a falling threshold already hold u. A flat one: the candidates are split at their
-    median probability again and again, keeping the half that holds u (everything above a
-    split comes earlier on the ruler, so its mass is simply added up); 49k ids then sort a
-    few hundred values instead of all of them."""
+    above a falling threshold already hold u. A flat one: the candidates are put in
+    buckets of nearly equal probability (the bits of a positive float64 ordered as an
+    integer are ordered as the float, so the top bits are a bucket number that keeps the
+    ruler order), the masses of the buckets locate the one that holds u, and only its
+    members go on (in finer buckets while there are many). 49k ids then sort a few
+    hundred values instead of all of them."""
     top = probs.max()
     threshold = top
     while threshold >= top * _THRESHOLD_FLOOR:
@@ -528,17 +532,21 @@ def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) -> position
         threshold *= _THRESHOLD_STEP
     candidates = np.flatnonzero(probs > 0)                    # (m,) still possible picks
     before = 0.0                                              # ruler mass ahead of them
+    shift = 52 - _BUCKET_BITS                                 # mantissa bits below the bucket number
     while candidates.size > _BAND:
         values = probs[candidates]                            # (m,)
-        pivot = np.partition(values, values.size // 2)[values.size // 2]
-        upper = values > pivot                                # (m,) ahead of the pivot on the ruler
-        if not upper.any():                                   # the rest tie: sort them
-            break
-        mass = before + float(values[upper].sum())
-        if mass > u:
-            candidates = candidates[upper]
-        else:
-            before, candidates = mass, candidates[~upper]
+        keys = values.view(np.int64) >> shift                 # (m,) ordered as the values
+        rank = np.minimum(keys.max() - keys, _BUCKETS - 1)    # (m,) 0 = the highest bucket
+        mass = np.bincount(rank, weights=values, minlength=_BUCKETS)   # (B,) in ruler order
+        if np.count_nonzero(mass) == 1:                       # all in one bucket: finer ones
+            if shift == 0:                                    # they all tie: sort them
+                break
+            shift = max(0, shift - _BUCKET_BITS)
+            continue
+        ends = before + np.cumsum(mass)                       # (B,) ruler mass up to each bucket's end
+        bucket = min(int(np.searchsorted(ends, u, side="right")), int(np.flatnonzero(mass)[-1]))
+        before = float(ends[bucket] - mass[bucket])
+        candidates = candidates[rank == bucket]
     return _pick(probs, candidates, before, u)
 
 
