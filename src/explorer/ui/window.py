@@ -51,7 +51,9 @@ PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionP
 PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
 NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-REUSED_STEP_SECONDS = 0.001   # a step reported faster than this was taken from the last Run, not computed   # names of pieces added by editing a logits lesson's numbers
+REUSED_STEP_SECONDS = 0.001   # a step reported faster than this was taken from the last Run, not computed
+WORK_SHOWN_AFTER_MS = 300     # a computation shorter than this never shows the progress bar (no flicker,
+                              # and a progress bar repaints itself at once on every value: costly while dragging)
 
 # name -> (i18n key, shortcut, menu); one table for menus, shortcuts and tests
 ACTIONS = {
@@ -406,6 +408,8 @@ class MainWindow(QMainWindow):
             self.statusBar().addPermanentWidget(widget)
             widget.hide()
         self._work_last, self._work_intervals = (0, 0.0), []
+        self._work_timer = QTimer(self, singleShot=True, interval=WORK_SHOWN_AFTER_MS)
+        self._work_timer.timeout.connect(lambda: self._set_work_visible(True, self.runner.busy))
         self.runner.started.connect(self._work_started)
         self.runner.progress.connect(self._work_progress)
         self.runner.idle.connect(self._work_idle)
@@ -666,25 +670,33 @@ class MainWindow(QMainWindow):
         """Stop the running generation after its current step (it ends as "cancelled")."""
         self.runner.cancel()
 
-    def _show_work(self, text: str, cancel: bool) -> None:
+    def _show_work(self, text: str, cancel: bool, delayed: bool = False) -> None:
+        """The status bar's work widgets, at once or (`delayed`) only if the work is still
+        running WORK_SHOWN_AFTER_MS later."""
         self.work_label.setText(text)
         self.work_bar.setRange(0, 0)                 # busy until the first step is reported
         self.work_bar.setTextVisible(False)
         self.cancel_button.setText(tr("work.cancel", self.session.lang))
         self.cancel_button.setToolTip(tr("work.cancel.tip", self.session.lang))
+        if delayed:
+            self._work_timer.start()
+        else:
+            self._set_work_visible(True, cancel)
+
+    def _set_work_visible(self, visible: bool, cancel: bool = False) -> None:
         for widget in (self.work_label, self.work_bar):
-            widget.show()
-        self.cancel_button.setVisible(cancel)
-        self.cancel_button.setEnabled(cancel)
+            widget.setVisible(visible)
+        self.cancel_button.setVisible(visible and cancel)
+        self.cancel_button.setEnabled(visible and cancel)
 
     def _hide_work(self) -> None:
-        for widget in (self.work_label, self.work_bar, self.cancel_button):
-            widget.hide()
+        self._work_timer.stop()
+        self._set_work_visible(False)
 
     def _work_started(self) -> None:
         self._work_last = (0, time.perf_counter())      # (steps done, when)
         self._work_intervals: list[float] = []          # seconds per step of the last computed steps
-        self._show_work(tr("work.computing", self.session.lang), cancel=True)
+        self._show_work(tr("work.computing", self.session.lang), cancel=True, delayed=True)
 
     def _work_progress(self, done: int, total: int) -> None:
         """The bar, and a live rate over the last steps. Steps taken from the previous Run
