@@ -5,7 +5,7 @@ with u; clicking a bar forces a token; big vocabularies show top 20 + "other".""
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QPointF, Qt
+from PySide6.QtCore import Qt
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.generate import generate
@@ -148,11 +148,7 @@ def test_arrow_keys_on_the_slider_rerun_at_every_step(qtbot, session, panel):
 
 def click_bar(qtbot, panel, stage, token_id):
     """A real left click on the middle of a token's bar."""
-    plot = panel._row(stage).plot
-    column = list(panel.bar_ids()).index(token_id)
-    box = plot.getPlotItem().getViewBox()
-    scene = box.mapViewToScene(QPointF(column, 0.02))
-    qtbot.mouseClick(plot.viewport(), Qt.MouseButton.LeftButton, pos=plot.mapFromScene(scene))
+    qtbot.mouseClick(panel.chart, Qt.MouseButton.LeftButton, pos=panel.bar_point(stage, token_id))
 
 
 def test_clicking_a_bar_forces_it_and_back_and_undo_restore(qtbot, session, panel):
@@ -236,7 +232,8 @@ def test_switching_to_chinese_changes_the_labels(panel, session):
     assert panel.back_button.text() == "恢复模型的选择" and panel.undo_button.text() == "撤销"
     assert panel.status_text().startswith("第0步")
     assert "贪心" in panel.ruler_note()
-    assert panel._row("temperature").title.text().startswith("温度")
+    assert panel.row_titles()["temperature"].startswith("温度")
+    assert panel.row_titles()["ruler"].startswith("累积区间")
     assert english != (panel.back_button.text(), panel.status_text(), panel.ruler_note())
     session.first()
     assert "还没有logits" in panel.message_text()

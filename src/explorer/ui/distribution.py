@@ -14,29 +14,27 @@ The panel draws Distribution records that core produced; it computes no model ma
 
 from __future__ import annotations
 
-from typing import Callable
-
 import numpy as np
-import pyqtgraph as pg
-from PySide6.QtCore import QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QFontMetricsF, QPen
-from PySide6.QtWidgets import (QGridLayout, QHBoxLayout, QLabel, QPushButton, QStackedWidget,
-                               QVBoxLayout, QWidget)
+from PySide6.QtCore import QPoint, Qt
+from PySide6.QtGui import QBrush, QColor, QFont, QPen
+from PySide6.QtWidgets import (
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QStackedWidget,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..core.errors import ExplorerError
-from ..core.sampling import STAGE_NAMES, Distribution, Stage
+from ..core.sampling import Distribution, Stage
 from ..i18n import add_messages, tr
+from .distribution_chart import BAR_WIDTH, BarRow, Ruler, StageChart
 from .panel import Panel
 from .theme import Theme
 
-MAX_ROWS = len(STAGE_NAMES) + 2   # raw, every stage, final
 N_SHOWN = 20            # candidate columns for a big vocabulary; the rest is one "other" bar
 NUMBERS_UP_TO = 12      # print every bar's probability when there are at most this many bars
-Y_TOP = 1.32            # the probability axis shows 0..1; the headroom holds the labels
-BAR_WIDTH = 0.8
-ROW_MIN_PX = 48         # a stage row's plot is never shorter than this
-NAME_MAX_PX = 96        # upright column names longer than this are elided
-RULER_LABEL_MIN = 0.05  # a ruler interval gets its piece written in it when at least this wide
 ERROR_COLOR = "#C00000"
 
 add_messages({
@@ -111,259 +109,6 @@ def cut_heights(stages: tuple[Stage, ...], ids: np.ndarray) -> np.ndarray:  # (k
     return cut
 
 
-# ---------------------------------------------------------------------------- plot rows
-
-def _quiet_plot(bottom: pg.AxisItem | None = None) -> pg.PlotWidget:
-    """A plot that does not pan, zoom or offer a context menu: it is a slide, not a tool."""
-    plot = pg.PlotWidget(axisItems={"bottom": bottom} if bottom else None)
-    item = plot.getPlotItem()
-    item.setMenuEnabled(False)
-    item.hideButtons()
-    item.setMouseEnabled(x=False, y=False)
-    item.getViewBox().setDefaultPadding(0)
-    return plot
-
-
-class _Labels(pg.GraphicsObject):
-    """All the value labels of one plot in one item, drawn in screen pixels at points of
-    the plot: a refresh hands over a list (no text item per bar, no text layout per
-    label) and the item repaints only when the list changed. `anchor` as in pg.TextItem:
-    (0.5, 1) puts the middle of the text's bottom edge on the point. Vertical labels are
-    written upwards, starting at the point."""
-
-    def __init__(self, anchor=(0.5, 1)):
-        super().__init__()
-        self.anchor = anchor
-        self.vertical = False
-        self.labels: list[tuple[float, float, str]] = []    # (x, y, text)
-        self.font, self.color = QFont(), QColor("black")
-        self._bounds = QRectF()
-
-    def set_labels(self, labels, vertical: bool, bounds: QRectF) -> None:
-        """labels: (x, y, text) in data coordinates; bounds: the data rect they are drawn in."""
-        if labels == self.labels and vertical == self.vertical and bounds == self._bounds:
-            return
-        if bounds != self._bounds:
-            self.prepareGeometryChange()
-            self._bounds = bounds
-        self.labels, self.vertical = labels, vertical
-        self.update()
-
-    def set_style(self, font: QFont, color) -> None:
-        self.font, self.color = QFont(font), QColor(color)
-        self.update()
-
-    def boundingRect(self) -> QRectF:
-        return self._bounds
-
-    def paint(self, p, *_args) -> None:
-        if not self.labels:
-            return
-        to_device = p.transform()
-        fm = QFontMetricsF(self.font)
-        height = fm.height()
-        p.save()
-        p.resetTransform()
-        p.setFont(self.font)
-        p.setPen(self.color)
-        ax, ay = self.anchor
-        for x, y, text in self.labels:
-            at = to_device.map(QPointF(x, y))
-            width = fm.horizontalAdvance(text) + 2
-            if self.vertical:
-                p.save()
-                p.translate(at)
-                p.rotate(-90)
-                p.drawText(QRectF(0, -height / 2, width, height), Qt.AlignmentFlag.AlignLeft, text)
-                p.restore()
-            else:
-                p.drawText(QRectF(at.x() - ax * width, at.y() - ay * height, width, height),
-                           Qt.AlignmentFlag.AlignLeft, text)
-        p.restore()
-
-
-class _Bars(pg.BarGraphItem):
-    """A BarGraphItem whose bounds are the plot's fixed data rect: pg's own boundingRect
-    works out pen padding in pixels on every call, a dozen times per repaint. The view
-    box clips what it holds, so a pen reaching past the rect is cut either way."""
-
-    def __init__(self, bounds: QRectF, **opts):
-        self._bounds = bounds
-        super().__init__(**opts)
-
-    def set_bounds(self, bounds: QRectF) -> None:
-        if bounds != self._bounds:
-            self.prepareGeometryChange()
-            self._bounds = bounds
-
-    def boundingRect(self) -> QRectF:
-        return QRectF(self._bounds)
-
-
-class _NameAxis(pg.AxisItem):
-    """A bottom axis with one name per column: written across when the columns are wide,
-    upwards (reading bottom to top, ending at the axis) when there are many narrow ones."""
-
-    def __init__(self):
-        super().__init__("bottom")
-        self.upright: list[str] = []           # names written upwards; [] = ordinary ticks
-        self._names = None                     # (names, upright) last set
-        self._height = 0
-
-    def set_names(self, names: list[str], upright: bool) -> int:
-        """-> the height the upright names need (0 when written across). Unchanged names
-        keep the axis as drawn (new ticks would regenerate its picture)."""
-        if (names, upright) == self._names:
-            return self._height
-        self._names = (list(names), upright)
-        self.upright = self._elided(names) if upright else []
-        self.setTicks([[(i, "" if upright else name) for i, name in enumerate(names)], []])
-        height = self._height = self._upright_height() if upright else 0
-        self.setHeight(height or None)
-        return height
-
-    def forget_names(self) -> None:
-        """The font changed: the next set_names measures again."""
-        self._names = None
-
-    def _metrics(self) -> QFontMetrics:
-        return QFontMetrics(self.style["tickFont"] or self.font())
-
-    def _elided(self, names: list[str]) -> list[str]:
-        fm = self._metrics()
-        return [fm.elidedText(n, Qt.TextElideMode.ElideRight, NAME_MAX_PX) for n in names]
-
-    def _upright_height(self) -> int:
-        fm = self._metrics()
-        return max(fm.horizontalAdvance(n) for n in self.upright) + 12
-
-    def drawPicture(self, p, axisSpec, tickSpecs, textSpecs):
-        super().drawPicture(p, axisSpec, tickSpecs, [] if self.upright else textSpecs)
-        if not self.upright:
-            return
-        height = self._metrics().height()
-        for (_pen, top, _bottom), name in zip(tickSpecs, self.upright):
-            p.save()
-            p.translate(top.x(), top.y() + 6)
-            p.rotate(-90)
-            p.drawText(QRectF(-NAME_MAX_PX * 2, -height / 2, NAME_MAX_PX * 2, height),
-                       int(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter), name)
-            p.restore()
-
-
-class _BarRow:
-    """One stage: a title, a plot with one BarGraphItem updated in place, and a fixed
-    pool of text labels (one per possible column)."""
-
-    def __init__(self, on_click: Callable[[float], None]):
-        self.title = QLabel()
-        self.title.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        self.axis = _NameAxis()
-        self.plot = _quiet_plot(self.axis)
-        self.plot.setMinimumHeight(ROW_MIN_PX)
-        item = self.plot.getPlotItem()
-        left = item.getAxis("left")
-        left.enableAutoSIPrefix(False)
-        left.setTicks([[(0.0, "0"), (0.5, "0.5"), (1.0, "1")], []])
-        left.setWidth(30)
-        item.setYRange(0, Y_TOP, padding=0)
-        self.bars = _Bars(QRectF(-0.5, 0, 0, Y_TOP), x=np.zeros(0), height=np.zeros(0), width=BAR_WIDTH)
-        item.addItem(self.bars)
-        self.texts = _Labels(anchor=(0.5, 1))
-        item.addItem(self.texts, ignoreBounds=True)
-        self.columns = -1                      # columns the x range was set for
-        self.name = ""                          # stage shown: "raw", a stage name, "final"
-        self.values = np.zeros(0)               # (c,) the probability each column stands for
-        self.labels: list[str] = []             # (c,) the text on or above each bar
-        self._on_click = on_click
-        self.plot.scene().sigMouseClicked.connect(self._clicked)
-
-    def set_names(self, names: list[str], upright: bool) -> None:
-        """Column names on the x axis; upright names get their own height below the bars."""
-        self.plot.setMinimumHeight(ROW_MIN_PX + self.axis.set_names(names, upright))
-
-    def draw(self, values, drawn, roles, labels, paint, vertical) -> None:
-        """values/drawn: (c,) probabilities and bar heights (a ghost keeps its cut height);
-        roles: (c,) "kept" | "removed" | "chosen" | "other"; labels: (c,) text at each bar;
-        paint: role -> (pen, brush). vertical: many narrow columns, labels written upwards."""
-        self.values, self.labels = values, labels
-        if values.size != self.columns:        # a new range regenerates the axes: only when needed
-            self.columns = values.size
-            self.plot.getPlotItem().setXRange(-0.5, values.size - 0.5, padding=0)
-        self.bars.set_bounds(QRectF(-0.5, 0, values.size, Y_TOP))
-        self.bars.setOpts(x=np.arange(values.size), height=drawn, width=BAR_WIDTH,
-                          pens=[paint[r][0] for r in roles], brushes=[paint[r][1] for r in roles])
-        self.texts.set_labels([(i, 0.02 if vertical else float(drawn[i]), text)
-                               for i, text in enumerate(labels) if text],
-                              vertical, QRectF(-0.5, 0, values.size, Y_TOP))
-
-    def _clicked(self, event) -> None:
-        box = self.plot.getPlotItem().getViewBox()
-        if box.sceneBoundingRect().contains(event.scenePos()):
-            self._on_click(box.mapSceneToView(event.scenePos()).x())
-
-
-class _Ruler:
-    """The final intervals [lo, hi) side by side on 0..1 and a marker at u."""
-
-    def __init__(self):
-        self.title = QLabel()
-        self.title.setAlignment(Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter)
-        self.plot = _quiet_plot()
-        self.plot.setFixedHeight(84)
-        item = self.plot.getPlotItem()
-        item.hideAxis("left")
-        bottom = item.getAxis("bottom")
-        bottom.enableAutoSIPrefix(False)
-        bottom.setTicks([[(v, f"{v:g}") for v in (0, 0.25, 0.5, 0.75, 1.0)], []])
-        item.setXRange(0, 1, padding=0.01)
-        item.setYRange(0, 1.95, padding=0)
-        self.bars = _Bars(QRectF(0, 0, 1, 1), x0=np.zeros(0), width=np.zeros(0), y0=0.0, height=1.0)
-        item.addItem(self.bars)
-        self.texts = _Labels(anchor=(0.5, 0.5))
-        item.addItem(self.texts, ignoreBounds=True)
-        self.u_line = pg.InfiniteLine(angle=90, movable=False)
-        item.addItem(self.u_line, ignoreBounds=True)
-        self.note = pg.TextItem(anchor=(0.5, 0))
-        item.addItem(self.note, ignoreBounds=True)
-        self._note_at = None                    # (text, anchor, pos) of the note as drawn
-        self.ids = np.zeros(0, dtype=np.int64)  # (m,) the ids of the drawn intervals
-        self.lo = self.hi = np.zeros(0)         # (m,) their ends
-        self.u: float | None = None             # where the marker is, None when hidden
-
-    def draw(self, ids, lo, hi, pieces, chosen, paint) -> None:
-        """ids, lo, hi: (m,) intervals; the rest of 0..1 is one "other" interval.
-        chosen: the id to mark, or None."""
-        self.ids, self.lo, self.hi = ids, lo, hi
-        top = float(hi[-1]) if hi.size else 0.0
-        other = top < 1 - 1e-12
-        x0 = np.append(lo, top) if other else lo                          # (m [+1],)
-        x1 = np.append(hi, 1.0) if other else hi
-        roles = ["chosen" if i == chosen else ("kept" if n % 2 == 0 else "kept_alt")
-                 for n, i in enumerate(ids)] + (["other"] if other else [])
-        self.bars.setOpts(x0=x0, width=x1 - x0, y0=0.0, height=1.0,
-                          pens=[paint["edge"][0]] * len(roles), brushes=[paint[r][1] for r in roles])
-        names = list(pieces) + ([""] if other else [])
-        self.texts.set_labels([(float(x0[n] + x1[n]) / 2, 0.5, name) for n, name in enumerate(names)
-                               if name and x1[n] - x0[n] >= RULER_LABEL_MIN],
-                              False, QRectF(0, 0, 1, 1))
-
-    def mark(self, u: float | None, note: str) -> None:
-        """The u marker (None: hidden) and the text above the ruler."""
-        self.u = u
-        self.u_line.setVisible(u is not None)
-        if u is not None and u != self.u_line.value():
-            self.u_line.setValue(u)
-        right = u is not None and u > 0.7                 # the text goes on the roomier side of u
-        at = (note, (1, 0) if right else (0.5 if u is None else 0, 0),
-              (0.5 if u is None else u + (-0.01 if right else 0.01), 1.9))
-        if at != self._note_at:                           # setText lays the text out again
-            self._note_at = at
-            self.note.setText(note)
-            self.note.setAnchor(at[1])
-            self.note.setPos(*at[2])
-
-
 # ---------------------------------------------------------------------------- the panel
 
 class DistributionPanel(Panel):
@@ -376,22 +121,22 @@ class DistributionPanel(Panel):
         self._error = QLabel(wordWrap=True)
         self._error.setStyleSheet(f"color: {ERROR_COLOR};")
         self._message = QLabel(alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
-        self._rows: list[_BarRow] = []            # built when first needed (start-up stays quick)
-        self._ruler: _Ruler | None = None         # likewise
-        self._small = QFont()                     # the plots' text font (_sync_font)
+        self.chart = StageChart()
+        self.chart.clicked.connect(self._clicked_at)
+        self._small = QFont()                     # the chart's text font (_sync_font)
         self._off = QLabel(wordWrap=True)
         self.back_button = QPushButton(clicked=self._back)
         self.undo_button = QPushButton(clicked=self._undo)
         self._hint = QLabel()
         self._ids = np.zeros(0, dtype=np.int64)   # (k,) the candidate of each column
         self._n_hidden = 0                        # special tokens with raw probability 0: no column
-        self._ticks: list[str] = []               # (c,) x tick labels
+        self._ticks: list[str] = []               # (c,) column names
         self._marked: int | None = None
         self._paint: dict = {}
         self._font_key = None
         self._stack = QStackedWidget()
         self._stack.addWidget(self._message)
-        self._stack.addWidget(self._plots_page())
+        self._stack.addWidget(self._chart_page())
         self._layout()
         self._style(self.theme)
         self.refresh()
@@ -407,7 +152,7 @@ class DistributionPanel(Panel):
         return self._row(stage).values.copy()
 
     def bar_labels(self) -> list[str]:
-        """The x tick labels: token pieces (and "other (n)")."""
+        """The column names: token pieces (and "other (n)")."""
         return list(self._ticks)
 
     def value_labels(self, stage: str) -> list[str]:
@@ -415,7 +160,20 @@ class DistributionPanel(Panel):
         return list(self._row(stage).labels)
 
     def shown_stages(self) -> list[str]:
-        return [row.name for row in self._rows if row.plot.isVisibleTo(self)]
+        return [row.name for row in self.chart.rows] if self._stack.currentIndex() == 1 else []
+
+    def row_titles(self) -> dict[str, str]:
+        """Stage -> the title written left of its row (and "ruler" -> the ruler's)."""
+        titles = {row.name: row.title for row in self.chart.rows}
+        if self._ruler is not None:
+            titles["ruler"] = self._ruler.title
+        return titles if self._stack.currentIndex() == 1 else {}
+
+    def bar_point(self, stage: str, token_id: int) -> QPoint:
+        """Where the bar of `token_id` in a stage's row is, in `chart` pixels."""
+        row = next(r for r, bar_row in enumerate(self.chart.rows) if bar_row.name == stage)
+        column = int(np.flatnonzero(self._ids == token_id)[0])
+        return self.chart.bar_center(row, column).toPoint()
 
     def marked_id(self) -> int | None:
         """The id marked as selected (None before the pick)."""
@@ -432,7 +190,7 @@ class DistributionPanel(Panel):
         return self._ruler.ids.copy(), self._ruler.lo.copy(), self._ruler.hi.copy()
 
     def ruler_note(self) -> str:
-        return "" if self._ruler is None else self._ruler.note.toPlainText()
+        return "" if self._ruler is None else self._ruler.note
 
     def status_text(self) -> str:
         return self._status.text()
@@ -441,11 +199,15 @@ class DistributionPanel(Panel):
         return self._error.text()
 
     def message_text(self) -> str:
-        """The centred message, or "" when the plots are shown."""
+        """The centred message, or "" when the chart is shown."""
         return self._message.text() if self._stack.currentWidget() is self._message else ""
 
     def off_text(self) -> str:
         return self._off.text()
+
+    @property
+    def _ruler(self) -> Ruler | None:
+        return self.chart.ruler if self._stack.currentIndex() == 1 else None
 
     # ------------------------------------------------------------------ actions
     def click_candidate(self, token_id: int) -> None:
@@ -455,6 +217,7 @@ class DistributionPanel(Panel):
             self._guarded(self.session.force, step.index, int(token_id))
 
     def _clicked_at(self, x: float) -> None:
+        """A click at `x` in column units (column i spans i - 0.5 .. i + 0.5)."""
         column = int(round(x))
         if 0 <= column < self._ids.size and abs(x - column) <= BAR_WIDTH / 2:
             self.click_candidate(self._ids[column])
@@ -477,37 +240,14 @@ class DistributionPanel(Panel):
         self._error.hide()
 
     # ------------------------------------------------------------------ building
-    def _plots_page(self) -> QWidget:
+    def _chart_page(self) -> QWidget:
+        """The chart and, below it, the line naming the stages that are off."""
         page = QWidget()
-        grid = self._grid = QGridLayout(page)
-        grid.setContentsMargins(0, 0, 0, 0)
-        grid.setVerticalSpacing(2)
-        grid.setColumnStretch(1, 1)
-        grid.addWidget(self._off, MAX_ROWS + 1, 0, 1, 2)     # stage rows 0.., the ruler at MAX_ROWS
+        layout = QVBoxLayout(page)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.chart, 1)
+        layout.addWidget(self._off)
         return page
-
-    def _row_at(self, r: int) -> _BarRow:
-        """Stage row r, built and styled the first time a distribution needs it."""
-        while len(self._rows) <= r:
-            row = _BarRow(self._clicked_at)
-            self._grid.addWidget(row.title, len(self._rows), 0)
-            self._grid.addWidget(row.plot, len(self._rows), 1)
-            self._rows.append(row)
-            self._style_plot(row.plot, row.texts)
-            self._show_row(len(self._rows) - 1, False)
-        return self._rows[r]
-
-    def _ruler_built(self) -> _Ruler:
-        if self._ruler is None:
-            ruler = self._ruler = _Ruler()
-            self._grid.addWidget(ruler.title, MAX_ROWS, 0)
-            self._grid.addWidget(ruler.plot, MAX_ROWS, 1)
-            self._style_plot(ruler.plot, ruler.texts)
-            ruler.note.setColor(self.theme.text)
-            ruler.note.setFont(self._small)
-            ruler.u_line.setPen(self._paint["accent"][0])
-            ruler.title.setText(self.tr("distribution.ruler"))
-        return self._ruler
 
     def _layout(self) -> None:
         buttons = QHBoxLayout()
@@ -526,11 +266,9 @@ class DistributionPanel(Panel):
         super().set_theme(theme)
 
     def _style(self, theme: Theme) -> None:
-        """Colours of plots, bars and labels. Removed bars are hatched as well as grey."""
+        """Colours of bars, ruler and labels. Removed bars are hatched as well as grey."""
         def pen(color, width=1.0, style=Qt.PenStyle.SolidLine):
-            p = QPen(QColor(color), width, style)
-            p.setCosmetic(True)
-            return p
+            return QPen(QColor(color), width, style)
 
         self._paint = {
             "kept": (pen(theme.text, 0.8), QBrush(QColor(theme.kept))),
@@ -542,27 +280,10 @@ class DistributionPanel(Panel):
             "edge": (pen(theme.background, 1.5), None),
             "accent": (pen(theme.accent, 3.0), None),
         }
-        self._theme_applied = theme
-        for row in self._rows:
-            self._style_plot(row.plot, row.texts)
-        if self._ruler is not None:
-            self._style_plot(self._ruler.plot, self._ruler.texts)
-            self._ruler.note.setColor(theme.text)
-            self._ruler.u_line.setPen(self._paint["accent"][0])
-
-    def _style_plot(self, plot: pg.PlotWidget, labels: _Labels) -> None:
-        """Colours and font of one plot (a row or the ruler) and of its labels."""
-        theme = self._theme_applied
-        plot.setBackground(theme.background)
-        for side in ("left", "bottom"):
-            axis = plot.getPlotItem().getAxis(side)
-            axis.setPen(theme.grid)
-            axis.setTextPen(theme.text)
-            axis.setTickFont(self._small)
-        labels.set_style(self._small, theme.text)
+        self.chart.set_style(theme, self._paint, self._small)
 
     def _sync_font(self) -> None:
-        """Plot text follows the widget font (zoom, presentation mode) when it changes."""
+        """Chart text follows the widget font (zoom, presentation mode) when it changes."""
         font = self.font()
         key = (font.family(), font.pointSizeF())
         if key == self._font_key:
@@ -570,17 +291,12 @@ class DistributionPanel(Panel):
         self._font_key = key
         small = self._small = QFont(font)
         small.setPointSizeF(max(font.pointSizeF() * 0.9, 6.0))
-        for row in self._rows:
-            row.axis.forget_names()
-            self._style_plot(row.plot, row.texts)
-        if self._ruler is not None:
-            self._style_plot(self._ruler.plot, self._ruler.texts)
-            self._ruler.note.setFont(small)
+        self.chart.set_style(self.theme, self._paint, small)
 
     # ------------------------------------------------------------------ drawing
-    def _row(self, stage: str) -> _BarRow:
-        for row in self._rows:
-            if row.name == stage and row.plot.isVisibleTo(self):
+    def _row(self, stage: str) -> BarRow:
+        for row in self.chart.rows:
+            if row.name == stage and self._stack.currentIndex() == 1:
                 return row
         raise KeyError(f"stage {stage!r} is not shown; shown: {self.shown_stages()}")
 
@@ -602,8 +318,11 @@ class DistributionPanel(Panel):
         self._ids = ids[~np.isin(ids, hidden)]
         self._n_hidden = hidden.size
         self._marked = dist.selected_id if reveal else None
-        self._draw_rows(dist)
-        self._draw_ruler(dist, final_top, reveal)
+        rows, upright = self._bar_rows(dist)
+        self.chart.set_content(rows, self._ruler_record(dist, final_top, reveal), upright)
+        off = [f"{stage_label(s.name, self.session.lang)} ({s.note})" for s in dist.stages if not s.active]
+        self._off.setText(self.tr("distribution.off", stages=" · ".join(off)) if off
+                          else self.tr("distribution.all_on"))
         self._status.setText(self._status_line(step, reveal))
 
     def _hidden_ids(self, dist: Distribution) -> np.ndarray:  # -> (h,)
@@ -618,16 +337,12 @@ class DistributionPanel(Panel):
         self.back_button.setText(self.tr("distribution.back"))
         self.undo_button.setText(self.tr("distribution.undo"))
         self._hint.setText(self.tr("distribution.hint"))
-        if self._ruler is not None:
-            self._ruler.title.setText(self.tr("distribution.ruler"))
 
     def _show_message(self) -> None:
         self._stack.setCurrentIndex(0)
         self._message.setText(self.tr("distribution.no_logits"))
         self._status.setText("")
         self._ids, self._marked, self._ticks = np.zeros(0, dtype=np.int64), None, []
-        if self._ruler is not None:
-            self._ruler.u = None
 
     def _status_line(self, step, reveal: bool) -> str:
         dist = step.distribution
@@ -643,41 +358,28 @@ class DistributionPanel(Panel):
     def _piece(self, token_id) -> str:
         return self.session.model.vocab.display_piece(int(token_id))
 
-    def _draw_rows(self, dist: Distribution) -> None:
+    def _bar_rows(self, dist: Distribution) -> tuple[tuple[BarRow, ...], bool]:
+        """One BarRow per shown stage (raw, each active stage, final) and whether the
+        columns are many and narrow (labels written upwards, names under the last row)."""
         ids, lang = self._ids, self.session.lang
         vocab_size = dist.probs.size - self._n_hidden
         other = vocab_size > ids.size
-        columns = ids.size + other
         self._ticks = [self._piece(i) for i in ids]
         if other:
             self._ticks.append(self.tr("distribution.other", count=vocab_size - ids.size))
-        few = columns <= NUMBERS_UP_TO
+        few = len(self._ticks) <= NUMBERS_UP_TO
         cut = cut_heights(dist.stages, ids)                               # (k,)
         removers = [stage_label(r, lang) if r else "" for r in dist.removed_by[ids]]
-        shown = [s for s in dist.stages if s.active or s.name == "raw"]
-        final = (dist.probs, dist.stages[-1].kept, "final")
-        entries = [(s.probs, s.kept, s.name) for s in shown] + [final]
-        self._row_at(len(entries) - 1)
-        for r, row in enumerate(self._rows):
-            self._show_row(r, r < len(entries))
-            row.name = entries[r][2] if r < len(entries) else ""
-        for row, entry in zip(self._rows, entries):
-            values, drawn, roles, labels = self._row_data(*entry, cut, removers, few, other)
-            row.title.setText(self._row_title(dist, entry[2]))
-            row.draw(values, drawn, roles, labels, self._paint, vertical=not few)
-            # many narrow columns: only the bottom row names them, written upwards
-            names = self._ticks if few or entry is final else [""] * columns
-            row.set_names(names, upright=not few and entry is final)
-        off = [f"{stage_label(s.name, lang)} ({s.note})" for s in dist.stages if not s.active]
-        self._off.setText(self.tr("distribution.off", stages=" · ".join(off)) if off
-                          else self.tr("distribution.all_on"))
-
-    def _show_row(self, r: int, visible: bool) -> None:
-        """Rows of inactive stages are hidden and give their height to the others."""
-        row = self._rows[r]
-        row.title.setVisible(visible)
-        row.plot.setVisible(visible)
-        self._grid.setRowStretch(r, int(visible))
+        entries = [(s.probs, s.kept, s.name) for s in dist.stages if s.active or s.name == "raw"]
+        entries.append((dist.probs, dist.stages[-1].kept, "final"))
+        rows = []
+        for n, (probs, kept, name) in enumerate(entries):
+            values, drawn, roles, labels = self._row_data(probs, kept, name, cut, removers, few, other)
+            last = n == len(entries) - 1      # many narrow columns: only the last row names them
+            names = tuple(self._ticks) if few or last else ("",) * len(self._ticks)
+            rows.append(BarRow(name, self._row_title(dist, name), values, drawn, tuple(roles),
+                               tuple(labels), names))
+        return tuple(rows), not few
 
     def _row_data(self, probs, kept_mask, name, cut, removers, few, other):
         """What one row shows: values (c,), drawn heights (c,), roles (c,), labels (c,)."""
@@ -709,14 +411,14 @@ class DistributionPanel(Panel):
         note = next(s.note for s in dist.stages if s.name == name)
         return f"{label}\n{note}"
 
-    def _draw_ruler(self, dist: Distribution, final_top: np.ndarray, reveal: bool) -> None:
+    def _ruler_record(self, dist: Distribution, final_top: np.ndarray, reveal: bool) -> Ruler:
         ids, lo, hi = dist.ruler_head(final_top.size)
-        ruler = self._ruler_built()
-        ruler.draw(ids, lo, hi, [self._piece(i) for i in ids], self._marked, self._paint)
         if dist.greedy:
-            ruler.mark(None, self.tr("distribution.greedy"))
+            u, note = None, self.tr("distribution.greedy")
         elif not reveal:
-            ruler.mark(None, self.tr("distribution.u_later"))
+            u, note = None, self.tr("distribution.u_later")
         else:
             key = "distribution.u_forced" if dist.forced else "distribution.u"
-            ruler.mark(dist.u, self.tr(key, u=dist.u))
+            u, note = dist.u, self.tr(key, u=dist.u)
+        return Ruler(self.tr("distribution.ruler"), ids, lo, hi, tuple(self._piece(i) for i in ids),
+                     self._marked, u, note)
