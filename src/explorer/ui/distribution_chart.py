@@ -17,8 +17,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import numpy as np
-from PySide6.QtCore import QPointF, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPen
+from PySide6.QtCore import QEvent, QPointF, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import (
+    QColor,
+    QFont,
+    QFontMetricsF,
+    QPainter,
+    QStaticText,
+    QTransform,
+)
 from PySide6.QtWidgets import QSizePolicy, QWidget
 
 from .theme import Theme, text_on
@@ -83,8 +90,10 @@ class StageChart(QWidget):
         self.ruler: Ruler | None = None
         self.upright = False        # many narrow columns: vertical labels, upright names
         self._paint: dict = {}
+        self._colors: dict[str, QColor] = {}
         self._theme: Theme | None = None
         self._small = QFont()
+        self._texts = _Texts(lambda kind: self.font() if kind == "title" else self._small)
         self._layout = _Layout()
         self._layout_key = None
         self.setMouseTracking(True)
@@ -108,6 +117,10 @@ class StageChart(QWidget):
         """paint: role -> (pen, brush) for "kept", "kept_alt", "removed", "chosen", "other",
         "edge", "accent"; small: the font of labels, names and ticks."""
         self._theme, self._paint, self._small = theme, paint, QFont(small)
+        self._colors = {name: QColor(getattr(theme, name)) for name in ("background", "text", "grid")}
+        for role in ("kept", "kept_alt", "chosen", "other"):      # text written on a ruler interval
+            self._colors["on_" + role] = QColor(text_on(paint[role][1].color().name()))
+        self._texts.clear()
         self._layout_key = None
         self.updateGeometry()
         self.update()
@@ -126,7 +139,7 @@ class StageChart(QWidget):
         if not self.upright:
             return line + PAD
         fm = QFontMetricsF(self._small)
-        widest = max((fm.horizontalAdvance(_elided(fm, n, NAME_MAX_PX))
+        widest = max((fm.horizontalAdvance(self._texts.elided(n, "small", NAME_MAX_PX))
                       for r in self.rows for n in r.names), default=0.0)
         return widest + 3 * PAD
 
@@ -202,11 +215,17 @@ class StageChart(QWidget):
         super().mouseMoveEvent(event)
 
     # ------------------------------------------------------------------ painting
+    def changeEvent(self, event) -> None:
+        if event.type() == QEvent.Type.FontChange:      # titles are in the widget's font
+            self._texts.clear()
+            self._layout_key = None
+        super().changeEvent(event)
+
     def paintEvent(self, _event) -> None:
         if self._theme is None:
             return
         p = QPainter(self)
-        p.fillRect(self.rect(), QColor(self._theme.background))
+        p.fillRect(self.rect(), self._colors["background"])
         layout = self._laid_out()
         for r, row in enumerate(self.rows):
             self._paint_row(p, row, layout.plots[r], layout.names[r], layout.titles_width)
@@ -217,99 +236,91 @@ class StageChart(QWidget):
     def _title(self, p: QPainter, text: str, right: float, middle: float) -> None:
         """Right-aligned lines centred on `middle`, in the widget's own font."""
         p.setFont(self.font())
-        p.setPen(QColor(self._theme.text))
+        p.setPen(self._colors["text"])
         lines = text.split("\n")
         line = QFontMetricsF(self.font()).height()
-        top = middle - line * len(lines) / 2
+        top = middle - line * (len(lines) - 1) / 2
         for n, text_line in enumerate(lines):
-            p.drawText(QRectF(0, top + n * line, right - PAD, line),
-                       Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, text_line)
+            self._texts.draw(p, text_line, "title", right - PAD, top + n * line, 1.0)
 
     def _paint_row(self, p: QPainter, row: BarRow, plot: QRectF, names: QRectF, titles: float) -> None:
-        theme, fm = self._theme, QFontMetricsF(self._small)
-        line = fm.height()
+        colors, texts = self._colors, self._texts
         self._title(p, row.title, titles, plot.center().y())
-
-        def y_of(v):
-            return plot.bottom() - float(v) / Y_TOP * plot.height()
+        scale = plot.height() / Y_TOP                 # px per unit of probability
 
         # the probability axis: a line, ticks and their values
         p.setFont(self._small)
-        p.setPen(QPen(QColor(theme.grid), 1))
+        p.setPen(colors["grid"])
         p.drawLine(QPointF(plot.left(), plot.top()), QPointF(plot.left(), plot.bottom()))
         p.drawLine(QPointF(plot.left(), plot.bottom()), QPointF(plot.right(), plot.bottom()))
-        text_pen = QColor(theme.text)
         for v in AXIS_TICKS:
-            y = y_of(v)
-            p.setPen(QPen(QColor(theme.grid), 1))
+            y = plot.bottom() - v * scale
             p.drawLine(QPointF(plot.left() - 3, y), QPointF(plot.left(), y))
-            p.setPen(text_pen)
-            p.drawText(QRectF(titles, y - line / 2, plot.left() - titles - 5, line),
-                       Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, f"{v:g}")
+        p.setPen(colors["text"])
+        for v in AXIS_TICKS:
+            texts.draw(p, f"{v:g}", "small", plot.left() - 5, plot.bottom() - v * scale, 1.0)
         columns = len(row.values)
         if not columns:
             return
         width = plot.width() / columns
         bar = width * BAR_WIDTH
+        tops = plot.bottom() - np.asarray(row.drawn, dtype=float) * scale     # (c,) px
         p.save()
         p.setClipRect(plot.adjusted(0, -1, 1, 1))
-        for i, (height, role) in enumerate(zip(row.drawn, row.roles)):
+        for role in dict.fromkeys(row.roles):        # one pen and brush change per role
             pen, brush = self._paint[role]
-            top = y_of(height)
             p.setPen(pen)
             p.setBrush(brush)
-            p.drawRect(QRectF(plot.left() + i * width + (width - bar) / 2, top, bar, plot.bottom() - top))
+            for i in (i for i, r in enumerate(row.roles) if r == role):
+                p.drawRect(QRectF(plot.left() + i * width + (width - bar) / 2, tops[i],
+                                  bar, plot.bottom() - tops[i]))
         p.restore()
-        p.setPen(text_pen)
+        p.setFont(self._small)
+        p.setPen(colors["text"])
         for i, text in enumerate(row.labels):
             if text:
-                self._value_label(p, fm, text, plot.left() + (i + 0.5) * width, y_of(row.drawn[i]),
-                                  width, plot)
+                self._value_label(p, text, plot.left() + (i + 0.5) * width, float(tops[i]), width, plot)
         if names.height() > 0:
-            self._names(p, fm, row.names, names, width)
+            self._names(p, row.names, names, width)
 
-    def _value_label(self, p, fm, text: str, x: float, y: float, width: float, plot: QRectF) -> None:
-        line = fm.height()
+    def _value_label(self, p, text: str, x: float, y: float, width: float, plot: QRectF) -> None:
+        line = QFontMetricsF(self._small).height()
         if self.upright:           # written upwards from the foot of the column
             p.save()
             p.translate(x, plot.bottom() - 0.02 / Y_TOP * plot.height())
             p.rotate(-90)
-            p.drawText(QRectF(0, -line / 2, fm.horizontalAdvance(text) + 2, line),
-                       Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, text)
+            p.drawText(QPointF(0, line / 2 - QFontMetricsF(self._small).descent()), text)
             p.restore()
             return
         lines = [text]
-        if fm.horizontalAdvance(text) > width and " " in text:   # a long mark: two lines, not over its neighbours
+        if self._texts.width(text, "small") > width and " " in text:   # a long mark: two lines, not over its neighbours
             head, _, tail = text.rpartition(" ")
             lines = [head, tail]
         top = max(plot.top(), y - line * len(lines) - 1)
         for n, text_line in enumerate(lines):
-            p.drawText(QRectF(x - width / 2, top + n * line, width, line),
-                       Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignVCenter, text_line)
+            self._texts.draw(p, text_line, "small", x, top + n * line, 0.5, 0.0)
 
-    def _names(self, p, fm, names, band: QRectF, width: float) -> None:
+    def _names(self, p, names, band: QRectF, width: float) -> None:
+        fm = QFontMetricsF(self._small)
         line = fm.height()
-        p.setPen(QColor(self._theme.text))
+        p.setPen(self._colors["text"])
         for i, name in enumerate(names):
             if not name:
                 continue
             x = band.left() + (i + 0.5) * width
             if self.upright:       # reading upwards, ending just under the axis
-                shown = _elided(fm, name, NAME_MAX_PX)
+                shown = self._texts.elided(name, "small", NAME_MAX_PX)
                 p.save()
                 p.translate(x, band.top() + PAD)
                 p.rotate(-90)
-                p.drawText(QRectF(-band.height(), -line / 2, band.height() - PAD, line),
-                           Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, shown)
+                p.drawText(QPointF(-fm.horizontalAdvance(shown), line / 2 - fm.descent()), shown)
                 p.restore()
             else:
-                p.drawText(QRectF(x - width / 2, band.top() + 1, width, line),
-                           Qt.AlignmentFlag.AlignHCenter | Qt.AlignmentFlag.AlignTop,
-                           _elided(fm, name, width))
+                self._texts.draw(p, self._texts.elided(name, "small", width), "small", x, band.top() + 1, 0.5, 0.0)
 
     def _paint_ruler(self, p: QPainter, ruler: Ruler, layout: _Layout) -> None:
-        theme, fm = self._theme, QFontMetricsF(self._small)
-        band, line = layout.ruler, fm.height()
+        colors, texts = self._colors, self._texts
+        band = layout.ruler
         self._title(p, ruler.title, layout.titles_width, band.center().y())
 
         def x_of(v):
@@ -325,42 +336,85 @@ class StageChart(QWidget):
         for n, (lo, hi, token, piece) in enumerate(spans):
             role = ("other" if token is None else "chosen" if token == ruler.chosen
                     else "kept" if n % 2 == 0 else "kept_alt")
-            brush = self._paint[role][1]
             rect = QRectF(x_of(lo), band.top(), x_of(hi) - x_of(lo), band.height())
             p.setPen(edge)
-            p.setBrush(brush)
+            p.setBrush(self._paint[role][1])
             p.drawRect(rect)
             if piece and hi - lo >= RULER_LABEL_MIN:
-                p.setPen(QColor(text_on(brush.color().name())))
-                p.drawText(rect, Qt.AlignmentFlag.AlignCenter, _elided(fm, piece, rect.width() - 2))
+                p.setPen(colors["on_" + role])
+                texts.draw(p, texts.elided(piece, "small", rect.width() - 2), "small",
+                           rect.center().x(), rect.center().y())
         # ticks under the band
-        p.setPen(QPen(QColor(theme.grid), 1))
+        p.setPen(colors["grid"])
         p.drawLine(QPointF(band.left(), band.bottom() + 1), QPointF(band.right(), band.bottom() + 1))
         for v in RULER_TICKS:
-            x = x_of(v)
-            p.setPen(QPen(QColor(theme.grid), 1))
-            p.drawLine(QPointF(x, band.bottom() + 1), QPointF(x, band.bottom() + 4))
-            p.setPen(QColor(theme.text))
-            p.drawText(QRectF(x - 40, band.bottom() + 4, 80, line), Qt.AlignmentFlag.AlignHCenter, f"{v:g}")
+            p.drawLine(QPointF(x_of(v), band.bottom() + 1), QPointF(x_of(v), band.bottom() + 4))
+        p.setPen(colors["text"])
+        for v in RULER_TICKS:
+            texts.draw(p, f"{v:g}", "small", x_of(v), band.bottom() + 4, 0.5, 0.0)
         # u and the note, on the roomier side of u
         note_top = layout.ruler_top
         if ruler.u is not None:
             x = x_of(ruler.u)
             p.setPen(self._paint["accent"][0])
             p.drawLine(QPointF(x, note_top), QPointF(x, band.bottom()))
-        p.setPen(QColor(theme.text))
-        width = fm.horizontalAdvance(ruler.note) + 2
+        p.setPen(colors["text"])
         if ruler.u is None:
-            left = band.center().x() - width / 2
+            x, anchor = band.center().x(), 0.5
         elif ruler.u > 0.7:
-            left = x_of(ruler.u) - 2 * PAD - width
+            x, anchor = x_of(ruler.u) - 2 * PAD, 1.0
         else:
-            left = x_of(ruler.u) + 2 * PAD
-        p.drawText(QRectF(left, note_top, width, line), Qt.AlignmentFlag.AlignLeft, ruler.note)
+            x, anchor = x_of(ruler.u) + 2 * PAD, 0.0
+        texts.draw(p, ruler.note, "small", x, note_top, anchor, 0.0)
 
 
-def _elided(fm: QFontMetricsF, text: str, width: float) -> str:
-    return fm.elidedText(text, Qt.TextElideMode.ElideRight, max(0.0, width))
+class _Texts:
+    """Laid-out text kept between paints: QStaticText draws several times faster than
+    drawText, which lays the text out again on every call. Fonts by kind ("small" for
+    labels, names and ticks, "title" for the row titles)."""
+
+    LIMIT = 4096        # entries; the cache starts over beyond this (numbers change every tick)
+
+    def __init__(self, font_of):
+        self.font = font_of                  # kind -> QFont
+        self._laid: dict[tuple[str, str], QStaticText] = {}
+        self._elided: dict[tuple[str, str, int], str] = {}
+
+    def clear(self) -> None:
+        self._laid.clear()
+        self._elided.clear()
+
+    def get(self, text: str, kind: str) -> QStaticText:
+        key = (text, kind)
+        laid = self._laid.get(key)
+        if laid is None:
+            if len(self._laid) > self.LIMIT:
+                self._laid.clear()
+            laid = self._laid[key] = QStaticText(text)
+            laid.setTextFormat(Qt.TextFormat.PlainText)
+            laid.prepare(QTransform(), self.font(kind))
+        return laid
+
+    def width(self, text: str, kind: str) -> float:
+        return self.get(text, kind).size().width()
+
+    def elided(self, text: str, kind: str, width: float) -> str:
+        key = (text, kind, int(width))
+        shown = self._elided.get(key)
+        if shown is None:
+            if len(self._elided) > self.LIMIT:
+                self._elided.clear()
+            shown = self._elided[key] = QFontMetricsF(self.font(kind)).elidedText(
+                text, Qt.TextElideMode.ElideRight, max(0.0, width))
+        return shown
+
+    def draw(self, p: QPainter, text: str, kind: str, x: float, y: float,
+             h: float = 0.5, v: float = 0.5) -> None:
+        """`text` placed so that its point (h, v) (0 = left / top, 1 = right / bottom of
+        the text) is at (x, y). The painter's font must be this kind's."""
+        laid = self.get(text, kind)
+        size = laid.size()
+        p.drawStaticText(QPointF(x - h * size.width(), y - v * size.height()), laid)
 
 
 def _same_rows(a, b) -> bool:
