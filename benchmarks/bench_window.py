@@ -22,6 +22,8 @@ HERE = Path(__file__).resolve().parent
 
 APP_START = """
 import sys, tempfile
+from explorer.runtime import tune_allocator
+tune_allocator()
 from PySide6.QtWidgets import QApplication
 app = QApplication(sys.argv[:1])
 from explorer.ui.app import build_window
@@ -45,15 +47,18 @@ def cold_start(cmd: list[str], n: int) -> list[float]:
 def repaint_times(window, slider, values) -> list[float]:
     """Seconds from a slider value change until every panel has painted (the value change
     reruns the session, in a worker thread for a big model, and every panel redraws;
-    processEvents runs the queued paints)."""
+    the last processEvents runs the queued paints)."""
+    from PySide6.QtCore import QEventLoop
     from PySide6.QtWidgets import QApplication
     times = []
     for v in values:
         start = time.perf_counter()
         slider.setValue(int(v))
-        QApplication.processEvents()
-        while window.working or window.session.behind:      # a big model computes off the UI thread
-            QApplication.processEvents()
+        while window.working or window.session.behind:      # a big model computes off the UI thread:
+            # the UI thread idles until the worker reports, as in the event loop (a busy loop
+            # here would take the GIL from the worker)
+            QApplication.processEvents(QEventLoop.ProcessEventsFlag.WaitForMoreEvents)
+        QApplication.processEvents()                        # the repaints the new run queued
         times.append(time.perf_counter() - start)
     return times
 
