@@ -29,8 +29,6 @@ from explorer import models
 
 CHILD = r"""
 import json, time
-from explorer.runtime import tune_allocator
-tune_allocator()
 start = time.perf_counter()
 from explorer.models import load_model
 model = load_model("smollm2")

@@ -22,8 +22,6 @@ HERE = Path(__file__).resolve().parent
 
 APP_START = """
 import sys, tempfile
-from explorer.runtime import tune_allocator
-tune_allocator()
 from PySide6.QtWidgets import QApplication
 app = QApplication(sys.argv[:1])
 from explorer.ui.app import build_window

@@ -7,10 +7,6 @@ import json
 import statistics
 import time
 
-from explorer.runtime import tune_allocator
-
-tune_allocator()        # the C allocator as `explorer` sets it at start-up (cli.main)
-
 
 def measure(fn, repeat: int, warmup: int = 3) -> list[float]:
     """Seconds per call of fn(), `repeat` times after `warmup` untimed calls."""

@@ -8,7 +8,6 @@ import sys
 
 from . import __version__, cli_export, cli_fit, cli_model, cli_sample, cli_trace
 from .core.errors import ExplorerError
-from .runtime import tune_allocator
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -32,7 +31,6 @@ def build_parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     # Qt randomises its hash seed per process; fixed, two exports of the same input are identical
     os.environ.setdefault("QT_HASH_SEED", "0")
-    tune_allocator()
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.command is None:
