@@ -289,7 +289,7 @@ class StageChart(QWidget):
             p.save()
             p.translate(x, plot.bottom() - 0.02 / Y_TOP * plot.height())
             p.rotate(-90)
-            p.drawText(QPointF(0, line / 2 - QFontMetricsF(self._small).descent()), text)
+            self._texts.draw(p, text, "small", 0.0, 0.0, 0.0, 0.5)
             p.restore()
             return
         lines = [text]
@@ -301,19 +301,16 @@ class StageChart(QWidget):
             self._texts.draw(p, text_line, "small", x, top + n * line, 0.5, 0.0)
 
     def _names(self, p, names, band: QRectF, width: float) -> None:
-        fm = QFontMetricsF(self._small)
-        line = fm.height()
         p.setPen(self._colors["text"])
         for i, name in enumerate(names):
             if not name:
                 continue
             x = band.left() + (i + 0.5) * width
             if self.upright:       # reading upwards, ending just under the axis
-                shown = self._texts.elided(name, "small", NAME_MAX_PX)
                 p.save()
                 p.translate(x, band.top() + PAD)
                 p.rotate(-90)
-                p.drawText(QPointF(-fm.horizontalAdvance(shown), line / 2 - fm.descent()), shown)
+                self._texts.draw(p, self._texts.elided(name, "small", NAME_MAX_PX), "small", 0.0, 0.0, 1.0, 0.5)
                 p.restore()
             else:
                 self._texts.draw(p, self._texts.elided(name, "small", width), "small", x, band.top() + 1, 0.5, 0.0)

@@ -35,7 +35,9 @@ class ExplanationPanel(Panel):
         self.view.highlighted.connect(self._hovered)
         self.view.anchorClicked.connect(self._clicked)
         self.last_tip = ""             # the definition shown last (hover or click)
-        self._html = ""
+        self._html = ""                # the whole text as HTML
+        self._headings: tuple = ()     # (key, heading, colour) per section, as last set
+        self._paragraphs: list[str] = []   # each section's paragraph HTML, as last set
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.view)
@@ -47,28 +49,45 @@ class ExplanationPanel(Panel):
 
     def refresh(self) -> None:
         lang, accent = self.session.lang, self.theme.accent
-        parts = [f"<h3 style='color:{accent}; margin-bottom:2px'>{escape(tr(f'section.{key}', lang))}</h3>"
-                 f"<p style='margin-top:0'>{self._marked(text, lang)}</p>"
-                 for key, text in self.sections().items()]
-        html = "".join(parts)
-        if html != self._html:             # setHtml relayouts and repaints even when unchanged
-            self._html = html
-            self.view.setHtml(html)
-            self._dot_term_links()
+        sections = self.sections()
+        headings = tuple((key, tr(f"section.{key}", lang), accent) for key in sections)
+        paragraphs = [self._marked(text, lang) for text in sections.values()]
+        self._html = "".join(
+            f"<h3 style='color:{accent}; margin-bottom:2px'>{escape(heading)}</h3>"
+            f"<p style='margin-top:0'>{paragraph}</p>"
+            for (_key, heading, _accent), paragraph in zip(headings, paragraphs))
+        if headings != self._headings:           # setHtml relayouts the whole text
+            self._headings = headings
+            self.view.setHtml(self._html)
+            self._dot_term_links(self.view.document().begin(), None)
+        else:                                    # a slider changed a number: only that paragraph
+            for k, (old, new) in enumerate(zip(self._paragraphs, paragraphs)):
+                if old != new:
+                    self._replace_paragraph(k, new)
+        self._paragraphs = paragraphs
+
+    def _replace_paragraph(self, k: int, html: str) -> None:
+        """The text of section k's paragraph (block 2k + 1, after its heading) replaced:
+        the document lays out just that block again."""
+        block = self.view.document().findBlockByNumber(2 * k + 1)
+        cursor = QTextCursor(block)
+        cursor.movePosition(QTextCursor.MoveOperation.EndOfBlock, QTextCursor.MoveMode.KeepAnchor)
+        cursor.insertHtml(html)
+        self._dot_term_links(block, block.next())
 
     # ------------------------------------------------------------------ glossary terms
     def _marked(self, text: str, lang: str) -> str:
         return marked_html(text, lang, self.theme.text)
 
-    def _dot_term_links(self) -> None:
-        """Term links get a dotted underline (Qt's HTML import knows only solid ones)."""
+    def _dot_term_links(self, block, end) -> None:
+        """Term links from `block` up to `end` (None: the last block) get a dotted
+        underline (Qt's HTML import knows only solid ones)."""
         doc = self.view.document()
         cursor = QTextCursor(doc)
         dotted = QTextCharFormat()
         dotted.setFontUnderline(True)
         dotted.setUnderlineStyle(QTextCharFormat.UnderlineStyle.DotLine)
-        block = doc.begin()
-        while block.isValid():
+        while block.isValid() and block != end:
             it = block.begin()
             while not it.atEnd():
                 fragment = it.fragment()

@@ -349,13 +349,12 @@ class KVGridPanel(Panel):
     # ---------------------------------------------------------------- drawing
     def refresh(self) -> None:
         data, old = self._grid_data(), self._view.data
-        if old is None or not _same_grid(data, old) or self._view.font() != self._painted_font \
-                or self.theme is not self._painted_theme:
-            legend_changed = old is None or data.labels != old.labels
+        restyled = self._view.font() != self._painted_font or self.theme is not self._painted_theme
+        if old is None or restyled or not _same_grid(data, old):
             self._view.set_data(data)
             self._painted_font, self._painted_theme = self._view.font(), self.theme
-            self._legend.update()
-            if legend_changed:
+            if old is None or restyled or data.labels != old.labels:   # else the legend is as drawn
+                self._legend.update()
                 self._legend.updateGeometry()
         self._status.setText(self._status_text())
 
