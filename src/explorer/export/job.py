@@ -61,6 +61,7 @@ class ExportJob:
         widget.resize(s.width, content_height(s.height, s.caption))
         widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
         widget.show()
+        settle()
         return widget
 
     def caption(self, index: int) -> Caption | None:
@@ -111,7 +112,7 @@ class ExportJob:
         try:
             for index in indexes:
                 self.session.go(index)
-                QApplication.processEvents()
+                settle()
                 caption = self.caption(index)
                 stem = file_stem(index, self.session.frames[index], len(self.session.frames)) + suffix
                 if "png" in s.formats:
@@ -223,6 +224,15 @@ def _export_job(session: Session, spec: ExportSpec, lesson_id: str, lesson_title
         finally:
             window.close()
             window.deleteLater()
+
+
+def settle(rounds: int = 4) -> None:
+    """Run the posted events until fonts, sizes and layouts have settled: a widget shown
+    or redrawn posts layout requests, and laying one out can post the next (a slide drawn
+    before that has its text in one size and its layout measured for another)."""
+    for _ in range(rounds):
+        QApplication.sendPostedEvents()
+        QApplication.processEvents()
 
 
 def export_session(session: Session, spec: ExportSpec, lesson_id: str, lesson_title: str,
