@@ -10,7 +10,7 @@ from PySide6.QtCore import Qt
 from explorer.core.sampling import SamplingConfig
 from explorer.core.table_model import load_table_model
 from explorer.export.spec import PANELS as EXPORT_PANELS
-from explorer.lessons import DEFAULT_LESSON_ID, lessons_dir
+from explorer.lessons import DEFAULT_LESSON_ID, all_lessons, lessons_dir
 from explorer.resources import resources_dir
 from explorer.session import Session
 from explorer.ui.beam_panel import BeamPanel
@@ -48,6 +48,17 @@ def softmax(x):
 def test_the_window_and_the_export_know_the_same_panels(window):
     assert tuple(cls.panel_id for cls in PANELS) == EXPORT_PANELS
     assert set(window.panels) == set(EXPORT_PANELS) == set(window.docks)
+
+
+def test_the_lessons_menu_lists_every_lesson_when_it_opens_with_the_playing_one_checked(window):
+    menu = window.menus["lessons"]
+    fixed = [a.text() for a in menu.actions()]                 # read at start: no lesson yet
+    assert fixed == [window.actions["all_lessons"].text(), window.actions["open_lesson"].text()]
+    menu.aboutToShow.emit()
+    titles = [a.text() for a in menu.actions() if not a.isSeparator()]
+    assert titles == [lesson.title_in("en") for lesson in all_lessons()] + fixed
+    checked = [a.text() for a in menu.actions() if a.isChecked()]
+    assert checked == [window.lesson.title_in("en")]
 
 
 def test_every_lesson_from_the_menu_plays_every_frame_without_error(qtbot, window):

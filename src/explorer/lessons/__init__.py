@@ -36,18 +36,26 @@ def lesson_names() -> list[str]:
 
 @cache
 def all_lessons() -> tuple[Lesson, ...]:
-    lessons = [parse_lesson(path) for path in sorted(lessons_dir().glob("*.toml"))]
+    lessons = [_shipped(path) for path in sorted(lessons_dir().glob("*.toml"))]
     return tuple(sorted(lessons, key=lambda l: (l.order, l.id)))
 
 
+@cache
+def _shipped(path: Path) -> Lesson:
+    """A shipped lesson file, read (and built, to check it) once per process."""
+    return parse_lesson(path)
+
+
 def load_lesson(name_or_path: str | Path) -> Lesson:
-    """A shipped lesson by id, or a lesson file by path (LessonError names what is wrong)."""
+    """A shipped lesson by id, or a lesson file by path (LessonError names what is wrong).
+    A shipped lesson is read from its own file (its id is the file name): the window
+    starts without reading every lesson."""
     text = str(name_or_path)
     if text.endswith(".toml") or "/" in text or "\\" in text:
         return parse_lesson(Path(text))
-    for lesson in all_lessons():
-        if lesson.id == text:
-            return lesson
+    path = lessons_dir() / f"{text}.toml"
+    if path.is_file():
+        return _shipped(path)
     raise ExplorerError(f"lesson {text!r} not found (known: {', '.join(lesson_names())})")
 
 

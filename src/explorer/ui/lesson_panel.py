@@ -41,15 +41,13 @@ def builds_on_names(lesson: Lesson, lang: str) -> list[str]:
     or the entry itself when it is neither."""
     from .glossary_panel import glossary_terms, term_name
     terms = {t.id: t for t in glossary_terms()}
-    lessons = {l.id: l for l in all_lessons()}
     names = []
     for item in lesson.builds_on:
         if item in terms:
             names.append(term_name(terms[item], lang))
-        elif item in lessons:
-            names.append(f"“{lessons[item].title_in(lang)}”")
-        else:
-            names.append(item)
+            continue
+        earlier = next((l for l in all_lessons() if l.id == item), None)   # read only when needed
+        names.append(item if earlier is None else f"“{earlier.title_in(lang)}”")
     return names
 
 

@@ -216,6 +216,7 @@ class MainWindow(QMainWindow):
         # (tests, exports) do not get it unless they ask
         self.start_page_at_first_start = QGuiApplication.platformName() != "offscreen"
         self.start_page: StartPage | None = None
+        self._lesson_actions: dict[str, QAction] | None = None     # built with the Lessons menu
         self.lesson = lesson          # None: a free session, not a lesson
         self.presenting = False
         self.theme = THEMES["light"]
@@ -250,8 +251,7 @@ class MainWindow(QMainWindow):
     @lesson.setter
     def lesson(self, lesson: Lesson | None) -> None:
         self._lesson = lesson
-        if hasattr(self, "lesson_actions"):
-            self._check_lesson_action()
+        self._check_lesson_action()
 
     # ------------------------------------------------------------------ building
     def _dock(self, panel) -> QDockWidget:
@@ -338,7 +338,7 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self) -> None:
         self.menus = {m: self.menuBar().addMenu("") for m in ("file", "model", "go", "lessons", "view")}
-        self._build_lesson_actions()
+        self.menus["lessons"].aboutToShow.connect(lambda: self.lesson_actions)
         self.model_actions: dict[str, QAction] = {}
         self._menu_choices: tuple = ()
         self._model_group = QActionGroup(self)
@@ -353,24 +353,36 @@ class MainWindow(QMainWindow):
             action.triggered.connect(lambda _c=False, p=pid: self.panel_full_screen(p))
             self.fullscreen_actions[pid] = action
 
+    @property
+    def lesson_actions(self) -> dict[str, QAction]:
+        """One checkable item per shipped lesson in the Lessons menu (the one playing is
+        checked). The shipped lessons are read when the menu first opens (or this is first
+        asked for), not while the window starts."""
+        if self._lesson_actions is None:
+            self._build_lesson_actions()
+        return self._lesson_actions
+
     def _build_lesson_actions(self) -> None:
-        """One checkable item per shipped lesson (the one playing is checked), then a separator."""
-        self.lesson_actions: dict[str, QAction] = {}
+        menu = self.menus["lessons"]
+        first = menu.actions()[0] if menu.actions() else None
         group = QActionGroup(self)
         group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
-        lessons, self.lesson_load_errors = shipped_lessons()
+        lessons, _errors = shipped_lessons()         # the start page lists the broken ones
+        self._lesson_actions = {}
         for lesson in lessons:
-            action = self.menus["lessons"].addAction("")
+            action = QAction(lesson.title_in(self.session.lang), self)
             action.setCheckable(True)
             action.triggered.connect(lambda _c=False, l=lesson: self.switch_lesson(l))
             group.addAction(action)
-            self.lesson_actions[lesson.id] = action
+            menu.insertAction(first, action)
+            self._lesson_actions[lesson.id] = action
+        menu.insertSeparator(first)
         self._lessons_listed = {lesson.id: lesson for lesson in lessons}
-        self.menus["lessons"].addSeparator()
+        self._check_lesson_action()
 
     def _check_lesson_action(self) -> None:
         current = self.lesson.id if self.lesson is not None and self.session.in_lesson else None
-        for lid, action in self.lesson_actions.items():
+        for lid, action in (self._lesson_actions or {}).items():
             action.setChecked(lid == current and self._lessons_listed[lid].path == self.lesson.path)
 
     def _build_toolbar(self) -> None:
@@ -900,7 +912,7 @@ class MainWindow(QMainWindow):
         self.panel_menu.setTitle(tr("menu.panels", lang))
         self.actions[f"lang_{lang}"].setChecked(True)
         self._check_lesson_action()
-        for lid, action in self.lesson_actions.items():
+        for lid, action in (self._lesson_actions or {}).items():
             action.setText(self._lessons_listed[lid].title_in(lang))
         self._sync_prompt()
         self._mark_docks()
