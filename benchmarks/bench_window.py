@@ -79,7 +79,7 @@ def large_vocab_window(settings_path):
 def main() -> None:
     p = parser(__doc__)
     p.add_argument("--starts", type=int, default=7, help="cold starts of each kind")
-    p.add_argument("--drags", type=int, default=200, help="slider value changes per case")
+    p.add_argument("--drags", type=int, default=200, help="slider value changes per case (0: cold start only)")
     args = p.parse_args()
     rows = []
     floor = cold_start([sys.executable, str(HERE / "floor_window.py")], args.starts)
@@ -88,6 +88,9 @@ def main() -> None:
     rows.append(summary("cold start: explorer window, first paint", app,
                         ratio_to_floor=float(np.median(app) / np.median(floor))))
 
+    if args.drags <= 0:
+        report(rows, args.json)
+        return
     from PySide6.QtWidgets import QApplication
     qt_app = QApplication.instance() or QApplication(sys.argv[:1])
     from explorer.models import installed_path

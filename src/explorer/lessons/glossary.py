@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 
 from ..i18n import LANGS
@@ -65,9 +64,11 @@ class Glossary:
     path: Path
     terms: tuple[Term, ...]
     _by_id: dict = field(init=False, repr=False, compare=False)
+    _compiled: dict = field(init=False, repr=False, compare=False)    # lang -> _patterns(lang)
 
     def __post_init__(self):
         object.__setattr__(self, "_by_id", {t.id: t for t in self.terms})
+        object.__setattr__(self, "_compiled", {})
 
     @property
     def ids(self) -> tuple[str, ...]:
@@ -88,7 +89,7 @@ class Glossary:
         if lang not in LANGS:
             raise ValueError(f"lang {lang!r}: expected one of {', '.join(LANGS)}")
         hits = []
-        for word, term_id in self._patterns[lang]:
+        for word, term_id in self._patterns(lang):
             hits += [(m.start(), m.end(), term_id) for m in word.finditer(text)]
         hits.sort(key=lambda h: (-(h[1] - h[0]), h[0]))
         taken: list[tuple[int, int, str]] = []
@@ -97,9 +98,12 @@ class Glossary:
                 taken.append((start, end, term_id))
         return sorted(taken)
 
-    @cached_property
-    def _patterns(self) -> dict[str, list[tuple[re.Pattern, str]]]:
-        return {lang: [(_pattern(w), t.id) for t in self.terms for w in t.words(lang)] for lang in LANGS}
+    def _patterns(self, lang: str) -> list[tuple[re.Pattern, str]]:
+        """(compiled word, term id) of one language, compiled when it is first needed."""
+        compiled = self._compiled.get(lang)
+        if compiled is None:
+            compiled = self._compiled[lang] = [(_pattern(w), t.id) for t in self.terms for w in t.words(lang)]
+        return compiled
 
 
 def _pattern(word: str) -> re.Pattern:

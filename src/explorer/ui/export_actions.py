@@ -1,6 +1,7 @@
 """The window's export actions: the current frame to a file, the whole lesson to a folder
 (with a progress dialog that can cancel), and the current frame to the clipboard.
-Dialogs are attributes of the window so tests can replace them."""
+Dialogs are attributes of the window so tests can replace them. The export machinery
+(PDF, SVG, handouts) is imported when an export starts, not while the window starts."""
 
 from __future__ import annotations
 
@@ -9,11 +10,18 @@ import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDialog, QDialogButtonBox, QFileDialog,
-                               QFormLayout, QProgressDialog)
+from PySide6.QtWidgets import (
+    QApplication,
+    QCheckBox,
+    QComboBox,
+    QDialog,
+    QDialogButtonBox,
+    QFileDialog,
+    QFormLayout,
+    QProgressDialog,
+)
 
 from ..core.errors import ExplorerError
-from ..export.job import ExportCancelled, export_session, frame_image
 from ..export.spec import PANELS, ExportSpec
 from ..i18n import add_messages, tr
 
@@ -93,6 +101,7 @@ def export_frame(window) -> Path | None:
     fmt = choice.path.suffix.lower().lstrip(".")
     if fmt not in ("png", "svg", "pdf"):
         raise ExplorerError(tr("export.bad_suffix", window.session.lang, path=choice.path))
+    from ..export.job import export_session
     folder = choice.path.parent
     session = window.session.copy()
     with tempfile.TemporaryDirectory(prefix=".explorer-frame-", dir=folder) as tmp:
@@ -109,6 +118,7 @@ def export_lesson(window) -> list[Path]:
     folder = window.ask_export_folder()
     if folder is None:
         return []
+    from ..export.job import ExportCancelled, export_session
     lang = window.session.lang
     dialog = QProgressDialog(tr("export.progress", lang, what=""), tr("export.cancel", lang), 0, 1, window)
     dialog.setMinimumDuration(0)
@@ -135,6 +145,7 @@ def export_lesson(window) -> list[Path]:
 
 def copy_frame(window) -> None:
     """The current frame as a slide image on the clipboard, ready to paste into a presentation."""
+    from ..export.job import frame_image
     image = frame_image(window.session.copy(), _spec(window, Path(tempfile.gettempdir())),
                         window.lesson_names()[1])
     QApplication.clipboard().setImage(image)
