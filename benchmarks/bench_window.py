@@ -33,12 +33,15 @@ w.grab()
 """
 
 
-def cold_start(cmd: list[str], n: int) -> list[float]:
-    times = []
+def cold_starts(commands: list[list[str]], n: int) -> list[list[float]]:
+    """Seconds from launch to exit of each command, n times each. The commands take turns
+    (floor, app, floor, app, ...), so a busy spell of the shared machine hits both."""
+    times = [[] for _ in commands]
     for _ in range(n):
-        start = time.perf_counter()
-        subprocess.run(cmd, check=True, capture_output=True)
-        times.append(time.perf_counter() - start)
+        for cmd, out in zip(commands, times):
+            start = time.perf_counter()
+            subprocess.run(cmd, check=True, capture_output=True)
+            out.append(time.perf_counter() - start)
     return times
 
 
@@ -82,8 +85,8 @@ def main() -> None:
     p.add_argument("--drags", type=int, default=200, help="slider value changes per case (0: cold start only)")
     args = p.parse_args()
     rows = []
-    floor = cold_start([sys.executable, str(HERE / "floor_window.py")], args.starts)
-    app = cold_start([sys.executable, "-c", APP_START], args.starts)
+    floor, app = cold_starts([[sys.executable, str(HERE / "floor_window.py")],
+                              [sys.executable, "-c", APP_START]], args.starts)
     rows.append(summary("cold start: floor (PySide6 + pyqtgraph, 2 plots)", floor))
     rows.append(summary("cold start: explorer window, first paint", app,
                         ratio_to_floor=float(np.median(app) / np.median(floor))))
