@@ -530,13 +530,15 @@ def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> positio
         if probs[chosen].sum() > u:
             return _pick(probs, chosen, 0.0, u)
         threshold *= _THRESHOLD_STEP
-    candidates = np.flatnonzero(probs > 0)                    # (m,) still possible picks
+    everyone = probs.min() > 0                                # no stage removed anything: skip the gather
+    candidates = None if everyone else np.flatnonzero(probs > 0)   # (m,) still possible picks; None = all
     before = 0.0                                              # ruler mass ahead of them
     shift = 52 - _BUCKET_BITS                                 # mantissa bits below the bucket number
-    while candidates.size > _BAND:
-        values = probs[candidates]                            # (m,)
-        keys = values.view(np.int64) >> shift                 # (m,) ordered as the values
-        rank = np.minimum(keys.max() - keys, _BUCKETS - 1)    # (m,) 0 = the highest bucket
+    while candidates is None or candidates.size > _BAND:
+        values = probs if candidates is None else probs[candidates]    # (m,)
+        rank = values.view(np.int64) >> shift                 # (m,) ordered as the values ...
+        np.subtract(rank.max(), rank, out=rank)               # ... turned into 0 = the highest bucket
+        np.minimum(rank, _BUCKETS - 1, out=rank)
         mass = np.bincount(rank, weights=values, minlength=_BUCKETS)   # (B,) in ruler order
         if np.count_nonzero(mass) == 1:                       # all in one bucket: finer ones
             if shift == 0:                                    # they all tie: sort them
@@ -546,7 +548,10 @@ def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> positio
         ends = before + np.cumsum(mass)                       # (B,) ruler mass up to each bucket's end
         bucket = min(int(np.searchsorted(ends, u, side="right")), int(np.flatnonzero(mass)[-1]))
         before = float(ends[bucket] - mass[bucket])
-        candidates = candidates[rank == bucket]
+        inside = rank == bucket                               # (m,)
+        candidates = np.flatnonzero(inside) if candidates is None else candidates[inside]
+    if candidates is None:
+        candidates = np.arange(probs.size)
     return _pick(probs, candidates, before, u)
 
 
