@@ -285,9 +285,12 @@ class StageChart(QWidget):
 
     def _value_label(self, p, text: str, x: float, y: float, width: float, plot: QRectF) -> None:
         line = QFontMetricsF(self._small).height()
-        if self.upright:           # written upwards from the foot of the column
+        if self.upright:           # written upwards from the top of the bar, lower if it would leave the plot
+            foot = plot.bottom() - 0.02 / Y_TOP * plot.height()
+            length = self._texts.width(text, "small")
+            start = min(foot, max(y - PAD, plot.top() + length))
             p.save()
-            p.translate(x, plot.bottom() - 0.02 / Y_TOP * plot.height())
+            p.translate(x, start)
             p.rotate(-90)
             self._texts.draw(p, text, "small", 0.0, 0.0, 0.0, 0.5)
             p.restore()
