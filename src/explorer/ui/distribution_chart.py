@@ -104,12 +104,15 @@ class StageChart(QWidget):
         """Repaint (only) when something shown changed."""
         if _same_rows(rows, self.rows) and _same_ruler(ruler, self.ruler) and upright == self.upright:
             return
-        reshaped = (len(rows) != len(self.rows) or upright != self.upright
-                    or [r.names for r in rows] != [r.names for r in self.rows]
-                    or [r.title for r in rows] != [r.title for r in self.rows])
+        names_changed = [r.names for r in rows] != [r.names for r in self.rows]
+        # the minimum size depends on the rows, the ruler and the upright names' length
+        resized = (len(rows) != len(self.rows) or upright != self.upright
+                   or (ruler is None) != (self.ruler is None) or (upright and names_changed))
+        relaid = resized or names_changed or [r.title for r in rows] != [r.title for r in self.rows]
         self.rows, self.ruler, self.upright = tuple(rows), ruler, upright
-        if reshaped:
+        if relaid:                  # a title (T=0.8 -> 0.9) changes the titles' width
             self._layout_key = None
+        if resized:
             self.updateGeometry()
         self.update()
 
