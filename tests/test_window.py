@@ -102,10 +102,19 @@ def test_bad_prompt_is_reported_and_the_old_prompt_stays(qtbot, window):
 def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
     from PySide6.QtWidgets import QApplication
     base = QApplication.font().pointSizeF()
+    dist = window.panels["distribution"]
+
+    def chart_text_follows():           # the painted chart's labels follow the type size too
+        return dist.chart.label_font().pointSizeF() == pytest.approx(0.9 * dist.font().pointSizeF())
+
     window.actions["zoom_in"].trigger()
     assert QApplication.font().pointSizeF() == pytest.approx(base + 1)
+    qtbot.waitUntil(lambda: dist.font().pointSizeF() == pytest.approx(base + 1))
+    assert chart_text_follows()
     window.actions["presentation"].trigger()
     assert QApplication.font().pointSizeF() == pytest.approx((base + 1) * 1.4)
+    qtbot.waitUntil(lambda: dist.font().pointSizeF() == pytest.approx((base + 1) * 1.4))
+    assert chart_text_follows()
     window.actions["presentation"].trigger()
     window.actions["zoom_out"].trigger()
     assert QApplication.font().pointSizeF() == pytest.approx(base)

@@ -15,7 +15,7 @@ The panel draws Distribution records that core produced; it computes no model ma
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import QEvent, QPoint, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -281,6 +281,11 @@ class DistributionPanel(Panel):
             "accent": (pen(theme.accent, 3.0), None),
         }
         self.chart.set_style(theme, self._paint, self._small)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:     # zoom, presentation mode: arrives after the refresh
+            self._sync_font()
 
     def _sync_font(self) -> None:
         """Chart text follows the widget font (zoom, presentation mode) when it changes."""

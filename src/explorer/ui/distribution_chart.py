@@ -128,6 +128,10 @@ class StageChart(QWidget):
         self.updateGeometry()
         self.update()
 
+    def label_font(self) -> QFont:
+        """The font of labels, names and ticks."""
+        return QFont(self._small)
+
     # ------------------------------------------------------------------ geometry
     def minimumSizeHint(self) -> QSize:
         line = QFontMetricsF(self._small).height()
