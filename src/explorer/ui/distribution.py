@@ -127,7 +127,7 @@ class DistributionPanel(Panel):
         self._off = QLabel(wordWrap=True)
         self.back_button = QPushButton(clicked=self._back)
         self.undo_button = QPushButton(clicked=self._undo)
-        self._hint = QLabel()
+        self._hint = QLabel(wordWrap=True)          # long in Chinese at presentation size: it wraps
         self._ids = np.zeros(0, dtype=np.int64)   # (k,) the candidate of each column
         self._n_hidden = 0                        # special tokens with raw probability 0: no column
         self._ticks: list[str] = []               # (c,) column names

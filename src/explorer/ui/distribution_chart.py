@@ -178,7 +178,9 @@ class StageChart(QWidget):
         ruler_h = self._ruler_height(line) if self.ruler is not None else 0.0
         rows = len(self.rows)
         bands = self._bands_height(line)
-        plot_h = max(float(ROW_MIN_PX), (self.height() - ruler_h - bands - rows * GAP) / max(rows, 1))
+        # rows share what is left; squeezed below their minimum (a small dock at a large type
+        # size), they get shorter rather than pushing the ruler out of sight
+        plot_h = max(1.5 * line, (self.height() - ruler_h - bands - rows * GAP) / max(rows, 1))
         out = _Layout(titles_width=titles_width)
         y = 0.0
         for r in range(rows):
@@ -264,8 +266,10 @@ class StageChart(QWidget):
             y = plot.bottom() - v * scale
             p.drawLine(QPointF(plot.left() - 3, y), QPointF(plot.left(), y))
         p.setPen(colors["text"])
-        for v in AXIS_TICKS:
-            texts.draw(p, f"{v:g}", "small", plot.left() - 5, plot.bottom() - v * scale, 1.0)
+        line = QFontMetricsF(self._small).height()
+        for v in AXIS_TICKS:       # only the values that fit: 0, then 1, then 0.5
+            if v == 0 or scale * (0.5 if v == 0.5 else 1.0) >= line:
+                texts.draw(p, f"{v:g}", "small", plot.left() - 5, plot.bottom() - v * scale, 1.0)
         columns = len(row.values)
         if not columns:
             return
