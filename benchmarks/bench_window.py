@@ -34,13 +34,19 @@ w.grab()
 
 
 def cold_starts(commands: list[list[str]], n: int) -> list[list[float]]:
-    """Seconds from launch to exit of each command, n times each. The commands take turns
-    (floor, app, floor, app, ...), so a busy spell of the shared machine hits both."""
+    """Seconds from launch to exit of each command, n times each, after one untimed start.
+    The commands take turns (floor, app, floor, app, ...), so a busy spell of the shared
+    machine hits both. Python may write bytecode, as it does for an installed app (pip
+    compiles it at install) and the libraries of the floor: a PYTHONDONTWRITEBYTECODE
+    set for development would otherwise make every start compile the explorer anew."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    for cmd in commands:
+        subprocess.run(cmd, check=True, capture_output=True, env=env)
     times = [[] for _ in commands]
     for _ in range(n):
         for cmd, out in zip(commands, times):
             start = time.perf_counter()
-            subprocess.run(cmd, check=True, capture_output=True)
+            subprocess.run(cmd, check=True, capture_output=True, env=env)
             out.append(time.perf_counter() - start)
     return times
 
