@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchutil import parser, report, summary
+from benchutil import child_env, parser, report, summary
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
@@ -26,7 +26,7 @@ def whole_command(runs: int) -> list[float]:
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
             subprocess.run([sys.executable, "-m", "explorer", "export", "--out", out, "--format", "png,pdf"],
-                           check=True, capture_output=True)
+                           check=True, capture_output=True, env=child_env())
             times.append(time.perf_counter() - start)
     return times
 

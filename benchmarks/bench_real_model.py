@@ -24,7 +24,7 @@ import time
 
 import numpy as np
 
-from benchutil import measure, parser, report, summary
+from benchutil import child_env, measure, parser, report, summary
 from explorer import models
 
 CHILD = r"""
@@ -42,7 +42,8 @@ print(json.dumps({"seconds": seconds, "rss_mb": kb("VmRSS") / 1024, "peak_mb": k
 def load_in_fresh_processes(n: int) -> list[dict]:
     out = []
     for _ in range(n):
-        done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True)
+        done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True,
+                              env=child_env())
         out.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return out
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
-from benchutil import parser, report, summary
+from benchutil import child_env, parser, report, summary
 
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 HERE = Path(__file__).resolve().parent
@@ -36,10 +36,8 @@ w.grab()
 def cold_starts(commands: list[list[str]], n: int) -> list[list[float]]:
     """Seconds from launch to exit of each command, n times each, after one untimed start.
     The commands take turns (floor, app, floor, app, ...), so a busy spell of the shared
-    machine hits both. Python may write bytecode, as it does for an installed app (pip
-    compiles it at install) and the libraries of the floor: a PYTHONDONTWRITEBYTECODE
-    set for development would otherwise make every start compile the explorer anew."""
-    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    machine hits both. Bytecode as installed (see child_env)."""
+    env = child_env()
     for cmd in commands:
         subprocess.run(cmd, check=True, capture_output=True, env=env)
     times = [[] for _ in commands]

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import statistics
 import time
 
@@ -49,3 +50,10 @@ def report(rows: list[dict], as_json: bool) -> None:
 
 def _fmt(v) -> str:
     return f"{v:.2f}" if isinstance(v, float) else str(v)
+
+
+def child_env() -> dict:
+    """The environment for timing a fresh `explorer` process: Python may write bytecode,
+    as an installed app has it (pip compiles at install) and the libraries do. A
+    PYTHONDONTWRITEBYTECODE set for development would make every start compile anew."""
+    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
