@@ -36,8 +36,7 @@ _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
 _THRESHOLD_STEP = 1 / 16 # _ruler_prefix lowers its probability threshold 16x at a time
 _THRESHOLD_FLOOR = 1e-20 # ... down to this fraction of the top probability, then takes all
 _BAND = 256              # _inverse_cdf sorts at most about this many candidates
-_BUCKET_BITS = 7         # _inverse_cdf groups probabilities 2**7 buckets per factor of 2 ...
-_BUCKETS = 4096          # ... over 32 factors of 2 below the top; lower ones share the last bucket
+_BUCKET_BITS = 12        # _inverse_cdf puts the candidates in at most 2**12 buckets per round
 
 
 # ---------------------------------------------------------------------------- settings
@@ -517,10 +516,11 @@ def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> positio
     Only a small part of the ruler is sorted. A peaked distribution: the few candidates
     above a falling threshold already hold u. A flat one: the candidates are put in
     buckets of nearly equal probability (the bits of a positive float64 ordered as an
-    integer are ordered as the float, so the top bits are a bucket number that keeps the
-    ruler order), the masses of the buckets locate the one that holds u, and only its
-    members go on (in finer buckets while there are many). 49k ids then sort a few
-    hundred values instead of all of them."""
+    integer are ordered as the float, so their top bits are a bucket number that keeps
+    the ruler order; the buckets are as fine as 2**12 of them over the candidates' range
+    allow), the masses of the buckets locate the one that holds u, and only its members
+    go on. The highest and the lowest candidate never share a bucket, so every round
+    narrows. 49k ids then sort a few dozen values instead of all of them."""
     top = probs.max()
     threshold = top
     while threshold >= top * _THRESHOLD_FLOOR:
@@ -533,18 +533,16 @@ def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> positio
     everyone = probs.min() > 0                                # no stage removed anything: skip the gather
     candidates = None if everyone else np.flatnonzero(probs > 0)   # (m,) still possible picks; None = all
     before = 0.0                                              # ruler mass ahead of them
-    shift = 52 - _BUCKET_BITS                                 # mantissa bits below the bucket number
     while candidates is None or candidates.size > _BAND:
         values = probs if candidates is None else probs[candidates]    # (m,)
-        rank = values.view(np.int64) >> shift                 # (m,) ordered as the values ...
-        np.subtract(rank.max(), rank, out=rank)               # ... turned into 0 = the highest bucket
-        np.minimum(rank, _BUCKETS - 1, out=rank)
-        mass = np.bincount(rank, weights=values, minlength=_BUCKETS)   # (B,) in ruler order
-        if np.count_nonzero(mass) == 1:                       # all in one bucket: finer ones
-            if shift == 0:                                    # they all tie: sort them
-                break
-            shift = max(0, shift - _BUCKET_BITS)
-            continue
+        rank = values.view(np.int64).copy()                   # (m,) ordered as the values
+        top, low = int(rank.max()), int(rank.min())
+        if top == low:                                        # they all tie: sort them
+            break
+        shift = max(0, (top - low).bit_length() - _BUCKET_BITS)   # the finest buckets that fit
+        rank >>= shift
+        np.subtract(top >> shift, rank, out=rank)             # (m,) 0 = the highest bucket
+        mass = np.bincount(rank, weights=values)              # (B,) in ruler order, B <= 2**12 + 1
         ends = before + np.cumsum(mass)                       # (B,) ruler mass up to each bucket's end
         bucket = min(int(np.searchsorted(ends, u, side="right")), int(np.flatnonzero(mass)[-1]))
         before = float(ends[bucket] - mass[bucket])
