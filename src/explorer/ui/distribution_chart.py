@@ -6,9 +6,8 @@ drag repaints seven rows of bars and labels in about a millisecond; a stack of p
 widgets (each with its own scene, axes and layout) took about twice that and more.
 
 Geometry, top to bottom: the bar rows share the height (each asks for ROW_MIN_PX and
-gets less only when the panel is squeezed), each
-with its column names below it, or, for many narrow columns, names written upwards under
-the last row only; then the ruler. On the left, a column of row titles and a 0 / 0.5 / 1
+gets less only when the panel is squeezed), each with its column names below it, or, for
+many narrow columns, names written upwards under the last row only; then the ruler. On the left, a column of row titles and a 0 / 0.5 / 1
 probability axis. Bars keep their column on every row, so a candidate can be followed
 down the stages.
 """
