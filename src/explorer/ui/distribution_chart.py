@@ -93,6 +93,7 @@ class StageChart(QWidget):
         self._colors: dict[str, QColor] = {}
         self._theme: Theme | None = None
         self._small = QFont()
+        self._line = QFontMetricsF(self._small).height()     # line height of the small font
         self._texts = _Texts(lambda kind: self.font() if kind == "title" else self._small)
         self._layout = _Layout()
         self._layout_key = None
@@ -120,6 +121,7 @@ class StageChart(QWidget):
         """paint: role -> (pen, brush) for "kept", "kept_alt", "removed", "chosen", "other",
         "edge", "accent"; small: the font of labels, names and ticks."""
         self._theme, self._paint, self._small = theme, paint, QFont(small)
+        self._line = QFontMetricsF(self._small).height()
         self._colors = {name: QColor(getattr(theme, name)) for name in ("background", "text", "grid")}
         for role in ("kept", "kept_alt", "chosen", "other"):      # text written on a ruler interval
             self._colors["on_" + role] = QColor(text_on(paint[role][1].color().name()))
@@ -134,7 +136,7 @@ class StageChart(QWidget):
 
     # ------------------------------------------------------------------ geometry
     def minimumSizeHint(self) -> QSize:
-        line = QFontMetricsF(self._small).height()
+        line = self._line
         rows = len(self.rows)
         height = rows * (ROW_MIN_PX + GAP) + self._bands_height(line)
         return QSize(200, int(height + self._ruler_height(line)) if self.ruler else int(height))
@@ -266,9 +268,8 @@ class StageChart(QWidget):
             y = plot.bottom() - v * scale
             p.drawLine(QPointF(plot.left() - 3, y), QPointF(plot.left(), y))
         p.setPen(colors["text"])
-        line = QFontMetricsF(self._small).height()
         for v in AXIS_TICKS:       # only the values that fit: 0, then 1, then 0.5
-            if v == 0 or scale * (0.5 if v == 0.5 else 1.0) >= line:
+            if v == 0 or scale * (0.5 if v == 0.5 else 1.0) >= self._line:
                 texts.draw(p, f"{v:g}", "small", plot.left() - 5, plot.bottom() - v * scale, 1.0)
         columns = len(row.values)
         if not columns:
@@ -295,7 +296,7 @@ class StageChart(QWidget):
             self._names(p, row.names, names, width)
 
     def _value_label(self, p, text: str, x: float, y: float, width: float, plot: QRectF) -> None:
-        line = QFontMetricsF(self._small).height()
+        line = self._line
         if self.upright:           # written upwards from the top of the bar, lower if it would leave the plot
             foot = plot.bottom() - 0.02 / Y_TOP * plot.height()
             length = self._texts.width(text, "small")
