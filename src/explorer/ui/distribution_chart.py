@@ -33,7 +33,7 @@ from .theme import Theme, text_on
 Y_TOP = 1.32            # the probability axis shows 0..1; the headroom holds the labels
 BAR_WIDTH = 0.8         # of a column
 ROW_MIN_PX = 48         # a stage row's plot is never shorter than this
-NAME_MAX_PX = 96        # upright column names longer than this are elided
+NAME_MAX_PX = 96        # upright token names longer than this are elided ("other (n)" never is)
 RULER_LABEL_MIN = 0.05  # a ruler interval gets its piece written in it when at least this wide
 RULER_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 AXIS_TICKS = (0.0, 0.5, 1.0)
@@ -148,8 +148,8 @@ class StageChart(QWidget):
         if not self.upright:
             return line + PAD
         fm = QFontMetricsF(self._small)
-        widest = max((fm.horizontalAdvance(self._texts.elided(n, "small", NAME_MAX_PX))
-                      for r in self.rows for n in r.names), default=0.0)
+        widest = max((fm.horizontalAdvance(self._upright_name(n, role))
+                      for r in self.rows for n, role in zip(r.names, r.roles)), default=0.0)
         return widest + 3 * PAD
 
     def _bands_height(self, line: float) -> float:
@@ -293,7 +293,7 @@ class StageChart(QWidget):
             if text:
                 self._value_label(p, text, plot.left() + (i + 0.5) * width, float(tops[i]), width, plot)
         if names.height() > 0:
-            self._names(p, row.names, names, width)
+            self._names(p, row, names, width)
 
     def _value_label(self, p, text: str, x: float, y: float, width: float, plot: QRectF) -> None:
         line = self._line
@@ -315,9 +315,13 @@ class StageChart(QWidget):
         for n, text_line in enumerate(lines):
             self._texts.draw(p, text_line, "small", x, top + n * line, 0.5, 0.0)
 
-    def _names(self, p, names, band: QRectF, width: float) -> None:
+    def _upright_name(self, name: str, role: str) -> str:
+        """A column name written upwards: token pieces elided, the "other (n)" count whole."""
+        return name if role == "other" else self._texts.elided(name, "small", NAME_MAX_PX)
+
+    def _names(self, p, row: BarRow, band: QRectF, width: float) -> None:
         p.setPen(self._colors["text"])
-        for i, name in enumerate(names):
+        for i, (name, role) in enumerate(zip(row.names, row.roles)):
             if not name:
                 continue
             x = band.left() + (i + 0.5) * width
@@ -325,7 +329,7 @@ class StageChart(QWidget):
                 p.save()
                 p.translate(x, band.top() + PAD)
                 p.rotate(-90)
-                self._texts.draw(p, self._texts.elided(name, "small", NAME_MAX_PX), "small", 0.0, 0.0, 1.0, 0.5)
+                self._texts.draw(p, self._upright_name(name, role), "small", 0.0, 0.0, 1.0, 0.5)
                 p.restore()
             else:
                 self._texts.draw(p, self._texts.elided(name, "small", width), "small", x, band.top() + 1, 0.5, 0.0)
