@@ -3,6 +3,8 @@ named by the stage that removed them, the pick marked only once it is made, the 
 with u; clicking a bar forces a token; big vocabularies show top 20 + "other"."""
 
 
+from dataclasses import replace
+
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
@@ -221,6 +223,31 @@ def test_a_49k_vocabulary_shows_the_removed_and_the_pick(qtbot):
     assert panel.marked_id() == dist.selected_id
     assert dist.selected_id in panel.bar_ids()
 
+
+def test_the_upright_names_band_follows_the_names_and_the_font(qtbot):
+    session = big_session()
+    panel = show(qtbot, DistributionPanel(session))
+    go_to(session, "pick", 0)
+
+    def height(p):
+        return p.chart.minimumSizeHint().height()
+
+    short = height(panel)
+    font = panel.font()
+    font.setPointSizeF(font.pointSizeF() * 2)
+    panel.setFont(font)
+    fresh_session = big_session()          # a panel that only ever had the larger type
+    fresh = DistributionPanel(fresh_session)
+    fresh.setFont(font)
+    show(qtbot, fresh)
+    go_to(fresh_session, "pick", 0)
+    assert height(panel) == height(fresh) > short + 40    # measured again in the larger type
+    chart = panel.chart
+    longer_rows = tuple(replace(row, names=tuple(name and name + " and more" for name in row.names))
+                        for row in chart.rows)
+    before = height(panel)
+    chart.set_content(longer_rows, chart.ruler, upright=True)
+    assert height(panel) > before          # "other (49,132) and more" is never elided
 
 # ---------------------------------------------------------------------------- language
 

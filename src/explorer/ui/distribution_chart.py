@@ -97,6 +97,7 @@ class StageChart(QWidget):
         self._texts = _Texts(lambda kind: self.font() if kind == "title" else self._small)
         self._layout = _Layout()
         self._layout_key = None
+        self._widest_name: float | None = None    # upright names' longest width, once per content
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
@@ -113,6 +114,8 @@ class StageChart(QWidget):
         self.rows, self.ruler, self.upright = tuple(rows), ruler, upright
         if relaid:                  # a title (T=0.8 -> 0.9) changes the titles' width
             self._layout_key = None
+        if names_changed:
+            self._widest_name = None
         if resized:
             self.updateGeometry()
         self.update()
@@ -127,6 +130,7 @@ class StageChart(QWidget):
             self._colors["on_" + role] = QColor(text_on(paint[role][1].color().name()))
         self._texts.clear()
         self._layout_key = None
+        self._widest_name = None
         self.updateGeometry()
         self.update()
 
@@ -147,10 +151,10 @@ class StageChart(QWidget):
     def _names_height(self, line: float) -> float:
         if not self.upright:
             return line + PAD
-        fm = QFontMetricsF(self._small)
-        widest = max((fm.horizontalAdvance(self._upright_name(n, role))
-                      for r in self.rows for n, role in zip(r.names, r.roles)), default=0.0)
-        return widest + 3 * PAD
+        if self._widest_name is None:      # measured with the laid-out texts the paint reuses
+            self._widest_name = max((self._texts.width(self._upright_name(n, role), "small")
+                                     for r in self.rows for n, role in zip(r.names, r.roles)), default=0.0)
+        return self._widest_name + 3 * PAD
 
     def _bands_height(self, line: float) -> float:
         """All rows' name bands: one each, or the upright names under the last row and a
