@@ -107,14 +107,21 @@ def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
     def chart_text_follows():           # the painted chart's labels follow the type size too
         return dist.chart.label_font().pointSizeF() == pytest.approx(0.9 * dist.font().pointSizeF())
 
+    def headings_follow():              # the frame title and the lesson's name stay larger than the text
+        size = dist.font().pointSizeF()
+        title = window.panels["player"].title
+        return (title.font().pointSizeF() == pytest.approx(1.3 * size) and title.font().bold()
+                and title.height() >= 2 * title.fontMetrics().lineSpacing()
+                and window.panels["lesson"].heading.font().pointSizeF() == pytest.approx(1.2 * size))
+
     window.actions["zoom_in"].trigger()
     assert QApplication.font().pointSizeF() == pytest.approx(base + 1)
     qtbot.waitUntil(lambda: dist.font().pointSizeF() == pytest.approx(base + 1))
-    assert chart_text_follows()
+    assert chart_text_follows() and headings_follow()
     window.actions["presentation"].trigger()
     assert QApplication.font().pointSizeF() == pytest.approx((base + 1) * 1.4)
     qtbot.waitUntil(lambda: dist.font().pointSizeF() == pytest.approx((base + 1) * 1.4))
-    assert chart_text_follows()
+    assert chart_text_follows() and headings_follow()
     window.actions["presentation"].trigger()
     window.actions["zoom_out"].trigger()
     assert QApplication.font().pointSizeF() == pytest.approx(base)

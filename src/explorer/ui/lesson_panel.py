@@ -94,11 +94,7 @@ class LessonPanel(Panel):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         self._built_for: Lesson | None = None
-        self.heading = QLabel(wordWrap=True)
-        font = self.heading.font()
-        font.setBold(True)
-        font.setPointSizeF(font.pointSizeF() * 1.2)
-        self.heading.setFont(font)
+        self.heading = self.emphasised(QLabel(wordWrap=True), 1.2)
         self.summary = QLabel(wordWrap=True)
         self.builds_on = QLabel(wordWrap=True)
         self.matters = QLabel(wordWrap=True)

@@ -3,6 +3,7 @@ redraws from what it holds. Subclasses implement `refresh()`."""
 
 from __future__ import annotations
 
+from PySide6.QtCore import QEvent
 from PySide6.QtWidgets import QWidget
 
 from ..i18n import tr
@@ -18,10 +19,31 @@ class Panel(QWidget):
         super().__init__(parent)
         self.session = session
         self.theme: Theme = THEMES["light"]
+        self._emphasised_labels: list[tuple[QWidget, float]] = []     # (label, type scale): see `emphasised`
         unsubscribe = [session.subscribe(e, self._on_change)
                        for e in ("run_changed", "cursor_changed", "lang_changed")]
         # a closure, not a method: the Python side may be half gone when Qt destroys the widget
         self.destroyed.connect(lambda *_: [u() for u in unsubscribe])
+
+    def emphasised(self, label: QWidget, scale: float) -> QWidget:
+        """`label` in bold, `scale` times the panel's type size, now and after every zoom or
+        presentation-mode change (a child given its own size stops following its parent's)."""
+        self._emphasised_labels.append((label, scale))
+        self._size_emphasised(label, scale)
+        return label
+
+    def _size_emphasised(self, label: QWidget, scale: float) -> None:
+        font = self.font()
+        font.setBold(True)
+        font.setPointSizeF(font.pointSizeF() * scale)
+        label.setFont(font)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self._emphasised_labels:
+            for label, scale in self._emphasised_labels:
+                self._size_emphasised(label, scale)
+            self.refresh()              # layouts sized from the headings' type follow it
 
     def tr(self, key: str, **values) -> str:
         return tr(key, self.session.lang, **values)

@@ -44,12 +44,7 @@ class PlayerPanel(Panel):
         self.dwell.valueChanged.connect(lambda v: self.timer.setInterval(int(v * 1000)))
         self.dwell_label = QLabel()
         self.counter = QLabel()
-        self.title = QLabel()
-        self.title.setWordWrap(True)
-        font = self.title.font()
-        font.setPointSizeF(font.pointSizeF() * 1.3)
-        font.setBold(True)
-        self.title.setFont(font)
+        self.title = self.emphasised(QLabel(wordWrap=True), 1.3)
         row = QHBoxLayout()
         for name in ("first", "prev", "play", "next", "last"):
             row.addWidget(self.buttons[name])
