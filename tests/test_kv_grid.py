@@ -5,7 +5,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtWidgets import QWidget
+from PySide6.QtCore import QEvent, QPoint
+from PySide6.QtGui import QHelpEvent
+from PySide6.QtWidgets import QToolTip, QWidget
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.sampling import SamplingConfig
@@ -158,3 +160,45 @@ def test_a_model_without_layers_shows_tokens_but_no_kv_rows(qtbot):
     assert panel.row_labels() == [] and len(panel.column_labels()) == session.frame.visible_count
     assert "no layers" in panel.counts_text()
     assert not panel.grab().isNull()
+
+
+def shown(qtbot, panel, width, height):
+    qtbot.addWidget(panel)
+    panel.resize(width, height)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
+def test_the_newest_position_stays_in_view_as_the_run_grows(qtbot):
+    session = big_session(prompt_len=60)
+    panel = shown(qtbot, KVGridPanel(session), 600, 400)
+    assert 0 < len(panel.columns_in_view()) < 60            # 60 columns do not fit: it scrolls
+    for index in range(len(session.frames)):
+        session.go(index)
+        newest = len(panel.column_labels()) - 1        # the input's last token, or the one just selected
+        assert newest in panel.columns_in_view(), index
+    panel.resize(400, 400)
+    assert len(panel.column_labels()) - 1 in panel.columns_in_view()
+
+
+def test_the_legend_writes_meanings_out_within_the_width_and_only_swatches_when_short(qtbot, session):
+    session.go(2)
+    panel = shown(qtbot, KVGridPanel(session), 900, 500)
+    assert not panel.legend_is_compact()
+    panel.resize(260, 900)                        # narrow: the meanings wrap, none is cut
+    qtbot.waitUntil(lambda: panel.legend_widget().width() <= 260)
+    width = panel.legend_widget().width()
+    boxes = panel.legend_boxes()
+    assert not panel.legend_is_compact() and all(text.right() < width for _, text in boxes)
+    assert any(text.height() > swatch.height() for swatch, text in boxes)    # some wrap onto more lines
+    panel.resize(600, 140)                        # short: the swatches alone, one line
+    qtbot.waitUntil(panel.legend_is_compact)
+    boxes = panel.legend_boxes()
+    assert all(text.isEmpty() for _, text in boxes) and len({swatch.top() for swatch, _ in boxes}) == 1
+    legend = panel.legend_widget()
+    swatch = boxes[1][0]                          # "selected": its meaning is its tooltip
+    legend.event(QHelpEvent(QEvent.Type.ToolTip, swatch.center(), legend.mapToGlobal(swatch.center())))
+    assert QToolTip.text() == panel.legend_texts()[1]
+    panel.resize(900, 500)
+    qtbot.waitUntil(lambda: not panel.legend_is_compact())

@@ -31,6 +31,8 @@ VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at
 VALUES_PER_LINE = 2            # numbers per text line inside a cell
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
+LEGEND_SHARE = 0.4             # the legend's meanings are written out while they take at most this
+                               # share of the panel's height; beyond it, the swatches alone (a short panel)
 
 add_messages({
     "kv.title": {"en": "KV cache", "zh": "KV缓存"},
@@ -47,6 +49,7 @@ add_messages({
     "kv.legend.named": {"en": "{name}: {meaning}", "zh": "{name}：{meaning}"},
     "kv.legend.written": {"en": "thick outline: K/V written by this forward",
                           "zh": "粗框：本次前向刚写入的K/V"},
+    "kv.legend.written_short": {"en": "written now", "zh": "本次写入"},
     "kv.counts": {"en": "visible: {visible} · in cache: {cache}",
                   "zh": "可见：{visible} · 已缓存：{cache}"},
     "kv.written": {"en": "this forward writes positions {first}–{last}",
@@ -161,6 +164,19 @@ class _GridView(QAbstractScrollArea):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._update_scrollbars()
+        self.show_newest()
+
+    def show_newest(self) -> None:
+        """Scroll sideways, if needed, until the last column (the newest position: selected,
+        or just written) is wholly in view."""
+        if self.data is None or not self.data.n_cols:
+            return
+        bar, left = self.horizontalScrollBar(), (self.data.n_cols - 1) * self.cell_w  # in scrolled pixels
+        room = self.viewport().width() - self.label_w
+        if left < bar.value():
+            bar.setValue(left)
+        elif left + self.cell_w > bar.value() + room:     # a whole column at the left edge too
+            bar.setValue(-(-(left + self.cell_w - room) // self.cell_w) * self.cell_w)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -179,6 +195,13 @@ class _GridView(QAbstractScrollArea):
         if row < self.data.n_rows and col < self.data.n_cols:
             return int(row), int(col)
         return None
+
+    def columns_in_view(self) -> range:
+        """The columns wholly in view."""
+        if self.data is None:
+            return range(0)
+        sx, room = self.horizontalScrollBar().value(), self.viewport().width() - self.label_w
+        return range(-(-sx // self.cell_w), min(self.data.n_cols, (sx + room) // self.cell_w))
 
     def _visible(self, n: int, offset: int, start: int, extent: int, size: int) -> range:
         first = offset // size
@@ -263,11 +286,14 @@ class _GridView(QAbstractScrollArea):
 
 class _Legend(QWidget):
     """The three cell kinds drawn exactly as in the grid, each with its meaning in words,
-    and the outline of the written columns; wraps to the panel's width."""
+    and the outline of the written columns; wraps to the panel's width. `compact`: the
+    swatches alone on one line, each meaning in its tooltip (a short panel, where the
+    meanings would leave the grid no room)."""
 
     def __init__(self, panel: KVGridPanel):
         super().__init__(panel)
         self._panel = panel
+        self.compact = False
         sp = self.sizePolicy()
         sp.setHeightForWidth(True)
         self.setSizePolicy(sp)
@@ -286,41 +312,80 @@ class _Legend(QWidget):
             out.append((code, labels[code], meaning))
         return out + [(None, "", tr("kv.legend.written"))]
 
-    def _layout(self, width: int) -> list[tuple[QRect, QRect, int | None, str, str]]:
+    def _layout(self, width: int, compact: bool) -> list[tuple[QRect, QRect, int | None, str, str]]:
+        """(swatch, meaning's box, code, swatch text, meaning) per entry, placed left to right
+        and wrapped to `width`; a meaning wider than the room left beside its swatch wraps
+        onto more lines."""
         fm = QFontMetrics(self.font())
-        line, gap = fm.height() + 6, fm.height()
-        swatch_w = max(fm.horizontalAdvance(t) for _, t, _ in self.entries()) + 12
-        x = y = 0
+        line, gap = fm.height() + 6, fm.height() // (2 if compact else 1)
+        entries = self.entries()
+        if compact:                    # the outline's swatch says what it stands for
+            entries = [(code, short or self._panel.tr("kv.legend.written_short"), meaning)
+                       for code, short, meaning in entries]
+        swatch_w = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
+        x = y = row_h = 0
         placed = []
-        for code, short, meaning in self.entries():
-            w = swatch_w + 6 + fm.horizontalAdvance(meaning)
+        for code, short, meaning in entries:
+            if compact:                # swatches alone: each as wide as its own word
+                swatch_w = fm.horizontalAdvance(short) + 12
+            text = QRect()
+            if not compact:
+                room = max(width - swatch_w - 6, 8 * fm.averageCharWidth())
+                text = fm.boundingRect(QRect(0, 0, room, 10 * line), Qt.TextWordWrap, meaning)
+                text.setHeight(max(text.height(), line))
+            w = swatch_w + (6 + text.width() if not compact else 0)
             if x and x + w > width:
-                x, y = 0, y + line + 4
+                x, y, row_h = 0, y + row_h + 4, 0
             swatch = QRect(x, y, swatch_w, line)
-            text = QRect(x + swatch_w + 6, y, w - swatch_w - 6, line)
+            if not compact:
+                text.moveTo(x + swatch_w + 6, y)
             placed.append((swatch, text, code, short, meaning))
+            row_h = max(row_h, line, text.height())
             x += w + gap
         return placed
+
+    def full_height(self, width: int) -> int:
+        """The height with every meaning written out, at this width."""
+        return self._height(self._layout(width, False))
+
+    @staticmethod
+    def _height(placed) -> int:
+        return max((max(swatch.bottom(), text.bottom()) for swatch, text, *_ in placed), default=0) + 2
 
     def hasHeightForWidth(self) -> bool:
         return True
 
     def heightForWidth(self, width: int) -> int:
-        return max((r.bottom() for r, *_ in self._layout(width)), default=0) + 2
+        return self._height(self._layout(width, self.compact))
 
     def sizeHint(self) -> QSize:
         return QSize(400, self.heightForWidth(400))
 
     def paintEvent(self, _event) -> None:
         p, theme = QPainter(self), self._panel.theme
-        for swatch, text, code, short, meaning in self._layout(self.width()):
+        for swatch, text, code, short, meaning in self._layout(self.width(), self.compact):
             if code is None:
                 p.setPen(QPen(theme.color("accent"), 4))
                 p.drawRect(swatch.adjusted(2, 2, -2, -2))
+                if short:
+                    p.setPen(theme.color("text"))
+                    p.drawText(swatch, Qt.AlignCenter, short)
             else:
                 paint_cells(p, theme, [(swatch, code, [short])])
-            p.setPen(theme.color("text"))
-            p.drawText(text, Qt.AlignLeft | Qt.AlignVCenter, meaning)
+            if not text.isEmpty():
+                p.setPen(theme.color("text"))
+                p.drawText(text, Qt.AlignLeft | Qt.AlignVCenter | Qt.TextWordWrap, meaning)
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.ToolTip:          # compact: each swatch says what it means
+            pos = event.position().toPoint() if hasattr(event, "position") else event.pos()
+            for swatch, _text, _code, _short, meaning in self._layout(self.width(), self.compact):
+                if swatch.contains(pos):
+                    QToolTip.showText(event.globalPos(), meaning, self)
+                    return True
+            QToolTip.hideText()
+            return True
+        return super().event(event)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -352,8 +417,10 @@ class KVGridPanel(Panel):
         restyled = self._view.font() != self._painted_font or self.theme is not self._painted_theme
         if old is None or restyled or not _same_grid(data, old):
             self._view.set_data(data)
+            self._view.show_newest()
             self._painted_font, self._painted_theme = self._view.font(), self.theme
             if old is None or restyled or data.labels != old.labels:   # else the legend is as drawn
+                self._fit_legend()
                 self._legend.update()
                 self._legend.updateGeometry()
         self._status.setText(self._status_text())
@@ -407,6 +474,19 @@ class KVGridPanel(Panel):
             lines.append(f"{self.tr('kv.tip.head', g=g)}: [" + ",\n  ".join(chunks) + "]")
         return "\n".join(lines)
 
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_legend()
+
+    def _fit_legend(self) -> None:
+        """Meanings written out, or the swatches alone when the meanings would crowd out
+        the grid (LEGEND_SHARE): decided from the panel's size, which the legend does not change."""
+        compact = self._legend.full_height(self._legend.width() or self.width()) > LEGEND_SHARE * self.height()
+        if compact != self._legend.compact:
+            self._legend.compact = compact
+            self._legend.updateGeometry()
+            self._legend.update()
+
     # ---------------------------------------------------------------- fonts
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -417,6 +497,7 @@ class KVGridPanel(Panel):
         font = readable_font(self.font())
         for child in (self._status, self._legend, self._view):
             child.setFont(font)
+        self._fit_legend()
 
     # ---------------------------------------------------------------- read-only API for tests
     def row_labels(self) -> list[str]:
@@ -442,6 +523,19 @@ class KVGridPanel(Panel):
 
     def legend_texts(self) -> list[str]:
         return [meaning for *_, meaning in self._legend.entries()]
+
+    def legend_is_compact(self) -> bool:
+        return self._legend.compact
+
+    def legend_boxes(self) -> list[tuple[QRect, QRect]]:
+        """(swatch, meaning) rectangles of the legend entries, in the legend's pixels."""
+        return [(swatch, text) for swatch, text, *_ in self._legend._layout(self._legend.width(), self._legend.compact)]
+
+    def legend_widget(self) -> QWidget:
+        return self._legend
+
+    def columns_in_view(self) -> range:
+        return self._view.columns_in_view()
 
     def text_point_size(self) -> float:
         return self._view.font().pointSizeF()
