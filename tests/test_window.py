@@ -127,6 +127,68 @@ def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
     assert QApplication.font().pointSizeF() == pytest.approx(base)
 
 
+def tab_group(window, pid):
+    """The panel ids in the tab group of `pid`'s dock (itself alone when not tabbed)."""
+    tabbed = window.tabifiedDockWidgets(window.docks[pid])
+    return {pid} | {other for other, dock in window.docks.items() if dock in tabbed}
+
+
+def in_sight(window, pid):
+    dock = window.docks[pid]
+    return dock.isVisible() and not dock.visibleRegion().isEmpty()
+
+
+def shown_window(qtbot, path):
+    w = build_window(settings_path=path)
+    qtbot.addWidget(w)
+    w.resize(1600, 960)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_back(qtbot, window):
+    window.session.go(2)                         # a pick: the distribution and the KV cache matter
+    desk = {pid: dock.geometry() for pid, dock in window.docks.items() if in_sight(window, pid)}
+    window.actions["presentation"].trigger()
+    assert window.presenting and window.isFullScreen()
+    assert tab_group(window, "distribution") == {"distribution", "attention"}
+    assert tab_group(window, "explanation") == {"explanation", "lesson", "glossary", "beam"}
+    assert all(tab_group(window, pid) == {pid} for pid in ("player", "timeline", "kv", "controls"))
+    in_front = ("player", "timeline", "kv", "distribution", "controls", "explanation")
+    qtbot.waitUntil(lambda: all(in_sight(window, pid) for pid in in_front))
+    assert not in_sight(window, "attention")
+    window.session.go(3)                         # a Decode: attention comes forward
+    qtbot.waitUntil(lambda: in_sight(window, "attention"))
+    window.actions["presentation"].trigger()
+    assert not window.presenting
+    qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
+    assert tab_group(window, "lesson") == {"lesson", "glossary", "beam"}
+    qtbot.waitUntil(lambda: all(in_sight(window, pid) for pid in (*in_front, "attention")))
+    # sized as before, not as the larger type had them (the player's two-line title, say)
+    qtbot.waitUntil(lambda: {pid: window.docks[pid].geometry() for pid in desk} == desk)
+
+
+def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk(qtbot, tmp_path):
+    path = str(tmp_path / "s.ini")
+    w = shown_window(qtbot, path)
+    w.actions["presentation"].trigger()
+    w.tabifyDockWidget(w.docks["explanation"], w.docks["controls"])      # the teacher's own arrangement
+    w.actions["presentation"].trigger()
+    qtbot.waitUntil(lambda: tab_group(w, "controls") == {"controls"})    # the desk, as it was
+    w.actions["presentation"].trigger()
+    assert "controls" in tab_group(w, "explanation")
+    w.close()                                                            # closed while presenting
+    again = shown_window(qtbot, path)
+    assert not again.presenting and not again.isFullScreen()
+    assert tab_group(again, "controls") == {"controls"} and tab_group(again, "distribution") == {"distribution"}
+    again.actions["presentation"].trigger()
+    assert "controls" in tab_group(again, "explanation")
+    again.reset_layout()                                                 # while presenting: the default one
+    assert tab_group(again, "controls") == {"controls"}
+    assert tab_group(again, "distribution") == {"distribution", "attention"}
+
+
 def test_settings_are_remembered_and_reset(qtbot, tmp_path):
     path = str(tmp_path / "s.ini")
     w = build_window(settings_path=path)

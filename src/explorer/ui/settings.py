@@ -10,6 +10,7 @@ DEFAULTS = {
     "font_size": 12.0,          # points; readable from the back row on a projector
     "geometry": QByteArray(),   # window position and size
     "window_state": QByteArray(),  # dock layout
+    "presentation_state": QByteArray(),  # dock layout in presentation mode (empty: the default one)
     "start_page_shown": False,  # the lesson list opens by itself once, at the first start
 }
 

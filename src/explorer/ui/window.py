@@ -229,6 +229,8 @@ class MainWindow(QMainWindow):
         self.panels["explanation"].term_clicked.connect(self.show_term)
         self._arrange()
         self._default_state = self.saveState()
+        self._desk_state = self._default_state     # the layout outside presentation mode
+        self._desk_geometry = self.saveGeometry()    # and the window's place, taken on entering it
         self.actions = self._build_actions()
         self._build_menus()
         self._build_toolbar()
@@ -300,6 +302,40 @@ class MainWindow(QMainWindow):
         self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [800, 620, 500], Qt.Orientation.Horizontal)
         self.resizeDocks([d["player"], d["timeline"], d["attention"]], [90, 340, 520],
                          Qt.Orientation.Vertical)
+
+    def _arrange_for_presentation(self) -> None:
+        """The projector layout: fewer, larger panels for the larger type. The player across
+        the top; on the left the timeline and the KV cache side by side (lesson frames point
+        to them together) above distribution | attention (tabs: no frame needs both); on the
+        right the explanation (lesson, glossary and beam tree as its tabs) above the sampling
+        controls, so a slider and the bars it moves are both in sight. The panels the
+        current frame points to come forward."""
+        d = self.docks
+        v, h = Qt.Orientation.Vertical, Qt.Orientation.Horizontal
+        for dock in d.values():                  # from whatever the teacher made of the layout
+            dock.setFloating(False)
+            self.removeDockWidget(dock)
+        self.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
+        self.splitDockWidget(d["player"], d["timeline"], v)
+        self.splitDockWidget(d["timeline"], d["explanation"], h)
+        self.splitDockWidget(d["timeline"], d["distribution"], v)
+        self.splitDockWidget(d["timeline"], d["kv"], h)
+        self.splitDockWidget(d["explanation"], d["controls"], v)
+        # tabs after the splits: a dock split off a tabbed one would join its tabs instead
+        for first, second in (("distribution", "attention"), ("explanation", "lesson"),
+                              ("lesson", "glossary"), ("glossary", "beam")):
+            self.tabifyDockWidget(d[first], d[second])
+        for dock in d.values():
+            dock.show()
+        for pid in ("distribution", "explanation", *self.session.frame.panels):
+            d[pid].raise_()
+        screen = self.screen().availableGeometry()
+        width, height = screen.width(), screen.height()
+        self.resizeDocks([d["timeline"], d["kv"], d["explanation"]],
+                         [int(0.28 * width), int(0.36 * width), int(0.36 * width)], h)
+        self.resizeDocks([d["player"], d["timeline"], d["distribution"]],
+                         [int(0.12 * height), int(0.44 * height), int(0.44 * height)], v)
+        self.resizeDocks([d["explanation"], d["controls"]], [int(0.5 * height), int(0.38 * height)], v)
 
     def _build_actions(self) -> dict[str, QAction]:
         s = self.session
@@ -854,12 +890,29 @@ class MainWindow(QMainWindow):
             panel.refresh()
 
     def toggle_presentation(self) -> None:
+        """Full screen, larger type and the presentation layout (as the teacher last left it,
+        or `_arrange_for_presentation`); leaving puts the desk layout back."""
         self.presenting = not self.presenting
         if self.presenting:
+            self._desk_state, self._desk_geometry = self.saveState(), self.saveGeometry()
             self.showFullScreen()
+            self._apply_font_size()
+            if self.restoreState(self.settings["presentation_state"]):
+                for pid in self.session.frame.panels:
+                    self.docks[pid].raise_()
+            else:
+                self._arrange_for_presentation()
         else:
+            self.settings["presentation_state"] = self.saveState()
             self.showNormal()
-        self._apply_font_size()
+            self._apply_font_size()
+            # once the widgets have the smaller type (posted events): restored under the larger
+            # one, docks would keep heights sized for it
+            QTimer.singleShot(0, self, self._restore_desk)
+
+    def _restore_desk(self) -> None:
+        if not self.presenting:                 # F11 may have been pressed again meanwhile
+            self.restoreState(self._desk_state)
 
     def panel_full_screen(self, panel_id: str) -> None:
         """Pop one panel out to fill the screen; Escape (or the same action) puts it back."""
@@ -892,10 +945,14 @@ class MainWindow(QMainWindow):
 
     def reset_layout(self) -> None:
         self.settings.reset()
-        self.restoreState(self._default_state)
-        for dock in self.docks.values():
-            if dock.isFloating():
-                dock.setFloating(False)
+        self._desk_state = self._default_state
+        if self.presenting:
+            self._arrange_for_presentation()
+        else:
+            self.restoreState(self._default_state)
+            for dock in self.docks.values():
+                if dock.isFloating():
+                    dock.setFloating(False)
         self.session.set_config(SamplingConfig(max_new_tokens=self.session.config.max_new_tokens))
         self.set_theme("light")
         self._apply_font_size()
@@ -929,8 +986,11 @@ class MainWindow(QMainWindow):
         self._apply_font_size()
 
     def closeEvent(self, event) -> None:
-        self.settings["geometry"] = self.saveGeometry()
-        self.settings["window_state"] = self.saveState()
+        if self.presenting:        # both layouts are remembered; the next start opens at the desk
+            self.settings["presentation_state"] = self.saveState()
+            self.settings["geometry"], self.settings["window_state"] = self._desk_geometry, self._desk_state
+        else:
+            self.settings["geometry"], self.settings["window_state"] = self.saveGeometry(), self.saveState()
         self.settings.sync()
         self.panels["player"].timer.stop()
         self.runner.cancel()                     # a generation stops after its step; a load finishes
