@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QFontMetricsF
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.generate import generate
@@ -17,6 +18,7 @@ from explorer.core.vocab import Vocabulary
 from explorer.session import Session
 from explorer.ui.controls import SamplingControls
 from explorer.ui.distribution import N_SHOWN, DistributionPanel
+from explorer.ui.distribution_chart import Y_TOP
 
 SEED = 0          # u = 0.637 at step 0: 学习 when greedy-ish, 你 once T is high enough
 
@@ -248,6 +250,20 @@ def test_the_upright_names_band_follows_the_names_and_the_font(qtbot):
     before = height(panel)
     chart.set_content(longer_rows, chart.ruler, upright=True)
     assert height(panel) > before          # "other (49,132) and more" is never elided
+
+def test_squeezed_to_its_minimum_each_49k_row_still_holds_its_upright_labels(qtbot):
+    # removed candidates ("✕ top-k"), the pick ("◀ chosen") and the rest's share, written upwards
+    session = big_session(mode="sample", temperature=0.8, top_k=5, top_p=0.9)
+    panel = show(qtbot, DistributionPanel(session))
+    go_to(session, "pick", 0)
+    chart = panel.chart
+    chart.setFixedSize(chart.width(), chart.minimumSizeHint().height())
+    qtbot.waitUntil(lambda: chart.height() == chart.minimumSizeHint().height())
+    metrics = QFontMetricsF(chart.label_font())
+    for r, row in enumerate(chart.rows):
+        longest = max(metrics.horizontalAdvance(label) for label in row.labels if label)
+        assert chart.plot_rect(r).height() * (1 - 0.02 / Y_TOP) >= longest, row.name
+
 
 # ---------------------------------------------------------------------------- language
 

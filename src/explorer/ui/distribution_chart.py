@@ -98,6 +98,7 @@ class StageChart(QWidget):
         self._layout = _Layout()
         self._layout_key = None
         self._widest_name: float | None = None    # upright names' longest width, once per content
+        self._widest_label: float | None = None   # upright bar labels' longest width, likewise
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
@@ -111,12 +112,14 @@ class StageChart(QWidget):
         resized = (len(rows) != len(self.rows) or upright != self.upright
                    or (ruler is None) != (self.ruler is None) or (upright and names_changed))
         relaid = resized or names_changed or [r.title for r in rows] != [r.title for r in self.rows]
+        row_min = self._row_min()
         self.rows, self.ruler, self.upright = tuple(rows), ruler, upright
         if relaid:                  # a title (T=0.8 -> 0.9) changes the titles' width
             self._layout_key = None
         if names_changed:
             self._widest_name = None
-        if resized:
+        self._widest_label = None
+        if resized or self._row_min() != row_min:     # "0.204" -> "0.198" keeps the width
             self.updateGeometry()
         self.update()
 
@@ -130,7 +133,7 @@ class StageChart(QWidget):
             self._colors["on_" + role] = QColor(text_on(paint[role][1].color().name()))
         self._texts.clear()
         self._layout_key = None
-        self._widest_name = None
+        self._widest_name = self._widest_label = None
         self.updateGeometry()
         self.update()
 
@@ -142,11 +145,21 @@ class StageChart(QWidget):
     def minimumSizeHint(self) -> QSize:
         line = self._line
         rows = len(self.rows)
-        height = rows * (ROW_MIN_PX + GAP) + self._bands_height(line)
+        height = rows * (self._row_min() + GAP) + self._bands_height(line)
         return QSize(200, int(height + self._ruler_height(line)) if self.ruler else int(height))
 
     def sizeHint(self) -> QSize:
         return self.minimumSizeHint().expandedTo(QSize(600, 400))
+
+    def _row_min(self) -> float:
+        """The least plot height a row asks for: ROW_MIN_PX, and in upright mode room for its
+        longest label written upwards ("◀ chosen", "✕ top-p", the rest's share)."""
+        if not self.upright:
+            return ROW_MIN_PX
+        if self._widest_label is None:
+            self._widest_label = max((self._texts.width(t, "small") for r in self.rows for t in r.labels if t),
+                                     default=0.0)
+        return max(ROW_MIN_PX, round(self._widest_label) + 2 * PAD)
 
     def _names_height(self, line: float) -> float:
         if not self.upright:
@@ -202,6 +215,10 @@ class StageChart(QWidget):
         return out
 
     # ------------------------------------------------------------------ reading positions
+    def plot_rect(self, row: int) -> QRectF:
+        """The bar area of a row, in widget pixels."""
+        return QRectF(self._laid_out().plots[row])
+
     def bar_center(self, row: int, column: int) -> QPointF:
         """Where the middle of a bar's foot is, in widget pixels (tests click there)."""
         plot = self._laid_out().plots[row]
@@ -304,6 +321,8 @@ class StageChart(QWidget):
         if self.upright:           # written upwards from the top of the bar, lower if it would leave the plot
             foot = plot.bottom() - 0.02 / Y_TOP * plot.height()
             length = self._texts.width(text, "small")
+            if length > foot - plot.top():        # a row squeezed below its minimum: no room, no label
+                return                            # (rather than one written over the next row's)
             start = min(foot, max(y - PAD, plot.top() + length))
             p.save()
             p.translate(x, start)
@@ -320,8 +339,15 @@ class StageChart(QWidget):
             self._texts.draw(p, text_line, "small", x, top + n * line, 0.5, 0.0)
 
     def _upright_name(self, name: str, role: str) -> str:
-        """A column name written upwards: token pieces elided, the "other (n)" count whole."""
-        return name if role == "other" else self._texts.elided(name, "small", NAME_MAX_PX)
+        """A column name written upwards: token pieces elided; "other (n)" whole, the count
+        on a second line (a line separator: QStaticText does not break at a newline)."""
+        if role != "other":
+            return self._texts.elided(name, "small", NAME_MAX_PX)
+        for bracket in ("（", "("):
+            head, sep, tail = name.partition(bracket)
+            if sep:
+                return f"{head.rstrip()}\u2028{sep}{tail}"
+        return name
 
     def _names(self, p, row: BarRow, band: QRectF, width: float) -> None:
         p.setPen(self._colors["text"])
