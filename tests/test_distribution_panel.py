@@ -18,6 +18,7 @@ from explorer.core.vocab import Vocabulary
 from explorer.session import Session
 from explorer.ui.controls import SamplingControls
 from explorer.ui.distribution import N_SHOWN, DistributionPanel
+from explorer.ui import distribution_chart
 from explorer.ui.distribution_chart import Y_TOP
 
 SEED = 0          # u = 0.637 at step 0: 学习 when greedy-ish, 你 once T is high enough
@@ -226,7 +227,14 @@ def test_a_49k_vocabulary_shows_the_removed_and_the_pick(qtbot):
     assert dist.selected_id in panel.bar_ids()
 
 
-def test_the_upright_names_band_follows_the_names_and_the_font(qtbot):
+@pytest.fixture
+def uncapped(monkeypatch):
+    """The chart asks for all the room its content needs (the offscreen screen is 800 px
+    tall: the share of it the chart may ask for is tested on its own)."""
+    monkeypatch.setattr(distribution_chart, "SCREEN_SHARE", 1.0)
+
+
+def test_the_upright_names_band_follows_the_names_and_the_font(qtbot, uncapped):
     session = big_session()
     panel = show(qtbot, DistributionPanel(session))
     go_to(session, "pick", 0)
@@ -236,14 +244,14 @@ def test_the_upright_names_band_follows_the_names_and_the_font(qtbot):
 
     short = height(panel)
     font = panel.font()
-    font.setPointSizeF(font.pointSizeF() * 2)
+    font.setPointSizeF(font.pointSizeF() * 1.3)
     panel.setFont(font)
     fresh_session = big_session()          # a panel that only ever had the larger type
     fresh = DistributionPanel(fresh_session)
     fresh.setFont(font)
     show(qtbot, fresh)
     go_to(fresh_session, "pick", 0)
-    assert height(panel) == height(fresh) > short + 40    # measured again in the larger type
+    assert height(panel) == height(fresh) > short + 20    # measured again in the larger type
     chart = panel.chart
     longer_rows = tuple(replace(row, names=tuple(name and name + " and more" for name in row.names))
                         for row in chart.rows)
@@ -251,9 +259,9 @@ def test_the_upright_names_band_follows_the_names_and_the_font(qtbot):
     chart.set_content(longer_rows, chart.ruler, upright=True)
     assert height(panel) > before          # "other (49,132) and more" is never elided
 
-def test_squeezed_to_its_minimum_each_49k_row_still_holds_its_upright_labels(qtbot):
+def test_squeezed_to_its_minimum_each_49k_row_still_holds_its_upright_labels(qtbot, uncapped):
     # removed candidates ("✕ top-k"), the pick ("◀ chosen") and the rest's share, written upwards
-    session = big_session(mode="sample", temperature=0.8, top_k=5, top_p=0.9)
+    session = big_session(mode="sample", top_k=5)
     panel = show(qtbot, DistributionPanel(session))
     go_to(session, "pick", 0)
     chart = panel.chart
@@ -263,6 +271,25 @@ def test_squeezed_to_its_minimum_each_49k_row_still_holds_its_upright_labels(qtb
     for r, row in enumerate(chart.rows):
         longest = max(metrics.horizontalAdvance(label) for label in row.labels if label)
         assert chart.plot_rect(r).height() * (1 - 0.02 / Y_TOP) >= longest, row.name
+
+
+def test_many_stages_at_a_large_type_never_ask_for_more_than_their_share_of_the_screen(qtbot):
+    session = big_session(mode="sample", temperature=0.8, top_k=5, top_p=0.9, min_p=0.01)
+    panel = show(qtbot, DistributionPanel(session))
+    go_to(session, "pick", 0)
+    font = panel.font()
+    font.setPointSizeF(font.pointSizeF() * 2)
+    panel.setFont(font)
+    chart = panel.chart
+    assert len(chart.rows) == 6
+    screen = chart.screen().availableGeometry().height()
+    share = int(distribution_chart.SCREEN_SHARE * screen)
+    assert chart.minimumSizeHint().height() == share
+    chart.setFixedSize(chart.width(), share)
+    qtbot.waitUntil(lambda: chart.height() == share)
+    bottoms = [chart.plot_rect(r).bottom() for r in range(len(chart.rows))]
+    assert bottoms == sorted(bottoms) and bottoms[-1] < share     # every row on the chart, in order
+    assert not chart.grab().isNull()
 
 
 # ---------------------------------------------------------------------------- language

@@ -32,11 +32,12 @@ from .theme import Theme, text_on
 
 Y_TOP = 1.32            # the probability axis shows 0..1; the headroom holds the labels
 BAR_WIDTH = 0.8         # of a column
-ROW_MIN_PX = 48         # a stage row's plot is never shorter than this
+ROW_MIN_PX = 48         # a stage row asks for a plot at least this tall
 NAME_MAX_PX = 96        # upright token names longer than this are elided ("other (n)" never is)
 RULER_LABEL_MIN = 0.05  # a ruler interval gets its piece written in it when at least this wide
 RULER_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 AXIS_TICKS = (0.0, 0.5, 1.0)
+SCREEN_SHARE = 0.35     # the chart never asks for more of the screen's height than this
 GAP = 2                 # px between rows
 PAD = 4                 # px around text
 
@@ -143,10 +144,16 @@ class StageChart(QWidget):
 
     # ------------------------------------------------------------------ geometry
     def minimumSizeHint(self) -> QSize:
+        """Room for every row, band and the ruler, but never more than SCREEN_SHARE of the
+        screen: beyond that, rows get shorter (and leave out labels they cannot hold) rather
+        than the window growing past the screen (many stages of a big vocabulary at
+        presentation size)."""
         line = self._line
         rows = len(self.rows)
         height = rows * (self._row_min() + GAP) + self._bands_height(line)
-        return QSize(200, int(height + self._ruler_height(line)) if self.ruler else int(height))
+        if self.ruler:
+            height += self._ruler_height(line)
+        return QSize(200, int(min(height, SCREEN_SHARE * self.screen().availableGeometry().height())))
 
     def sizeHint(self) -> QSize:
         return self.minimumSizeHint().expandedTo(QSize(600, 400))
@@ -199,7 +206,7 @@ class StageChart(QWidget):
         bands = self._bands_height(line)
         # rows share what is left; squeezed below their minimum (a small dock at a large type
         # size), they get shorter rather than pushing the ruler out of sight
-        plot_h = max(1.5 * line, (self.height() - ruler_h - bands - rows * GAP) / max(rows, 1))
+        plot_h = max(line, (self.height() - ruler_h - bands - rows * GAP) / max(rows, 1))
         out = _Layout(titles_width=titles_width)
         y = 0.0
         for r in range(rows):
@@ -265,19 +272,22 @@ class StageChart(QWidget):
             self._paint_ruler(p, self.ruler, layout)
         p.end()
 
-    def _title(self, p: QPainter, text: str, right: float, middle: float) -> None:
-        """Right-aligned lines centred on `middle`, in the widget's own font."""
+    def _title(self, p: QPainter, text: str, right: float, middle: float, room: float | None = None) -> None:
+        """Right-aligned lines centred on `middle`, in the widget's own font; only the first
+        (the stage's name) when the lines would not fit in `room` px (a squeezed row)."""
         p.setFont(self.font())
         p.setPen(self._colors["text"])
         lines = text.split("\n")
         line = QFontMetricsF(self.font()).height()
+        if room is not None and len(lines) * line > room:
+            lines = lines[:1]
         top = middle - line * (len(lines) - 1) / 2
         for n, text_line in enumerate(lines):
             self._texts.draw(p, text_line, "title", right - PAD, top + n * line, 1.0)
 
     def _paint_row(self, p: QPainter, row: BarRow, plot: QRectF, names: QRectF, titles: float) -> None:
         colors, texts = self._colors, self._texts
-        self._title(p, row.title, titles, plot.center().y())
+        self._title(p, row.title, titles, plot.center().y(), plot.height() + names.height())
         scale = plot.height() / Y_TOP                 # px per unit of probability
 
         # the probability axis: a line, ticks and their values

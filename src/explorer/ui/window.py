@@ -305,21 +305,22 @@ class MainWindow(QMainWindow):
 
     def _arrange_for_presentation(self) -> None:
         """The projector layout: fewer, larger panels for the larger type. The player across
-        the top; on the left the timeline and the KV cache side by side (lesson frames point
-        to them together) above distribution | attention (tabs: no frame needs both); on the
-        right the explanation (lesson, glossary and beam tree as its tabs) above the sampling
-        controls, so a slider and the bars it moves are both in sight. The panels the
-        current frame points to come forward."""
+        the top; on the left the KV cache (wide: more positions in view) above distribution
+        | attention (tabs: no lesson frame points to both); on the right the timeline, the
+        explanation (lesson, glossary and beam tree as its tabs) and the sampling controls,
+        so a slider and the bars it moves are both in sight. Each column's panels fit a
+        1080-pixel screen at the larger type, in Chinese too. The panels the current frame
+        points to come forward."""
         d = self.docks
         v, h = Qt.Orientation.Vertical, Qt.Orientation.Horizontal
         for dock in d.values():                  # from whatever the teacher made of the layout
             dock.setFloating(False)
             self.removeDockWidget(dock)
         self.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
-        self.splitDockWidget(d["player"], d["timeline"], v)
-        self.splitDockWidget(d["timeline"], d["explanation"], h)
-        self.splitDockWidget(d["timeline"], d["distribution"], v)
-        self.splitDockWidget(d["timeline"], d["kv"], h)
+        self.splitDockWidget(d["player"], d["kv"], v)
+        self.splitDockWidget(d["kv"], d["timeline"], h)
+        self.splitDockWidget(d["kv"], d["distribution"], v)
+        self.splitDockWidget(d["timeline"], d["explanation"], v)
         self.splitDockWidget(d["explanation"], d["controls"], v)
         # tabs after the splits: a dock split off a tabbed one would join its tabs instead
         for first, second in (("distribution", "attention"), ("explanation", "lesson"),
@@ -331,11 +332,11 @@ class MainWindow(QMainWindow):
             d[pid].raise_()
         screen = self.screen().availableGeometry()
         width, height = screen.width(), screen.height()
-        self.resizeDocks([d["timeline"], d["kv"], d["explanation"]],
-                         [int(0.28 * width), int(0.36 * width), int(0.36 * width)], h)
-        self.resizeDocks([d["player"], d["timeline"], d["distribution"]],
-                         [int(0.12 * height), int(0.44 * height), int(0.44 * height)], v)
-        self.resizeDocks([d["explanation"], d["controls"]], [int(0.5 * height), int(0.38 * height)], v)
+        self.resizeDocks([d["kv"], d["timeline"]], [int(0.63 * width), int(0.37 * width)], h)
+        self.resizeDocks([d["player"], d["kv"], d["distribution"]],
+                         [int(0.12 * height), int(0.32 * height), int(0.56 * height)], v)
+        self.resizeDocks([d["timeline"], d["explanation"], d["controls"]],
+                         [int(0.28 * height), int(0.32 * height), int(0.28 * height)], v)
 
     def _build_actions(self) -> dict[str, QAction]:
         s = self.session
