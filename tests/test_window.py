@@ -151,7 +151,7 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
     window.session.go(2)                         # a pick: the distribution and the KV cache matter
     desk = {pid: dock.geometry() for pid, dock in window.docks.items() if in_sight(window, pid)}
     window.actions["presentation"].trigger()
-    assert window.presenting and window.isFullScreen()
+    assert window.presenting and window.isFullScreen() and window.actions["presentation"].isChecked()
     assert tab_group(window, "distribution") == {"distribution", "attention"}
     assert tab_group(window, "explanation") == {"explanation", "lesson", "glossary", "beam"}
     assert all(tab_group(window, pid) == {pid} for pid in ("player", "timeline", "kv", "controls"))
@@ -161,7 +161,7 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
     window.session.go(3)                         # a Decode: attention comes forward
     qtbot.waitUntil(lambda: in_sight(window, "attention"))
     window.actions["presentation"].trigger()
-    assert not window.presenting
+    assert not window.presenting and not window.actions["presentation"].isChecked()
     qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
     assert tab_group(window, "lesson") == {"lesson", "glossary", "beam"}
     qtbot.waitUntil(lambda: all(in_sight(window, pid) for pid in (*in_front, "attention")))

@@ -3,11 +3,17 @@
 import gc
 import random
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtWidgets import QApplication
 
+from explorer.core.teaching import load_teaching_model
+from explorer.lessons import lessons_dir, load_lesson
 
 KEYS = (Qt.Key.Key_Right, Qt.Key.Key_Left, Qt.Key.Key_Home, Qt.Key.Key_End)
-PROMPTS = ("我爱", "我爱学习", "你爱我", "我")
+PROMPTS = ("我爱", "我爱学习", "你爱我", "我")           # the teaching model's words
+LOGITS = ("2, 1, 0", "1 1 1", "3, 0.5, -1, 2")          # a logits lesson's numbers
+LESSONS = sorted(path.stem for path in lessons_dir().glob("*.toml"))
+TEACHING = load_teaching_model().name
 
 
 
@@ -15,7 +21,7 @@ PROMPTS = ("我爱", "我爱学习", "你爱我", "我")
 def random_action(rng: random.Random, window, qtbot) -> None:
     controls, dist = window.panels["controls"], window.panels["distribution"]
     kind = rng.choice(("slider", "slider", "slider", "key", "key", "key", "force", "back", "undo",
-                       "lang", "mode", "prompt", "full_matrix", "seed"))
+                       "lang", "mode", "prompt", "full_matrix", "seed", "lesson", "presentation"))
     if kind == "slider":
         slider = controls.slider(rng.choice(("temperature", "top_k", "top_p", "min_p", "repetition_penalty")))
         slider.setValue(rng.randint(slider.minimum(), slider.maximum()))
@@ -31,9 +37,13 @@ def random_action(rng: random.Random, window, qtbot) -> None:
         window.actions[rng.choice(("lang_en", "lang_zh"))].trigger()
     elif kind == "mode":
         controls.mode_combo.setCurrentIndex(rng.randrange(controls.mode_combo.count()))
-    elif kind == "prompt":
-        window.prompt_edit.setText(rng.choice(PROMPTS))
+    elif kind == "prompt" and (window.editing_logits or window.session.model.name == TEACHING):
+        window.prompt_edit.setText(rng.choice(LOGITS if window.editing_logits else PROMPTS))
         window._prompt_entered()
+    elif kind == "lesson":
+        assert window.switch_lesson(load_lesson(rng.choice(LESSONS)))
+    elif kind == "presentation":
+        window.actions["presentation"].trigger()
     elif kind == "full_matrix":
         window.panels["attention"].full_matrix_toggle.toggle()
     elif kind == "seed":
@@ -41,6 +51,9 @@ def random_action(rng: random.Random, window, qtbot) -> None:
 
 
 def python_objects() -> int:
+    # widgets replaced with deleteLater (a lesson's check questions) go when control returns to
+    # the event loop, which a teacher's window always does and this loop of actions never does
+    QApplication.sendPostedEvents(None, QEvent.Type.DeferredDelete)
     gc.collect()
     return len(gc.get_objects())
 

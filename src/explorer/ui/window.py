@@ -231,6 +231,9 @@ class MainWindow(QMainWindow):
         self._default_state = self.saveState()
         self._desk_state = self._default_state     # the layout outside presentation mode
         self._desk_geometry = self.saveGeometry()    # and the window's place, taken on entering it
+        # leaving presentation mode restores the desk layout once the smaller type is applied
+        self._desk_timer = QTimer(self, singleShot=True, interval=0)
+        self._desk_timer.timeout.connect(self._restore_desk)
         self.actions = self._build_actions()
         self._build_menus()
         self._build_toolbar()
@@ -367,6 +370,7 @@ class MainWindow(QMainWindow):
             self.addAction(action)
             actions[name] = action
         actions["high_contrast"].setCheckable(True)
+        actions["presentation"].setCheckable(True)
         group = QActionGroup(self)
         for name in ("lang_en", "lang_zh"):
             actions[name].setCheckable(True)
@@ -894,6 +898,7 @@ class MainWindow(QMainWindow):
         """Full screen, larger type and the presentation layout (as the teacher last left it,
         or `_arrange_for_presentation`); leaving puts the desk layout back."""
         self.presenting = not self.presenting
+        self.actions["presentation"].setChecked(self.presenting)
         if self.presenting:
             self._desk_state, self._desk_geometry = self.saveState(), self.saveGeometry()
             self.showFullScreen()
@@ -909,7 +914,7 @@ class MainWindow(QMainWindow):
             self._apply_font_size()
             # once the widgets have the smaller type (posted events): restored under the larger
             # one, docks would keep heights sized for it
-            QTimer.singleShot(0, self, self._restore_desk)
+            self._desk_timer.start()
 
     def _restore_desk(self) -> None:
         if not self.presenting:                 # F11 may have been pressed again meanwhile
