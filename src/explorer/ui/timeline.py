@@ -61,15 +61,17 @@ def speed_text(run, lang: str) -> str:
 
 class StepStrip(QWidget):
     """Chips for Prefill, Decode 1, … and Stop, painted in one widget (hundreds of steps
-    stay cheap). Emits the step index (or -1 for the stop chip) when one is clicked."""
+    stay cheap). Emits the step index (or -1 for the stop chip) when one is clicked. When
+    the chips are wider than the strip, they slide left so that the current one is in
+    view, and "…" at the left edge says that earlier steps are out of sight."""
 
     clicked = Signal(int)
+    GAP = 8                     # px between chips (a "›" sits in it)
 
     def __init__(self, parent=None):
         super().__init__(parent)
         self._labels: list[str] = []
         self._current = -2
-        self._rects: list[QRectF] = []
         self._colors = ("#0072B2", "#E69F00", "#ffffff", "#1a1a1a")
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
@@ -79,11 +81,30 @@ class StepStrip(QWidget):
             self._labels, self._current, self._colors = labels, current, colors
             self.update()
 
+    def chip_rects(self) -> list[QRectF]:
+        """Where each chip is drawn, in widget pixels (left of 0: slid out of view)."""
+        fm, h = self.fontMetrics(), self.height() - 6
+        rects, x = [], 4.0
+        for label in self._labels:
+            w = fm.horizontalAdvance(label) + 18
+            rects.append(QRectF(x, 3, w, h))
+            x += w + self.GAP
+        if 0 <= self._current < len(rects) and rects[self._current].right() > self.width() - 4:
+            shift = rects[self._current].right() - (self.width() - 4)    # the current chip at the right edge
+            rects = [r.translated(-shift, 0) for r in rects]
+        return rects
+
     def chip_at(self, x: float) -> int | None:
-        for i, r in enumerate(self._rects):
+        if x < self._hidden_mark_width():            # the "…" mark over slid-out chips
+            return None
+        for i, r in enumerate(self.chip_rects()):
             if r.left() <= x <= r.right():
                 return i
         return None
+
+    def _hidden_mark_width(self) -> float:
+        rects = self.chip_rects()
+        return self.fontMetrics().horizontalAdvance("…") + 8 if rects and rects[0].left() < 0 else 0.0
 
     def mousePressEvent(self, event):
         i = self.chip_at(event.position().x())
@@ -94,23 +115,23 @@ class StepStrip(QWidget):
         done, current, bg, fg = self._colors
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        fm = self.fontMetrics()
-        x, h = 4.0, self.height() - 6
-        self._rects = []
-        for i, label in enumerate(self._labels):
-            w = fm.horizontalAdvance(label) + 18
-            rect = QRectF(x, 3, w, h)
-            self._rects.append(rect)
+        rects, mark = self.chip_rects(), self._hidden_mark_width()
+        for i, (label, rect) in enumerate(zip(self._labels, rects)):
+            if rect.left() < mark:         # slid (partly) under the "…" mark
+                continue
             fill = current if i == self._current else bg
             p.setPen(QPen(QColor(done), 2 if i == self._current else 1))
             p.setBrush(QColor(fill))
             p.drawRoundedRect(rect, 6, 6)
             p.setPen(QColor(text_on(fill) if i == self._current else fg))
             p.drawText(rect, Qt.AlignmentFlag.AlignCenter, label)
-            x += w + 8
             if i < len(self._labels) - 1:
                 p.setPen(QPen(QColor(fg), 1))
-                p.drawText(QRectF(x - 8, 3, 8, h), Qt.AlignmentFlag.AlignCenter, "›")
+                p.drawText(QRectF(rect.right(), 3, self.GAP, rect.height()), Qt.AlignmentFlag.AlignCenter, "›")
+        if mark:                    # earlier chips are out of sight
+            p.fillRect(QRectF(0, 0, mark, self.height()), self.palette().window())
+            p.setPen(QColor(fg))
+            p.drawText(QRectF(0, 0, mark, self.height()), Qt.AlignmentFlag.AlignCenter, "…")
         p.end()
 
 
@@ -164,6 +185,16 @@ class TimelinePanel(Panel):
 
     def chip_labels(self) -> list[str]:
         return list(self.strip._labels)
+
+    def chips_in_view(self) -> list[str]:
+        """The labels of the chips wholly visible in the strip."""
+        left = self.strip._hidden_mark_width()
+        return [label for label, r in zip(self.strip._labels, self.strip.chip_rects())
+                if r.left() >= left and r.right() <= self.strip.width()]
+
+    def current_chip(self) -> str | None:
+        current = self.strip._current
+        return self.strip._labels[current] if 0 <= current < len(self.strip._labels) else None
 
     # -------------------------------------------------------------- drawing
     def refresh(self) -> None:
