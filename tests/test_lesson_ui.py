@@ -241,6 +241,21 @@ def test_beam_panel_outside_beam_mode_and_in_the_window(qtbot, window):
     assert panel.tree.headerItem().text(1) == "P(Token|前缀)" and "最终候选" in panel.final_text()
 
 
+def test_the_beam_lessons_tree_frames_bring_the_beam_tree_forward(qtbot, window):
+    from explorer.lessons import load_lesson
+    assert window.switch_lesson(load_lesson("beam"))
+    tree_frames = [i for i, f in enumerate(window.session.frames) if "beam" in f.panels]
+    assert len(tree_frames) == 3
+    for presenting in (False, True):
+        if presenting:
+            window.actions["presentation"].trigger()
+        for index in tree_frames:
+            window.session.go(index)
+            dock = window.docks["beam"]
+            qtbot.waitUntil(lambda d=dock: d.isVisible() and not d.visibleRegion().isEmpty())
+            assert window.panels["beam"].rows()           # the tree itself, not the "off" note
+
+
 # ---------------------------------------------------------------------------- the logits editor
 
 @pytest.fixture
