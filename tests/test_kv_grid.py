@@ -202,3 +202,18 @@ def test_the_legend_writes_meanings_out_within_the_width_and_only_swatches_when_
     assert QToolTip.text() == panel.legend_texts()[1]
     panel.resize(900, 500)
     qtbot.waitUntil(lambda: not panel.legend_is_compact())
+
+
+def test_the_legend_gives_way_before_a_layers_k_and_v_rows_do(qtbot, session):
+    session.go(3)                                 # Decode 1: the cells hold their numbers
+    panel = shown(qtbot, KVGridPanel(session), 700, 400)
+    view = panel.grid_view()
+    need = view.header_h + 2 * view.cell_h        # the header, L0 K and L0 V
+    seen = set()
+    for height in range(200, 420, 10):
+        panel.resize(700, height)
+        qtbot.wait(5)
+        fits = view.viewport().height() >= need
+        assert fits or panel.legend_is_compact(), height      # meanings only while the rows fit
+        seen.add((panel.legend_is_compact(), fits))
+    assert (True, True) in seen and (False, True) in seen    # some heights fit only with swatches alone

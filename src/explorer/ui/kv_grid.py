@@ -31,8 +31,6 @@ VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at
 VALUES_PER_LINE = 2            # numbers per text line inside a cell
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
-LEGEND_SHARE = 0.4             # the legend's meanings are written out while they take at most this
-                               # share of the panel's height; beyond it, the swatches alone (a short panel)
 
 add_messages({
     "kv.title": {"en": "KV cache", "zh": "KV缓存"},
@@ -418,9 +416,9 @@ class KVGridPanel(Panel):
         if old is None or restyled or not _same_grid(data, old):
             self._view.set_data(data)
             self._view.show_newest()
+            self._fit_legend()
             self._painted_font, self._painted_theme = self._view.font(), self.theme
             if old is None or restyled or data.labels != old.labels:   # else the legend is as drawn
-                self._fit_legend()
                 self._legend.update()
                 self._legend.updateGeometry()
         self._status.setText(self._status_text())
@@ -479,10 +477,18 @@ class KVGridPanel(Panel):
         self._fit_legend()
 
     def _fit_legend(self) -> None:
-        """Meanings written out, or the swatches alone when the meanings would crowd out
-        the grid (LEGEND_SHARE): decided from the panel's size, which the legend does not change."""
-        compact = self._legend.full_height(self._legend.width() or self.width()) > LEGEND_SHARE * self.height()
-        if compact != self._legend.compact:
+        """Meanings written out, or the swatches alone when the meanings would leave the grid
+        no room for its header and one layer's K and V rows: decided from the panel's size
+        and the grid's, which the legend does not change."""
+        view, legend, layout = self._view, self._legend, self.layout()
+        margins = layout.contentsMargins()
+        chrome = margins.top() + margins.bottom() + 2 * layout.spacing() + 2 * view.frameWidth()
+        if view.horizontalScrollBar().isVisible():
+            chrome += view.horizontalScrollBar().height()
+        room = self.height() - self._status.height() - legend.full_height(legend.width() or self.width()) - chrome
+        rows = min(view.data.n_rows, 2) if view.data else 0
+        compact = room < view.header_h + rows * view.cell_h
+        if compact != legend.compact:
             self._legend.compact = compact
             self._legend.updateGeometry()
             self._legend.update()

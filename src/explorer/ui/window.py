@@ -337,7 +337,7 @@ class MainWindow(QMainWindow):
         width, height = screen.width(), screen.height()
         self.resizeDocks([d["kv"], d["timeline"]], [int(0.63 * width), int(0.37 * width)], h)
         self.resizeDocks([d["player"], d["kv"], d["distribution"]],
-                         [int(0.12 * height), int(0.32 * height), int(0.56 * height)], v)
+                         [int(0.12 * height), int(0.36 * height), int(0.52 * height)], v)
         self.resizeDocks([d["timeline"], d["explanation"], d["controls"]],
                          [int(0.28 * height), int(0.32 * height), int(0.28 * height)], v)
 
