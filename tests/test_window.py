@@ -169,6 +169,17 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
     qtbot.waitUntil(lambda: {pid: window.docks[pid].geometry() for pid in desk} == desk)
 
 
+def test_a_panel_popped_out_full_screen_goes_back_before_presentation_mode(qtbot, window):
+    window.panel_full_screen("distribution")
+    dock = window.docks["distribution"]
+    assert dock.isFloating() and dock.isFullScreen()
+    window.actions["presentation"].trigger()
+    assert not dock.isFloating() and tab_group(window, "distribution") == {"distribution", "attention"}
+    window.actions["presentation"].trigger()
+    qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
+    assert not dock.isFloating() and in_sight(window, "distribution")    # docked at the desk, as before it popped out
+
+
 def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk(qtbot, tmp_path):
     path = str(tmp_path / "s.ini")
     w = shown_window(qtbot, path)

@@ -900,6 +900,9 @@ class MainWindow(QMainWindow):
         self.presenting = not self.presenting
         self.actions["presentation"].setChecked(self.presenting)
         if self.presenting:
+            for pid, dock in self.docks.items():
+                if dock.isFloating() and dock.isFullScreen():
+                    self.panel_full_screen(pid)        # a popped-out panel goes back first
             self._desk_state, self._desk_geometry = self.saveState(), self.saveGeometry()
             self.showFullScreen()
             self._apply_font_size()
