@@ -7,8 +7,9 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
-from PySide6.QtGui import QFontMetricsF
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QFontMetricsF, QHelpEvent
+from PySide6.QtWidgets import QToolTip
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.generate import generate
@@ -290,6 +291,28 @@ def test_many_stages_at_a_large_type_never_ask_for_more_than_their_share_of_the_
     bottoms = [chart.plot_rect(r).bottom() for r in range(len(chart.rows))]
     assert bottoms == sorted(bottoms) and bottoms[-1] < share     # every row on the chart, in order
     assert not chart.grab().isNull()
+
+
+def test_hovering_a_bar_tells_its_token_stage_probability_and_mark(qtbot):
+    session = big_session(mode="sample", top_k=5)
+    panel = show(qtbot, DistributionPanel(session))
+    go_to(session, "pick", 0)
+    dist, chart = session.run.steps[0].distribution, panel.chart
+    top = panel.bar_ids()                                         # the candidate of each column
+    rows = [row.name for row in chart.rows]
+    final, raw = rows.index("final"), rows.index("raw")
+    first = chart.tip_at(chart.bar_center(raw, 0))
+    assert first == f"t{top[0]} · raw softmax: p = {dist.stages[0].probs[top[0]]:.4f}"
+    removed = chart.tip_at(chart.bar_center(final, 5))            # the 6th column: cut by top-k = 5
+    assert removed.startswith(f"t{top[5]} · final: p = 0.0000") and removed.endswith("✕ top-k")
+    chosen = list(top).index(dist.selected_id)
+    assert chart.tip_at(chart.bar_center(final, chosen)).endswith("◀ chosen")
+    point = chart.bar_center(final, 0)
+    point.setX(point.x() + chart.plot_rect(final).width() / (2 * len(chart.rows[final].values)))  # between bars
+    assert chart.tip_at(point) == ""
+    on_bar = chart.bar_center(final, 0).toPoint()
+    chart.event(QHelpEvent(QEvent.Type.ToolTip, on_bar, chart.mapToGlobal(on_bar)))
+    assert QToolTip.text() == chart.tip_at(chart.bar_center(final, 0))
 
 
 # ---------------------------------------------------------------------------- language

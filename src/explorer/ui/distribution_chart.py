@@ -26,7 +26,7 @@ from PySide6.QtGui import (
     QStaticText,
     QTransform,
 )
-from PySide6.QtWidgets import QSizePolicy, QWidget
+from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
 
 from .theme import Theme, text_on
 
@@ -239,6 +239,33 @@ class StageChart(QWidget):
             if plot.contains(pos) and len(row.values):
                 return (pos.x() - plot.left()) / (plot.width() / len(row.values)) - 0.5
         return None
+
+    def tip_at(self, pos: QPointF) -> str:
+        """What the bar under `pos` stands for: its token, the row's stage, its probability and
+        its mark ("✕ top-k", "◀ chosen"); "" off the bars. Hovering shows it: the numbers of
+        many narrow columns, or of a squeezed row that had no room to write them."""
+        for plot, row in zip(self._laid_out().plots, self.rows):
+            if not plot.contains(pos) or not len(row.values):
+                continue
+            x = (pos.x() - plot.left()) / (plot.width() / len(row.values)) - 0.5
+            column = round(x)
+            if abs(x - column) > BAR_WIDTH / 2 or not 0 <= column < len(row.values):
+                return ""
+            name = next((r.names[column] for r in reversed(self.rows) if r.names[column]), "")
+            mark = row.labels[column]
+            tip = f"{name} · {row.title.replace(chr(10), ' ')}: p = {row.values[column]:.4f}"
+            return tip + (f"  {mark}" if mark and not mark.replace(".", "", 1).isdigit() else "")
+        return ""
+
+    def event(self, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip:
+            tip = self.tip_at(QPointF(event.pos()))
+            if tip:
+                QToolTip.showText(event.globalPos(), tip, self)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().event(event)
 
     def mousePressEvent(self, event) -> None:
         x = self.column_at(event.position()) if event.button() == Qt.MouseButton.LeftButton else None
