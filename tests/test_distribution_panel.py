@@ -17,9 +17,9 @@ from explorer.core.sampling import SamplingConfig, distribution
 from explorer.core.teaching import load_teaching_model
 from explorer.core.vocab import Vocabulary
 from explorer.session import Session
+from explorer.ui import distribution_chart
 from explorer.ui.controls import SamplingControls
 from explorer.ui.distribution import N_SHOWN, DistributionPanel
-from explorer.ui import distribution_chart
 from explorer.ui.distribution_chart import Y_TOP
 
 SEED = 0          # u = 0.637 at step 0: 学习 when greedy-ish, 你 once T is high enough

@@ -372,6 +372,7 @@ def _anchor_point(view, term_id):
 
 def test_explanation_marks_terms_hover_shows_and_click_selects_the_definition(qtbot, window):
     from PySide6.QtWidgets import QToolTip
+
     from explorer.lessons.glossary import load_glossary
     glossary, panel = load_glossary(), window.panels["explanation"]
     window.session.go(1)                                  # Prefill: "... The attention matrix ..."

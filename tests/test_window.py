@@ -10,8 +10,6 @@ from explorer.i18n import tr
 from explorer.ui.app import build_window
 
 
-
-
 def press(qtbot, window, key, times=1):
     for _ in range(times):
         qtbot.keyClick(window, key)
@@ -217,8 +215,9 @@ def test_settings_are_remembered_and_reset(qtbot, tmp_path):
 
 
 def test_exception_in_a_callback_is_shown(qtbot, window):
-    from explorer.ui.app import install_error_hook
     import sys
+
+    from explorer.ui.app import install_error_hook
     old = sys.excepthook
     try:
         install_error_hook(window)
