@@ -93,17 +93,22 @@ def test_two_exports_are_byte_identical(tmp_path):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
 
 
-def test_a_frame_exported_alone_equals_the_same_frame_in_a_range(tmp_path):
+@pytest.mark.parametrize("lesson, alone, in_range, name", [
     # the first slide of a fresh process is drawn only once fonts and layouts settled
     # (it once came out with the menu bar squeezed away and labels cut)
+    ("wo-ai-to-eos", "3", "2-3", "03-pick-step0.png"),
+    # the frame before points to the beam tree, which comes forward; this one does not
+    ("beam", "6", "5-6", "06-pick-step1.png"),
+])
+def test_a_frame_exported_alone_equals_the_same_frame_in_a_range(tmp_path, lesson, alone, in_range, name):
     slides = []
-    for frames in ("3", "2-3"):
+    for frames in (alone, in_range):
         out = tmp_path / frames
-        proc = subprocess.run([sys.executable, "-m", "explorer", "export", "--out", str(out),
+        proc = subprocess.run([sys.executable, "-m", "explorer", "export", "--lesson", lesson, "--out", str(out),
                                "--format", "png", "--frames", frames],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
-        slides.append((out / "03-pick-step0.png").read_bytes())
+        slides.append((out / name).read_bytes())
     assert slides[0] == slides[1]
 
 

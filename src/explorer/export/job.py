@@ -112,6 +112,7 @@ class ExportJob:
         try:
             for index in indexes:
                 self.session.go(index)
+                self.window.show_frame_tabs()
                 settle()
                 caption = self.caption(index)
                 stem = file_stem(index, self.session.frames[index], len(self.session.frames)) + suffix
@@ -245,6 +246,7 @@ def export_session(session: Session, spec: ExportSpec, lesson_id: str, lesson_ti
 def frame_image(session: Session, spec: ExportSpec, lesson_title: str):
     """The current frame of `session` as a slide image (the clipboard copy)."""
     with _export_job(session, spec, "frame", lesson_title) as job:
+        job.window.show_frame_tabs()
         widget = job.target()
         try:
             return slide_image(widget, spec.width, spec.height, spec.scale, job.caption(session.cursor))

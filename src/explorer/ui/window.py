@@ -868,6 +868,20 @@ class MainWindow(QMainWindow):
                 if on and self.tabifiedDockWidgets(dock) and dock.visibleRegion().isEmpty():
                     dock.raise_()
 
+    def show_frame_tabs(self) -> None:
+        """In every group of tabbed panels, the one the current frame points to (the first
+        it names), else the group's first panel: the same tabs for the same frame whatever
+        was shown before (an exported frame looks the same alone and in a range)."""
+        matters, seen = self.session.frame.panels, set()
+        for pid, dock in self.docks.items():                   # PANELS order
+            if pid in seen:
+                continue
+            tabbed = self.tabifiedDockWidgets(dock)
+            group = [pid] + [other for other, d in self.docks.items() if d in tabbed]
+            seen.update(group)
+            if tabbed:
+                self.docks[next((p for p in matters if p in group), pid)].raise_()
+
     def set_lang(self, lang: str) -> None:
         self.session.set_lang(lang)
         self.settings["lang"] = lang
