@@ -320,12 +320,12 @@ class _Legend(QWidget):
         if compact:                    # the outline's swatch says what it stands for
             entries = [(code, short or self._panel.tr("kv.legend.written_short"), meaning)
                        for code, short, meaning in entries]
-        swatch_w = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
+        widest = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
         x = y = row_h = 0
         placed = []
         for code, short, meaning in entries:
-            if compact:                # swatches alone: each as wide as its own word
-                swatch_w = fm.horizontalAdvance(short) + 12
+            # swatches alone: each as wide as its own word; with meanings: all alike, in a column
+            swatch_w = fm.horizontalAdvance(short) + 12 if compact else widest
             text = QRect()
             if not compact:
                 room = max(width - swatch_w - 6, 8 * fm.averageCharWidth())
@@ -376,9 +376,8 @@ class _Legend(QWidget):
 
     def event(self, event) -> bool:
         if event.type() == QEvent.ToolTip:          # compact: each swatch says what it means
-            pos = event.position().toPoint() if hasattr(event, "position") else event.pos()
             for swatch, _text, _code, _short, meaning in self._layout(self.width(), self.compact):
-                if swatch.contains(pos):
+                if swatch.contains(event.pos()):
                     QToolTip.showText(event.globalPos(), meaning, self)
                     return True
             QToolTip.hideText()
