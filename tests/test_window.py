@@ -147,6 +147,8 @@ def shown_window(qtbot, path):
 
 def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_back(qtbot, window):
     window.session.go(2)                         # a pick: the distribution and the KV cache matter
+    qtbot.keyClick(window, Qt.Key.Key_Escape)    # at the desk, Escape does not enter it
+    assert not window.presenting
     desk = {pid: dock.geometry() for pid, dock in window.docks.items() if in_sight(window, pid)}
     window.actions["presentation"].trigger()
     assert window.presenting and window.isFullScreen() and window.actions["presentation"].isChecked()
@@ -158,7 +160,7 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
     assert not in_sight(window, "attention")
     window.session.go(3)                         # a Decode: attention comes forward
     qtbot.waitUntil(lambda: in_sight(window, "attention"))
-    window.actions["presentation"].trigger()
+    qtbot.keyClick(window, Qt.Key.Key_Escape)                 # Escape leaves it, as F11 does
     assert not window.presenting and not window.actions["presentation"].isChecked()
     qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
     assert tab_group(window, "lesson") == {"lesson", "glossary", "beam"}

@@ -234,6 +234,9 @@ class MainWindow(QMainWindow):
         # leaving presentation mode restores the desk layout once the smaller type is applied
         self._desk_timer = QTimer(self, singleShot=True, interval=0)
         self._desk_timer.timeout.connect(self._restore_desk)
+        # Escape leaves presentation mode (as it leaves full screen elsewhere); only then is it taken
+        self._escape = QShortcut(QKeySequence("Escape"), self, activated=self.toggle_presentation)
+        self._escape.setEnabled(False)
         self.actions = self._build_actions()
         self._build_menus()
         self._build_toolbar()
@@ -913,6 +916,7 @@ class MainWindow(QMainWindow):
         or `_arrange_for_presentation`); leaving puts the desk layout back."""
         self.presenting = not self.presenting
         self.actions["presentation"].setChecked(self.presenting)
+        self._escape.setEnabled(self.presenting)
         if self.presenting:
             for pid, dock in self.docks.items():
                 if dock.isFloating() and dock.isFullScreen():
