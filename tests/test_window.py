@@ -180,6 +180,24 @@ def test_a_panel_popped_out_full_screen_goes_back_before_presentation_mode(qtbot
     assert not dock.isFloating() and in_sight(window, "distribution")    # docked at the desk, as before it popped out
 
 
+def test_escape_puts_a_popped_out_panel_back_then_leaves_presentation_mode(qtbot, window):
+    dock = window.docks["distribution"]
+    window.panel_full_screen("distribution")
+    qtbot.keyClick(dock, Qt.Key.Key_Escape)
+    assert not dock.isFloating()
+    window.actions["presentation"].trigger()
+    window.panel_full_screen("distribution")
+    assert dock.isFloating() and dock.isFullScreen()
+    qtbot.keyClick(dock, Qt.Key.Key_Escape)                  # first the panel goes back
+    assert not dock.isFloating() and window.presenting
+    qtbot.keyClick(window, Qt.Key.Key_Escape)                # then presentation mode ends
+    assert not window.presenting
+    line = window.prompt_edit                                # and Escape is the widgets' again
+    assert not window._escape.isEnabled()
+    qtbot.keyClick(line, Qt.Key.Key_Escape)
+    assert not window.presenting and not dock.isFloating()
+
+
 def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk(qtbot, tmp_path):
     path = str(tmp_path / "s.ini")
     w = shown_window(qtbot, path)

@@ -234,8 +234,10 @@ class MainWindow(QMainWindow):
         # leaving presentation mode restores the desk layout once the smaller type is applied
         self._desk_timer = QTimer(self, singleShot=True, interval=0)
         self._desk_timer.timeout.connect(self._restore_desk)
-        # Escape leaves presentation mode (as it leaves full screen elsewhere); only then is it taken
-        self._escape = QShortcut(QKeySequence("Escape"), self, activated=self.toggle_presentation)
+        # Escape puts a popped-out panel back, else leaves presentation mode; it is taken from
+        # the widgets only then (one shortcut: a floating dock shares its window's shortcuts,
+        # and two for one key would both be ambiguous and do nothing)
+        self._escape = QShortcut(QKeySequence("Escape"), self, activated=self._escape_pressed)
         self._escape.setEnabled(False)
         self.actions = self._build_actions()
         self._build_menus()
@@ -916,10 +918,9 @@ class MainWindow(QMainWindow):
         or `_arrange_for_presentation`); leaving puts the desk layout back."""
         self.presenting = not self.presenting
         self.actions["presentation"].setChecked(self.presenting)
-        self._escape.setEnabled(self.presenting)
         if self.presenting:
             for pid, dock in self.docks.items():
-                if dock.isFloating() and dock.isFullScreen():
+                if self._popped_out(dock):
                     self.panel_full_screen(pid)        # a popped-out panel goes back first
             self._desk_state, self._desk_geometry = self.saveState(), self.saveGeometry()
             self.showFullScreen()
@@ -936,6 +937,7 @@ class MainWindow(QMainWindow):
             # once the widgets have the smaller type (posted events): restored under the larger
             # one, docks would keep heights sized for it
             self._desk_timer.start()
+        self._sync_escape()
 
     def _restore_desk(self) -> None:
         if not self.presenting:                 # F11 may have been pressed again meanwhile
@@ -944,15 +946,28 @@ class MainWindow(QMainWindow):
     def panel_full_screen(self, panel_id: str) -> None:
         """Pop one panel out to fill the screen; Escape (or the same action) puts it back."""
         dock = self.docks[panel_id]
-        if dock.isFloating() and dock.isFullScreen():
+        if self._popped_out(dock):
             dock.showNormal()
             dock.setFloating(False)
-            return
-        dock.setFloating(True)
-        dock.showFullScreen()
-        if not hasattr(dock, "_escape"):
-            dock._escape = QShortcut(QKeySequence("Escape"), dock,
-                                     activated=lambda p=panel_id: self.panel_full_screen(p))
+            self.activateWindow()          # keys (Escape, arrows) go to the window again
+        else:
+            dock.setFloating(True)
+            dock.showFullScreen()
+        self._sync_escape()
+
+    @staticmethod
+    def _popped_out(dock) -> bool:
+        return dock.isFloating() and dock.isFullScreen()
+
+    def _escape_pressed(self) -> None:
+        popped = next((pid for pid, dock in self.docks.items() if self._popped_out(dock)), None)
+        if popped is not None:
+            self.panel_full_screen(popped)
+        elif self.presenting:
+            self.toggle_presentation()
+
+    def _sync_escape(self) -> None:
+        self._escape.setEnabled(self.presenting or any(self._popped_out(d) for d in self.docks.values()))
 
     def lesson_names(self) -> tuple[str, str]:
         """(id, title in the current language) of what the window plays, for exports."""
