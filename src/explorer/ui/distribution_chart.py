@@ -37,7 +37,7 @@ NAME_MAX_PX = 96        # upright token names longer than this are elided ("othe
 RULER_LABEL_MIN = 0.05  # a ruler interval gets its piece written in it when at least this wide
 RULER_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 AXIS_TICKS = (0.0, 0.5, 1.0)
-SCREEN_SHARE = 0.35     # the chart never asks for more of the screen's height than this
+SCREEN_SHARE = 0.3      # the chart never asks for more of the screen's height than this
 GAP = 2                 # px between rows
 PAD = 4                 # px around text
 

@@ -48,7 +48,9 @@ from .worker import Jobs, SessionRunner, error_message, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
           SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel)
-PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor
+PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor on a 1080-line screen,
+PRESENTATION_LINES = 1080     # and in proportion to the screen's height on others: the same size on
+                              # the wall, and the presentation layout fits a 768-line projector too
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
 NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 REUSED_STEP_SECONDS = 0.001   # a step reported faster than this was taken from the last Run, not computed
@@ -231,6 +233,7 @@ class MainWindow(QMainWindow):
         self._default_state = self.saveState()
         self._desk_state = self._default_state     # the layout outside presentation mode
         self._desk_geometry = self.saveGeometry()    # and the window's place, taken on entering it
+        self._desk_rect = self.geometry()
         # leaving presentation mode restores the desk layout once the smaller type is applied
         self._desk_timer = QTimer(self, singleShot=True, interval=0)
         self._desk_timer.timeout.connect(self._restore_desk)
@@ -905,8 +908,12 @@ class MainWindow(QMainWindow):
         self.settings["font_size"] = size
         self._apply_font_size()
 
+    def presentation_scale(self) -> float:
+        """How much presentation mode enlarges the type on this window's screen."""
+        return PRESENTATION_SCALE * self.screen().availableGeometry().height() / PRESENTATION_LINES
+
     def _apply_font_size(self) -> None:
-        size = self.settings["font_size"] * (PRESENTATION_SCALE if self.presenting else 1.0)
+        size = self.settings["font_size"] * (self.presentation_scale() if self.presenting else 1.0)
         font = QApplication.font()
         font.setPointSizeF(size)
         QApplication.setFont(font)
@@ -923,6 +930,7 @@ class MainWindow(QMainWindow):
                 if self._popped_out(dock):
                     self.panel_full_screen(pid)        # a popped-out panel goes back first
             self._desk_state, self._desk_geometry = self.saveState(), self.saveGeometry()
+            self._desk_rect = self.geometry()
             self.showFullScreen()
             self._apply_font_size()
             if self.restoreState(self.settings["presentation_state"]):
@@ -933,6 +941,7 @@ class MainWindow(QMainWindow):
         else:
             self.settings["presentation_state"] = self.saveState()
             self.showNormal()
+            self.setGeometry(self._desk_rect)           # where and how large it was at the desk
             self._apply_font_size()
             # once the widgets have the smaller type (posted events): restored under the larger
             # one, docks would keep heights sized for it
