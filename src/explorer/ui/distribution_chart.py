@@ -314,7 +314,7 @@ class StageChart(QWidget):
 
     def _paint_row(self, p: QPainter, row: BarRow, plot: QRectF, names: QRectF, titles: float) -> None:
         colors, texts = self._colors, self._texts
-        self._title(p, row.title, titles, plot.center().y(), plot.height() + names.height())
+        self._title(p, row.title, titles, plot.center().y(), plot.height() + 2 * PAD)
         scale = plot.height() / Y_TOP                 # px per unit of probability
 
         # the probability axis: a line, ticks and their values
@@ -370,7 +370,8 @@ class StageChart(QWidget):
         lines = [text]
         if self._texts.width(text, "small") > width and " " in text:   # a long mark: two lines, not over its neighbours
             head, _, tail = text.rpartition(" ")
-            lines = [head, tail]
+            # a squeezed row holds one line: the mark's sign and its value ("▼ 0.246")
+            lines = [head, tail] if plot.height() >= 2.5 * line else [f"{head.split(' ')[0]} {tail}"]
         top = max(plot.top(), y - line * len(lines) - 1)
         for n, text_line in enumerate(lines):
             self._texts.draw(p, text_line, "small", x, top + n * line, 0.5, 0.0)
