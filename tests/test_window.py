@@ -221,6 +221,17 @@ def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk
     assert tab_group(again, "distribution") == {"distribution", "attention"}
 
 
+def test_a_damaged_presentation_layout_in_the_settings_gives_the_default_one(qtbot, tmp_path):
+    from PySide6.QtCore import QByteArray
+
+    from explorer.ui.settings import Settings
+    path = str(tmp_path / "s.ini")
+    Settings(path)["presentation_state"] = QByteArray(b"not a layout")
+    w = shown_window(qtbot, path)
+    w.actions["presentation"].trigger()
+    assert tab_group(w, "distribution") == {"distribution", "attention"} and w.errors == []
+
+
 def test_settings_are_remembered_and_reset(qtbot, tmp_path):
     path = str(tmp_path / "s.ini")
     w = build_window(settings_path=path)
