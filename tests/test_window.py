@@ -226,7 +226,10 @@ def test_a_damaged_presentation_layout_in_the_settings_gives_the_default_one(qtb
 
     from explorer.ui.settings import Settings
     path = str(tmp_path / "s.ini")
-    Settings(path)["presentation_state"] = QByteArray(b"not a layout")
+    settings = Settings(path)
+    settings["presentation_state"] = QByteArray(b"not a layout")
+    settings.sync()
+    assert Settings(path)["presentation_state"] == QByteArray(b"not a layout")
     w = shown_window(qtbot, path)
     w.actions["presentation"].trigger()
     assert tab_group(w, "distribution") == {"distribution", "attention"} and w.errors == []
