@@ -110,6 +110,18 @@ def test_a_good_lesson_file_opens_and_no_shipped_lesson_is_checked(logits_window
     assert window.lesson.id == "three-logits" and window.errors == []
 
 
+def test_the_lesson_list_grows_with_the_type_within_the_screen(qtbot, window):
+    desk = window.show_start_page().size()
+    window.actions["zoom_out"].trigger()
+    window.actions["zoom_out"].trigger()
+    smaller = window.show_start_page().size()
+    room = window.screen().availableGeometry()
+    assert smaller.height() < desk.height() <= 0.9 * room.height()     # 800 lines offscreen: a cap
+    window.actions["presentation"].trigger()
+    page = window.show_start_page()
+    assert page.width() <= 0.9 * room.width() and page.height() <= 0.9 * room.height()
+
+
 def test_start_page_opens_once_at_first_start_and_opens_a_lesson(qtbot, tmp_path):
     from explorer.ui.app import build_window
     settings = str(tmp_path / "s.ini")

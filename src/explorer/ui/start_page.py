@@ -69,7 +69,10 @@ class StartPage(QDialog):
         layout.addWidget(intro)
         layout.addWidget(scroll, 1)
         layout.addWidget(buttons)
-        self.resize(760, 620)
+        # 760 x 620 at the usual 12-point type, larger with the type (presentation mode), within the screen
+        grow = self.font().pointSizeF() / 12.0
+        room = window.screen().availableGeometry()
+        self.resize(min(int(760 * grow), int(0.9 * room.width())), min(int(620 * grow), int(0.9 * room.height())))
 
     def _row(self, lesson: Lesson, lang: str, current: bool) -> QFrame:
         frame = QFrame()
