@@ -232,30 +232,41 @@ class StageChart(QWidget):
         width = plot.width() / len(self.rows[row].values)
         return QPointF(plot.left() + (column + 0.5) * width, plot.bottom() - 3)
 
+    def _hit(self, pos: QPointF) -> tuple[BarRow, float] | None:
+        """The row whose bar area holds `pos`, and the x of `pos` in its column units."""
+        for plot, row in zip(self._laid_out().plots, self.rows):
+            if plot.contains(pos) and len(row.values):
+                return row, (pos.x() - plot.left()) / (plot.width() / len(row.values)) - 0.5
+        return None
+
     def column_at(self, pos: QPointF) -> float | None:
         """The x of `pos` in column units if it is inside a row's bar area, else None."""
-        layout = self._laid_out()
-        for plot, row in zip(layout.plots, self.rows):
-            if plot.contains(pos) and len(row.values):
-                return (pos.x() - plot.left()) / (plot.width() / len(row.values)) - 0.5
-        return None
+        hit = self._hit(pos)
+        return None if hit is None else hit[1]
+
+    def _bar_at(self, pos: QPointF) -> tuple[BarRow, int] | None:
+        """The row and column of the bar under `pos` (between bars: None)."""
+        hit = self._hit(pos)
+        if hit is None:
+            return None
+        row, x = hit
+        column = round(x)
+        if abs(x - column) > BAR_WIDTH / 2 or not 0 <= column < len(row.values):
+            return None
+        return row, column
 
     def tip_at(self, pos: QPointF) -> str:
         """What the bar under `pos` stands for: its token, the row's stage, its probability and
         its mark ("✕ top-k", "◀ chosen"); "" off the bars. Hovering shows it: the numbers of
         many narrow columns, or of a squeezed row that had no room to write them."""
-        for plot, row in zip(self._laid_out().plots, self.rows):
-            if not plot.contains(pos) or not len(row.values):
-                continue
-            x = (pos.x() - plot.left()) / (plot.width() / len(row.values)) - 0.5
-            column = round(x)
-            if abs(x - column) > BAR_WIDTH / 2 or not 0 <= column < len(row.values):
-                return ""
-            name = next((r.names[column] for r in reversed(self.rows) if r.names[column]), "")
-            mark = row.labels[column]
-            tip = f"{name} · {row.title.replace(chr(10), ' ')}: p = {row.values[column]:.4f}"
-            return tip + (f"  {mark}" if mark and not mark.replace(".", "", 1).isdigit() else "")
-        return ""
+        bar = self._bar_at(pos)
+        if bar is None:
+            return ""
+        row, column = bar
+        name = next((r.names[column] for r in reversed(self.rows) if r.names[column]), "")
+        mark = row.labels[column]
+        tip = f"{name} · {row.title.replace(chr(10), ' ')}: p = {row.values[column]:.4f}"
+        return tip + (f"  {mark}" if mark and not mark.replace(".", "", 1).isdigit() else "")
 
     def event(self, event) -> bool:
         if event.type() == QEvent.Type.ToolTip:
@@ -275,8 +286,7 @@ class StageChart(QWidget):
         self.clicked.emit(x)
 
     def mouseMoveEvent(self, event) -> None:
-        x = self.column_at(event.position())
-        on_bar = x is not None and abs(x - round(x)) <= BAR_WIDTH / 2
+        on_bar = self._bar_at(event.position()) is not None
         self.setCursor(Qt.CursorShape.PointingHandCursor if on_bar else Qt.CursorShape.ArrowCursor)
         super().mouseMoveEvent(event)
 

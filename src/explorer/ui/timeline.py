@@ -95,15 +95,13 @@ class StepStrip(QWidget):
         return rects
 
     def chip_at(self, x: float) -> int | None:
-        if x < self._hidden_mark_width():            # the "…" mark over slid-out chips
-            return None
-        for i, r in enumerate(self.chip_rects()):
-            if r.left() <= x <= r.right():
-                return i
-        return None
-
-    def _hidden_mark_width(self) -> float:
         rects = self.chip_rects()
+        if x < self.hidden_mark_width(rects):        # the "…" mark over slid-out chips
+            return None
+        return next((i for i, r in enumerate(rects) if r.left() <= x <= r.right()), None)
+
+    def hidden_mark_width(self, rects: list[QRectF]) -> float:
+        """The width of the "…" mark at the left edge (0 when no chip slid out of view)."""
         return self.fontMetrics().horizontalAdvance("…") + 8 if rects and rects[0].left() < 0 else 0.0
 
     def mousePressEvent(self, event):
@@ -115,7 +113,8 @@ class StepStrip(QWidget):
         done, current, bg, fg = self._colors
         p = QPainter(self)
         p.setRenderHint(QPainter.RenderHint.Antialiasing)
-        rects, mark = self.chip_rects(), self._hidden_mark_width()
+        rects = self.chip_rects()
+        mark = self.hidden_mark_width(rects)
         for i, (label, rect) in enumerate(zip(self._labels, rects)):
             if rect.left() < mark:         # slid (partly) under the "…" mark
                 continue
@@ -188,8 +187,9 @@ class TimelinePanel(Panel):
 
     def chips_in_view(self) -> list[str]:
         """The labels of the chips wholly visible in the strip."""
-        left = self.strip._hidden_mark_width()
-        return [label for label, r in zip(self.strip._labels, self.strip.chip_rects())
+        rects = self.strip.chip_rects()
+        left = self.strip.hidden_mark_width(rects)
+        return [label for label, r in zip(self.strip._labels, rects)
                 if r.left() >= left and r.right() <= self.strip.width()]
 
     def current_chip(self) -> str | None:
