@@ -367,9 +367,13 @@ class StageChart(QWidget):
         line = self._line
         if self.upright:           # written upwards from the top of the bar, lower if it would leave the plot
             foot = plot.bottom() - 0.02 / Y_TOP * plot.height()
+            room = foot - plot.top()
+            if self._texts.width(text, "small") > room:   # a row squeezed below its minimum:
+                sign = text.split(" ")[0]                   # the mark's sign alone ("✕", "◀"),
+                if sign == text or self._texts.width(sign, "small") > room:
+                    return                                  # else nothing over the next row's
+                text = sign
             length = self._texts.width(text, "small")
-            if length > foot - plot.top():        # a row squeezed below its minimum: no room, no label
-                return                            # (rather than one written over the next row's)
             start = min(foot, max(y - PAD, plot.top() + length))
             p.save()
             p.translate(x, start)
