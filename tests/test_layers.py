@@ -40,12 +40,31 @@ def test_attention_masked_weights_are_exactly_zero_and_rows_sum_to_one():
 
 
 def test_rope_rotates_adjacent_pairs_and_keeps_norms():
-    x = np.array([[[1.0, 0.0, 0.0, 1.0]]])              # [1 head, 1 position, e=4]
-    out = L.rope(x, [1], base=10000.0)
+    x = np.array([[1.0, 0.0, 0.0, 1.0]])               # [1 position, 1 head of e=4]
+    out = L.rope(x, L.rope_tables([1], 4, base=10000.0))
     # pair 0 turns by 1 radian, pair 1 by 1/100 radian
-    assert np.allclose(out[0, 0, :2], [np.cos(1), np.sin(1)])
-    assert np.allclose(out[0, 0, 2:], [-np.sin(0.01), np.cos(0.01)])
+    assert np.allclose(out[0, :2], [np.cos(1), np.sin(1)])
+    assert np.allclose(out[0, 2:], [-np.sin(0.01), np.cos(0.01)])
     assert np.isclose(np.linalg.norm(out), np.linalg.norm(x))
+
+
+def test_rope_turns_every_head_of_every_position_alike():
+    rng = np.random.default_rng(2)
+    n, heads, e = 3, 4, 6
+    x = rng.normal(size=(n, heads * e)).astype(np.float32)            # [n, heads*e]
+    tables = L.rope_tables([5, 6, 9], e, base=100.0, dtype=np.float32)  # [n, e/2]
+    out = L.rope(x, tables)
+    assert out.dtype == np.float32 and out.shape == x.shape
+    angles = np.array([5, 6, 9])[:, None] * 100.0 ** (-np.arange(0, e, 2) / e)   # [n, e/2]
+    for head in range(heads):
+        a, b = x[:, head * e:(head + 1) * e:2], x[:, head * e + 1:(head + 1) * e:2]
+        expected_even = a * np.cos(angles) - b * np.sin(angles)
+        expected_odd = a * np.sin(angles) + b * np.cos(angles)
+        assert np.allclose(out[:, head * e:(head + 1) * e:2], expected_even, atol=1e-5)
+        assert np.allclose(out[:, head * e + 1:(head + 1) * e:2], expected_odd, atol=1e-5)
+    # a strided slice (Q and K of a fused product) turns like its contiguous copy
+    wide = np.concatenate([x, rng.normal(size=(n, 5)).astype(np.float32)], axis=1)
+    assert np.array_equal(L.rope(wide[:, :heads * e], tables), out)
 
 
 def test_norms():

@@ -146,19 +146,17 @@ class DecoderModel(StepwiseModel):
         key_positions = np.concatenate([cache.positions, positions])       # [t]
         key_ids = np.concatenate([cache.ids, ids])                         # [t]
         mask = L.causal_mask(positions, key_positions)                     # [n, t]
-        if c.positions == "rope":       # the same rotations in every layer: computed once
-            tables = L.rope_tables(positions, c.head_dim, c.rope_base, x.dtype)
+        tables = None                   # the same rotations in every layer: computed once
+        if c.positions == "rope":
+            tables = L.rope_tables(positions, c.head_dim, c.rope_base, x.dtype)   # [n, e/2]
         traces = []
         for i, lp in enumerate(p.layers):
             x_in = x
             a_in = self._norm(x, lp.norm1)
-            q, k, v = self._qkv(a_in, lp)                                  # [n, h*e], [n, g*e] x2
+            q, k, v = self._qkv(a_in, lp, tables)                          # [n, h*e], [n, g*e] x2
             q = L.split_heads(q, c.n_heads)                                # [h, n, e]
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
-            if c.positions == "rope":
-                q = L.rope(q, positions, c.rope_base, tables)
-                k = L.rope(k, positions, c.rope_base, tables)
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
             scores, weights, heads = L.attention(q, k_all, v_all, mask)
             attn_out = L.merge_heads(heads) @ lp.wo                        # [n, d]
@@ -185,12 +183,18 @@ class DecoderModel(StepwiseModel):
         return L.layer_norm(x, gamma, beta, c.norm_eps)
 
     @staticmethod
-    def _qkv(x, lp: LayerParams):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
+    def _qkv(x, lp: LayerParams, tables):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
+        """Queries, keys and values; queries and keys turned by the rotary `tables`
+        ([n, e/2], or None without rotary positions)."""
         if lp.wqkv is None:
-            return x @ lp.wq, x @ lp.wk, x @ lp.wv
+            q, k, v = x @ lp.wq, x @ lp.wk, x @ lp.wv
+            if tables is not None:
+                q, k = L.rope(q, tables), L.rope(k, tables)
+            return q, k, v
         qkv = x @ lp.wqkv                              # one product instead of three
         a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
-        return qkv[:, :a], qkv[:, a:b], qkv[:, b:]
+        qk = qkv[:, :b] if tables is None else L.rope(qkv[:, :b], tables)   # both turned at once
+        return qk[:, :a], qk[:, a:], qkv[:, b:]
 
     def _ffn(self, x, lp: LayerParams):  # [n, d] -> [n, d]
         act = self.config.ffn

@@ -57,8 +57,9 @@ class KVCache:
 
         The cache length changes only at `commit`, once every layer has written."""
         n = k_new.shape[1]
-        self._reserve(n)
         end = self._len + n
+        if end > self._ids.shape[0]:
+            self._reserve(n)
         self._k[layer][:, self._len:end] = k_new
         self._v[layer][:, self._len:end] = v_new
         return self._k[layer][:, :end], self._v[layer][:, :end]

@@ -7,6 +7,8 @@ The dtype of the inputs is kept (float64 for the teaching model, float32 for rea
 
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 
@@ -26,8 +28,8 @@ def layer_norm(x, gamma, beta, eps=1e-5):  # [n, d], [d], [d] -> [n, d]
 
 
 def rms_norm(x, gamma, eps=1e-5):  # [n, d], [d] -> [n, d]
-    rms = np.sqrt((x * x).sum(axis=-1, keepdims=True) / x.shape[-1] + eps)  # the mean, without np.mean's overhead
-    return x / rms * gamma
+    mean_square = (x * x).sum(axis=-1) / x.shape[-1]             # [n], without np.mean's overhead
+    return x * (gamma / np.sqrt(mean_square + eps)[..., None])   # gamma / rms: [n, d]
 
 
 def gelu(x):  # [...] -> [...], the tanh approximation used by GPT-2
@@ -48,15 +50,17 @@ def rope_tables(positions, e, base, dtype=np.float64):  # [n] -> [n, e/2] comple
     return np.exp(1j * angles).astype(np.result_type(dtype, np.complex64))
 
 
-def rope(x, positions, base, tables=None):  # [heads, n, e], [n] -> [heads, n, e]
-    """Rotary positions on adjacent pairs (x[2i], x[2i+1]), the layout llama.cpp uses:
-    each pair, read as the complex number x[2i] + i x[2i+1], is multiplied by the
-    rotation, which is (x[2i] cos - x[2i+1] sin, x[2i] sin + x[2i+1] cos).
+def rope(x, tables):  # [n, heads*e], [n, e/2] complex -> [n, heads*e]
+    """Rotary positions on adjacent pairs (x[2i], x[2i+1]) of every head, the layout
+    llama.cpp uses: each pair, read as the complex number x[2i] + i x[2i+1], is
+    multiplied by the rotation, which is (x[2i] cos - x[2i+1] sin, x[2i] sin + x[2i+1] cos).
 
-    `tables` = rope_tables(positions, e, base, x.dtype), when the caller already has them."""
-    rotation = tables if tables is not None else rope_tables(positions, x.shape[-1], base, x.dtype)
-    pairs = np.ascontiguousarray(x).view(rotation.dtype)                  # [heads, n, e/2]
-    return (pairs * rotation).view(x.dtype)
+    `x` holds each position's heads side by side (before `split_heads`), so the queries
+    and keys of a fused Q|K|V product turn in one multiplication.
+    `tables` = rope_tables(positions, e, base, x.dtype)."""
+    n, half = x.shape[0], tables.shape[-1]
+    pairs = np.ascontiguousarray(x).view(tables.dtype).reshape(n, -1, half)   # [n, heads, e/2]
+    return (pairs * tables[:, None, :]).view(x.dtype).reshape(n, -1)
 
 
 def causal_mask(query_positions, key_positions):  # [n], [t] -> [n, t] bool, True = may attend
@@ -72,7 +76,9 @@ def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> scor
     h, n, e = q.shape
     g, t = k.shape[0], k.shape[1]
     qg = q.reshape(g, (h // g) * n, e)                                # [g, h/g*n, e]
-    scores = (qg @ k.transpose(0, 2, 1)).reshape(h, n, t) / np.sqrt(e).astype(q.dtype)  # [h, n, t]
+    scores = qg @ k.transpose(0, 2, 1)                                # [g, h/g*n, t]
+    scores *= 1 / math.sqrt(e)     # a Python float: float32 scores stay float32
+    scores = scores.reshape(h, n, t)                                  # [h, n, t]
     if mask.all():     # a decode step's single query sees every key: no masking to do
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         weights /= weights.sum(axis=-1, keepdims=True)
