@@ -90,11 +90,16 @@ def test_float32_model_stays_float32():
 
 def test_cache_grows_past_its_first_capacity_and_copies_independently():
     model = make_model(DecoderConfig(vocab_size=5, max_positions=64), 4)
-    trace, cache = model.prefill([1] * 20)
+    first, cache = model.prefill([1] * 20)
     fork = cache.copy()
-    model.decode(2, cache)
+    second, _ = model.decode(2, cache)
     assert len(cache) == 21 and len(fork) == 20
     assert fork.ids.tolist() == [1] * 20
+    # the cache holds exactly the keys and values each forward added, in order
+    for layer, (a, b) in enumerate(zip(first.layers, second.layers)):
+        assert np.array_equal(cache.keys(layer), np.concatenate([a.k, b.k], axis=1))   # [g, 21, e]
+        assert np.array_equal(cache.values(layer), np.concatenate([a.v, b.v], axis=1))
+        assert np.array_equal(fork.keys(layer), a.k) and np.array_equal(fork.values(layer), a.v)
 
 
 @settings(max_examples=30, deadline=None)

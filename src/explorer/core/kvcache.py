@@ -3,6 +3,10 @@
 Its length is the number of tokens that went through the model, never the number of
 tokens selected: a selected token enters the cache only when the next forward feeds it.
 Storage grows by doubling, so appending one token per decode step costs O(1) amortised.
+Keys are stored with positions last ([g, e, capacity]): attention multiplies queries by
+keys transposed, and OpenBLAS does that product several times faster when each key
+dimension is a row (at 500 positions 15 instead of 57 µs per layer). `keys()` still
+reads as [g, t, e].
 """
 
 from __future__ import annotations
@@ -13,8 +17,8 @@ import numpy as np
 class KVCache:
     def __init__(self, n_layers: int, kv_heads: int, head_dim: int,
                  dtype=np.float64, capacity: int = 16):
-        self._k = [np.zeros((kv_heads, capacity, head_dim), dtype) for _ in range(n_layers)]  # [g, cap, e]
-        self._v = [np.zeros((kv_heads, capacity, head_dim), dtype) for _ in range(n_layers)]
+        self._k = [np.zeros((kv_heads, head_dim, capacity), dtype) for _ in range(n_layers)]  # [g, e, cap]
+        self._v = [np.zeros((kv_heads, capacity, head_dim), dtype) for _ in range(n_layers)]  # [g, cap, e]
         self._ids = np.zeros(capacity, np.int64)
         self._positions = np.zeros(capacity, np.int64)
         self._len = 0
@@ -34,8 +38,8 @@ class KVCache:
     def positions(self) -> np.ndarray:  # [t]
         return self._positions[:self._len].copy()
 
-    def keys(self, layer: int) -> np.ndarray:  # [g, t, e]
-        return self._k[layer][:, :self._len]
+    def keys(self, layer: int) -> np.ndarray:  # [g, t, e] (a view of the [g, e, t] storage)
+        return self._k[layer][:, :, :self._len].transpose(0, 2, 1)
 
     def values(self, layer: int) -> np.ndarray:  # [g, t, e]
         return self._v[layer][:, :self._len]
@@ -47,7 +51,7 @@ class KVCache:
             return
         while cap < need:
             cap *= 2
-        self._k = [_grown(a, 1, cap) for a in self._k]
+        self._k = [_grown(a, 2, cap) for a in self._k]
         self._v = [_grown(a, 1, cap) for a in self._v]
         self._ids, self._positions = _grown(self._ids, 0, cap), _grown(self._positions, 0, cap)
 
@@ -60,9 +64,9 @@ class KVCache:
         end = self._len + n
         if end > self._ids.shape[0]:
             self._reserve(n)
-        self._k[layer][:, self._len:end] = k_new
+        self._k[layer][:, :, self._len:end] = k_new.transpose(0, 2, 1)
         self._v[layer][:, self._len:end] = v_new
-        return self._k[layer][:, :end], self._v[layer][:, :end]
+        return self._k[layer][:, :, :end].transpose(0, 2, 1), self._v[layer][:, :end]
 
     def commit(self, ids, positions) -> None:
         """Record that `ids` at `positions` are now processed."""
