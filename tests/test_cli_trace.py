@@ -101,3 +101,22 @@ def test_trace_on_the_real_model(capsys):
 def test_model_and_params_together_are_refused(capsys):
     code, _, err = run_cli(capsys, "trace", "--model", "teaching", "--params", "x.json")
     assert code == 2 and "give --model or --params, not both" in err
+
+
+def test_window_options_before_a_sub_command_go_to_it(capsys):
+    # a teacher who opened the window with `explorer --model smollm2` keeps the option in front
+    code, out, err = run_cli(capsys, "--model", "smollm2", "trace", "--max-new-tokens", "1", "--json")
+    assert code == 0, err
+    assert json.loads(out)["steps"][0]["selected_text"] == " Paris"
+    # given on both sides, the one after the sub-command wins
+    code, out, err = run_cli(capsys, "--model=missing.gguf", "trace", "--model", "teaching", "--json")
+    assert code == 0, err
+    assert json.loads(out)["output_ids"] == [3, 5, 6]
+
+
+def test_a_window_option_the_sub_command_lacks_is_refused_by_name(capsys):
+    with pytest.raises(SystemExit) as stop:
+        main(["--params", "p.json", "model", "list"])
+    _, err = capsys.readouterr()
+    assert stop.value.code == 2
+    assert "`explorer model` has no --params" in err
