@@ -367,12 +367,21 @@ def test_tokenizer_of_the_tiny_file(tiny):
     assert ids[0] == 1 and ids.count(1) == 3 and ids.count(2) == 2   # <|im_start|> x3, <|im_end|> x2
     assert vocab.decode(ids) == text.replace("<|im_start|>", "").replace("<|im_end|>", "")
     assert vocab.display_piece(1) == "<|im_start|>" and vocab.is_special(0)
+    # <|endoftext|> ends generation beside EOS (<|im_end|>), as llama.cpp stops on both
+    assert vocab.end_ids == {0, 2} and vocab.specials["eot"] == 0
     for s in ["我爱学习", "café  naïve\n\n", "x's 'y"]:
         assert vocab.decode(vocab.encode(s)) == s
     assert vocab.decode(vocab.encode("我")[:2]) == ""      # an incomplete character is held back
     assert vocab.display_piece(vocab.encode("我")[0]) == "<0xE6>"
     with pytest.raises(ExplorerError, match="empty"):
         vocab.encode("")
+
+
+def test_an_end_of_turn_id_named_in_the_file_is_used(tmp_path):
+    tensors = llama_tensors(np.random.default_rng(3))
+    extra = {"tokenizer.ggml.eot_token_id": (1, gguf.GGUFValueType.UINT32)}
+    vocab = load_llama(write_llama(tmp_path / "eot.gguf", tensors, extra_kv=extra)).vocab
+    assert vocab.specials["eot"] == 1 and vocab.end_ids == {1, 2}
 
 
 def test_pre_tokenizer_splits_digits_one_by_one_and_keeps_gpt2s_rule():

@@ -28,6 +28,22 @@ def beam_dict():
     }
 
 
+def test_an_end_of_turn_token_ends_generation_and_beams_like_eos():
+    from explorer.core.beam import beam_search
+    from explorer.core.generate import generate
+    from explorer.core.sampling import SamplingConfig
+    data = beam_dict()
+    data["vocabulary"]["specials"]["eot"] = D          # "D" now also ends a turn
+    model = table_model_from_dict(data)
+    assert model.vocab.end_ids == {EOS, D}
+    run = generate(model, [BOS, B], SamplingConfig(mode="greedy", max_new_tokens=5))
+    assert run.output_ids == (D,) and run.finish_reason == "eos"
+    result = beam_search(model, [BOS], num_beams=2, max_new_tokens=3, length_penalty=0.0)
+    best = result.beams[0]                             # 0.4 x 0.99, finished at D
+    assert best.ids == (B, D) and best.finish_reason == "eos"
+    assert [n.status for n in result.nodes if result.path(n.node_id) == [B, D]] == ["finished"]
+
+
 def probs(logits):
     return np.exp(logits)
 

@@ -78,34 +78,34 @@ class BeamResult:
 
 
 def beam_search(model: LanguageModel, prompt_ids, num_beams: int, max_new_tokens: int,
-                length_penalty: float = 1.0, eos_id: int | None = None) -> BeamResult:
+                length_penalty: float = 1.0, end_ids=None) -> BeamResult:
     """Beam search of width `num_beams` after `prompt_ids`, with the tree it explored.
 
-    `eos_id` defaults to the vocabulary's EOS (no EOS: every beam runs to max_new_tokens)."""
+    A beam ends when it selects one of `end_ids`, by default the vocabulary's
+    `end_ids` (none: every beam runs to max_new_tokens)."""
     if num_beams < 1:
         raise SettingError(f"num_beams = {num_beams}: expected at least 1")
     if max_new_tokens < 1:
         raise SettingError(f"max_new_tokens = {max_new_tokens}: expected at least 1")
     if not math.isfinite(length_penalty):
         raise SettingError(f"length_penalty = {length_penalty}: expected a finite number")
-    if eos_id is None:
-        eos_id = model.vocab.eos_id
+    ends = frozenset(model.vocab.end_ids if end_ids is None else end_ids)
     limit = None if len(model.vocab) <= FULL_EXPANSION_VOCAB else 2 * num_beams
-    nodes, final = _search(model, prompt_ids, num_beams, max_new_tokens, eos_id, limit)
-    beams = sorted((_hypothesis(nodes, n, length_penalty, eos_id) for n in final),
+    nodes, final = _search(model, prompt_ids, num_beams, max_new_tokens, ends, limit)
+    beams = sorted((_hypothesis(nodes, n, length_penalty, ends) for n in final),
                    key=lambda h: -h.normalised_score)
     if num_beams == 1:
         greedy = beams[0]
     else:
-        greedy_nodes, greedy_final = _search(model, prompt_ids, 1, max_new_tokens, eos_id, limit)
-        greedy = _hypothesis(greedy_nodes, greedy_final[0], length_penalty, eos_id)
+        greedy_nodes, greedy_final = _search(model, prompt_ids, 1, max_new_tokens, ends, limit)
+        greedy = _hypothesis(greedy_nodes, greedy_final[0], length_penalty, ends)
         greedy = replace(greedy, node_id=_find(nodes, greedy.ids))
     return BeamResult(tuple(int(t) for t in prompt_ids), tuple(nodes), tuple(beams), greedy,
                       num_beams, max_new_tokens, length_penalty, limit)
 
 
 def _search(model: LanguageModel, prompt_ids, width: int, max_new_tokens: int,
-            eos_id: int | None, limit: int | None) -> tuple[list[BeamNode], list[BeamNode]]:
+            ends: frozenset, limit: int | None) -> tuple[list[BeamNode], list[BeamNode]]:
     """The tree of one search and its final nodes (finished, or live at the last depth)."""
     trace, cache = model.prefill(prompt_ids)
     root = BeamNode(0, None, None, 0, 0.0, 0.0, 1.0, "root", None)
@@ -124,7 +124,7 @@ def _search(model: LanguageModel, prompt_ids, width: int, max_new_tokens: int,
         ranked = sorted(children, key=lambda c: -c[0].score)   # stable: beam order, then lower id
         live = []
         for child, parent_cache in ranked[:width - len(final)]:
-            done = child.token_id == eos_id
+            done = child.token_id in ends
             child = replace(child, status="finished" if done else "kept", pruned_at_depth=None)
             nodes[child.node_id] = child
             if done or depth == max_new_tokens:
@@ -170,10 +170,10 @@ def _find(nodes, ids) -> int | None:
     return node_id
 
 
-def _hypothesis(nodes, end: BeamNode, length_penalty: float, eos_id: int | None) -> Hypothesis:
+def _hypothesis(nodes, end: BeamNode, length_penalty: float, ends: frozenset) -> Hypothesis:
     ids = tuple(_path(nodes, end.node_id))
     return Hypothesis(ids, end.score, end.prob, end.score / len(ids) ** length_penalty,
-                      "eos" if end.token_id == eos_id else "length", end.node_id)
+                      "eos" if end.token_id in ends else "length", end.node_id)
 
 
 LABELS = {

@@ -97,7 +97,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
     overrides = _checked_overrides(overrides or {}, model, config)
     select = selector or default_selector(config)
-    eos = model.vocab.eos_id
+    ends = model.vocab.end_ids
     tool_calls = getattr(model, "tool_call_sequences", ())
 
     steps: list[Step] = []
@@ -116,7 +116,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
                           trace, dist, dist.selected_id, dist.forced, diff, trace.seconds))
         if on_step is not None:
             on_step(len(steps))
-        if eos is not None and output[-1] == eos:
+        if output[-1] in ends:
             finish = "eos"
         elif ends_with_any(output, tool_calls):
             finish = "tool_call"

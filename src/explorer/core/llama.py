@@ -29,6 +29,9 @@ from .gguf import GGUFError, GGUFFile
 
 ARCHITECTURES = ("llama",)
 CONTROL, USER_DEFINED = 3, 4     # tokenizer.ggml.token_type values recognised in text
+# control tokens that end a turn, as llama.cpp also stops on them when the file names no
+# end-of-turn id (SmolLM2: EOS is <|im_end|>, a plain continuation may end <|endoftext|>)
+END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<|end|>")
 
 
 def load_llama(path, name: str | None = None) -> DecoderModel:
@@ -173,8 +176,12 @@ def vocabulary_from_gguf(gf: GGUFFile) -> BPEVocabulary:
     types = gf.get("tokenizer.ggml.token_type")
     control = [] if types is None else np.flatnonzero((types == CONTROL) | (types == USER_DEFINED)).tolist()
     specials = {}
-    for role in ("bos", "eos", "pad", "unknown"):
+    for role in ("bos", "eos", "eot", "eom", "pad", "unknown"):
         tid = gf.get(f"tokenizer.ggml.{role}_token_id")
         if tid is not None and 0 <= int(tid) < len(tokens):
             specials["unk" if role == "unknown" else role] = int(tid)
+    if "eot" not in specials:
+        marked = [i for i in control if tokens[i] in END_MARKERS and i != specials.get("eos")]
+        if marked:
+            specials["eot"] = marked[0]
     return BPEVocabulary.build(tokens, merges, specials, control, split_digits=PRE_TOKENIZERS[pre])

@@ -1,6 +1,7 @@
 """Why generation stops. Checked after every selection, in this order:
 
-- `eos`: the selected token is an end-of-sequence id;
+- `eos`: the selected token ends generation (the vocabulary's `end_ids`: EOS, or an
+  end-of-turn token);
 - `tool_call`: the output now ends with a complete tool-call item; control passes to
   the host program, the task itself is not done;
 - `stop_string`: the decoded output contains a configured stop text (possibly spread

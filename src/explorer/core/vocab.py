@@ -13,6 +13,8 @@ import numpy as np
 
 from .errors import PromptError
 
+END_ROLES = ("eos", "eot", "eom")   # special roles whose token ends generation
+
 
 @dataclass(frozen=True)
 class Vocabulary:
@@ -25,6 +27,12 @@ class Vocabulary:
     @property
     def eos_id(self) -> int | None:
         return self.specials.get("eos")
+
+    @property
+    def end_ids(self) -> frozenset[int]:
+        """Every id that ends generation: EOS, and an end-of-turn or end-of-message token
+        if the vocabulary names one (SmolLM2's `<|endoftext|>` beside its EOS `<|im_end|>`)."""
+        return frozenset(self.specials[role] for role in END_ROLES if role in self.specials)
 
     def is_special(self, token_id: int) -> bool:
         return token_id in self.specials.values()
