@@ -217,3 +217,18 @@ def test_the_legend_gives_way_before_a_layers_k_and_v_rows_do(qtbot, session):
         assert fits or panel.legend_is_compact(), height      # meanings only while the rows fit
         seen.add((panel.legend_is_compact(), fits))
     assert (True, True) in seen and (False, True) in seen    # some heights fit only with swatches alone
+
+
+@pytest.mark.parametrize("make_session", [lambda: Session(load_teaching_model(), [1, 2]),
+                                          lambda: big_session(prompt_len=40)],
+                         ids=["teaching, numbers in cells", "30 layers"])
+def test_at_its_minimum_height_the_panel_still_shows_a_layers_k_and_v_rows(qtbot, make_session):
+    # a squeezed dock (a 768-line screen) leaves the grid no less than this
+    session = make_session()
+    session.go(3)
+    panel = shown(qtbot, KVGridPanel(session), 700, 400)
+    view = panel.grid_view()
+    panel.setFixedHeight(panel.minimumSizeHint().height())
+    need = view.header_h + 2 * view.cell_h                         # the header, L0 K, L0 V
+    qtbot.waitUntil(lambda: view.viewport().height() >= need)     # once the legend gave way
+    assert panel.legend_is_compact() and panel.height() == panel.minimumSizeHint().height()

@@ -140,9 +140,12 @@ class _GridView(QAbstractScrollArea):
         self.label_w = max(fm.horizontalAdvance(t) for t in rows + corner) + 2 * pad
         self.cell_w = max(fm.horizontalAdvance(t) for t in (*labels, *value_lines, "0000")) + 4 * pad
         value_rows = max((len(lines) for lines in data.values.values()), default=0) if data else 0
+        minimum = self.minimumSizeHint().height() if hasattr(self, "cell_h") else None
         self.cell_h = line * (1 + value_rows) + pad
         self.header_h = 2 * line + pad
         self._update_scrollbars()
+        if self.minimumSizeHint().height() != minimum:      # not on every frame: a relayout each
+            self.updateGeometry()
 
     def _update_scrollbars(self) -> None:
         rows, cols = (self.data.n_rows, self.data.n_cols) if self.data else (0, 0)
@@ -152,6 +155,14 @@ class _GridView(QAbstractScrollArea):
             bar.setRange(0, max(0, content - page))
             bar.setPageStep(page)
             bar.setSingleStep(self.cell_w if bar is self.horizontalScrollBar() else self.cell_h)
+
+    def minimumSizeHint(self) -> QSize:
+        """Room for the header and one layer's K and V rows (and a scroll bar under them):
+        a KV cache panel that shows none of the cache is no use; more rows scroll."""
+        rows = min(self.data.n_rows, 2) if self.data else 0
+        height = (self.header_h + rows * self.cell_h + 2 * self.frameWidth() + 4
+                  + self.horizontalScrollBar().sizeHint().height())
+        return QSize(super().minimumSizeHint().width(), height)
 
     def sizeHint(self) -> QSize:
         rows, cols = (self.data.n_rows, self.data.n_cols) if self.data else (0, 0)
@@ -358,6 +369,10 @@ class _Legend(QWidget):
 
     def sizeHint(self) -> QSize:
         return QSize(400, self.heightForWidth(400))
+
+    def minimumSizeHint(self) -> QSize:
+        """The swatches alone on one line: what the legend gives way to (`_fit_legend`)."""
+        return QSize(0, self._height(self._layout(self.width() or 400, True)))
 
     def paintEvent(self, _event) -> None:
         p, theme = QPainter(self), self._panel.theme
