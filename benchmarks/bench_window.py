@@ -25,7 +25,7 @@ import sys, tempfile
 from PySide6.QtWidgets import QApplication
 app = QApplication(sys.argv[:1])
 from explorer.ui.app import build_window
-w = build_window(settings_path=tempfile.mktemp(suffix='.ini'))
+w = build_window(settings_path=tempfile.mktemp(suffix='.ini'), compact=False)   # as before: comparable
 w.resize(1600, 960)
 w.show()
 app.processEvents()
@@ -106,10 +106,10 @@ def main() -> None:
     from explorer.models import installed_path
     from explorer.ui.app import build_window
     with tempfile.TemporaryDirectory() as tmp:
-        cases = [("teaching model (V=7)", build_window(settings_path=str(Path(tmp) / "a.ini"))),
+        cases = [("teaching model (V=7)", build_window(settings_path=str(Path(tmp) / "a.ini"), compact=False)),
                  ("49,152-entry vocabulary (random d 8)", large_vocab_window(str(Path(tmp) / "b.ini")))]
         if installed_path("smollm2") is not None:
-            cases.append(("SmolLM2-135M, 4 new tokens", build_window(settings_path=str(Path(tmp) / "c.ini"),
+            cases.append(("SmolLM2-135M, 4 new tokens", build_window(settings_path=str(Path(tmp) / "c.ini"), compact=False,
                                                                       model="smollm2")))
         for name, window in cases:
             window.resize(1600, 960)

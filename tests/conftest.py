@@ -10,7 +10,7 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 def window(qtbot, tmp_path):
     """The explorer window on the default lesson, shown offscreen, with its own settings file."""
     from explorer.ui.app import build_window
-    w = build_window(settings_path=str(tmp_path / "settings.ini"))
+    w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
     w.resize(1600, 960)
     w.show()

@@ -140,7 +140,7 @@ def in_sight(window, pid):
 
 
 def shown_window(qtbot, path):
-    w = build_window(settings_path=path)
+    w = build_window(settings_path=path, compact=False)
     qtbot.addWidget(w)
     w.resize(1600, 960)
     w.show()
@@ -199,6 +199,60 @@ def test_escape_puts_a_popped_out_panel_back_then_leaves_presentation_mode(qtbot
     assert not window._escape.isEnabled()
     qtbot.keyClick(line, Qt.Key.Key_Escape)
     assert not window.presenting and not dock.isFloating()
+
+
+def test_a_narrow_screen_gets_attention_and_distribution_as_tabs_of_one_dock(qtbot, tmp_path):
+    from explorer.ui.window import is_compact_width
+    assert is_compact_width(1366) and is_compact_width(1600) and not is_compact_width(1920)
+    w = build_window(settings_path=str(tmp_path / "s.ini"))      # the offscreen screen: 800 px wide
+    qtbot.addWidget(w)
+    w.resize(800, 780)
+    w.show()
+    qtbot.waitExposed(w)
+    assert w.compact and tab_group(w, "distribution") == {"distribution", "attention"}
+    assert all(tab_group(w, pid) == {pid} for pid in ("controls", "explanation", "timeline", "kv"))
+    w.session.go(2)                              # a pick: the distribution is in front
+    qtbot.waitUntil(lambda: in_sight(w, "distribution") and not in_sight(w, "attention"))
+    w.session.go(3)                              # a Decode: attention comes forward
+    qtbot.waitUntil(lambda: in_sight(w, "attention"))
+    # sharing one dock, the chart and the explanation are wider than four panels in a row allow
+    assert w.docks["distribution"].width() > w.width() / 3
+    w.reset_layout()
+    assert tab_group(w, "distribution") == {"distribution", "attention"}
+
+
+def test_an_exported_slide_is_laid_out_for_its_width_not_the_screen(tmp_path):
+    from explorer.export import job as export_job
+    from explorer.export.spec import ExportSpec
+    from explorer.lessons import DEFAULT_LESSON_ID, load_lesson
+    session = load_lesson(DEFAULT_LESSON_ID).build_session()
+    for width, compact in ((1920, False), (1280, True)):
+        spec = ExportSpec(tmp_path, width=width, height=width * 9 // 16)
+        with export_job._export_job(session, spec, "l", "L") as job:
+            assert job.window.compact is compact
+
+
+def test_a_window_never_asks_for_more_height_than_the_screen_has(qtbot, window):
+    screen = window.screen().availableGeometry().height()           # 800 offscreen
+    chart = window.panels["distribution"].chart
+
+    def fits():
+        return window.minimumSizeHint().height() <= screen
+
+    window.session.go(2)
+    qtbot.waitUntil(lambda: len(chart.rows) == 2)
+    qtbot.wait(300)                                  # fonts and layouts settled
+    few = chart.minimumSizeHint().height()           # greedy: all it needs
+    window.session.set_sampling(mode="sample", temperature=0.8, top_k=3, top_p=0.9, min_p=0.01)
+    qtbot.waitUntil(lambda: len(chart.rows) == 6 and fits())     # raw, four stages, final
+    many = chart.minimumSizeHint().height()
+    window.zoom(1)                               # larger type: every other panel asks for more
+    qtbot.waitUntil(lambda: chart.minimumSizeHint().height() < many and fits())
+    window.zoom(-1)
+    window.session.set_sampling(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0)   # room again
+    qtbot.waitUntil(lambda: len(chart.rows) == 2)                # the chart asks for all it needs
+    qtbot.waitUntil(lambda: chart.minimumSizeHint().height() == few)
+    assert fits()
 
 
 def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk(qtbot, tmp_path):

@@ -213,10 +213,12 @@ class _PdfDeck:
 def _export_job(session: Session, spec: ExportSpec, lesson_id: str, lesson_title: str):
     """An ExportJob over a window of its own (never the one on screen)."""
     from ..ui.settings import Settings
-    from ..ui.window import MainWindow
+    from ..ui.window import MainWindow, is_compact_width
 
     with tempfile.TemporaryDirectory() as tmp, _quiet_harmless_qt_messages():
-        window = MainWindow(session, Settings(str(Path(tmp) / "export.ini")))
+        # the layout follows the slide's width, never the screen of the machine exporting
+        window = MainWindow(session, Settings(str(Path(tmp) / "export.ini")),
+                            compact=is_compact_width(spec.width))
         try:
             window.set_lang(spec.lang)
             window.set_theme(spec.theme)

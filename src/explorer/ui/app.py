@@ -13,28 +13,32 @@ from ..session import Session
 
 
 def build_window(settings_path: str | None = None, params_path: str | None = None, lesson: str | None = None,
-                 model: str | None = None):
+                 model: str | None = None, compact: bool | None = None):
     """The window on a lesson (default: 我爱 to EOS), on a parameter file (prompt 我爱) or on a
     model by name or .gguf path (its default prompt; a big model computes off the UI
-    thread). Needs a QApplication."""
+    thread). compact: the desk layout for a narrow screen (None: decided by the primary
+    screen's width). Needs a QApplication."""
     from .fonts import apply_app_font
     from .settings import Settings
-    from .window import MainWindow
+    from .window import MainWindow, is_compact_width
     from PySide6.QtWidgets import QApplication
 
-    apply_app_font(QApplication.instance())
+    app = QApplication.instance()
+    apply_app_font(app)
+    if compact is None:
+        compact = is_compact_width(app.primaryScreen().availableGeometry().width())
     if params_path is not None or model is not None:
         chosen_model = load_params(params_path) if params_path is not None else load_model(model)
         # a full recompute per step is cheap for a parameter file, too slow to drag on a real model
         session = Session(chosen_model, chosen_model.vocab.encode(default_prompt(chosen_model)),
                           check_recompute=params_path is not None or model == "teaching")
-        window = MainWindow(session, Settings(settings_path))
+        window = MainWindow(session, Settings(settings_path), compact=compact)
         if model is not None:
             window.remember_model(str(model), chosen_model)     # the picker marks it
             window.retranslate()
         return window
     chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
-    return MainWindow(chosen.build_session(), Settings(settings_path), chosen)
+    return MainWindow(chosen.build_session(), Settings(settings_path), chosen, compact=compact)
 
 
 def install_error_hook(window) -> None:

@@ -100,6 +100,7 @@ class StageChart(QWidget):
         self._layout_key = None
         self._widest_name: float | None = None    # upright names' longest width, once per content
         self._widest_label: float | None = None   # upright bar labels' longest width, likewise
+        self._height_cap: int | None = None       # the window's limit (`set_height_cap`)
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
@@ -145,15 +146,29 @@ class StageChart(QWidget):
     # ------------------------------------------------------------------ geometry
     def minimumSizeHint(self) -> QSize:
         """Room for every row, band and the ruler, but never more than SCREEN_SHARE of the
-        screen: beyond that, rows get shorter (and leave out labels they cannot hold) rather
-        than the window growing past the screen (many stages of a big vocabulary at
-        presentation size)."""
-        line = self._line
-        rows = len(self.rows)
-        height = rows * (self._row_min() + GAP) + self._bands_height(line)
-        if self.ruler:
-            height += self._ruler_height(line)
-        return QSize(200, int(min(height, SCREEN_SHARE * self.screen().availableGeometry().height())))
+        screen nor the window's `set_height_cap`: beyond that, rows get shorter (and leave
+        out labels they cannot hold) rather than the window growing past the screen (many
+        stages of a big vocabulary at presentation size, a 768-line screen)."""
+        height = self._needed_height(self._row_min())
+        height = min(height, SCREEN_SHARE * self.screen().availableGeometry().height())
+        if self._height_cap is not None:
+            height = min(height, self._height_cap)
+        return QSize(200, int(height))
+
+    def _needed_height(self, row_plot: float) -> float:
+        """Rows with plots of `row_plot` px, their bands and the ruler."""
+        height = len(self.rows) * (row_plot + GAP) + self._bands_height(self._line)
+        return height + (self._ruler_height(self._line) if self.ruler else 0)
+
+    def set_height_cap(self, cap: int | None) -> bool:
+        """Ask for at most `cap` px (None: no limit): the window gives height up here when
+        its panels' minimums add up to more than the screen has. True if the minimum changed."""
+        before = self.minimumSizeHint().height()
+        self._height_cap = cap
+        if self.minimumSizeHint().height() == before:
+            return False
+        self.updateGeometry()
+        return True
 
     def sizeHint(self) -> QSize:
         return self.minimumSizeHint().expandedTo(QSize(600, 400))

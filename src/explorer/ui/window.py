@@ -51,6 +51,8 @@ PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionP
 PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor on a 1080-line screen,
 PRESENTATION_LINES = 1080     # and in proportion to the screen's height on others: the same size on
                               # the wall, and the presentation layout fits a 768-line projector too
+COMPACT_WIDTH = 1700          # px: a narrower screen or slide gets the compact desk layout (`_arrange`)
+FIT_AFTER_MS = 150            # a window relaid out this long ago checks it still fits its screen
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
 NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 REUSED_STEP_SECONDS = 0.001   # a step reported faster than this was taken from the last Run, not computed
@@ -195,9 +197,18 @@ class DockTitle(QWidget):
         self.marked = marked
 
 
+def is_compact_width(width: int) -> bool:
+    """Whether a screen (or slide) this many pixels wide gets the compact desk layout: the
+    lower row's four panels side by side need about 1,700 px to show a readable chart."""
+    return width < COMPACT_WIDTH
+
+
 class MainWindow(QMainWindow):
-    def __init__(self, session: Session, settings: Settings, lesson: Lesson | None = None):
+    def __init__(self, session: Session, settings: Settings, lesson: Lesson | None = None,
+                 compact: bool = False):
+        """compact: the desk layout for a narrow screen or slide (`is_compact_width`)."""
         super().__init__()
+        self.compact = compact
         self.session = session
         self.settings = settings
         self.errors: list[str] = []              # the last 100 problems shown, newest last
@@ -237,6 +248,11 @@ class MainWindow(QMainWindow):
         # leaving presentation mode restores the desk layout once the smaller type is applied
         self._desk_timer = QTimer(self, singleShot=True, interval=0)
         self._desk_timer.timeout.connect(self._restore_desk)
+        # what may change the panels' minimum sizes (the type, the language, a run, a frame,
+        # the screen) asks the window to check, once things settle, that it fits its screen
+        self._fit_timer = QTimer(self, singleShot=True, interval=FIT_AFTER_MS)
+        self._fit_timer.timeout.connect(self._fit_to_screen)
+        self._pushed_past_screen = False
         # Escape puts a popped-out panel back, else leaves presentation mode; it is taken from
         # the widgets only then (one shortcut: a floating dock shares its window's shortcuts,
         # and two for one key would both be ambiguous and do nothing)
@@ -253,6 +269,7 @@ class MainWindow(QMainWindow):
         self.session.subscribe("run_changed", lambda _s: self._sync_prompt())
         for event in ("run_changed", "cursor_changed"):
             self.session.subscribe(event, lambda _s: self._mark_docks())
+            self.session.subscribe(event, lambda _s: self._fit_timer.start())
         self._restore()
         self._shown_once = False
         self.retranslate()
@@ -288,6 +305,11 @@ class MainWindow(QMainWindow):
         return dock
 
     def _arrange(self) -> None:
+        """The desk layout: the player across the top; the timeline, the KV cache and the
+        lesson (glossary and beam tree as its tabs) in the upper row; the sampling controls,
+        attention, distribution and explanation in the lower row. Compact (a narrow screen),
+        attention and distribution are tabs of one dock, so the chart and the explanation
+        keep a readable width."""
         d = self.docks
         for corner, area in ((Qt.Corner.TopLeftCorner, Qt.DockWidgetArea.TopDockWidgetArea),
                              (Qt.Corner.TopRightCorner, Qt.DockWidgetArea.TopDockWidgetArea),
@@ -304,11 +326,19 @@ class MainWindow(QMainWindow):
         # the lower row is one dock area: with the central widget hidden, docks in the left or
         # right area next to it drift by a few pixels on every relayout (any label change)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["controls"])
-        self.splitDockWidget(d["controls"], d["attention"], Qt.Orientation.Horizontal)
-        self.splitDockWidget(d["attention"], d["distribution"], Qt.Orientation.Horizontal)
-        self.splitDockWidget(d["distribution"], d["explanation"], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["controls"], d["attention"], d["distribution"], d["explanation"]],
-                         [330, 560, 700, 360], Qt.Orientation.Horizontal)
+        if self.compact:
+            self.splitDockWidget(d["controls"], d["distribution"], Qt.Orientation.Horizontal)
+            self.splitDockWidget(d["distribution"], d["explanation"], Qt.Orientation.Horizontal)
+            self.tabifyDockWidget(d["distribution"], d["attention"])   # after the splits
+            d["distribution"].raise_()
+            self.resizeDocks([d["controls"], d["distribution"], d["explanation"]],
+                             [330, 700, 360], Qt.Orientation.Horizontal)
+        else:
+            self.splitDockWidget(d["controls"], d["attention"], Qt.Orientation.Horizontal)
+            self.splitDockWidget(d["attention"], d["distribution"], Qt.Orientation.Horizontal)
+            self.splitDockWidget(d["distribution"], d["explanation"], Qt.Orientation.Horizontal)
+            self.resizeDocks([d["controls"], d["attention"], d["distribution"], d["explanation"]],
+                             [330, 560, 700, 360], Qt.Orientation.Horizontal)
         d["lesson"].raise_()
         self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [800, 620, 500], Qt.Orientation.Horizontal)
         self.resizeDocks([d["player"], d["timeline"], d["attention"]], [90, 340, 520],
@@ -841,10 +871,39 @@ class MainWindow(QMainWindow):
         page.open()
         return page
 
+    def _fit_to_screen(self) -> None:
+        """The window never asks for more height than its screen has. When the panels'
+        minimums add up to more (a 768-line screen, Chinese, many sampling stages), the
+        distribution chart, whose rows can get shorter, asks for less; when there is room
+        again, it asks for more, up to what its content needs. A window its minimum had made
+        taller than the screen is brought back. Only on screen: an export sizes its window
+        to the slide."""
+        if not self.isVisible() or self.testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen):
+            return
+        screen = self.screen()
+        if self.isFullScreen():
+            room = screen.geometry().height()
+        else:                                   # less the window manager's title bar
+            room = screen.availableGeometry().height() - (self.frameGeometry().height() - self.height())
+        minimum = self.minimumSizeHint().height()
+        excess = minimum - room
+        if excess > 0 and self.height() <= minimum:
+            self._pushed_past_screen = True     # by its minimum, not by the teacher's hand
+        if excess:
+            chart = self.panels["distribution"].chart
+            if chart.set_height_cap(max(0, chart.minimumSizeHint().height() - excess)):
+                self._fit_timer.start()         # once the layout took it in: check again
+        if self._pushed_past_screen and not self.isFullScreen():   # as far back as it now can
+            if self.height() > max(minimum, room):
+                self.resize(self.width(), max(minimum, room))
+            self._pushed_past_screen = excess > 0
+
     def showEvent(self, event) -> None:
         super().showEvent(event)
+        self._fit_timer.start()
         if not self._shown_once:
             self._shown_once = True
+            self.windowHandle().screenChanged.connect(lambda _screen: self._fit_timer.start())
             if (self.start_page_at_first_start and not self.settings["start_page_shown"]
                     and not self.testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)):
                 QTimer.singleShot(0, self._first_start)
@@ -919,6 +978,7 @@ class MainWindow(QMainWindow):
         QApplication.setFont(font)
         for panel in self.panels.values():
             panel.refresh()
+        self._fit_timer.start()
 
     def toggle_presentation(self) -> None:
         """Full screen, larger type and the presentation layout (as the teacher last left it,
@@ -1010,6 +1070,7 @@ class MainWindow(QMainWindow):
 
     def retranslate(self) -> None:
         lang = self.session.lang
+        self._fit_timer.start()
         self.setWindowTitle(tr("window.title", lang))
         for pid in self.docks:
             self.fullscreen_actions[pid].setText(tr(self.panels[pid].title_key, lang))
