@@ -185,3 +185,18 @@ def test_text_follows_the_application_font(panel, session, app_font_size):
     assert panel.full_matrix_toggle.font().pointSizeF() == 24
     assert panel.tick_labels() == (["我·0", "爱·1"], ["我·0", "爱·1"])
     assert panel.full_matrix_toggle.font().pointSizeF() >= 11
+
+
+def test_the_colour_bar_writes_only_as_many_weights_as_fit(qtbot, session):
+    session.go(3)                                     # Decode 1: a weight matrix is shown
+    panel = make_panel(qtbot, session)
+    panel.show()
+    qtbot.waitExposed(panel)
+    qtbot.waitUntil(lambda: panel.colour_bar_labels() == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"])
+    panel.resize(900, 200)                            # a squeezed dock (a 768-line screen)
+    qtbot.waitUntil(lambda: len(panel.colour_bar_labels()) < 6)
+    labels = panel.colour_bar_labels()
+    assert labels[0] == "0.0" and labels[-1] == "1.0"
+    assert not panel.query_axis_titled()              # "queries (token·position)" would be cut
+    panel.resize(900, 500)
+    qtbot.waitUntil(panel.query_axis_titled)

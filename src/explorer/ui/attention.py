@@ -27,6 +27,7 @@ from .theme import text_on
 COLOR_MAP = "cividis"          # colour-blind safe, and dark at 0 so a zero weight is clearly not grey
 VALUES_IN_CELLS = 12           # print the weights when the matrix is at most this many rows and columns
 MAX_TICKS = 40                 # label at most this many positions per axis
+BAR_TICKS = ((0, 1), (0, 0.5, 1), (0, 0.25, 0.5, 0.75, 1), (0, 0.2, 0.4, 0.6, 0.8, 1))   # colour bar, by room
 
 add_messages({
     "attention.title": {"en": "Attention", "zh": "注意力"},
@@ -203,6 +204,7 @@ class AttentionPanel(Panel):
             plot.getAxis(name).enableAutoSIPrefix(False)
         self._colorbar.axis.enableAutoSIPrefix(False)
         self._all_ticks: tuple[list, list] = ([], [])
+        self._bar_ticks: list[tuple[float, str]] = []     # the colour bar's, set with the axes'
         plot.getViewBox().sigResized.connect(self._fit_ticks)
 
     # ---------------------------------------------------------------- refresh
@@ -324,7 +326,16 @@ class AttentionPanel(Panel):
         self._plot.getAxis("left").setTicks([_every_nth(rows, size.height() / fm.height())])
         self._plot.getAxis("bottom").setTicks([_every_nth(cols, size.width() / widest_col)])
         widest_row = max((fm.horizontalAdvance(t) for _, t in rows), default=0)
-        self._plot.getAxis("left").setWidth(widest_row + 2 * fm.height() + 8)
+        left = self._plot.getAxis("left")
+        left.setWidth(widest_row + 2 * fm.height() + 8)
+        # written upwards, the axis title needs the plot's height (the heading above names
+        # the rows too: "queries x keys")
+        left.showLabel(size.height() >= fm.horizontalAdvance(self.tr("attention.query")))
+        # the colour bar is as tall as the plot: as many weights as fit without overlapping
+        room = size.height() / (1.5 * fm.height())
+        ticks = next((t for t in reversed(BAR_TICKS) if len(t) <= room), BAR_TICKS[0])
+        self._bar_ticks = [(v, f"{v:.1f}") for v in ticks]
+        self._colorbar.axis.setTicks([self._bar_ticks, []])
 
     def _show_values(self, m: _Matrix | None) -> None:
         """Weights printed in the cells (small matrices only); masked cells stay blank."""
@@ -388,6 +399,14 @@ class AttentionPanel(Panel):
     def tick_labels(self) -> tuple[list[str], list[str]]:
         """(row labels, column labels) in order, e.g. "学习·2"."""
         return self._ticks
+
+    def query_axis_titled(self) -> bool:
+        """Whether the rows' axis shows its title."""
+        return self._plot.getAxis("left").label.isVisible()
+
+    def colour_bar_labels(self) -> list[str]:
+        """The weights written beside the colour bar, bottom to top."""
+        return [label for _, label in self._bar_ticks]
 
     def cell_texts(self) -> dict[tuple[int, int], str]:
         """(row, col) -> the weight printed in that cell."""
