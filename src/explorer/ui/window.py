@@ -51,6 +51,7 @@ PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionP
 PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor on a 1080-line screen,
 PRESENTATION_LINES = 1080     # and in proportion to the screen's height on others: the same size on
                               # the wall, and the presentation layout fits a 768-line projector too
+LOWER_ROW = {"controls": 330, "attention": 560, "distribution": 700, "explanation": 360}   # desk widths, px
 COMPACT_WIDTH = 1700          # px: a narrower screen or slide gets the compact desk layout (`_arrange`)
 FIT_AFTER_MS = 150            # a window relaid out this long ago checks it still fits its screen
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
@@ -326,19 +327,13 @@ class MainWindow(QMainWindow):
         # the lower row is one dock area: with the central widget hidden, docks in the left or
         # right area next to it drift by a few pixels on every relayout (any label change)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["controls"])
+        row = [pid for pid in LOWER_ROW if not (self.compact and pid == "attention")]
+        for left, right in zip(row, row[1:]):
+            self.splitDockWidget(d[left], d[right], Qt.Orientation.Horizontal)
         if self.compact:
-            self.splitDockWidget(d["controls"], d["distribution"], Qt.Orientation.Horizontal)
-            self.splitDockWidget(d["distribution"], d["explanation"], Qt.Orientation.Horizontal)
             self.tabifyDockWidget(d["distribution"], d["attention"])   # after the splits
             d["distribution"].raise_()
-            self.resizeDocks([d["controls"], d["distribution"], d["explanation"]],
-                             [330, 700, 360], Qt.Orientation.Horizontal)
-        else:
-            self.splitDockWidget(d["controls"], d["attention"], Qt.Orientation.Horizontal)
-            self.splitDockWidget(d["attention"], d["distribution"], Qt.Orientation.Horizontal)
-            self.splitDockWidget(d["distribution"], d["explanation"], Qt.Orientation.Horizontal)
-            self.resizeDocks([d["controls"], d["attention"], d["distribution"], d["explanation"]],
-                             [330, 560, 700, 360], Qt.Orientation.Horizontal)
+        self.resizeDocks([d[pid] for pid in row], [LOWER_ROW[pid] for pid in row], Qt.Orientation.Horizontal)
         d["lesson"].raise_()
         self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [800, 620, 500], Qt.Orientation.Horizontal)
         self.resizeDocks([d["player"], d["timeline"], d["attention"]], [90, 340, 520],
