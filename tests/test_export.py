@@ -77,6 +77,22 @@ def test_chinese_export_draws_glyphs(qapp, capsys, tmp_path):
     assert sum(zh.pixel(x, y) != en.pixel(x, y) for x, y in strip) > 500
 
 
+def test_a_long_caption_title_stops_short_of_the_counter(qapp):
+    from explorer.export.render import Caption, caption_heading
+    register_fonts()
+    font = QFont(CJK_FAMILY)
+    font.setPixelSize(30)                          # the caption's heading
+    font.setBold(True)
+    metrics = QFontMetrics(font)
+    caption = Caption("温度、Top-k与Top-p", "T = 2：A 0.5065，B 0.3072，C 0.1863；同一个u这次选中B",
+                      "3 / 12", "", ("#ffffff", "#000000", "#00aa77"))
+    for width in (1232, 800):                      # a 1280 and an 848 px slide, less the padding
+        heading = caption_heading(metrics, caption, width)
+        assert heading.endswith("…") and heading.startswith("温度、Top-k与Top-p  ·  T = 2")
+        assert metrics.horizontalAdvance(heading) + metrics.horizontalAdvance("3 / 12") < width
+    assert caption_heading(metrics, caption, 3000) == "温度、Top-k与Top-p  ·  " + caption.frame   # room: whole
+
+
 def test_two_exports_are_byte_identical(tmp_path):
     outs = []
     for name in ("a", "b"):
@@ -93,19 +109,22 @@ def test_two_exports_are_byte_identical(tmp_path):
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
 
 
-@pytest.mark.parametrize("lesson, alone, in_range, name", [
+@pytest.mark.parametrize("lesson, alone, in_range, name, more", [
     # the first slide of a fresh process is drawn only once fonts and layouts settled
     # (it once came out with the menu bar squeezed away and labels cut)
-    ("wo-ai-to-eos", "3", "2-3", "03-pick-step0.png"),
+    ("wo-ai-to-eos", "3", "2-3", "03-pick-step0.png", []),
     # the frame before points to the beam tree, which comes forward; this one does not
-    ("beam", "6", "5-6", "06-pick-step1.png"),
+    ("beam", "6", "5-6", "06-pick-step1.png", []),
+    # a 720p slide in Chinese: the window is laid out taller than the slide and drawn smaller,
+    # after a frame (the input) that needed less height
+    ("sampling", "3", "1-3", "03-pick-step0.png", ["--size", "1280x720", "--lang", "zh"]),
 ])
-def test_a_frame_exported_alone_equals_the_same_frame_in_a_range(tmp_path, lesson, alone, in_range, name):
+def test_a_frame_exported_alone_equals_the_same_frame_in_a_range(tmp_path, lesson, alone, in_range, name, more):
     slides = []
     for frames in (alone, in_range):
         out = tmp_path / frames
         proc = subprocess.run([sys.executable, "-m", "explorer", "export", "--lesson", lesson, "--out", str(out),
-                               "--format", "png", "--frames", frames],
+                               "--format", "png", "--frames", frames, *more],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         slides.append((out / name).read_bytes())

@@ -58,11 +58,28 @@ class ExportJob:
         if s.panel is not None:
             widget = type(widget)(self.session)     # a standalone copy: only that panel on the slide
             widget.set_theme(self.window.theme)
-        widget.resize(s.width, content_height(s.height, s.caption))
         widget.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
         widget.show()
-        settle()
+        self.fit_to_slide(widget)
         return widget
+
+    def fit_to_slide(self, widget) -> None:
+        """The widget at the slide's width and the height above the caption. One whose
+        panels need more height (a 1280x720 slide in Chinese) is laid out taller, and wider
+        in proportion, and drawn smaller as a whole (`paint_slide`): nothing cut, nothing
+        squeezed. Sized afresh from the same start for every frame, so a frame looks the
+        same exported alone or in a range."""
+        s = self.spec
+        room = content_height(s.height, s.caption)
+        widget.resize(s.width, room)
+        settle()
+        need = widget.minimumSizeHint().height()
+        if need > room:
+            widget.resize(round(s.width * need / room), need)
+            settle()
+        if widget is self.window:               # the panels in their proportions at this size
+            widget.spread_desk()
+            settle()
 
     def caption(self, index: int) -> Caption | None:
         if not self.spec.caption:
@@ -114,6 +131,8 @@ class ExportJob:
                 self.session.go(index)
                 self.window.show_frame_tabs()
                 settle()
+                if widget is not None:
+                    self.fit_to_slide(widget)
                 caption = self.caption(index)
                 stem = file_stem(index, self.session.frames[index], len(self.session.frames)) + suffix
                 if "png" in s.formats:

@@ -28,8 +28,13 @@ def content_height(height: int, with_caption: bool) -> int:
 
 def paint_slide(painter: QPainter, widget: QWidget, width: int, height: int,
                 caption: Caption | None) -> None:
-    """Paint the widget at the top and the caption under it, in slide coordinates."""
+    """Paint the widget at the top and the caption under it, in slide coordinates. A
+    widget taller than the room above the caption is drawn smaller, as a whole."""
+    scale = min(1.0, content_height(height, caption is not None) / max(1, widget.height()))
+    painter.save()
+    painter.scale(scale, scale)
     widget.render(painter, QPoint(0, 0))
+    painter.restore()
     if caption is not None:
         _paint_caption(painter, QRectF(0, content_height(height, True), width, CAPTION_HEIGHT), caption)
 
@@ -52,7 +57,7 @@ def _paint_caption(p: QPainter, rect: QRectF, c: Caption) -> None:
     p.setPen(text)
     p.setFont(title)
     p.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-               f"{c.lesson}  ·  {c.frame}")
+               caption_heading(p.fontMetrics(), c, top.width()))
     p.setPen(accent)
     p.drawText(top, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, c.counter)
     p.setPen(text)
@@ -60,6 +65,12 @@ def _paint_caption(p: QPainter, rect: QRectF, c: Caption) -> None:
     elided = p.fontMetrics().elidedText(c.line, Qt.TextElideMode.ElideRight, int(bottom.width()))
     p.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, elided)
     p.restore()
+
+
+def caption_heading(metrics, c: Caption, width: float) -> str:
+    """"lesson  ·  frame title", cut short ("…") where it would run into the counter."""
+    room = width - metrics.horizontalAdvance(c.counter) - metrics.height()
+    return metrics.elidedText(f"{c.lesson}  ·  {c.frame}", Qt.TextElideMode.ElideRight, int(room))
 
 
 def slide_image(widget: QWidget, width: int, height: int, scale: int, caption: Caption | None) -> QImage:

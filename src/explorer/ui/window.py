@@ -327,14 +327,25 @@ class MainWindow(QMainWindow):
         # the lower row is one dock area: with the central widget hidden, docks in the left or
         # right area next to it drift by a few pixels on every relayout (any label change)
         self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["controls"])
-        row = [pid for pid in LOWER_ROW if not (self.compact and pid == "attention")]
+        row = self._lower_row()
         for left, right in zip(row, row[1:]):
             self.splitDockWidget(d[left], d[right], Qt.Orientation.Horizontal)
         if self.compact:
             self.tabifyDockWidget(d["distribution"], d["attention"])   # after the splits
             d["distribution"].raise_()
-        self.resizeDocks([d[pid] for pid in row], [LOWER_ROW[pid] for pid in row], Qt.Orientation.Horizontal)
         d["lesson"].raise_()
+        self.spread_desk()
+
+    def _lower_row(self) -> list[str]:
+        """The desk layout's lower row, left to right (compact: attention is a tab)."""
+        return [pid for pid in LOWER_ROW if not (self.compact and pid == "attention")]
+
+    def spread_desk(self) -> None:
+        """The desk layout's rows and columns in their default proportions (an export does
+        this again once its window has the slide's size: the same sizes, whatever size the
+        window had before)."""
+        d, row = self.docks, self._lower_row()
+        self.resizeDocks([d[pid] for pid in row], [LOWER_ROW[pid] for pid in row], Qt.Orientation.Horizontal)
         self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [800, 620, 500], Qt.Orientation.Horizontal)
         self.resizeDocks([d["player"], d["timeline"], d["attention"]], [90, 340, 520],
                          Qt.Orientation.Vertical)
