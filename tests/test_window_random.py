@@ -1,8 +1,10 @@
-"""2,000 random teacher actions on the real window: no exception, no growth of Python objects."""
+"""2,000 random teacher actions on the real window, in both desk layouts: no exception, no growth
+of Python objects."""
 
 import gc
 import random
 
+import pytest
 from PySide6.QtCore import QEvent, Qt
 from PySide6.QtWidgets import QApplication
 
@@ -21,7 +23,8 @@ TEACHING = load_teaching_model().name
 def random_action(rng: random.Random, window, qtbot) -> None:
     controls, dist = window.panels["controls"], window.panels["distribution"]
     kind = rng.choice(("slider", "slider", "slider", "key", "key", "key", "force", "back", "undo",
-                       "lang", "mode", "prompt", "full_matrix", "seed", "lesson", "presentation"))
+                       "lang", "mode", "prompt", "full_matrix", "seed", "lesson", "presentation", "zoom",
+                       "fit"))
     if kind == "slider":
         slider = controls.slider(rng.choice(("temperature", "top_k", "top_p", "min_p", "repetition_penalty")))
         slider.setValue(rng.randint(slider.minimum(), slider.maximum()))
@@ -48,6 +51,11 @@ def random_action(rng: random.Random, window, qtbot) -> None:
         window.panels["attention"].full_matrix_toggle.toggle()
     elif kind == "seed":
         controls.seed_spin.setValue(rng.randrange(100))
+    elif kind == "zoom":                       # Ctrl+= / Ctrl+-, within a classroom's range
+        size = window.settings["font_size"]
+        window.zoom(1 if size < 11 else -1 if size > 14 else rng.choice((-1, 1)))
+    elif kind == "fit":                        # what the window does once a change settles
+        window._fit_to_screen()
 
 
 def python_objects() -> int:
@@ -58,7 +66,20 @@ def python_objects() -> int:
     return len(gc.get_objects())
 
 
-def test_random_actions_raise_nothing_and_leak_nothing(window, qtbot):
+@pytest.fixture(params=[False, True], ids=["desk", "compact desk"])
+def any_window(request, qtbot, tmp_path):
+    """The window in the wide desk layout and in the compact one of a narrow screen."""
+    from explorer.ui.app import build_window
+    w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=request.param)
+    qtbot.addWidget(w)
+    w.resize(1600 if not request.param else 1280, 760)
+    w.show()
+    qtbot.waitExposed(w)
+    return w
+
+
+def test_random_actions_raise_nothing_and_leak_nothing(any_window, qtbot):
+    window = any_window
     rng = random.Random(20261129)
     for _ in range(300):                       # warm-up: caches and lazily built items settle
         random_action(rng, window, qtbot)
