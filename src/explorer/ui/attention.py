@@ -330,12 +330,16 @@ class AttentionPanel(Panel):
         left.setWidth(widest_row + 2 * fm.height() + 8)
         # written upwards, the axis title needs the plot's height (the heading above names
         # the rows too: "queries x keys")
-        left.showLabel(size.height() >= fm.horizontalAdvance(self.tr("attention.query")))
+        titled = size.height() >= fm.horizontalAdvance(self.tr("attention.query"))
+        if titled != left.label.isVisible():        # each call redraws and may resize the axis
+            left.showLabel(titled)
         # the colour bar is as tall as the plot: as many weights as fit without overlapping
         room = size.height() / (1.5 * fm.height())
         ticks = next((t for t in reversed(BAR_TICKS) if len(t) <= room), BAR_TICKS[0])
-        self._bar_ticks = [(v, f"{v:.1f}") for v in ticks]
-        self._colorbar.axis.setTicks([self._bar_ticks, []])
+        bar_ticks = [(v, f"{v:.1f}") for v in ticks]
+        if bar_ticks != self._bar_ticks:
+            self._bar_ticks = bar_ticks
+            self._colorbar.axis.setTicks([bar_ticks, []])
 
     def _show_values(self, m: _Matrix | None) -> None:
         """Weights printed in the cells (small matrices only); masked cells stay blank."""

@@ -121,6 +121,7 @@ class _GridView(QAbstractScrollArea):
         super().__init__(panel)
         self._panel = panel
         self.data: _GridData | None = None
+        self._minimum_key = None          # what the minimum height is made of (`minimumSizeHint`)
         self._measure()
 
     # ---------------------------------------------------------------- geometry
@@ -140,11 +141,12 @@ class _GridView(QAbstractScrollArea):
         self.label_w = max(fm.horizontalAdvance(t) for t in rows + corner) + 2 * pad
         self.cell_w = max(fm.horizontalAdvance(t) for t in (*labels, *value_lines, "0000")) + 4 * pad
         value_rows = max((len(lines) for lines in data.values.values()), default=0) if data else 0
-        minimum = self.minimumSizeHint().height() if hasattr(self, "cell_h") else None
         self.cell_h = line * (1 + value_rows) + pad
         self.header_h = 2 * line + pad
         self._update_scrollbars()
-        if self.minimumSizeHint().height() != minimum:      # not on every frame: a relayout each
+        minimum_key = (self.header_h, self.cell_h, min(data.n_rows, 2) if data else 0)
+        if minimum_key != self._minimum_key:      # not on every frame: each would relay out the window
+            self._minimum_key = minimum_key
             self.updateGeometry()
 
     def _update_scrollbars(self) -> None:
