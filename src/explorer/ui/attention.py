@@ -389,6 +389,9 @@ class AttentionPanel(Panel):
             child.setFont(font)
         for axis in (self._plot.getAxis("left"), self._plot.getAxis("bottom"), self._colorbar.axis):
             axis.setTickFont(font)
+        # room above the plot for the upper half of the colour bar's top label ("1.0")
+        half_line = QFontMetrics(font).height() // 2
+        self._plot.layout.setContentsMargins(0, half_line, 0, 0)
 
     # ---------------------------------------------------------------- read-only API for tests
     def image_array(self) -> np.ndarray:
