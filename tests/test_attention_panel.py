@@ -6,6 +6,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
+from PySide6.QtCore import QEvent
+from PySide6.QtGui import QHelpEvent
+from PySide6.QtWidgets import QApplication, QToolTip
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.sampling import SamplingConfig
@@ -27,6 +30,8 @@ def make_panel(qtbot, session):
     panel = AttentionPanel(session)
     qtbot.addWidget(panel)
     panel.resize(900, 500)
+    panel.show()
+    qtbot.waitExposed(panel)
     return panel
 
 
@@ -147,13 +152,54 @@ def test_chinese_labels(panel, session):
     assert panel.caption_text().startswith("Prefill：")
 
 
-def test_500_positions_full_matrix(qtbot):
-    config = DecoderConfig(vocab_size=50, d_model=8, n_layers=30, n_heads=2, n_kv_heads=1, head_dim=4,
-                           d_ff=8, positions="rope", max_positions=1024)
+def rope_session(prompt, n_layers=1, max_new_tokens=1):
+    """A random 50-token rotary model (2 query heads, 1 K/V head) on `prompt`."""
+    config = DecoderConfig(vocab_size=50, d_model=8, n_layers=n_layers, n_heads=2, n_kv_heads=1,
+                           head_dim=4, d_ff=8, positions="rope", max_positions=1024)
     model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
                          Vocabulary(tuple(f"t{i}" for i in range(50)), {"eos": 49}))
-    session = Session(model, list(range(49)) * 10 + [1] * 10, SamplingConfig(max_new_tokens=1),
-                      check_recompute=False)
+    return Session(model, prompt, SamplingConfig(max_new_tokens=max_new_tokens), check_recompute=False)
+
+
+def test_weights_stay_only_in_cells_wide_enough_for_them(qtbot):
+    """Decode 1 after an 11-token prompt reads 12 keys: a wide panel prints all 12 weights,
+    a narrow one leaves them out rather than running them into each other."""
+    session = rope_session(list(range(11)), max_new_tokens=2)
+    panel = make_panel(qtbot, session)
+    session.go(3)
+    weights = session.step.trace.layers[0].weights[0, 0]           # [12]
+    assert panel.cell_texts() == {(0, c): f"{w:.2f}" for c, w in enumerate(weights)}
+    panel.resize(320, 500)
+    qtbot.waitUntil(lambda: panel.cell_texts() == {})
+    assert panel.image_array().shape == (1, 12)                    # the colours stay
+    panel.resize(900, 500)
+    qtbot.waitUntil(lambda: len(panel.cell_texts()) == 12)
+
+
+def test_hovering_a_cell_names_its_query_key_and_weight(qtbot):
+    """Where the cells are too small for numbers, hovering still reads every weight."""
+    session = rope_session(list(range(11)), max_new_tokens=2)
+    panel = make_panel(qtbot, session)
+    panel.resize(320, 500)
+    session.next()                                                 # Prefill: 11 x 11, lower triangle
+    weights = session.step.trace.layers[0].weights[0]              # [11, 11]
+    qtbot.waitUntil(lambda: panel.cell_texts() == {})
+    assert panel.tip_at(panel.cell_center(7, 3)) == f"query t7·7 → key t3·3: weight {weights[7, 3]:.4f}"
+    assert panel.tip_at(panel.cell_center(3, 7)) == ("query t3·3 → key t7·7: "
+                                                     "masked (a future position, not a zero weight)")
+    assert panel.tip_at(panel.cell_center(11, 3)) == ""           # below the last row
+    panel.head_picker.setCurrentIndex(1)
+    assert panel.tip_at(panel.cell_center(7, 3)).endswith(f"{session.step.trace.layers[0].weights[1, 7, 3]:.4f}")
+    session.set_lang("zh")
+    assert panel.tip_at(panel.cell_center(3, 7)).startswith("查询 t3·3 → 键 t7·7：被遮蔽")
+    viewport = panel._plot_widget.viewport()
+    point = panel.cell_center(10, 0).toPoint()
+    QApplication.sendEvent(viewport, QHelpEvent(QEvent.Type.ToolTip, point, viewport.mapToGlobal(point)))
+    assert QToolTip.text() == panel.tip_at(panel.cell_center(10, 0))
+
+
+def test_500_positions_full_matrix(qtbot):
+    session = rope_session(list(range(49)) * 10 + [1] * 10, n_layers=30)
     panel = make_panel(qtbot, session)
     panel.full_matrix_toggle.setChecked(True)
     session.go(1)

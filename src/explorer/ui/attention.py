@@ -14,10 +14,10 @@ from dataclasses import dataclass
 
 import numpy as np
 import pyqtgraph as pg
-from PySide6.QtCore import QEvent, QRectF, Qt
+from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFontMetrics
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout, QLabel,
-                               QVBoxLayout)
+                               QToolTip, QVBoxLayout)
 
 from ..i18n import add_messages
 from .kv_grid import readable_font
@@ -26,6 +26,7 @@ from .theme import text_on
 
 COLOR_MAP = "cividis"          # colour-blind safe, and dark at 0 so a zero weight is clearly not grey
 VALUES_IN_CELLS = 12           # print the weights when the matrix is at most this many rows and columns
+VALUE_FORMAT = "{:.2f}"        # and when a cell is as wide as "0.00" and as tall as a line
 MAX_TICKS = 40                 # label at most this many positions per axis
 BAR_TICKS = ((0, 1), (0, 0.5, 1), (0, 0.25, 0.5, 0.75, 1), (0, 0.2, 0.4, 0.6, 0.8, 1))   # colour bar, by room
 
@@ -47,6 +48,10 @@ add_messages({
                            "zh": "；线下方的行来自Decode步骤"},
     "attention.legend": {"en": "grey hatched = masked (future), not a zero weight",
                          "zh": "灰色斜线 = 被遮蔽（未来位置），不是权重为0"},
+    "attention.tip": {"en": "query {query} → key {cell_key}: weight {weight:.4f}",
+                      "zh": "查询 {query} → 键 {cell_key}：权重 {weight:.4f}"},
+    "attention.tip_masked": {"en": "query {query} → key {cell_key}: masked (a future position, not a zero weight)",
+                             "zh": "查询 {query} → 键 {cell_key}：被遮蔽（未来位置，不是权重为0）"},
     "attention.not_run": {"en": "the model has not run yet", "zh": "模型还没有运行"},
     "attention.no_layers": {"en": "this model has no attention layers", "zh": "该模型没有注意力层"},
 })
@@ -200,12 +205,15 @@ class AttentionPanel(Panel):
         self._message = pg.TextItem(anchor=(0.5, 0.5))
         plot.addItem(self._message)
         self._value_items: list[pg.TextItem] = []   # a pool, reused across refreshes
+        self._values_shown = 0                       # how many of the pool hold this matrix's weights
+        self._values_fit = False                     # whether every cell has room for its weight
         for name in ("left", "bottom"):
             plot.getAxis(name).enableAutoSIPrefix(False)
         self._colorbar.axis.enableAutoSIPrefix(False)
         self._all_ticks: tuple[list, list] = ([], [])
         self._bar_ticks: list[tuple[float, str]] = []     # the colour bar's, set with the axes'
         plot.getViewBox().sigResized.connect(self._fit_ticks)
+        self._plot_widget.viewport().installEventFilter(self)      # hovering a cell names its weight
 
     # ---------------------------------------------------------------- refresh
     def refresh(self) -> None:
@@ -340,6 +348,18 @@ class AttentionPanel(Panel):
         if bar_ticks != self._bar_ticks:
             self._bar_ticks = bar_ticks
             self._colorbar.axis.setTicks([bar_ticks, []])
+        self._fit_values(fm, size)
+
+    def _fit_values(self, fm: QFontMetrics, size) -> None:
+        """The weights stay in their cells only while every cell has room for one: a wide
+        panel shows a 12 x 12 matrix's numbers, a narrow one only its colours."""
+        rows, cols = (0, 0) if self._matrix is None else self._matrix.weights.shape
+        fits = (cols > 0 and size.width() / cols >= fm.horizontalAdvance(VALUE_FORMAT.format(0)) + 4
+                and size.height() / rows >= fm.height())
+        if fits != self._values_fit:
+            self._values_fit = fits
+            for item in self._value_items[:self._values_shown]:
+                item.setVisible(fits)
 
     def _show_values(self, m: _Matrix | None) -> None:
         """Weights printed in the cells (small matrices only); masked cells stay blank."""
@@ -352,12 +372,46 @@ class AttentionPanel(Panel):
         colors = self._cmap.map(np.array([m.weights[r, c] for r, c in cells]), mode="byte") if cells else []
         font = readable_font(self.font())
         for item, (r, c), rgb in zip(self._value_items, cells, colors):
-            item.setText(f"{m.weights[r, c]:.2f}", color=text_on(_hex(rgb)))
+            item.setText(VALUE_FORMAT.format(m.weights[r, c]), color=text_on(_hex(rgb)))
             item.setFont(font)
             item.setPos(c + 0.5, r + 0.5)
-            item.show()
+            item.setVisible(self._values_fit)
         for item in self._value_items[len(cells):]:
             item.hide()
+        self._values_shown = len(cells)
+
+    # ---------------------------------------------------------------- hover
+    def tip_at(self, pos: QPointF) -> str:
+        """What hovering the plot at `pos` (viewport pixels) shows: the cell's query and key
+        tokens and its weight, or that it is masked; "" off the matrix. Every weight can be
+        read this way, also where the cells are too small to print it."""
+        m = self._matrix
+        if m is None:
+            return ""
+        view = self._plot.getViewBox().mapSceneToView(self._plot_widget.mapToScene(pos.toPoint()))
+        row, col = int(np.floor(view.y())), int(np.floor(view.x()))
+        if not (0 <= row < m.weights.shape[0] and 0 <= col < m.weights.shape[1]):
+            return ""
+        query = _token_label(self._piece, m.row_ids[row], m.row_positions[row])
+        key = _token_label(self._piece, m.key_ids[col], m.key_positions[col])
+        if not m.mask[row, col]:
+            return self.tr("attention.tip_masked", query=query, cell_key=key)
+        return self.tr("attention.tip", query=query, cell_key=key, weight=float(m.weights[row, col]))
+
+    def cell_center(self, row: int, col: int) -> QPointF:
+        """The viewport point at the middle of a cell (for tests, as a pointer would hover it)."""
+        scene = self._plot.getViewBox().mapViewToScene(QPointF(col + 0.5, row + 0.5))
+        return QPointF(self._plot_widget.mapFromScene(scene))
+
+    def eventFilter(self, watched, event) -> bool:
+        if event.type() == QEvent.Type.ToolTip and watched is self._plot_widget.viewport():
+            tip = self.tip_at(QPointF(event.pos()))
+            if tip:
+                QToolTip.showText(event.globalPos(), tip, watched)
+            else:
+                QToolTip.hideText()
+            return True
+        return super().eventFilter(watched, event)
 
     # ---------------------------------------------------------------- look and language
     def _apply_theme(self) -> None:
@@ -460,7 +514,12 @@ def _fill(combo: QComboBox, items: list[str]) -> None:
 
 def _tick_labels(piece, ids, positions) -> list[tuple[float, str]]:
     """Ticks at cell centres: (i + 0.5, "学习·2")."""
-    return [(i + 0.5, f"{piece(t)}·{int(p)}") for i, (t, p) in enumerate(zip(ids, positions))]
+    return [(i + 0.5, _token_label(piece, t, p)) for i, (t, p) in enumerate(zip(ids, positions))]
+
+
+def _token_label(piece, token_id, position) -> str:
+    """A row's or column's token and position, "学习·2"."""
+    return f"{piece(token_id)}·{int(position)}"
 
 
 def _every_nth(ticks: list, room: float) -> list:
