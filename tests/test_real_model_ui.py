@@ -246,6 +246,17 @@ def test_the_chat_template_wraps_the_typed_prompt_and_the_box_keeps_the_text(qtb
     assert real.errors == []
 
 
+def test_ticking_the_chat_template_wraps_the_question_typed_not_yet_entered(qtbot, real):
+    s, question = real.session, "Why is the sky blue?"
+    real.prompt_edit.setFocus()
+    real.prompt_edit.selectAll()
+    qtbot.keyClicks(real.prompt_edit, question)
+    real.chat_check.setChecked(True)
+    wait_idle(qtbot, real)
+    assert s.prompt_ids == tuple(s.model.vocab.encode(chat_prompt(question)))
+    assert real.prompt_edit.text() == question and real.errors == []
+
+
 def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
     w = build_window(settings_path=str(tmp_path / "settings.ini"))

@@ -3,10 +3,13 @@
 import json
 
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QKeyEvent
+from PySide6.QtWidgets import QApplication
 
 from explorer.core.teaching import default_params_path
 from explorer.i18n import tr
+from explorer.lessons import DEFAULT_LESSON_ID, load_lesson
 from explorer.ui.app import build_window
 
 
@@ -95,6 +98,32 @@ def test_bad_prompt_is_reported_and_the_old_prompt_stays(qtbot, window):
     window.prompt_edit.setText("我爱学习")
     window._prompt_entered()
     assert window.session.prompt_ids == (1, 2, 3)
+
+
+def type_text(widget, text: str) -> None:
+    """Key presses that carry `text`, as a keyboard or input method delivers them (QTest's
+    keyClicks only knows ASCII)."""
+    for key_type in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
+        QApplication.sendEvent(widget, QKeyEvent(key_type, Qt.Key.Key_unknown, Qt.KeyboardModifier.NoModifier, text))
+
+
+def test_a_prompt_typed_and_not_yet_entered_survives_other_changes(qtbot, window):
+    """A teacher types a prompt, then sets the token budget before pressing Enter: the rerun
+    with the budget keeps the typed text in the box, and Enter runs it."""
+    box, s = window.prompt_edit, window.session
+    box.setFocus()
+    box.selectAll()
+    type_text(box, "我爱学习")
+    controls = window.panels["controls"]
+    controls.max_new_spin.setFocus()
+    controls.max_new_spin.setValue(2)                   # reruns the old prompt with the new budget
+    assert s.config.max_new_tokens == 2 and s.prompt_ids == (1, 2)
+    assert box.text() == "我爱学习"
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert s.prompt_ids == (1, 2, 3) and box.text() == "我爱学习"
+    type_text(box, "！")                                # typed again, then a lesson with its own prompt
+    assert window.switch_lesson(load_lesson(DEFAULT_LESSON_ID))
+    assert box.text() == "我爱"
 
 
 def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):

@@ -224,6 +224,7 @@ class MainWindow(QMainWindow):
         self._models_synced_for = None               # what the picker last showed
         self._loading: str | None = None             # key of the model being loaded
         self._typed: tuple[str, tuple[int, ...]] | None = None   # (text typed, its chat-wrapped ids)
+        self._prompt_synced_for = None               # (prompt ids, logits?) the prompt box last showed
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
         # the start page opens by itself once, on a window a person looks at; headless runs
@@ -568,8 +569,9 @@ class MainWindow(QMainWindow):
             raise
 
     def _chat_toggled(self, _checked: bool) -> None:
+        """Wraps (or unwraps) the text in the box, also a question typed and not yet entered."""
         if self.chat_available() and not self.editing_logits:
-            if not self.guarded(self.set_prompt_text, self._shown_prompt_text()):
+            if not self.guarded(self.set_prompt_text, self.prompt_edit.text()):
                 self._sync_prompt(force=True)
 
     def _shown_prompt_text(self) -> str:
@@ -619,10 +621,16 @@ class MainWindow(QMainWindow):
         logits = self.editing_logits
         self.prompt_label.setText(tr("logits.label" if logits else "prompt.label", lang))
         self.prompt_edit.setToolTip(tr("logits.tip" if logits else "prompt.tip", lang))
-        if force or not self.prompt_edit.hasFocus():
+        # text being typed, or typed and not yet entered, stays while a slider or another
+        # control reruns the same prompt; a new prompt (a lesson, a model) replaces it
+        shown_for = (tuple(self.session.prompt_ids), logits)
+        edited = self.prompt_edit.hasFocus() or self.prompt_edit.isModified()
+        if force or shown_for != self._prompt_synced_for or not edited:
+            self._prompt_synced_for = shown_for
             text = self._logits_text() if logits else self._shown_prompt_text()
             if text != self.prompt_edit.text():          # a line edit repaints even for the same text
                 self.prompt_edit.setText(text)
+            self.prompt_edit.setModified(False)
         self.model_label.setText(tr("model.label", lang, n=f"{len(vocab):,}"))
         self.chat_check.setText(tr("chat.label", lang))
         self.chat_check.setToolTip(tr("chat.tip", lang))
