@@ -7,6 +7,7 @@ import sys
 import pytest
 
 from explorer.cli import main
+from explorer.cli_trace import elided
 
 
 def run_cli(capsys, *argv):
@@ -48,6 +49,23 @@ def test_trace_table_in_english_marks_length_as_incomplete(capsys):
     assert code == 0
     assert "visible tokens: 5   in cache: 4" in out
     assert "INCOMPLETE" in out and "(forced)" in out
+
+
+def test_a_long_prompt_is_shortened_in_the_table_and_listed_whole_above_it(capsys):
+    ids = [1, 2] * 6 + [1]                                         # 13 tokens at positions 0..12
+    code, out, _ = run_cli(capsys, "trace", "--prompt-ids", ",".join(map(str, ids)), "--max-new-tokens", "1")
+    assert code == 0
+    lines = out.splitlines()
+    assert lines[0] == "prompt: " + " ".join("我爱"[i - 1] for i in ids) + f" {ids}"
+    prefill = next(line for line in lines if line.startswith("Prefill"))
+    assert "我 爱 我 爱 我 …(+3)… 我 爱 我 爱 我 [1, 2, 1, 2, 1, …(+3)…, 1, 2, 1, 2, 1]" in prefill
+    assert "0,1,2,3,4,…(+3)…,8,9,10,11,12" in prefill
+
+
+def test_elided_keeps_short_lists_whole():
+    assert elided(list("abcdefghijk"), "") == "abcdefghijk"                     # 2 * 5 + 1 items
+    assert elided(list("abcdefghijkl"), "") == "abcde…(+2)…hijkl"
+    assert elided(["x"] * 9, ",", ends=1) == "x,…(+7)…,x"
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -84,18 +84,34 @@ def parse_forces(items) -> dict[int, int]:
     return forces
 
 
+CELL_ENDS = 5      # a table cell lists at most this many tokens from each end of a long sequence
+
+
+def elided(items: list[str], sep: str, ends: int = CELL_ENDS) -> str:
+    """`items` joined by `sep`; a long list keeps `ends` from each end around "…(+n)…", so a
+    real model's 35-token Prefill does not make every row of the table 400 columns wide."""
+    if len(items) <= 2 * ends + 1:
+        return sep.join(items)
+    return sep.join([*items[:ends], f"…(+{len(items) - 2 * ends})…", *items[-ends:]])
+
+
 def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
-    """The course's step table plus the counts and the finish reason."""
+    """The course's step table plus the counts and the finish reason. Long token sequences
+    are shortened in the table's cells; the prompt and output lines list them whole."""
     pieces = vocab.display_pieces
+
+    def cell_pieces(ids):
+        return elided([vocab.display_piece(int(i)) for i in ids], " ")
+
     rows = []
     for s in run.steps:
         kv_after = run.visible_ids[:s.cache_len_after]
         selected = f"{s.selected_id} {vocab.display_piece(s.selected_id)}" + (tr("forced", lang) if s.forced else "")
         diff = "-" if s.recompute_max_abs_diff is None else f"{s.recompute_max_abs_diff:.1e}"
         rows.append([tr("phase.prefill", lang) if s.phase == "prefill" else tr("phase.decode", lang, n=s.index),
-                     f"{pieces(s.input_ids)} {list(s.input_ids)}",
-                     ",".join(map(str, s.positions)),
-                     pieces(kv_after),
+                     f"{cell_pieces(s.input_ids)} [{elided([str(i) for i in s.input_ids], ', ')}]",
+                     elided([str(p) for p in s.positions], ","),
+                     cell_pieces(kv_after),
                      tr("chooser", lang, p=s.logits_position),
                      selected, s.cache_len_after, diff])
     headers = [tr(k, lang) for k in ("col.time", "col.input", "col.positions", "col.kv_after",
