@@ -176,6 +176,17 @@ def test_weights_stay_only_in_cells_wide_enough_for_them(qtbot):
     qtbot.waitUntil(lambda: len(panel.cell_texts()) == 12)
 
 
+def test_the_first_keys_label_is_drawn_though_it_reaches_past_the_plots_edge(qtbot):
+    session = rope_session(list(range(11)), max_new_tokens=2)
+    panel = make_panel(qtbot, session)
+    panel.resize(320, 500)
+    session.go(3)                                                  # Decode 1: 1 x 12
+    qtbot.waitUntil(lambda: panel.cell_texts() == {})
+    drawn = panel.drawn_column_labels()
+    assert drawn[0] == "t0·0" and 2 <= len(drawn) < 12
+    assert set(drawn) <= set(panel.tick_labels()[1])
+
+
 def test_hovering_a_cell_names_its_query_key_and_weight(qtbot):
     """Where the cells are too small for numbers, hovering still reads every weight."""
     session = rope_session(list(range(11)), max_new_tokens=2)

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFontMetrics
+from PySide6.QtGui import QBrush, QColor, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout, QLabel,
                                QToolTip, QVBoxLayout)
 
@@ -166,6 +166,7 @@ class AttentionPanel(Panel):
         controls.addWidget(self.full_matrix_toggle)
         layout.addLayout(controls)
         self._kv_note.setWordWrap(True)      # its own line: a long note must not widen the dock
+        self._caption.setWordWrap(True)      # the full matrix's caption is a sentence long
         layout.addWidget(self._kv_note)
         layout.addWidget(self._caption)
         layout.addWidget(self._plot_widget, 1)
@@ -332,7 +333,13 @@ class AttentionPanel(Panel):
         size = self._plot.getViewBox().size()
         widest_col = max((fm.horizontalAdvance(t) for _, t in cols), default=0) + fm.height()
         self._plot.getAxis("left").setTicks([_every_nth(rows, size.height() / fm.height())])
-        self._plot.getAxis("bottom").setTicks([_every_nth(cols, size.width() / widest_col)])
+        bottom = self._plot.getAxis("bottom")
+        bottom.setTicks([_every_nth(cols, size.width() / widest_col)])
+        # the first and last column's labels are centred on the plot's edges: let them reach
+        # half a label past the axis, into the empty corners, instead of being left out
+        overflow = widest_col // 2 + 1
+        if overflow != bottom.style["hideOverlappingLabels"]:
+            bottom.setStyle(hideOverlappingLabels=overflow)
         widest_row = max((fm.horizontalAdvance(t) for _, t in rows), default=0)
         left = self._plot.getAxis("left")
         left.setWidth(widest_row + 2 * fm.height() + 8)
@@ -460,6 +467,17 @@ class AttentionPanel(Panel):
     def tick_labels(self) -> tuple[list[str], list[str]]:
         """(row labels, column labels) in order, e.g. "学习·2"."""
         return self._ticks
+
+    def drawn_column_labels(self) -> list[str]:
+        """The key labels the bottom axis actually draws (it leaves out any that would
+        overflow its room), left to right."""
+        image = QImage(1, 1, QImage.Format.Format_ARGB32)
+        painter = QPainter(image)
+        try:
+            specs = self._plot.getAxis("bottom").generateDrawSpecs(painter)
+        finally:
+            painter.end()
+        return [text for rect, _flags, text in sorted(specs[2], key=lambda spec: spec[0].left())]
 
     def query_axis_titled(self) -> bool:
         """Whether the rows' axis shows its title."""
