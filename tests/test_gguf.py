@@ -17,10 +17,12 @@ import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as Q
 from gguf import quants
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from explorer import cli, models
 from explorer.core import gguf as G
-from explorer.core.bpe import BPEVocabulary, byte_to_unicode, chat_prompt, pre_tokenize
+from explorer.core.bpe import BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, pre_tokenize
 from explorer.core.errors import ExplorerError
 from explorer.core.gguf import GGUFError, GGUFFile
 from explorer.core.llama import load_llama
@@ -375,6 +377,24 @@ def test_tokenizer_of_the_tiny_file(tiny):
     assert vocab.display_piece(vocab.encode("我")[0]) == "<0xE6>"
     with pytest.raises(ExplorerError, match="empty"):
         vocab.encode("")
+
+
+@settings(max_examples=60, deadline=None)
+@given(text=st.text(alphabet="ab 我\n<|>_imendstar", min_size=1, max_size=12))
+def test_the_message_of_a_chat_prompt_is_read_back_from_its_ids(tiny, text):
+    vocab = load_llama(tiny[0]).vocab
+    assert chat_message(vocab, vocab.encode(chat_prompt(text))) == text
+    plain = vocab.encode(text)
+    assert chat_message(vocab, plain) is None or vocab.encode(chat_prompt(chat_message(vocab, plain))) == plain
+
+
+def test_only_the_default_chat_turn_counts_as_a_chat_prompt(tiny):
+    vocab = load_llama(tiny[0]).vocab
+    assert chat_message(vocab, vocab.encode(chat_prompt("hi", system="Be brief"))) is None
+    assert chat_message(vocab, vocab.encode(chat_prompt("hi", system=None))) is None
+    assert chat_message(vocab, vocab.encode(chat_prompt("hi"))[:-1]) is None         # cut short
+    assert chat_message(vocab, vocab.encode(chat_prompt("hi") + "x")) is None       # an answer begun
+    assert chat_message(vocab, vocab.encode(chat_prompt(""))) is None
 
 
 def test_an_end_of_turn_id_named_in_the_file_is_used(tmp_path):

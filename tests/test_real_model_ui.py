@@ -14,6 +14,8 @@ from PySide6.QtCore import Qt
 
 from explorer import models
 from explorer.core.bpe import chat_prompt
+from explorer.core.sampling import SamplingConfig
+from explorer.session import Session
 from explorer.ui.app import build_window
 from explorer.ui.worker import is_big
 
@@ -255,6 +257,31 @@ def test_ticking_the_chat_template_wraps_the_question_typed_not_yet_entered(qtbo
     wait_idle(qtbot, real)
     assert s.prompt_ids == tuple(s.model.vocab.encode(chat_prompt(question)))
     assert real.prompt_edit.text() == question and real.errors == []
+
+
+def test_a_slide_of_a_chat_prompt_shows_the_question_and_the_ticked_box(qtbot, smollm2, tmp_path):
+    """`explorer export --chat` (and File > Export, which draws a window of its own) show the
+    question in the prompt box with "Chat template" ticked, not the template's text."""
+    from explorer.export.job import _export_job
+    from explorer.export.spec import ExportSpec
+    question = "Why is the sky blue?"
+    session = Session(smollm2, smollm2.vocab.encode(chat_prompt(question)), SamplingConfig(max_new_tokens=1),
+                      check_recompute=False)
+    with _export_job(session, ExportSpec(tmp_path, ("png",)), "free", "T") as job:
+        assert job.window.prompt_edit.text() == question and job.window.chat_check.isChecked()
+    plain = Session(smollm2, smollm2.vocab.encode(question), SamplingConfig(max_new_tokens=1),
+                    check_recompute=False)
+    with _export_job(plain, ExportSpec(tmp_path, ("png",)), "free", "T") as job:
+        assert job.window.prompt_edit.text() == question and not job.window.chat_check.isChecked()
+
+
+def test_a_lessons_plain_prompt_unticks_the_chat_box(qtbot, real):
+    real.chat_check.setChecked(True)
+    wait_idle(qtbot, real)
+    assert real.prompt_edit.text() == PROMPT and real.session.prompt_ids[:1] == (1,)
+    real.session.set_prompt_ids(real.session.model.vocab.encode("Once upon a time"))
+    wait_idle(qtbot, real)
+    assert real.prompt_edit.text() == "Once upon a time" and not real.chat_check.isChecked()
 
 
 def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbot, tmp_path, monkeypatch):

@@ -44,6 +44,20 @@ def chat_prompt(user_text: str, system: str | None = DEFAULT_SYSTEM) -> str:
     return f"{head}<|im_start|>user\n{user_text}<|im_end|>\n<|im_start|>assistant\n"
 
 
+def chat_message(vocab: "BPEVocabulary", ids) -> str | None:
+    """The user's text if `ids` are exactly `chat_prompt(text)` encoded (the default system
+    prompt), else None: what a window shows of a wrapped prompt, whoever wrapped it."""
+    try:
+        raw = b"".join(vocab.pieces[int(i)] for i in ids).decode("utf-8")
+    except (IndexError, UnicodeDecodeError):
+        return None
+    head, tail = chat_prompt("\0").split("\0")
+    if len(raw) <= len(head) + len(tail) or not (raw.startswith(head) and raw.endswith(tail)):
+        return None
+    text = raw[len(head):-len(tail)]
+    return text if vocab.encode(chat_prompt(text)) == [int(i) for i in ids] else None
+
+
 @lru_cache(maxsize=1)
 def byte_to_unicode() -> dict[int, str]:
     """GPT-2's table: every byte -> one printable character (printable bytes map to themselves)."""

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QDockWidget, QFileDialog
                                QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton, QScrollArea,
                                QStyle, QToolBar, QToolButton, QWidget)
 
-from ..core.bpe import BPEVocabulary, chat_prompt
+from ..core.bpe import BPEVocabulary, chat_message, chat_prompt
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
@@ -223,7 +223,6 @@ class MainWindow(QMainWindow):
         self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
         self._models_synced_for = None               # what the picker last showed
         self._loading: str | None = None             # key of the model being loaded
-        self._typed: tuple[str, tuple[int, ...]] | None = None   # (text typed, its chat-wrapped ids)
         self._prompt_synced_for = None               # (prompt ids, logits?) the prompt box last showed
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
@@ -553,20 +552,14 @@ class MainWindow(QMainWindow):
         """Is the "Chat template" box offered in the prompt bar?"""
         return self._chat_action.isVisible()
 
-    def _wrapped(self, model, text: str) -> tuple[tuple[int, ...], bool]:
-        """(prompt ids of the typed text, whether the chat template wrapped it)."""
+    def _wrapped(self, model, text: str) -> tuple[int, ...]:
+        """Prompt ids of the typed text, in the chat template when it is ticked."""
         chat = self.chat_check.isChecked() and self.chat_available(model)
-        return tuple(model.vocab.encode(chat_prompt(text) if chat else text)), chat
+        return tuple(model.vocab.encode(chat_prompt(text) if chat else text))
 
     def set_prompt_text(self, text: str) -> None:
         """The typed prompt, in the chat template when it is ticked; the box keeps the text."""
-        ids, chat = self._wrapped(self.session.requested_model, text)
-        old, self._typed = self._typed, ((text, ids) if chat else None)
-        try:
-            self.session.set_prompt_ids(ids)
-        except Exception:
-            self._typed = old
-            raise
+        self.session.set_prompt_ids(self._wrapped(self.session.requested_model, text))
 
     def _chat_toggled(self, _checked: bool) -> None:
         """Wraps (or unwraps) the text in the box, also a question typed and not yet entered."""
@@ -574,11 +567,15 @@ class MainWindow(QMainWindow):
             if not self.guarded(self.set_prompt_text, self.prompt_edit.text()):
                 self._sync_prompt(force=True)
 
+    def _chat_message(self) -> str | None:
+        """The user's text when the shown prompt is one chat-template turn, else None."""
+        vocab = self.session.model.vocab
+        return chat_message(vocab, self.session.prompt_ids) if isinstance(vocab, BPEVocabulary) else None
+
     def _shown_prompt_text(self) -> str:
-        """What the prompt box shows: the text as typed if the template wrapped it, else the prompt."""
-        if self._typed is not None and self._typed[1] == tuple(self.session.prompt_ids):
-            return self._typed[0]
-        return self.session.model.vocab.decode(self.session.prompt_ids)
+        """What the prompt box shows: the user's text of a chat-template prompt, else the prompt."""
+        message = self._chat_message()
+        return message if message is not None else self.session.model.vocab.decode(self.session.prompt_ids)
 
     @property
     def editing_logits(self) -> bool:
@@ -633,6 +630,10 @@ class MainWindow(QMainWindow):
             self.prompt_edit.setModified(False)
         self.model_label.setText(tr("model.label", lang, n=f"{len(vocab):,}"))
         self.chat_check.setText(tr("chat.label", lang))
+        if not self.session.behind:      # while asked-for changes compute, it shows what was asked
+            self.chat_check.blockSignals(True)
+            self.chat_check.setChecked(self._chat_message() is not None)
+            self.chat_check.blockSignals(False)
         self.chat_check.setToolTip(tr("chat.tip", lang))
         self._chat_action.setVisible(self.chat_available(self.session.model) and not logits)
         self.model_picker_label.setText(tr("model.picker", lang))
@@ -725,7 +726,7 @@ class MainWindow(QMainWindow):
             self._hide_work()
         text = default_prompt(model)
         try:
-            ids, chat = self._wrapped(model, text)
+            ids = self._wrapped(model, text)
         except ExplorerError as exc:
             self.report_error(str(exc))
             self._sync_models()
@@ -735,13 +736,12 @@ class MainWindow(QMainWindow):
             s = self.session
             s.play((Scenario(s.model, s.prompt_ids, s.config),))
             self.lesson = None
-        old = self._typed, dict(self._models), self._opened
-        self._typed = (text, ids) if chat else None
+        old = dict(self._models), self._opened
         self.remember_model(key, model)
         self._choose_runner(model=model)
         big = is_big(model)
         if not self.guarded(self.session.set_model, model, ids, not big):
-            self._typed, self._models, self._opened = old
+            self._models, self._opened = old
             self._choose_runner()
         else:
             self._check_lesson_action()
