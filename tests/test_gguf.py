@@ -363,7 +363,8 @@ def test_tokenizer_of_the_tiny_file(tiny):
     vocab = load_llama(tiny[0]).vocab
     assert isinstance(vocab, BPEVocabulary) and vocab.eos_id == 2
     ids = vocab.encode("the then in 42")
-    assert [vocab.display_piece(i) for i in ids] == ["t", "he", " the", "n", " ", "in", " ", "4", "2"]
+    assert [vocab.piece_text(i) for i in ids] == ["t", "he", " the", "n", " ", "in", " ", "4", "2"]
+    assert [vocab.display_piece(i) for i in ids] == ["t", "he", "␣the", "n", "␣", "in", "␣", "4", "2"]
     text = chat_prompt("hi")
     ids = vocab.encode(text)
     assert ids[0] == 1 and ids.count(1) == 3 and ids.count(2) == 2   # <|im_start|> x3, <|im_end|> x2

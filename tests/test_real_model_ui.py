@@ -89,7 +89,7 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
     assert att.layer_picker.isVisibleTo(att) and att.head_picker.isVisibleTo(att)
     dist = window.panels["distribution"]
     assert len(dist.bar_labels()) == 21 and dist.bar_labels()[-1] == "other (49,132)"
-    assert dist.bar_labels()[0] == " Paris" and dist.marked_id() == s.run.steps[0].selected_id
+    assert dist.bar_labels()[0] == "␣Paris" and dist.marked_id() == s.run.steps[0].selected_id
     assert window.panels["timeline"].row_texts()[0][0] == "Prefill"
 
 

@@ -57,7 +57,8 @@ def test_plain_prompt_continues_with_paris(model):
     probs = softmax(trace.last_logits.astype(np.float64))
     top = int(np.argmax(probs))
     print(f"top candidate {model.vocab.display_piece(top)!r} with p = {probs[top]:.3f}")
-    assert model.vocab.display_piece(top) == " Paris" and probs[top] > 0.5
+    assert model.vocab.piece_text(top) == " Paris" and probs[top] > 0.5
+    assert model.vocab.display_piece(top) == "␣Paris"                # the space shown, not lost
     assert trace.logits.dtype == np.float32 and trace.layers[-1].hidden.dtype == np.float32
 
 

@@ -192,7 +192,7 @@ def format_distribution(dist: Distribution, lang: str = "en", vocab=None, top: i
         for i in shown:
             status = (text["kept"] if stage.kept[i] else
                       text["removed_by"].format(name=_stage_label(dist.removed_by[i], lang)))
-            piece = [] if vocab is None else [repr(vocab.display_piece(i))]
+            piece = [] if vocab is None else [repr(vocab.piece_text(i))]
             rows.append([i, *piece, _fixed(stage.logits[i]), _fixed(stage.probs[i]), status])
         headers = [text["id"], *([] if vocab is None else [text["piece"]]),
                    text["logit"], text["prob"], text["status"]]

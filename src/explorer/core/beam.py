@@ -206,7 +206,7 @@ def format_tree(result: BeamResult, vocab: Vocabulary, lang: str = "en") -> str:
     stack = [(kid, "", last) for kid, last in _last_first(children.get(0, []))]
     while stack:                                   # depth-first, children in ranking order
         node, indent, last = stack.pop()
-        rows.append((indent + ("└─ " if last else "├─ ") + _show(vocab.display_piece(node.token_id)),
+        rows.append((indent + ("└─ " if last else "├─ ") + vocab.display_piece(node.token_id),
                      _num(math.exp(node.logprob)), _num(node.prob), t[node.status]))
         below = indent + ("   " if last else "│  ")
         stack += [(kid, below, is_last) for kid, is_last in _last_first(children.get(node.node_id, []))]
@@ -247,12 +247,7 @@ def _width(text: str) -> int:
 
 
 def _pieces(vocab: Vocabulary, ids, cut: bool = False) -> str:
-    return ("… " if cut else "") + " ".join(_show(vocab.display_piece(i)) for i in ids)
-
-
-def _show(piece: str) -> str:
-    """A piece on one terminal line: whitespace made visible."""
-    return piece.replace("\n", "\\n").replace("\r", "\\r").replace("\t", "\\t").replace(" ", "␣")
+    return ("… " if cut else "") + vocab.display_pieces(ids)
 
 
 def _num(p: float) -> str:

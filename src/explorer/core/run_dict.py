@@ -19,7 +19,7 @@ def step_candidates(step: Step, vocab: Vocabulary, top_n: int) -> list[dict]:
     dist = step.distribution
     raw, raw_probs, final = dist.raw_logits, dist.stages[0].probs, dist.probs   # [V] each
     order = dist.top(top_n, 0)
-    return [{"id": int(i), "text": vocab.display_piece(int(i)), "logit": _num(raw[i]),
+    return [{"id": int(i), "text": vocab.piece_text(int(i)), "logit": _num(raw[i]),
              "prob": float(raw_probs[i]), "final_prob": float(final[i])} for i in order]
 
 
@@ -32,7 +32,7 @@ def run_to_dict(run: Run, vocab: Vocabulary, top_n: int = 10) -> dict:
             "input_ids": list(s.input_ids), "positions": list(s.positions),
             "cache_len_before": s.cache_len_before, "cache_len_after": s.cache_len_after,
             "logits_position": s.logits_position,
-            "selected_id": s.selected_id, "selected_text": vocab.display_piece(s.selected_id),
+            "selected_id": s.selected_id, "selected_text": vocab.piece_text(s.selected_id),
             "forced": s.forced, "u": d.u,
             "candidates": step_candidates(s, vocab, top_n),
             "recompute_max_abs_diff": s.recompute_max_abs_diff,

@@ -56,16 +56,21 @@ class Vocabulary:
             raise PromptError(f"{what}: empty, expected at least one token")
         return np.asarray(checked, np.int64)
 
-    def display_piece(self, token_id: int) -> str:
-        """A piece as a teacher should see it: text with line breaks and tabs made visible
-        (↵, ⇥), or `<0xE5>` for bytes that are not a whole character."""
+    def piece_text(self, token_id: int) -> str:
+        """A piece's text as it is (what JSON carries), or `<0xE5>` for bytes that are not
+        a whole character."""
         piece = self.pieces[token_id]
         if isinstance(piece, bytes):
             try:
-                piece = piece.decode("utf-8")
+                return piece.decode("utf-8")
             except UnicodeDecodeError:
                 return "".join(f"<0x{b:02X}>" for b in piece)
-        return piece.translate(_VISIBLE)
+        return piece
+
+    def display_piece(self, token_id: int) -> str:
+        """A piece as a teacher should see it: `piece_text` with spaces, line breaks and tabs
+        made visible (␣, ↵, ⇥: " Paris" and "Paris" are different tokens and must look it)."""
+        return self.piece_text(token_id).translate(_VISIBLE)
 
     def display_pieces(self, ids) -> str:
         """Pieces of a token sequence separated by spaces, so the token boundaries show."""
@@ -108,7 +113,7 @@ class Vocabulary:
         return ids
 
 
-_VISIBLE = str.maketrans({"\n": "↵", "\t": "⇥", "\r": "␍"})
+_VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
 
 
 def _complete_prefix(data: bytes) -> int:
