@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from explorer.cli import main
-from explorer.cli_trace import elided
+from explorer.texttable import elided, elided_list
 
 
 def run_cli(capsys, *argv):
@@ -66,6 +66,7 @@ def test_elided_keeps_short_lists_whole():
     assert elided(list("abcdefghijk"), "") == "abcdefghijk"                     # 2 * 5 + 1 items
     assert elided(list("abcdefghijkl"), "") == "abcde…(+2)…hijkl"
     assert elided(["x"] * 9, ",", ends=1) == "x,…(+7)…,x"
+    assert elided_list([1, 2]) == str([1, 2]) and elided_list(range(12)) == "[0, 1, 2, 3, 4, …(+2)…, 7, 8, 9, 10, 11]"
 
 
 @pytest.mark.parametrize("argv, message", [

@@ -3,7 +3,7 @@
 import json
 
 import pytest
-from PySide6.QtCore import QEvent, Qt
+from PySide6.QtCore import QEvent, QRect, Qt
 from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QApplication
 
@@ -124,6 +124,29 @@ def test_a_prompt_typed_and_not_yet_entered_survives_other_changes(qtbot, window
     type_text(box, "！")                                # typed again, then a lesson with its own prompt
     assert window.switch_lesson(load_lesson(DEFAULT_LESSON_ID))
     assert box.text() == "我爱"
+
+
+def test_a_long_prompts_title_keeps_to_its_two_lines(qtbot, window):
+    """A 16-token prompt: its title lists the ends of the ids; narrowed, the title is cut
+    short with "…" and shows itself whole on hover."""
+    window.prompt_edit.setText("我爱" * 8)
+    window._prompt_entered()
+    window.session.go(0)
+    title = window.panels["player"].title
+    assert "[1, 2, 1, 2, 1, …(+6)…, 2, 1, 2, 1, 2]" in title.full_title()
+    assert title.text() == title.full_title() and title.toolTip() == ""
+
+    def fits(label):
+        room = label.contentsRect()
+        used = label.fontMetrics().boundingRect(QRect(0, 0, room.width(), 1 << 20), Qt.TextFlag.TextWordWrap,
+                                                label.text())
+        return used.height() <= room.height()
+
+    title.resize(260, title.height())
+    assert title.text().endswith("…") and fits(title) and title.toolTip() == title.full_title()
+    assert title.full_title().startswith(title.text()[:-1])
+    title.resize(3000, title.height())
+    assert title.text() == title.full_title() and title.toolTip() == ""
 
 
 def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):

@@ -16,7 +16,7 @@ from .i18n import tr
 from .lessons import load_lesson
 from .session import Session
 from .session.narration import finish_text
-from .texttable import format_table
+from .texttable import elided, elided_list, format_table
 
 
 def add_parser(subparsers) -> None:
@@ -84,17 +84,6 @@ def parse_forces(items) -> dict[int, int]:
     return forces
 
 
-CELL_ENDS = 5      # a table cell lists at most this many tokens from each end of a long sequence
-
-
-def elided(items: list[str], sep: str, ends: int = CELL_ENDS) -> str:
-    """`items` joined by `sep`; a long list keeps `ends` from each end around "…(+n)…", so a
-    real model's 35-token Prefill does not make every row of the table 400 columns wide."""
-    if len(items) <= 2 * ends + 1:
-        return sep.join(items)
-    return sep.join([*items[:ends], f"…(+{len(items) - 2 * ends})…", *items[-ends:]])
-
-
 def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     """The course's step table plus the counts and the finish reason. Long token sequences
     are shortened in the table's cells; the prompt and output lines list them whole."""
@@ -109,7 +98,7 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
         selected = f"{s.selected_id} {vocab.display_piece(s.selected_id)}" + (tr("forced", lang) if s.forced else "")
         diff = "-" if s.recompute_max_abs_diff is None else f"{s.recompute_max_abs_diff:.1e}"
         rows.append([tr("phase.prefill", lang) if s.phase == "prefill" else tr("phase.decode", lang, n=s.index),
-                     f"{cell_pieces(s.input_ids)} [{elided([str(i) for i in s.input_ids], ', ')}]",
+                     f"{cell_pieces(s.input_ids)} {elided_list(s.input_ids)}",
                      elided([str(p) for p in s.positions], ","),
                      cell_pieces(kv_after),
                      tr("chooser", lang, p=s.logits_position),

@@ -6,6 +6,7 @@ from __future__ import annotations
 from ..core.generate import Run
 from ..core.vocab import Vocabulary
 from ..i18n import add_messages, tr
+from ..texttable import elided, elided_list
 from .frames import Frame
 
 SECTIONS = ("what", "why", "how", "misconception", "check")
@@ -126,11 +127,12 @@ def _diff(value) -> str:
 
 
 def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> dict:
-    """The {placeholders} a frame's text may use, with this run's numbers."""
+    """The {placeholders} a frame's text may use, with this run's numbers. Token and id
+    lists longer than 11 keep five from each end ("[1, 9690, …(+26)…, 198]")."""
     step = None if frame.step is None else run.steps[frame.step]
     values = {"visible": frame.visible_count, "cache": frame.cache_len,
-              "ids": list(frame.visible_ids), "n": len(run.prompt_ids),
-              "pieces": vocab.display_pieces(run.prompt_ids),
+              "ids": elided_list(frame.visible_ids), "n": len(run.prompt_ids),
+              "pieces": elided([vocab.display_piece(int(i)) for i in run.prompt_ids], " "),
               "text": vocab.decode(frame.visible_ids[len(run.prompt_ids):])}
     if step is not None:
         dist = step.distribution
@@ -146,8 +148,8 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
             values["n"] = step.index
     if frame.kind == "stop":
         short = run.finish_reason + (f", {tr('incomplete', lang)}" if run.incomplete else "")
-        values |= {"reason": finish_text(run, lang), "short": short, "ids": list(run.output_ids),
-                   "caches": [s.cache_len_after for s in run.steps], "diff": _diff(run.max_recompute_diff)}
+        values |= {"reason": finish_text(run, lang), "short": short, "ids": elided_list(run.output_ids),
+                   "caches": elided_list(s.cache_len_after for s in run.steps), "diff": _diff(run.max_recompute_diff)}
     return values
 
 

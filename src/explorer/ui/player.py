@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from PySide6.QtCore import QTimer
+from PySide6.QtCore import QEvent, QRect, Qt, QTimer
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from ..i18n import add_messages
@@ -22,6 +22,51 @@ add_messages({
     "player.seconds": {"en": " s", "zh": " 秒"},
     "player.counter": {"en": "Frame {i} / {n}", "zh": "第 {i} / {n} 步"},
 })
+
+
+class FittedTitle(QLabel):
+    """A word-wrapped title held to the label's height: one too long for it ends in "…",
+    and hovering shows it whole. The height is the caller's (fixed, so that a new title
+    never relayouts the window)."""
+
+    def __init__(self):
+        super().__init__(wordWrap=True)
+        self._full = ""
+
+    def set_title(self, text: str) -> None:
+        self._full = text
+        self._fit()
+
+    def full_title(self) -> str:
+        return self._full
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._fit()
+
+    def _fits(self, text: str) -> bool:
+        room = self.contentsRect()
+        flags = Qt.TextFlag.TextWordWrap | Qt.AlignmentFlag.AlignLeft
+        return self.fontMetrics().boundingRect(QRect(0, 0, room.width(), 1 << 20), flags, text).height() <= room.height()
+
+    def _fit(self) -> None:
+        text = self._full
+        if self.contentsRect().width() > 0 and not self._fits(text):
+            short, long = 0, len(text)          # the longest start that fits with "…" after it
+            while short < long:
+                mid = (short + long + 1) // 2
+                short, long = (mid, long) if self._fits(text[:mid].rstrip() + "…") else (short, mid - 1)
+            text = text[:short].rstrip() + "…"
+        tip = self._full if text != self._full else ""
+        if tip != self.toolTip():
+            self.setToolTip(tip)
+        if text != self.text():
+            self.setText(text)
 
 
 class PlayerPanel(Panel):
@@ -44,7 +89,7 @@ class PlayerPanel(Panel):
         self.dwell.valueChanged.connect(lambda v: self.timer.setInterval(int(v * 1000)))
         self.dwell_label = QLabel()
         self.counter = QLabel()
-        self.title = self.emphasised(QLabel(wordWrap=True), 1.3)
+        self.title = self.emphasised(FittedTitle(), 1.3)
         row = QHBoxLayout()
         for name in ("first", "prev", "play", "next", "last"):
             row.addWidget(self.buttons[name])
@@ -96,4 +141,4 @@ class PlayerPanel(Panel):
         lines = 2 * self.title.fontMetrics().lineSpacing() + 4
         if self.title.maximumHeight() != lines:
             self.title.setFixedHeight(lines)
-        self.title.setText(frame_title(s.frame, s.run, s.model.vocab, s.lang))
+        self.title.set_title(frame_title(s.frame, s.run, s.model.vocab, s.lang))
