@@ -7,7 +7,7 @@ import sys
 import pytest
 
 from explorer.cli import main
-from explorer.texttable import elided, elided_list
+from explorer.core.elide import elided, elided_list
 
 
 def run_cli(capsys, *argv):

@@ -7,6 +7,7 @@ import json
 from .cli_prompt import add_prompt_flags, model_from_args, prompt_ids
 from .cli_sample import add_sampling_flags, sampling_changes
 from .core.beam import format_tree
+from .core.elide import ENDS, elided, elided_list
 from .core.errors import ExplorerError, SettingError
 from .core.generate import Run
 from .core.run_dict import run_to_dict
@@ -16,7 +17,7 @@ from .i18n import tr
 from .lessons import load_lesson
 from .session import Session
 from .session.narration import finish_text
-from .texttable import elided, elided_list, format_table
+from .texttable import format_table
 
 
 def add_parser(subparsers) -> None:
@@ -88,19 +89,15 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     """The course's step table plus the counts and the finish reason. Long token sequences
     are shortened in the table's cells; the prompt and output lines list them whole."""
     pieces = vocab.display_pieces
-
-    def cell_pieces(ids):
-        return elided([vocab.display_piece(int(i)) for i in ids], " ")
-
     rows = []
     for s in run.steps:
         kv_after = run.visible_ids[:s.cache_len_after]
         selected = f"{s.selected_id} {vocab.display_piece(s.selected_id)}" + (tr("forced", lang) if s.forced else "")
         diff = "-" if s.recompute_max_abs_diff is None else f"{s.recompute_max_abs_diff:.1e}"
         rows.append([tr("phase.prefill", lang) if s.phase == "prefill" else tr("phase.decode", lang, n=s.index),
-                     f"{cell_pieces(s.input_ids)} {elided_list(s.input_ids)}",
+                     f"{pieces(s.input_ids, ENDS)} {elided_list(s.input_ids)}",
                      elided([str(p) for p in s.positions], ","),
-                     cell_pieces(kv_after),
+                     pieces(kv_after, ENDS),
                      tr("chooser", lang, p=s.logits_position),
                      selected, s.cache_len_after, diff])
     headers = [tr(k, lang) for k in ("col.time", "col.input", "col.positions", "col.kv_after",

@@ -1,5 +1,4 @@
-"""Plain-text tables for the terminal that stay aligned with Chinese (double-width) text,
-and long lists shortened to their ends."""
+"""Plain-text tables for the terminal that stay aligned with Chinese (double-width) text."""
 
 from __future__ import annotations
 
@@ -28,18 +27,3 @@ def format_table(headers, rows, align_right=()) -> str:
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
 
-
-ENDS = 5      # a shortened list keeps this many items from each end
-
-
-def elided(items: list[str], sep: str, ends: int = ENDS) -> str:
-    """`items` joined by `sep`; a long list keeps `ends` from each end around "…(+n)…", so a
-    real model's 36-token chat prompt does not fill a table row or a title."""
-    if len(items) <= 2 * ends + 1:
-        return sep.join(items)
-    return sep.join([*items[:ends], f"…(+{len(items) - 2 * ends})…", *items[-ends:]])
-
-
-def elided_list(values) -> str:
-    """Numbers as Python prints a list, "[1, 2, 3]", shortened like `elided` when long."""
-    return "[" + elided([str(v) for v in values], ", ") + "]"

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from .elide import elided
 from .errors import PromptError
 
 END_ROLES = ("eos", "eot", "eom")   # special roles whose token ends generation
@@ -72,9 +73,11 @@ class Vocabulary:
         made visible (␣, ↵, ⇥: " Paris" and "Paris" are different tokens and must look it)."""
         return self.piece_text(token_id).translate(_VISIBLE)
 
-    def display_pieces(self, ids) -> str:
-        """Pieces of a token sequence separated by spaces, so the token boundaries show."""
-        return " ".join(self.display_piece(int(i)) for i in ids)
+    def display_pieces(self, ids, ends: int | None = None) -> str:
+        """Pieces of a token sequence separated by spaces, so the token boundaries show;
+        with `ends`, a long sequence keeps that many pieces from each end (see `elided`)."""
+        pieces = [self.display_piece(int(i)) for i in ids]
+        return " ".join(pieces) if ends is None else elided(pieces, " ", ends)
 
     def decode(self, ids) -> str:
         """Text of a token sequence; special tokens are left out, and an incomplete

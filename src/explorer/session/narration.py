@@ -3,10 +3,10 @@ numbers filled in. A lesson may supply authored text instead; this is the defaul
 
 from __future__ import annotations
 
+from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
 from ..core.vocab import Vocabulary
 from ..i18n import add_messages, tr
-from ..texttable import elided, elided_list
 from .frames import Frame
 
 SECTIONS = ("what", "why", "how", "misconception", "check")
@@ -132,7 +132,7 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
     step = None if frame.step is None else run.steps[frame.step]
     values = {"visible": frame.visible_count, "cache": frame.cache_len,
               "ids": elided_list(frame.visible_ids), "n": len(run.prompt_ids),
-              "pieces": elided([vocab.display_piece(int(i)) for i in run.prompt_ids], " "),
+              "pieces": vocab.display_pieces(run.prompt_ids, ENDS),
               "text": vocab.decode(frame.visible_ids[len(run.prompt_ids):])}
     if step is not None:
         dist = step.distribution

@@ -11,6 +11,7 @@ from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
+from ..core.elide import ENDS, elided, elided_list
 from ..i18n import add_messages, tr
 from ..session.narration import finish_text
 from .panel import Panel
@@ -218,13 +219,13 @@ class TimelinePanel(Panel):
             selected = "" if not picked else (
                 f"{vocab.display_piece(step.selected_id)} ({step.selected_id})"
                 + (self.tr("timeline.forced") if step.forced else ""))
-            rows.append([labels[step.index], f"{pieces(step.input_ids)}  {list(step.input_ids)}",
-                         ", ".join(map(str, step.positions)),
-                         pieces(run.visible_ids[:step.cache_len_after]),
+            rows.append([labels[step.index], f"{pieces(step.input_ids, ENDS)}  {elided_list(step.input_ids)}",
+                         elided([str(p) for p in step.positions], ", "),
+                         pieces(run.visible_ids[:step.cache_len_after], ENDS),
                          self.tr("timeline.chooser", p=step.logits_position),
                          selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"])
         if frame.kind == "stop":
-            rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len]), "",
+            rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len], ENDS), "",
                          finish_text(run, s.lang), ""])
         self._fill(rows)
 
