@@ -149,6 +149,17 @@ def test_a_long_prompts_title_keeps_to_its_two_lines(qtbot, window):
     assert title.text() == title.full_title() and title.toolTip() == ""
 
 
+@pytest.mark.parametrize("choice, opens", [({}, True), ({"model": "teaching"}, False),
+                                            ({"lesson": DEFAULT_LESSON_ID}, False),
+                                            ({"params_path": str(default_params_path())}, False)])
+def test_the_lesson_list_opens_at_a_first_start_only_without_a_choice(qtbot, tmp_path, monkeypatch, choice, opens):
+    import explorer.ui.window as window_module
+    monkeypatch.setattr(window_module.QGuiApplication, "platformName", staticmethod(lambda: "xcb"))
+    w = build_window(settings_path=str(tmp_path / "s.ini"), compact=False, **choice)
+    qtbot.addWidget(w)
+    assert w.start_page_at_first_start is opens
+
+
 def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
     from PySide6.QtWidgets import QApplication
     base = QApplication.font().pointSizeF()

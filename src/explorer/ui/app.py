@@ -36,9 +36,13 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
         if model is not None:
             window.remember_model(str(model), chosen_model)     # the picker marks it
             window.retranslate()
-        return window
-    chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
-    return MainWindow(chosen.build_session(), Settings(settings_path), chosen, compact=compact)
+    else:
+        chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
+        window = MainWindow(chosen.build_session(), Settings(settings_path), chosen, compact=compact)
+    if params_path is not None or model is not None or lesson is not None:
+        # the teacher named what to open: the lesson list waits for a start without a choice
+        window.start_page_at_first_start = False
+    return window
 
 
 def install_error_hook(window) -> None:
