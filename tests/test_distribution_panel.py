@@ -212,6 +212,11 @@ def test_a_49k_vocabulary_shows_top_20_and_the_rest_as_other(qtbot):
     ids, _lo, hi = panel.ruler_intervals()
     np.testing.assert_array_equal(ids, dist.ruler_ids[:N_SHOWN])
     np.testing.assert_allclose(hi, dist.ruler_hi[:N_SHOWN], rtol=0, atol=1e-12)
+    # the three most likely and the rest carry their probabilities; the chosen its mark
+    raw, final = panel.value_labels("raw"), panel.value_labels("final")
+    assert raw[:3] == [f"{dist.stages[0].probs[i]:.3f}" for i in top[:3]] and set(raw[3:-1]) == {""}
+    assert final[0] == "◀ chosen" and final[1:3] == [f"{dist.probs[i]:.3f}" for i in top[1:3]]
+    assert raw[-1] == f"{1 - dist.stages[0].probs[top].sum():.3f}" and final[-1] == f"{1 - dist.probs[top].sum():.3f}"
     go_to(session, "pick", 1)
     assert panel.bar_ids().size == N_SHOWN and panel.marked_id() == session.run.steps[1].selected_id
 

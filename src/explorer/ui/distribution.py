@@ -35,6 +35,7 @@ from .theme import Theme
 
 N_SHOWN = 20            # candidate columns for a big vocabulary; the rest is one "other" bar
 NUMBERS_UP_TO = 12      # print every bar's probability when there are at most this many bars
+NUMBERED_LEADERS = 3    # with more bars, print the probabilities of the first (most likely) few
 ERROR_COLOR = "#C00000"
 
 add_messages({
@@ -393,8 +394,8 @@ class DistributionPanel(Panel):
         kept = kept_mask[ids]                                             # (k,)
         drawn = np.where(kept, values, cut)
         roles = np.where(kept, "kept", "removed").tolist()
-        labels = [(f"{v:.3f}" if few else "") if k else f"✕ {r}"
-                  for v, k, r in zip(values, kept, removers)]
+        labels = [(f"{v:.3f}" if few or c < NUMBERED_LEADERS else "") if k else f"✕ {r}"
+                  for c, (v, k, r) in enumerate(zip(values, kept, removers))]
         if name == "final" and self._marked is not None:
             column = int(np.flatnonzero(ids == self._marked)[0])
             roles[column] = "chosen"
