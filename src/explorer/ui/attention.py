@@ -17,11 +17,11 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout, QLabel,
-                               QToolTip, QVBoxLayout)
+                               QVBoxLayout)
 
 from ..i18n import add_messages
 from .kv_grid import readable_font
-from .panel import Panel
+from .panel import Panel, answer_tooltip
 from .theme import text_on
 
 COLOR_MAP = "cividis"          # colour-blind safe, and dark at 0 so a zero weight is clearly not grey
@@ -412,12 +412,7 @@ class AttentionPanel(Panel):
 
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.ToolTip and watched is self._plot_widget.viewport():
-            tip = self.tip_at(QPointF(event.pos()))
-            if tip:
-                QToolTip.showText(event.globalPos(), tip, watched)
-            else:
-                QToolTip.hideText()
-            return True
+            return answer_tooltip(event, self.tip_at(QPointF(event.pos())), watched)
         return super().eventFilter(watched, event)
 
     # ---------------------------------------------------------------- look and language

@@ -26,8 +26,9 @@ from PySide6.QtGui import (
     QStaticText,
     QTransform,
 )
-from PySide6.QtWidgets import QSizePolicy, QToolTip, QWidget
+from PySide6.QtWidgets import QSizePolicy, QWidget
 
+from .panel import answer_tooltip
 from .theme import Theme, text_on
 
 Y_TOP = 1.32            # the probability axis shows 0..1; the headroom holds the labels
@@ -285,12 +286,7 @@ class StageChart(QWidget):
 
     def event(self, event) -> bool:
         if event.type() == QEvent.Type.ToolTip:
-            tip = self.tip_at(QPointF(event.pos()))
-            if tip:
-                QToolTip.showText(event.globalPos(), tip, self)
-            else:
-                QToolTip.hideText()
-            return True
+            return answer_tooltip(event, self.tip_at(QPointF(event.pos())), self)
         return super().event(event)
 
     def mousePressEvent(self, event) -> None:

@@ -17,11 +17,11 @@ from dataclasses import dataclass
 import numpy as np
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
-from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QToolTip, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout, QWidget
 
 from ..i18n import add_messages
 from ..session import TokenState
-from .panel import Panel
+from .panel import Panel, answer_tooltip
 from .theme import Theme, text_on
 
 MIN_POINT_SIZE = 11.0          # readable from the back of a classroom
@@ -286,12 +286,7 @@ class _GridView(QAbstractScrollArea):
     def viewportEvent(self, event) -> bool:
         if event.type() == QEvent.ToolTip:
             cell = self.cell_at(event.pos().x(), event.pos().y())
-            text = self._panel.tooltip_text(*cell) if cell else ""
-            if text:
-                QToolTip.showText(event.globalPos(), text, self.viewport())
-            else:
-                QToolTip.hideText()
-            return True
+            return answer_tooltip(event, self._panel.tooltip_text(*cell) if cell else "", self.viewport())
         return super().viewportEvent(event)
 
 
@@ -393,12 +388,9 @@ class _Legend(QWidget):
 
     def event(self, event) -> bool:
         if event.type() == QEvent.ToolTip:          # compact: each swatch says what it means
-            for swatch, _text, _code, _short, meaning in self._layout(self.width(), self.compact):
-                if swatch.contains(event.pos()):
-                    QToolTip.showText(event.globalPos(), meaning, self)
-                    return True
-            QToolTip.hideText()
-            return True
+            meaning = next((meaning for swatch, _text, _code, _short, meaning
+                            in self._layout(self.width(), self.compact) if swatch.contains(event.pos())), "")
+            return answer_tooltip(event, meaning, self)
         return super().event(event)
 
     def changeEvent(self, event) -> None:

@@ -4,11 +4,21 @@ redraws from what it holds. Subclasses implement `refresh()`."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent
-from PySide6.QtWidgets import QWidget
+from PySide6.QtWidgets import QToolTip, QWidget
 
 from ..i18n import tr
 from ..session import Session
 from .theme import THEMES, Theme
+
+
+def answer_tooltip(event, text: str, widget: QWidget) -> bool:
+    """Answer a ToolTip event with `text` (or hide the tip where there is nothing to say);
+    True: the event is handled."""
+    if text:
+        QToolTip.showText(event.globalPos(), text, widget)
+    else:
+        QToolTip.hideText()
+    return True
 
 
 class Panel(QWidget):
