@@ -26,4 +26,3 @@ def format_table(headers, rows, align_right=()) -> str:
 
     rule = "  ".join("-" * w for w in widths)
     return "\n".join([line(cells[0]), rule] + [line(r) for r in cells[1:]])
-

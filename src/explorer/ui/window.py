@@ -224,6 +224,7 @@ class MainWindow(QMainWindow):
         self._models_synced_for = None               # what the picker last showed
         self._loading: str | None = None             # key of the model being loaded
         self._prompt_synced_for = None               # (prompt ids, logits?) the prompt box last showed
+        self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, its chat message)
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
         # the start page opens by itself once, on a window a person looks at; headless runs
@@ -568,9 +569,14 @@ class MainWindow(QMainWindow):
                 self._sync_prompt(force=True)
 
     def _chat_message(self) -> str | None:
-        """The user's text when the shown prompt is one chat-template turn, else None."""
-        vocab = self.session.model.vocab
-        return chat_message(vocab, self.session.prompt_ids) if isinstance(vocab, BPEVocabulary) else None
+        """The user's text when the shown prompt is one chat-template turn, else None
+        (worked out once per prompt: a slider tick reruns the same one)."""
+        vocab, ids = self.session.model.vocab, self.session.prompt_ids
+        known_vocab, known_ids, message = self._chat_message_for
+        if known_vocab is not vocab or known_ids != ids:
+            message = chat_message(vocab, ids) if isinstance(vocab, BPEVocabulary) else None
+            self._chat_message_for = (vocab, ids, message)
+        return message
 
     def _shown_prompt_text(self) -> str:
         """What the prompt box shows: the user's text of a chat-template prompt, else the prompt."""
