@@ -4,8 +4,10 @@
 
 Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores.
 The "floor" row times a step's matrix-vector products alone (every weight read once, the
-memory-bandwidth floor of a float32 step); `vs_floor` = Decode at position 10 / floor. The
-last row reads as many bytes in a single product: what the machine's memory gives at all.
+memory-bandwidth floor of a float32 step). `vs_floor` is the median of Decode / floor over
+pairs taken back to back (a Decode step at position 10, then the floor), so both meet the
+same memory: the shared machine's bandwidth drifts between rows measured apart. The last
+row reads as many bytes in a single product: what the machine's memory gives at all.
 Load time and memory are taken in fresh processes (each a cold Python, a warm page
 cache), so one load does not inflate the next. The machine is shared: medians, and each
 Decode row notes the BLAS thread setting and the load average when it started. With two
@@ -49,18 +51,22 @@ def load_in_fresh_processes(n: int) -> list[dict]:
     return out
 
 
-def decode_times(model, position: int, steps: int) -> list[float]:
-    """Seconds of `steps` consecutive Decode steps starting at `position` (after a Prefill)."""
+def decode_times(model, position: int, steps: int, after=None) -> tuple[list[float], list]:
+    """Seconds of `steps` consecutive Decode steps starting at `position` (after a Prefill),
+    and what `after()` returned right after each step (None without it)."""
     rng = np.random.default_rng(position)
     prompt = rng.integers(100, len(model.vocab), position).tolist()
     _, cache = model.prefill(prompt)
-    times = []
+    times, afters = [], []
     token = prompt[-1]
-    for _ in range(steps + 2):
+    for i in range(steps + 2):
         trace, cache = model.decode(token, cache)
-        times.append(trace.seconds)
+        extra = None if after is None else after()
+        if i >= 2:                         # the first steps warm the caches
+            times.append(trace.seconds)
+            afters.append(extra)
         token = int(np.argmax(trace.last_logits))
-    return times[2:]                       # the first steps warm the caches
+    return times, afters
 
 
 def products_only(model) -> float:
@@ -109,11 +115,11 @@ def main() -> None:
     rows.append(summary("prefill 64 tokens", measure(lambda: model.prefill(prompt), repeat=7, warmup=1)))
     for position, target in ((10, "< 20 ms"), (500, "")):
         before = conditions()
-        rows.append(summary(f"decode at position {position}", decode_times(model, position, args.steps),
+        rows.append(summary(f"decode at position {position}", decode_times(model, position, args.steps)[0],
                             target=target, **before))
-    floor = summary("matrix products only (floor)", measure(lambda: products_only(model), repeat=args.steps))
-    floor["vs_floor"] = rows[-2]["median_ms"] / floor["median_ms"]
-    rows.append(floor)
+    decode, floor = decode_times(model, 10, args.steps, after=lambda: products_only(model))
+    rows.append(summary("matrix products only (floor)", floor,
+                        vs_floor=statistics.median(d / f for d, f in zip(decode, floor))))
     bandwidth = one_product(model)
     rows.append(summary("one product over as many bytes (bandwidth)", measure(bandwidth, repeat=args.steps)))
     report(rows, args.json)
