@@ -168,11 +168,13 @@ def test_clicking_a_bar_forces_it_and_back_and_undo_restore(qtbot, session, pane
     column = list(panel.bar_ids()).index(4)
     assert "forced" in panel.value_labels("final")[column]
     assert "forced" in panel.status_text()
+    assert panel.ruler_note().startswith("greedy, overridden")     # not "the most likely is taken"
     assert panel.back_button.isEnabled() and panel.undo_button.isEnabled()
 
     qtbot.mouseClick(panel.back_button, Qt.MouseButton.LeftButton)
     assert session.run.output_ids == original and not session.run.steps[0].forced
     assert panel.marked_id() == 3 and not panel.back_button.isEnabled()
+    assert panel.ruler_note().startswith("greedy: no draw")
 
     qtbot.mouseClick(panel.undo_button, Qt.MouseButton.LeftButton)
     assert session.run.steps[0].forced and session.run.output_ids[0] == 4

@@ -69,6 +69,8 @@ add_messages({
     "distribution.ruler": {"en": "cumulative\n[lo, hi)", "zh": "累积区间\n[lo, hi)"},
     "distribution.greedy": {"en": "greedy: no draw (the most likely token is taken)",
                             "zh": "贪心：不抽随机数（直接取概率最大的Token）"},
+    "distribution.greedy_forced": {"en": "greedy, overridden: no draw, and the forced token is taken instead of the most likely",
+                                   "zh": "贪心但被人为指定：不抽随机数，取的是指定的Token而不是概率最大的"},
     "distribution.u_later": {"en": "u is drawn at the pick (next frame)",
                              "zh": "随机数u在选择时才抽取（下一帧）"},
     "distribution.u": {"en": "u = {u:.3f}", "zh": "u = {u:.3f}"},
@@ -420,7 +422,7 @@ class DistributionPanel(Panel):
     def _ruler_record(self, dist: Distribution, final_top: np.ndarray, reveal: bool) -> Ruler:
         ids, lo, hi = dist.ruler_head(final_top.size)
         if dist.greedy:
-            u, note = None, self.tr("distribution.greedy")
+            u, note = None, self.tr("distribution.greedy_forced" if dist.forced and reveal else "distribution.greedy")
         elif not reveal:
             u, note = None, self.tr("distribution.u_later")
         else:
