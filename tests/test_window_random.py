@@ -6,6 +6,7 @@ import random
 
 import pytest
 from PySide6.QtCore import QEvent, Qt
+from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QApplication
 
 from explorer.core.teaching import load_teaching_model
@@ -23,8 +24,8 @@ TEACHING = load_teaching_model().name
 def random_action(rng: random.Random, window, qtbot) -> None:
     controls, dist = window.panels["controls"], window.panels["distribution"]
     kind = rng.choice(("slider", "slider", "slider", "key", "key", "key", "force", "back", "undo",
-                       "lang", "mode", "prompt", "full_matrix", "seed", "lesson", "presentation", "zoom",
-                       "fit"))
+                       "lang", "mode", "prompt", "type", "full_matrix", "seed", "lesson", "presentation",
+                       "zoom", "fit"))
     if kind == "slider":
         slider = controls.slider(rng.choice(("temperature", "top_k", "top_p", "min_p", "repetition_penalty")))
         slider.setValue(rng.randint(slider.minimum(), slider.maximum()))
@@ -43,6 +44,11 @@ def random_action(rng: random.Random, window, qtbot) -> None:
     elif kind == "prompt" and (window.editing_logits or window.session.model.name == TEACHING):
         window.prompt_edit.setText(rng.choice(LOGITS if window.editing_logits else PROMPTS))
         window._prompt_entered()
+    elif kind == "type":                       # typed into the prompt box, not (yet) entered
+        window.prompt_edit.setFocus()
+        for key_type in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
+            QApplication.sendEvent(window.prompt_edit,
+                                   QKeyEvent(key_type, Qt.Key.Key_unknown, Qt.KeyboardModifier.NoModifier, "爱"))
     elif kind == "lesson":
         assert window.switch_lesson(load_lesson(rng.choice(LESSONS)))
     elif kind == "presentation":
