@@ -5,9 +5,9 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QPoint
 from PySide6.QtGui import QHelpEvent
-from PySide6.QtWidgets import QToolTip, QWidget
+from PySide6.QtWidgets import QApplication, QToolTip, QWidget
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.sampling import SamplingConfig
@@ -18,6 +18,7 @@ from explorer.session import Session
 from explorer.ui.kv_grid import MIN_POINT_SIZE, KVGridPanel
 
 BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
+BYTES_TABLE = BEAM_TABLE.with_name("bytes-example.json")
 
 
 @pytest.fixture
@@ -105,6 +106,38 @@ def test_tooltip_shows_the_vector_from_the_step_that_processed_the_position(pane
     assert "L0 V" in tip and "学习" in tip
     assert all(f"{x:.3f}" in tip for x in v)
     assert "no K/V" in panel.tooltip_text(0, 4)            # the selected <eos> has none
+
+
+def test_a_tokens_tooltip_names_the_character_it_holds_only_some_bytes_of(qtbot):
+    model = load_table_model(BYTES_TABLE)                     # <bos>, then <0xE4> and <0xBD><0xA0>: 你
+    session = Session(model, [1], SamplingConfig(max_new_tokens=3))
+    panel = KVGridPanel(session)
+    qtbot.addWidget(panel)
+    session.last()
+    assert panel.column_labels()[1:3] == ["<0xE4>·1", "<0xBD><0xA0>·2"]
+    for col in (1, 2):                                       # hovering the column's token
+        assert "only some of the bytes of 你" in panel.token_tooltip(col)
+    assert panel.token_tooltip(0) == "<bos> at position 0 is processed: its K/V are in the cache"
+    session.set_lang("zh")
+    assert "只包含“你”的一部分字节" in panel.token_tooltip(2)
+
+
+def test_hovering_a_real_models_byte_tokens_names_their_character(qtbot):
+    vocab = Vocabulary((b"\xe6\x88", b"\x91", b"!", b"\xe7"), {"eos": 2})
+    config = DecoderConfig(vocab_size=4, d_model=8, n_layers=2, n_heads=1, n_kv_heads=1, head_dim=8, d_ff=8)
+    model = DecoderModel(config, random_params(config, np.random.default_rng(0)), vocab)
+    session = Session(model, [0, 1], SamplingConfig(max_new_tokens=1))     # 我 as two byte tokens
+    panel = KVGridPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    panel.show()
+    qtbot.waitExposed(panel)
+    session.last()
+    assert "of 我" in panel.tooltip_text(3, 0) and "L1 V" in panel.tooltip_text(3, 0)
+    view = panel.grid_view()
+    point = QPoint(view.label_w + view.cell_w // 2, view.header_h // 2)   # over column 0's header
+    QApplication.sendEvent(view.viewport(), QHelpEvent(QEvent.Type.ToolTip, point, view.viewport().mapToGlobal(point)))
+    assert QToolTip.text() == panel.token_tooltip(0) and "of 我" in QToolTip.text()
 
 
 def test_a_rerun_updates_the_grid(panel, session):

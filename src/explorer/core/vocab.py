@@ -79,6 +79,34 @@ class Vocabulary:
         pieces = [self.display_piece(int(i)) for i in ids]
         return " ".join(pieces) if ends is None else elided(pieces, " ", ends)
 
+    def split_characters(self, ids) -> list[str]:
+        """Per token of `ids`, the characters it holds only some bytes of ("" for a token
+        whose text is whole). The two tokens <0xE6><0x88> and <0x91> both give "我": a
+        class sees which bytes make which character. Special tokens hold none."""
+        pieces = [b"" if self.is_special(int(t)) else self.pieces[int(t)] for t in ids]
+        split = [""] * len(pieces)
+        if all(isinstance(p, str) or _is_utf8(p) for p in pieces):
+            return split                           # every token's text is whole (most prompts)
+        blob, owner = b"", []                      # owner[j]: the token that holds byte j
+        for n, piece in enumerate(pieces):
+            piece = piece.encode("utf-8") if isinstance(piece, str) else piece
+            blob += piece
+            owner += [n] * len(piece)
+        start = 0
+        while start < len(blob):
+            end = start + _char_length(blob[start])
+            try:
+                char = blob[start:end].decode("utf-8")
+            except UnicodeDecodeError:             # not a character: a byte on its own
+                start += 1
+                continue
+            holders = sorted(set(owner[start:end]))
+            if len(holders) > 1:
+                for n in holders:
+                    split[n] += char
+            start = end
+        return split
+
     def decode(self, ids) -> str:
         """Text of a token sequence; special tokens are left out, and an incomplete
         trailing UTF-8 character is held back until the bytes that finish it arrive."""
@@ -117,6 +145,19 @@ class Vocabulary:
 
 
 _VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+
+
+def _is_utf8(data: bytes) -> bool:
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _char_length(lead: int) -> int:
+    """Bytes of the UTF-8 character that starts with `lead` (1 for a byte no character starts with)."""
+    return 2 if lead >> 5 == 0b110 else 3 if lead >> 4 == 0b1110 else 4 if lead >> 3 == 0b11110 else 1
 
 
 def _complete_prefix(data: bytes) -> int:

@@ -60,6 +60,10 @@ add_messages({
     "kv.tip.vector": {"en": "{row} of {piece} at position {pos}",
                       "zh": "{piece}（位置{pos}）的{row}"},
     "kv.tip.head": {"en": "K/V head {g}", "zh": "K/V头{g}"},
+    "kv.tip.split": {"en": "this token holds only some of the bytes of {chars}; its neighbours hold the rest",
+                     "zh": "这个Token只包含“{chars}”的一部分字节，其余字节在相邻的Token里"},
+    "kv.tip.processed": {"en": "{piece} at position {pos} is processed: its K/V are in the cache",
+                         "zh": "位置{pos}的{piece}已处理：它的K/V在缓存里"},
     "kv.tip.selected": {"en": "{piece} at position {pos} is selected: it has no K/V until the next "
                               "Decode step feeds it in",
                         "zh": "位置{pos}的{piece}已选中：下一次Decode把它送入模型后才有K/V"},
@@ -99,6 +103,7 @@ class _GridData:
     """Everything the grid draws, computed once per refresh."""
     codes: np.ndarray            # [c] state code per column (0 processed, 1 selected, 2 pending)
     pieces: tuple[str, ...]      # [c] token piece per column
+    split: tuple[str, ...]       # [c] characters the column's token holds only some bytes of ("" none)
     row_labels: tuple[str, ...]  # [2L] "L0 K", "L0 V", ...
     labels: tuple[str, ...]      # state code -> label drawn in the cell
     source: np.ndarray           # [c, 2] (step index, row in that step's forward) per processed column
@@ -197,15 +202,20 @@ class _GridView(QAbstractScrollArea):
     def scrollContentsBy(self, dx, dy) -> None:
         self.viewport().update()   # headers are frozen: repaint rather than blit
 
-    def cell_at(self, x: int, y: int) -> tuple[int, int] | None:
-        """(row, col) of the cell under viewport point (x, y), or None."""
-        if self.data is None or x < self.label_w or y < self.header_h:
+    def column_at(self, x: int) -> int | None:
+        """The column under viewport x (cells or header), or None."""
+        if self.data is None or x < self.label_w:
             return None
         col = (x - self.label_w + self.horizontalScrollBar().value()) // self.cell_w
+        return int(col) if col < self.data.n_cols else None
+
+    def cell_at(self, x: int, y: int) -> tuple[int, int] | None:
+        """(row, col) of the cell under viewport point (x, y), or None."""
+        col = self.column_at(x)
+        if col is None or y < self.header_h:
+            return None
         row = (y - self.header_h + self.verticalScrollBar().value()) // self.cell_h
-        if row < self.data.n_rows and col < self.data.n_cols:
-            return int(row), int(col)
-        return None
+        return (int(row), col) if row < self.data.n_rows else None
 
     def columns_in_view(self) -> range:
         """The columns wholly in view."""
@@ -285,8 +295,11 @@ class _GridView(QAbstractScrollArea):
     # ---------------------------------------------------------------- hover
     def viewportEvent(self, event) -> bool:
         if event.type() == QEvent.ToolTip:
-            cell = self.cell_at(event.pos().x(), event.pos().y())
-            return answer_tooltip(event, self._panel.tooltip_text(*cell) if cell else "", self.viewport())
+            x, y = event.pos().x(), event.pos().y()
+            cell, col = self.cell_at(x, y), self.column_at(x)
+            text = (self._panel.tooltip_text(*cell) if cell else
+                    self._panel.token_tooltip(col) if col is not None and y < self.header_h else "")
+            return answer_tooltip(event, text, self.viewport())
         return super().viewportEvent(event)
 
 
@@ -445,6 +458,7 @@ class KVGridPanel(Panel):
         return _GridData(
             codes=codes,
             pieces=tuple(vocab.display_piece(t) for t in frame.visible_ids),
+            split=tuple(vocab.split_characters(frame.visible_ids)),
             row_labels=tuple(f"L{i} {kv}" for i in range(len(layers)) for kv in "KV"),
             labels=tuple(self.tr(f"kv.{'state' if full else 'short'}.{s}") for s in STATES),
             source=source,
@@ -467,13 +481,24 @@ class KVGridPanel(Panel):
         data = self._view.data
         return [data.labels[int(data.codes[col])], *data.values.get((row, col), ())]
 
+    def token_tooltip(self, col: int) -> str:
+        """Built on hovering a column's header: the token, its position and state, and the
+        character it holds only some bytes of, if any."""
+        data = self._view.data
+        state = STATES[int(data.codes[col])]
+        return "\n".join([self.tr(f"kv.tip.{state}", piece=data.pieces[col], pos=col), *self._split_line(col)])
+
+    def _split_line(self, col: int) -> list[str]:
+        chars = self._view.data.split[col]
+        return [self.tr("kv.tip.split", chars=chars)] if chars else []
+
     def tooltip_text(self, row: int, col: int) -> str:
         """Built on hover: the cell's vector, every K/V head (processed cells), or why it has none."""
         data = self._view.data
         piece, state = data.pieces[col], STATES[int(data.codes[col])]
         if state != "processed":
-            return self.tr(f"kv.tip.{state}", piece=piece, pos=col)
-        lines = [self.tr("kv.tip.vector", row=data.row_labels[row], piece=piece, pos=col)]
+            return self.token_tooltip(col)
+        lines = [self.tr("kv.tip.vector", row=data.row_labels[row], piece=piece, pos=col), *self._split_line(col)]
         for g, head in enumerate(_vector(self.session.run.steps, data.source, row, col)):
             values = [f"{x:.3f}" for x in head]
             chunks = [", ".join(values[i:i + TOOLTIP_PER_LINE]) for i in range(0, len(values), TOOLTIP_PER_LINE)]
