@@ -96,3 +96,15 @@ def test_play_switches_content_in_place_and_keeps_subscribers(session):
     assert seen[-1] == 10 and session.cursor == 0 and session.in_lesson
     assert not session.can_undo and session.overrides == {}
     assert session.frames[2].title["en"].startswith("Position 1's logits select")
+
+
+@pytest.mark.parametrize("checked", [True, False])
+def test_the_check_section_cites_a_recompute_only_when_one_was_run(checked):
+    import re
+    from explorer.session.narration import frame_explanation
+    s = Session(load_teaching_model(), [1, 2], check_recompute=checked)
+    texts = {f.kind: frame_explanation(f, s.run, s.model.vocab)["check"] for f in s.frames}
+    for kind in ("prefill", "decode", "stop"):
+        cited = re.search(r"\d\.\de[+-]\d\d", texts[kind])            # e.g. 1.8e-15
+        assert bool(cited) == checked and ("explorer trace" in texts[kind]) == (not checked), texts[kind]
+        assert "-." not in texts[kind]                  # never a bare "largest difference -."

@@ -6,7 +6,7 @@ from __future__ import annotations
 from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
 from ..core.vocab import Vocabulary
-from ..i18n import add_messages, tr
+from ..i18n import MESSAGES, add_messages, tr
 from .frames import Frame
 
 SECTIONS = ("what", "why", "how", "misconception", "check")
@@ -63,6 +63,11 @@ add_messages({
     "explain.prefill.check": {
         "en": "Cache length = prompt length = {cache}. Largest difference from a full recompute: {diff}.",
         "zh": "缓存长度 = 提示长度 = {cache}。与完整重算的最大差：{diff}。"},
+    "explain.prefill.check_unchecked": {
+        "en": "Cache length = prompt length = {cache}. This model is not recomputed from scratch at every "
+              "step (too slow while a slider moves); `explorer trace` does it and prints the difference.",
+        "zh": "缓存长度 = 提示长度 = {cache}。这个模型不在每一步都从头重算（拖动滑块时太慢）；"
+              "`explorer trace`会重算并打印差值。"},
 
     "explain.decode.what": {
         "en": "Only the token selected last time, {piece}, was fed in, at position {pos}. It read the cached "
@@ -80,6 +85,12 @@ add_messages({
     "explain.decode.check": {
         "en": "The logits equal a full recompute of all {cache} tokens: largest difference {diff}.",
         "zh": "这一步的logits与把{cache}个Token从头重算的结果一致：最大差{diff}。"},
+    "explain.decode.check_unchecked": {
+        "en": "The logits should equal a full recompute of all {cache} tokens. This model is not recomputed "
+              "at every step (too slow while a slider moves); `explorer trace` does it and prints the "
+              "largest difference.",
+        "zh": "这一步的logits应当与把{cache}个Token从头重算的结果一致。这个模型不在每一步都重算"
+              "（拖动滑块时太慢）；`explorer trace`会重算并打印最大差。"},
 
     "explain.pick.what": {
         "en": "From the logits at position {pos}, {piece} (id {id}) was selected {how}. It is visible now but "
@@ -119,6 +130,11 @@ add_messages({
     "explain.stop.check": {
         "en": "Selections {ids}, cache lengths {caches}; largest difference from a full recompute: {diff}.",
         "zh": "选出 {ids}，缓存长度 {caches}；与完整重算的最大差：{diff}。"},
+    "explain.stop.check_unchecked": {
+        "en": "Selections {ids}, cache lengths {caches}. This model is not recomputed from scratch at every "
+              "step (too slow while a slider moves); `explorer trace` does it.",
+        "zh": "选出 {ids}，缓存长度 {caches}。这个模型不在每一步都从头重算（拖动滑块时太慢）；"
+              "`explorer trace`会重算。"},
 })
 
 
@@ -179,5 +195,14 @@ def frame_explanation(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en
     where it wrote one, the default explanation of the frame's kind elsewhere."""
     values = placeholder_values(frame, run, vocab, lang)
     own = frame.explain or {}
-    return {s: _authored(own[s], lang, values) if s in own else tr(f"explain.{frame.kind}.{s}", lang, **values)
+    return {s: _authored(own[s], lang, values) if s in own else _default_text(frame.kind, s, lang, values)
             for s in SECTIONS}
+
+
+def _default_text(kind: str, section: str, lang: str, values: dict) -> str:
+    """The default explanation; a check that cites a full recompute says so when the run
+    did not recompute (a real model: too slow at every slider tick)."""
+    key = f"explain.{kind}.{section}"
+    if values.get("diff") == "-" and f"{key}_unchecked" in MESSAGES:
+        key += "_unchecked"
+    return tr(key, lang, **values)
