@@ -65,9 +65,9 @@ add_messages({
         "zh": "缓存长度 = 提示长度 = {cache}。与完整重算的最大差：{diff}。"},
     "explain.prefill.check_unchecked": {
         "en": "Cache length = prompt length = {cache}. This model is not recomputed from scratch at every "
-              "step (too slow while a slider moves); `explorer trace` does it and prints the difference.",
+              "step (too slow while a slider moves); the command “explorer trace” does it and prints the difference.",
         "zh": "缓存长度 = 提示长度 = {cache}。这个模型不在每一步都从头重算（拖动滑块时太慢）；"
-              "`explorer trace`会重算并打印差值。"},
+              "命令“explorer trace”会重算并打印差值。"},
 
     "explain.decode.what": {
         "en": "Only the token selected last time, {piece}, was fed in, at position {pos}. It read the cached "
@@ -87,10 +87,10 @@ add_messages({
         "zh": "这一步的logits与把{cache}个Token从头重算的结果一致：最大差{diff}。"},
     "explain.decode.check_unchecked": {
         "en": "The logits should equal a full recompute of all {cache} tokens. This model is not recomputed "
-              "at every step (too slow while a slider moves); `explorer trace` does it and prints the "
+              "at every step (too slow while a slider moves); the command “explorer trace” does it and prints the "
               "largest difference.",
         "zh": "这一步的logits应当与把{cache}个Token从头重算的结果一致。这个模型不在每一步都重算"
-              "（拖动滑块时太慢）；`explorer trace`会重算并打印最大差。"},
+              "（拖动滑块时太慢）；命令“explorer trace”会重算并打印最大差。"},
 
     "explain.pick.what": {
         "en": "From the logits at position {pos}, {piece} (id {id}) was selected {how}. It is visible now but "
@@ -132,9 +132,9 @@ add_messages({
         "zh": "选出 {ids}，缓存长度 {caches}；与完整重算的最大差：{diff}。"},
     "explain.stop.check_unchecked": {
         "en": "Selections {ids}, cache lengths {caches}. This model is not recomputed from scratch at every "
-              "step (too slow while a slider moves); `explorer trace` does it.",
+              "step (too slow while a slider moves); the command “explorer trace” does it.",
         "zh": "选出 {ids}，缓存长度 {caches}。这个模型不在每一步都从头重算（拖动滑块时太慢）；"
-              "`explorer trace`会重算。"},
+              "命令“explorer trace”会重算。"},
 })
 
 
