@@ -337,3 +337,24 @@ def test_switching_to_chinese_changes_the_labels(panel, session):
     assert english != (panel.back_button.text(), panel.status_text(), panel.ruler_note())
     session.first()
     assert "还没有logits" in panel.message_text()
+
+
+def test_a_short_panel_gives_the_chart_the_height_of_its_secondary_lines(qtbot):
+    """On a 768-line projector the panel is short: the "off" line and the click hint move
+    into the step line's tooltip and the chart takes all the height below it; tall, they return."""
+    session = big_session(mode="sample", top_k=5)
+    panel = show(qtbot, DistributionPanel(session))
+    go_to(session, "pick", 0)
+    panel.chart.set_height_cap(120)                           # as the window squeezes it on such a screen
+    page = panel.chart.parentWidget()                         # the chart and the "off" line under it
+    panel.resize(900, 900)
+    qtbot.waitUntil(lambda: panel.secondary_lines_shown() and panel._off.isVisible())
+    assert panel._hint.isVisible() and panel._status.toolTip() == ""
+    assert panel.chart.height() < page.height()               # the "off" line has its own room
+    panel.resize(900, 330)
+    qtbot.waitUntil(lambda: not panel.secondary_lines_shown() and panel.chart.height() == page.height())
+    assert not panel._off.isVisible() and not panel._hint.isVisible()
+    assert panel.off_text() in panel._status.toolTip() and "force" in panel._status.toolTip()
+    panel.resize(900, 900)
+    qtbot.waitUntil(lambda: panel.secondary_lines_shown() and panel._off.isVisible())
+    assert panel._status.toolTip() == ""

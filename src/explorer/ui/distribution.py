@@ -137,6 +137,8 @@ class DistributionPanel(Panel):
         self._marked: int | None = None
         self._paint: dict = {}
         self._font_key = None
+        self._compact: bool | None = None         # "off" line and hint moved to a tooltip (_fit_secondary)
+        self._fitted_for = None                   # what _fit_secondary last decided from
         self._stack = QStackedWidget()
         self._stack.addWidget(self._message)
         self._stack.addWidget(self._chart_page())
@@ -207,6 +209,10 @@ class DistributionPanel(Panel):
 
     def off_text(self) -> str:
         return self._off.text()
+
+    def secondary_lines_shown(self) -> bool:
+        """Whether the "off" line and the click hint are written out (not only in a tooltip)."""
+        return not self._compact
 
     @property
     def _ruler(self) -> Ruler | None:
@@ -332,6 +338,36 @@ class DistributionPanel(Panel):
         self._off.setText(self.tr("distribution.off", stages=" · ".join(off)) if off
                           else self.tr("distribution.all_on"))
         self._status.setText(self._status_line(step, reveal))
+        self._fit_secondary()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        self._fit_secondary()
+
+    def _fit_secondary(self) -> None:
+        """A panel too short for the chart's rows (a 1024x768 projector) gives the chart the
+        height of the "off" line and the click hint; their words move to the tooltip of the
+        step line above the chart. Decided from the panel's size and the texts, which the
+        choice does not change, so it never flips back and forth."""
+        key = (self.width(), self.height(), self._status.text(), self._off.text(), self._hint.text(),
+               self.chart.comfortable_height(), self._stack.currentIndex())
+        if key == self._fitted_for:
+            return
+        self._fitted_for = key
+        layout, margins = self.layout(), self.layout().contentsMargins()
+        width = self.width() - margins.left() - margins.right()
+        buttons = self.back_button.sizeHint().width() + self.undo_button.sizeHint().width() + 2 * layout.spacing()
+        row = max(self.back_button.sizeHint().height(), self._hint.heightForWidth(max(1, width - buttons)))
+        full = (margins.top() + margins.bottom() + 3 * layout.spacing() + self._status.heightForWidth(width)
+                + self.chart.comfortable_height() + self._off.heightForWidth(width) + row)
+        compact = self._stack.currentIndex() == 1 and self.height() < full
+        if compact != self._compact:
+            self._compact = compact
+            self._off.setVisible(not compact)
+            self._hint.setVisible(not compact)
+        tip = f"{self._off.text()}\n{self._hint.text()}" if compact else ""
+        if tip != self._status.toolTip():
+            self._status.setToolTip(tip)
 
     def _hidden_ids(self, dist: Distribution) -> np.ndarray:  # -> (h,)
         """Special tokens the model never gives any probability (the context token "…" of a
@@ -350,6 +386,7 @@ class DistributionPanel(Panel):
         self._stack.setCurrentIndex(0)
         self._message.setText(self.tr("distribution.no_logits"))
         self._status.setText("")
+        self._fit_secondary()
         self._ids, self._marked, self._ticks = np.zeros(0, dtype=np.int64), None, []
 
     def _status_line(self, step, reveal: bool) -> str:

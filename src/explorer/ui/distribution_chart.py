@@ -156,6 +156,10 @@ class StageChart(QWidget):
             height = min(height, self._height_cap)
         return QSize(200, int(height))
 
+    def comfortable_height(self) -> float:
+        """The height every row, band and the ruler ask for, before any cap."""
+        return self._needed_height(self._row_min())
+
     def _needed_height(self, row_plot: float) -> float:
         """Rows with plots of `row_plot` px, their bands and the ruler."""
         height = len(self.rows) * (row_plot + GAP) + self._bands_height(self._line)
