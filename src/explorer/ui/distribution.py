@@ -29,7 +29,7 @@ from PySide6.QtWidgets import (
 from ..core.errors import ExplorerError
 from ..core.sampling import Distribution, Stage
 from ..i18n import add_messages, tr
-from .distribution_chart import BAR_WIDTH, BarRow, Ruler, StageChart
+from .distribution_chart import BAR_WIDTH, ROW_MIN_PX, BarRow, Ruler, StageChart
 from .panel import Panel
 from .theme import Theme
 
@@ -37,6 +37,7 @@ N_SHOWN = 20            # candidate columns for a big vocabulary; the rest is on
 NUMBERS_UP_TO = 12      # print every bar's probability when there are at most this many bars
 NUMBERED_LEADERS = 3    # with more bars, print the probabilities of the first (most likely) few
 ERROR_COLOR = "#C00000"
+SHORT_ROW_PX = ROW_MIN_PX / 2   # rows shorter than this: the secondary lines give the chart their room
 
 add_messages({
     "distribution.title": {"en": "Next-token distribution", "zh": "下一个Token的概率分布"},
@@ -345,12 +346,13 @@ class DistributionPanel(Panel):
         self._fit_secondary()
 
     def _fit_secondary(self) -> None:
-        """A panel too short for the chart's rows (a 1024x768 projector) gives the chart the
-        height of the "off" line and the click hint; their words move to the tooltip of the
-        step line above the chart. Decided from the panel's size and the texts, which the
-        choice does not change, so it never flips back and forth."""
+        """A panel so short that the chart's rows would be under half their asked-for height
+        (a 1024x768 projector) gives the chart the height of the "off" line and the click
+        hint; their words move to the tooltip of the step line above the chart. Decided from
+        the panel's size and the texts, which the choice does not change, so it never flips
+        back and forth."""
         key = (self.width(), self.height(), self._status.text(), self._off.text(), self._hint.text(),
-               self.chart.comfortable_height(), self._stack.currentIndex())
+               self.chart.height_with_rows(SHORT_ROW_PX), self._stack.currentIndex())
         if key == self._fitted_for:
             return
         self._fitted_for = key
@@ -359,7 +361,7 @@ class DistributionPanel(Panel):
         buttons = self.back_button.sizeHint().width() + self.undo_button.sizeHint().width() + 2 * layout.spacing()
         row = max(self.back_button.sizeHint().height(), self._hint.heightForWidth(max(1, width - buttons)))
         full = (margins.top() + margins.bottom() + 3 * layout.spacing() + self._status.heightForWidth(width)
-                + self.chart.comfortable_height() + self._off.heightForWidth(width) + row)
+                + self.chart.height_with_rows(SHORT_ROW_PX) + self._off.heightForWidth(width) + row)
         compact = self._stack.currentIndex() == 1 and self.height() < full
         if compact != self._compact:
             self._compact = compact

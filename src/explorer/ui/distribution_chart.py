@@ -156,9 +156,9 @@ class StageChart(QWidget):
             height = min(height, self._height_cap)
         return QSize(200, int(height))
 
-    def comfortable_height(self) -> float:
-        """The height every row, band and the ruler ask for, before any cap."""
-        return self._needed_height(self._row_min())
+    def height_with_rows(self, row_plot: float) -> float:
+        """The height of rows with plots of `row_plot` px, their bands and the ruler."""
+        return self._needed_height(row_plot)
 
     def _needed_height(self, row_plot: float) -> float:
         """Rows with plots of `row_plot` px, their bands and the ruler."""
