@@ -167,6 +167,5 @@ def _complete_prefix(data: bytes) -> int:
         b = data[n - back]
         if b & 0b1100_0000 == 0b1000_0000:   # continuation byte: keep looking for the lead
             continue
-        need = 1 if b < 0x80 else 2 if b >> 5 == 0b110 else 3 if b >> 4 == 0b1110 else 4
-        return n if back >= need else n - back
+        return n if back >= _char_length(b) else n - back
     return n

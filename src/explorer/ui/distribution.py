@@ -351,8 +351,9 @@ class DistributionPanel(Panel):
         hint; their words move to the tooltip of the step line above the chart. Decided from
         the panel's size and the texts, which the choice does not change, so it never flips
         back and forth."""
-        key = (self.width(), self.height(), self._status.text(), self._off.text(), self._hint.text(),
-               self.chart.height_with_rows(SHORT_ROW_PX), self._stack.currentIndex())
+        chart = self.chart.height_with_rows(SHORT_ROW_PX)
+        key = (self.width(), self.height(), self._status.text(), self._off.text(), self._hint.text(), chart,
+               self._stack.currentIndex())
         if key == self._fitted_for:
             return
         self._fitted_for = key
@@ -361,7 +362,7 @@ class DistributionPanel(Panel):
         buttons = self.back_button.sizeHint().width() + self.undo_button.sizeHint().width() + 2 * layout.spacing()
         row = max(self.back_button.sizeHint().height(), self._hint.heightForWidth(max(1, width - buttons)))
         full = (margins.top() + margins.bottom() + 3 * layout.spacing() + self._status.heightForWidth(width)
-                + self.chart.height_with_rows(SHORT_ROW_PX) + self._off.heightForWidth(width) + row)
+                + chart + self._off.heightForWidth(width) + row)
         compact = self._stack.currentIndex() == 1 and self.height() < full
         if compact != self._compact:
             self._compact = compact
