@@ -302,6 +302,19 @@ def test_logits_editor_rebuilds_the_model_and_the_bars_follow(qtbot, logits_wind
     assert w.prompt_edit.text() == "1, 1, 1, 2.5"
 
 
+def test_entered_logits_give_way_to_another_model_with_the_same_prompt(qtbot, logits_window):
+    """Once entered, the box's numbers are the model's; a new model (another frame's numbers)
+    shows its own even while the box keeps the keyboard focus."""
+    from explorer.lessons.models import logits_model
+    w = logits_window
+    w.prompt_edit.setFocus()
+    w.prompt_edit.setText("1 1 1")
+    qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
+    assert not w.prompt_edit.isModified() and w.prompt_edit.hasFocus()
+    w.session.set_model(logits_model(("A", "B", "C"), (0.5, 4.0, 1.0)))
+    assert w.session.prompt_ids == (0,) and w.prompt_edit.text() == "0.5, 4, 1"
+
+
 @pytest.mark.parametrize("text, problem", [("1, x, 0", "'x' is not a number"), ("1, inf", "not a finite"),
                                            ("", "at least one number")])
 def test_bad_logits_are_reported_and_nothing_changes(qtbot, logits_window, text, problem):

@@ -223,7 +223,7 @@ class MainWindow(QMainWindow):
         self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
         self._models_synced_for = None               # what the picker last showed
         self._loading: str | None = None             # key of the model being loaded
-        self._prompt_synced_for = None               # (prompt ids, logits?) the prompt box last showed
+        self._prompt_synced_for = (None, None)       # (model, prompt ids) the prompt box last showed
         self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, its chat message)
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
@@ -540,7 +540,9 @@ class MainWindow(QMainWindow):
     def _prompt_entered(self) -> None:
         changed = (self.guarded(self._logits_entered, self.prompt_edit.text()) if self.editing_logits
                    else self.guarded(self.set_prompt_text, self.prompt_edit.text()))
-        if not changed:
+        if changed:
+            self.prompt_edit.setModified(False)      # entered: no longer a pending edit
+        else:
             self._sync_prompt(force=True)
 
     def chat_available(self, model=None) -> bool:
@@ -625,11 +627,13 @@ class MainWindow(QMainWindow):
         self.prompt_label.setText(tr("logits.label" if logits else "prompt.label", lang))
         self.prompt_edit.setToolTip(tr("logits.tip" if logits else "prompt.tip", lang))
         # text being typed, or typed and not yet entered, stays while a slider or another
-        # control reruns the same prompt; a new prompt (a lesson, a model) replaces it
-        shown_for = (tuple(self.session.prompt_ids), logits)
+        # control reruns the same prompt; a new prompt or model (a lesson's frame, a logits
+        # lesson's other numbers) replaces it
+        model, ids = self.session.model, tuple(self.session.prompt_ids)
+        synced_model, synced_ids = self._prompt_synced_for
         edited = self.prompt_edit.hasFocus() or self.prompt_edit.isModified()
-        if force or shown_for != self._prompt_synced_for or not edited:
-            self._prompt_synced_for = shown_for
+        if force or model is not synced_model or ids != synced_ids or not edited:
+            self._prompt_synced_for = (model, ids)
             text = self._logits_text() if logits else self._shown_prompt_text()
             if text != self.prompt_edit.text():          # a line edit repaints even for the same text
                 self.prompt_edit.setText(text)
