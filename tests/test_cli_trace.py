@@ -72,6 +72,7 @@ def test_elided_keeps_short_lists_whole():
 @pytest.mark.parametrize("argv, message", [
     (["--prompt", "我恨"], "character '恨' at position 1 is not in the vocabulary"),
     (["--prompt-ids", "1,9"], "id 9 at index 1 is outside the vocabulary"),
+    (["--chat"], "--chat: the model 'teaching' has no ChatML chat template"),
     (["--prompt-ids", "1,x"], "--prompt-ids = '1,x': expected comma-separated integers"),
     (["--prompt", ""], "prompt is empty"),
     (["--prompt-ids", ""], "--prompt-ids is empty"),

@@ -22,10 +22,12 @@ from hypothesis import strategies as st
 
 from explorer import cli, models
 from explorer.core import gguf as G
-from explorer.core.bpe import BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, pre_tokenize
+from explorer.core.bpe import (BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, pre_tokenize,
+                               speaks_chatml)
 from explorer.core.errors import ExplorerError
 from explorer.core.gguf import GGUFError, GGUFFile
 from explorer.core.llama import load_llama
+from explorer.core.teaching import load_teaching_model
 
 D, FF, HEADS, KV_HEADS, LAYERS = 64, 96, 4, 2, 2   # head size 16; rows multiples of 32
 HEAD_DIM = D // HEADS
@@ -387,6 +389,16 @@ def test_the_message_of_a_chat_prompt_is_read_back_from_its_ids(tiny, text):
     assert chat_message(vocab, vocab.encode(chat_prompt(text))) == text
     plain = vocab.encode(text)
     assert chat_message(vocab, plain) is None or vocab.encode(chat_prompt(chat_message(vocab, plain))) == plain
+
+
+def test_the_chat_template_is_offered_only_to_a_vocabulary_with_chatml_markers(tiny):
+    assert speaks_chatml(load_llama(tiny[0]).vocab)
+    plain = [byte_to_unicode()[b] for b in range(256)]
+    other = BPEVocabulary.build(["<s>", "</s>"] + plain, [], {"bos": 0, "eos": 1})      # a Llama-style GGUF
+    assert not speaks_chatml(other)
+    spelt = BPEVocabulary.build(["<s>", "<|im_start|>", "<|im_end|>"] + plain, [], {"bos": 0})
+    assert not speaks_chatml(spelt)                       # the markers as ordinary text, not control tokens
+    assert not speaks_chatml(load_teaching_model().vocab)
 
 
 def test_only_the_default_chat_turn_counts_as_a_chat_prompt(tiny):

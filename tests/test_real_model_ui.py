@@ -154,7 +154,7 @@ def test_a_good_small_gguf_opens_and_joins_the_picker(qtbot, window, tmp_path):
     assert window.errors == [] and window.session.model.name == "tiny"
     assert not is_big(window.session.model) and window.session.runner is None
     assert window.model_picker.current_key() == str(path) and window.model_actions[str(path)].isChecked()
-    assert window.chat_shown              # a BPE vocabulary has a chat template
+    assert window.chat_shown              # its vocabulary has ChatML's turn markers
 
 
 def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(qtbot, real):

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .cli_sample import parse_numbers
-from .core.bpe import BPEVocabulary, chat_prompt
+from .core.bpe import CHAT_MARKERS, chat_prompt, speaks_chatml
 from .core.errors import ExplorerError
 from .models import default_prompt, load_model
 
@@ -32,7 +32,8 @@ def prompt_ids(args, model) -> list[int]:
         return vocab.check_ids(ids, "--prompt-ids")
     text = default_prompt(model) if args.prompt is None else args.prompt
     if args.chat:
-        if not isinstance(vocab, BPEVocabulary):
-            raise ExplorerError(f"--chat: the model {model.name!r} has no chat template")
+        if not speaks_chatml(vocab):
+            raise ExplorerError(f"--chat: the model {model.name!r} has no ChatML chat template "
+                                f"(control tokens {' and '.join(CHAT_MARKERS)})")
         text = chat_prompt(text)
     return vocab.encode(text)

@@ -44,6 +44,15 @@ def chat_prompt(user_text: str, system: str | None = DEFAULT_SYSTEM) -> str:
     return f"{head}<|im_start|>user\n{user_text}<|im_end|>\n<|im_start|>assistant\n"
 
 
+CHAT_MARKERS = ("<|im_start|>", "<|im_end|>")   # the ChatML control tokens chat_prompt writes
+
+
+def speaks_chatml(vocab) -> bool:
+    """Does the vocabulary have ChatML's turn markers as control tokens (SmolLM2 does; another
+    GGUF may use another template, and `chat_prompt` would then be plain text to it)?"""
+    return isinstance(vocab, BPEVocabulary) and all(vocab.control_id(m) is not None for m in CHAT_MARKERS)
+
+
 def chat_message(vocab: "BPEVocabulary", ids) -> str | None:
     """The user's text if `ids` are exactly `chat_prompt(text)` encoded (the default system
     prompt), else None: what a window shows of a wrapped prompt, whoever wrapped it."""
@@ -166,6 +175,11 @@ class BPEVocabulary(Vocabulary):
 
     def is_special(self, token_id: int) -> bool:
         return token_id in self.control
+
+    def control_id(self, text: str) -> int | None:
+        """The id of the control token spelt `text` ("<|im_start|>"), or None."""
+        token_id = self._ids.get(text)
+        return token_id if token_id is not None and self.is_special(token_id) else None
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; control tokens written in it (`<|im_start|>`) are recognised."""

@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QDockWidget, QFileDialog
                                QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton, QScrollArea,
                                QStyle, QToolBar, QToolButton, QWidget)
 
-from ..core.bpe import BPEVocabulary, chat_message, chat_prompt
+from ..core.bpe import chat_message, chat_prompt, speaks_chatml
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
@@ -546,9 +546,9 @@ class MainWindow(QMainWindow):
             self._sync_prompt(force=True)
 
     def chat_available(self, model=None) -> bool:
-        """Does the model's vocabulary come with a chat template (a real model's BPE)?"""
+        """Does the model's vocabulary have the ChatML template's turn markers (SmolLM2's)?"""
         model = self.session.requested_model if model is None else model
-        return isinstance(model.vocab, BPEVocabulary)
+        return speaks_chatml(model.vocab)
 
     @property
     def chat_shown(self) -> bool:
@@ -576,7 +576,7 @@ class MainWindow(QMainWindow):
         vocab, ids = self.session.model.vocab, self.session.prompt_ids
         known_vocab, known_ids, message = self._chat_message_for
         if known_vocab is not vocab or known_ids != ids:
-            message = chat_message(vocab, ids) if isinstance(vocab, BPEVocabulary) else None
+            message = chat_message(vocab, ids) if speaks_chatml(vocab) else None
             self._chat_message_for = (vocab, ids, message)
         return message
 
