@@ -398,6 +398,7 @@ def test_the_chat_template_is_offered_only_to_a_vocabulary_with_chatml_markers(t
     assert not speaks_chatml(other)
     spelt = BPEVocabulary.build(["<s>", "<|im_start|>", "<|im_end|>"] + plain, [], {"bos": 0})
     assert not speaks_chatml(spelt)                       # the markers as ordinary text, not control tokens
+    assert chat_message(spelt, spelt.encode(chat_prompt("hi"))) is None
     assert not speaks_chatml(load_teaching_model().vocab)
 
 

@@ -53,9 +53,12 @@ def speaks_chatml(vocab) -> bool:
     return isinstance(vocab, BPEVocabulary) and all(vocab.control_id(m) is not None for m in CHAT_MARKERS)
 
 
-def chat_message(vocab: "BPEVocabulary", ids) -> str | None:
+def chat_message(vocab, ids) -> str | None:
     """The user's text if `ids` are exactly `chat_prompt(text)` encoded (the default system
-    prompt), else None: what a window shows of a wrapped prompt, whoever wrapped it."""
+    prompt), else None (also for a vocabulary without ChatML): what a window shows of a
+    wrapped prompt, whoever wrapped it."""
+    if not speaks_chatml(vocab):
+        return None
     try:
         raw = b"".join(vocab.pieces[int(i)] for i in ids).decode("utf-8")
     except (IndexError, UnicodeDecodeError):

@@ -576,7 +576,7 @@ class MainWindow(QMainWindow):
         vocab, ids = self.session.model.vocab, self.session.prompt_ids
         known_vocab, known_ids, message = self._chat_message_for
         if known_vocab is not vocab or known_ids != ids:
-            message = chat_message(vocab, ids) if speaks_chatml(vocab) else None
+            message = chat_message(vocab, ids)
             self._chat_message_for = (vocab, ids, message)
         return message
 
