@@ -423,10 +423,14 @@ class StageChart(QWidget):
                 continue
             x = band.left() + (i + 0.5) * width
             if self.upright:       # reading upwards, ending just under the axis
+                text = self._upright_name(name, role)
+                # a two-line name ("other" over its count) is wider than a column: the last
+                # one stays inside the widget rather than losing its count at the edge
+                x = min(x, self.width() - self._texts.get(text, "small").size().height() / 2)
                 p.save()
                 p.translate(x, band.top() + PAD)
                 p.rotate(-90)
-                self._texts.draw(p, self._upright_name(name, role), "small", 0.0, 0.0, 1.0, 0.5)
+                self._texts.draw(p, text, "small", 0.0, 0.0, 1.0, 0.5)
                 p.restore()
             else:
                 self._texts.draw(p, self._texts.elided(name, "small", width), "small", x, band.top() + 1, 0.5, 0.0)
