@@ -358,3 +358,16 @@ def test_a_short_panel_gives_the_chart_the_height_of_its_secondary_lines(qtbot):
     panel.resize(900, 900)
     qtbot.waitUntil(lambda: panel.secondary_lines_shown() and panel._off.isVisible())
     assert panel._status.toolTip() == ""
+
+
+def test_the_rest_columns_two_line_name_stays_inside_a_narrow_chart(qtbot):
+    session = big_session()
+    panel = show(qtbot, DistributionPanel(session))
+    go_to(session, "pick", 0)
+    chart, last = panel.chart, N_SHOWN                          # "other (49,132)" on two lines
+    for width in (460, 1200):
+        panel.resize(width, 600)
+        qtbot.waitUntil(lambda: chart.width() < width)
+        box, column = chart.upright_name_box(last), chart.upright_name_box(last - 1)
+        assert box.right() <= chart.width() and box.width() > column.width()   # count kept, inside
+        assert box.left() > column.center().x()                 # still right of its neighbour's name

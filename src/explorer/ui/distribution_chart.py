@@ -416,6 +416,21 @@ class StageChart(QWidget):
                 return f"{head.rstrip()}\u2028{sep}{tail}"
         return name
 
+    def _upright_box(self, text: str, x: float, top: float) -> QRectF:
+        """Where an upright name centred on column x, starting at `top`, is drawn. A two-line
+        name ("other" over its count) is wider than a column: the last one is moved left to
+        stay inside the widget rather than lose its count at the edge."""
+        size = self._texts.get(text, "small").size()       # unrotated: the box is size.height() wide
+        x = min(x, self.width() - size.height() / 2)
+        return QRectF(x - size.height() / 2, top, size.height(), size.width())
+
+    def upright_name_box(self, column: int) -> QRectF:
+        """The box the last row's upright name of `column` is drawn in (for tests)."""
+        layout, row = self._laid_out(), self.rows[-1]
+        band, width = layout.names[-1], layout.plots[-1].width() / len(row.values)
+        text = self._upright_name(row.names[column], row.roles[column])
+        return self._upright_box(text, band.left() + (column + 0.5) * width, band.top() + PAD)
+
     def _names(self, p, row: BarRow, band: QRectF, width: float) -> None:
         p.setPen(self._colors["text"])
         for i, (name, role) in enumerate(zip(row.names, row.roles)):
@@ -424,11 +439,9 @@ class StageChart(QWidget):
             x = band.left() + (i + 0.5) * width
             if self.upright:       # reading upwards, ending just under the axis
                 text = self._upright_name(name, role)
-                # a two-line name ("other" over its count) is wider than a column: the last
-                # one stays inside the widget rather than losing its count at the edge
-                x = min(x, self.width() - self._texts.get(text, "small").size().height() / 2)
+                box = self._upright_box(text, x, band.top() + PAD)
                 p.save()
-                p.translate(x, band.top() + PAD)
+                p.translate(box.center().x(), box.top())
                 p.rotate(-90)
                 self._texts.draw(p, text, "small", 0.0, 0.0, 1.0, 0.5)
                 p.restore()
