@@ -15,6 +15,7 @@ import os
 import subprocess
 import sys
 import tempfile
+import weakref
 import zipfile
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +46,11 @@ class ModelSpec:
     @property
     def install_command(self) -> str:
         return f"explorer model install {self.name}"
+
+    @property
+    def label(self) -> str:
+        """The model's short name ("SmolLM2-135M-Instruct"), for lists."""
+        return self.description.split(" (")[0]
 
 
 MODELS = {
@@ -183,15 +189,26 @@ def model_rows() -> list[tuple[str, str, str]]:
     return rows
 
 
+# named real models in use somewhere (a lesson, the window's picker), by "name:file path":
+# loaded once and shared while anything holds them
+_LOADED: weakref.WeakValueDictionary[str, object] = weakref.WeakValueDictionary()
+
+
 def load_model(name_or_path):
-    """A LanguageModel: "teaching", a model name from MODELS, or the path of a .gguf file."""
+    """A LanguageModel: "teaching", a model name from MODELS, or the path of a .gguf file.
+    A named model still held from an earlier call is returned as it is: a lesson and the
+    window's model picker share one copy (hundreds of MB) instead of loading a second."""
     key = str(name_or_path)
     if key == TEACHING:
         from .core.teaching import load_teaching_model
         return load_teaching_model()
     from .core.llama import load_llama
     if key in MODELS:
-        return load_llama(require_installed(key), name=key)
+        path = require_installed(key)
+        model = _LOADED.get(f"{key}:{path}")
+        if model is None:
+            model = _LOADED[f"{key}:{path}"] = load_llama(path, name=key)
+        return model
     path = Path(key).expanduser()
     if path.suffix.lower() == ".gguf" or path.exists():
         if not path.is_file():

@@ -38,12 +38,11 @@ def model_choices(lang: str, opened: tuple[str, ...] = ()) -> list[ModelChoice]:
     """Every model the window offers, in order."""
     out = [ModelChoice(TEACHING, tr("picker.teaching", lang), True, tr("picker.teaching.tip", lang))]
     for name, spec in MODELS.items():
-        label = spec.description.split(" (")[0]
         if installed_path(name) is None:
-            out.append(ModelChoice(name, label, False,
+            out.append(ModelChoice(name, spec.label, False,
                                    tr("picker.not_installed", lang, command=spec.install_command)))
         else:
-            out.append(ModelChoice(name, label, True, spec.description))
+            out.append(ModelChoice(name, spec.label, True, spec.description))
     for path in opened:
         out.append(ModelChoice(path, Path(path).name, True, path))
     return out
