@@ -13,16 +13,20 @@ from ..core.params_io import load_params
 from ..core.table_model import TableModel, load_table_model
 from ..core.teaching import load_teaching_model
 from ..core.vocab import Vocabulary
+from ..models import load_model
 
 CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
 
 
 def build_model(spec: dict, lesson_path: Path):
-    """kind = teaching | params (file) | table (file) | logits (pieces, logits) |
+    """kind = teaching | installed (name: a real model installed with `explorer model
+    install NAME`) | params (file) | table (file) | logits (pieces, logits) |
     projection (pieces, hidden, w_out: the logits are hidden @ w_out)."""
     kind = spec["kind"]
     if kind == "teaching":
         return _teaching()
+    if kind == "installed":
+        return load_model(installed_name(spec))
     if kind in ("params", "table"):
         if not isinstance(spec.get("file"), str):
             raise ExplorerError(f"model.file: missing (the {kind} file, relative to the lesson)")
@@ -37,7 +41,12 @@ def build_model(spec: dict, lesson_path: Path):
             raise ExplorerError(f"model: hidden has {hidden.size} numbers, so w_out needs {hidden.size} rows "
                                 f"(got shape {list(w_out.shape)})")
         return logits_model(tuple(spec.get("pieces", ())), tuple((hidden @ w_out).tolist()))
-    raise ExplorerError(f"model.kind: {kind!r}: expected teaching, params, table, logits or projection")
+    raise ExplorerError(f"model.kind: {kind!r}: expected teaching, installed, params, table, logits or projection")
+
+
+def installed_name(spec: dict) -> str | None:
+    """The name of the installed model a [model] table names (kind = "installed"), else None."""
+    return spec.get("name") if spec["kind"] == "installed" else None
 
 
 @lru_cache(maxsize=None)

@@ -13,10 +13,11 @@ from ..core.errors import ExplorerError
 from ..core.sampling import SamplingConfig
 from ..export.spec import PANELS
 from ..i18n import LANGS
+from ..models import MODELS, installed_path
 from ..session import Session
 from ..session.narration import SECTIONS, placeholder_values
 from ..session.session import FramePlan, Scenario
-from .models import build_model
+from .models import build_model, installed_name
 
 FORMAT = "token-explorer/lesson"
 VERSION = 1
@@ -57,6 +58,7 @@ class Lesson:
     scenarios: tuple[tuple[str, ScenarioSpec], ...]     # (name, spec); the base is "base"
     plans: tuple[FramePlan, ...]
     checks: tuple[Check, ...]
+    texts_checked: bool = field(default=False, compare=False, repr=False)   # set by _check_texts
 
     def title_in(self, lang: str) -> str:
         return self.title[lang]
@@ -65,18 +67,40 @@ class Lesson:
     def config(self) -> SamplingConfig:
         return SamplingConfig(**self.base.settings)
 
-    def build_session(self, strict: bool = True) -> Session:
-        """A session playing this lesson. strict: a frame naming a missing step is an error."""
+    @property
+    def installed_models(self) -> tuple[str, ...]:
+        """The installed models (`explorer model install NAME`) its scenarios run on."""
+        return tuple(dict.fromkeys(n for _, spec in self.scenarios if (n := installed_name(spec.model))))
+
+    def missing_models(self) -> tuple[str, ...]:
+        """Those of `installed_models` that are not installed on this machine."""
+        return tuple(n for n in self.installed_models if installed_path(n) is None)
+
+    def build_session(self) -> Session:
+        """A session playing this lesson."""
         with self._errors_named():
-            scenarios = self.build_scenarios()
-            first = scenarios[0]
-            return Session(first.model, first.prompt_ids, first.config, scenarios=scenarios,
-                           plans=self.plans, strict=strict, content=self)
+            self._check_deferred()
+            return self._session(check_recompute=True)
 
     def play_in(self, session: Session) -> None:
-        """Make an existing session (and every panel watching it) play this lesson."""
+        """Make an existing session (and every panel watching it) play this lesson; every
+        step is compared with a full recompute (a lesson's check sections cite it)."""
         with self._errors_named():
-            session.play(self.build_scenarios(), self.plans, content=self)
+            self._check_deferred()
+            session.play(self.build_scenarios(), self.plans, content=self, check_recompute=True)
+
+    def _session(self, check_recompute: bool) -> Session:
+        scenarios = self.build_scenarios()
+        first = scenarios[0]
+        return Session(first.model, first.prompt_ids, first.config, scenarios=scenarios, plans=self.plans,
+                       strict=True, content=self, check_recompute=check_recompute)
+
+    def _check_deferred(self) -> None:
+        """A lesson on an installed model has its frames and placeholders checked when it is
+        first built, not when it is read: listing the lessons must not load hundreds of MB
+        (nor fail where the model is not installed)."""
+        if not self.texts_checked:
+            _check_texts(_Reader(self.path), self)
 
     def build_scenarios(self) -> tuple[Scenario, ...]:
         return tuple(self._scenario(spec) for _, spec in self.scenarios)
@@ -186,7 +210,8 @@ def parse_lesson(path: Path) -> Lesson:
         r.fail("order", "expected an integer")
     lesson = Lesson(path.stem, path, order, r.text(data["title"], "title"), r.text(data["summary"], "summary"),
                     tuple(builds_on), base, tuple(scenarios), plans, checks)
-    _check_texts(r, lesson)
+    if not lesson.installed_models:       # else when first built (see Lesson._check_deferred)
+        _check_texts(r, lesson)
     return lesson
 
 
@@ -202,7 +227,10 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -
     model = d.get("model", None if base is None else base.model)
     if model is None:
         r.fail(at("model"), "missing")
-    r.table(model, at("model"), ("kind", "file", "pieces", "logits", "hidden", "w_out"), ("kind",))
+    r.table(model, at("model"), ("kind", "name", "file", "pieces", "logits", "hidden", "w_out"), ("kind",))
+    if model["kind"] == "installed" and model.get("name") not in MODELS:
+        r.fail(at("model.name"), f"{model.get('name')!r}: expected one of {', '.join(MODELS)} "
+                                 "(a model that `explorer model install` knows)")
     if "prompt" in d and "prompt_ids" in d:
         r.fail(at("prompt"), "give prompt or prompt_ids, not both")
     prompt_text, prompt_ids = (base.prompt_text, base.prompt_ids) if base else (None, None)
@@ -268,7 +296,8 @@ def _check(r: _Reader, cd, where: str) -> Check:
 
 def _check_texts(r: _Reader, lesson: Lesson) -> None:
     """Build the lesson once: every frame must exist and every {placeholder} must be known."""
-    session = lesson.build_session(strict=True)
+    with lesson._errors_named():
+        session = lesson._session(check_recompute=False)    # the texts need the runs, not the check
     for i, frame in enumerate(session.frames):
         run, model = session.run_at(i)
         texts = {"title": frame.title or {}} | {f"explain.{k}": v for k, v in (frame.explain or {}).items()}
@@ -279,3 +308,4 @@ def _check_texts(r: _Reader, lesson: Lesson) -> None:
                 except (KeyError, IndexError, ValueError) as exc:
                     r.fail(f"frames[{i}].{where}.{lang}", f"unknown placeholder or stray brace: {exc} "
                                                           "(write {{ and }} for a literal brace)")
+    object.__setattr__(lesson, "texts_checked", True)      # once per lesson read

@@ -181,11 +181,13 @@ class Session:
         return other
 
     # ------------------------------------------------------------------ changing what runs
-    def play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = (), content=None) -> None:
+    def play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = (), content=None,
+             check_recompute: bool | None = None) -> None:
         """Switch to other content (another lesson, given as `content`) in place, so every
         subscriber stays; the teacher's changes and the undo history start afresh, the
-        cursor at the first frame."""
-        pending = self._compute((_UserLayer(), (), self._check_recompute), strict=True,
+        cursor at the first frame. check_recompute: None keeps the current setting."""
+        check = self._check_recompute if check_recompute is None else check_recompute
+        pending = self._compute((_UserLayer(), (), check), strict=True,
                                 scenarios=scenarios, plans=plans)     # raises before anything changes
         self._scenarios, self._plans, self._cursor, self._requested = scenarios, plans, 0, None
         self.content = content if plans else None

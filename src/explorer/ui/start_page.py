@@ -5,13 +5,23 @@ looking at the window behind it."""
 from __future__ import annotations
 
 from PySide6.QtCore import Qt
-from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPushButton,
-                               QScrollArea, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (
+    QDialog,
+    QDialogButtonBox,
+    QFrame,
+    QHBoxLayout,
+    QLabel,
+    QPushButton,
+    QScrollArea,
+    QVBoxLayout,
+    QWidget,
+)
 
 from ..core.errors import ExplorerError
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, all_lessons, lessons_dir
 from ..lessons.schema import parse_lesson
+from ..models import MODELS
 
 add_messages({
     "start.title": {"en": "Token Explorer: lessons", "zh": "Token 探索器：课程"},
@@ -22,6 +32,9 @@ add_messages({
     "start.current": {"en": "Open (current)", "zh": "打开（当前）"},
     "start.frames": {"en": "{n} frames · {checks} self-check questions", "zh": "{n}步 · {checks}道自测题"},
     "start.close": {"en": "Close", "zh": "关闭"},
+    "start.runs_on": {"en": "Runs on the real model {label}.", "zh": "使用真实模型{label}。"},
+    "start.missing": {"en": "{label} is not installed yet. Install it once in a terminal with\n{command}\nthen open this list again.",
+                      "zh": "{label}尚未安装。请在终端里执行一次\n{command}\n然后重新打开这个列表。"},
 })
 
 
@@ -88,12 +101,30 @@ class StartPage(QDialog):
         button.clicked.connect(lambda _c=False, l=lesson: self.open_lesson(l))
         self.open_buttons[lesson.id] = button
         text = QVBoxLayout()
-        for w in (title, summary, facts):
+        for w in (title, summary, facts, *self._model_notes(lesson, lang, button)):
             text.addWidget(w)
         row = QHBoxLayout(frame)
         row.addLayout(text, 1)
         row.addWidget(button, 0, Qt.AlignmentFlag.AlignVCenter)
         return frame
+
+    @staticmethod
+    def _model_notes(lesson: Lesson, lang: str, button: QPushButton) -> list[QLabel]:
+        """Which real model the lesson runs on; for one not installed, how to install it
+        (and the Open button is disabled until then)."""
+        notes = []
+        missing = lesson.missing_models()
+        for name in lesson.installed_models:
+            s = MODELS[name]
+            if name in missing:
+                note = QLabel(tr("start.missing", lang, label=s.label, command=s.install_command), wordWrap=True)
+                note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)   # to copy the command
+                button.setEnabled(False)
+                button.setToolTip(note.text())
+            else:
+                note = QLabel(tr("start.runs_on", lang, label=s.label), wordWrap=True)
+            notes.append(note)
+        return notes
 
     def open_lesson(self, lesson: Lesson) -> None:
         if self.window_.switch_lesson(lesson):

