@@ -161,6 +161,23 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert s.model.name == "teaching" and s.runner is None and window.errors == []
 
 
+def test_a_real_lesson_waits_for_its_model_off_the_ui_thread_and_the_latest_choice_wins(
+        qtbot, window, smollm2, monkeypatch):
+    monkeypatch.setattr("explorer.ui.window.loaded_model", lambda name: None)   # as on a fresh start
+    s, before = window.session, window.session.run
+    window.lesson_actions["real-model"].trigger()
+    # the call returned while the model loads: the window still plays (and answers on) the old lesson
+    assert window.working and window.work_label.text() == "Loading SmolLM2-135M-Instruct…"
+    assert window.lesson.id == "wo-ai-to-eos" and s.run is before and not window.model_picker.isEnabled()
+    qtbot.waitUntil(lambda: not window.working, timeout=LONG)
+    assert window.lesson.id == "real-model" and s.model is smollm2 and window.errors == []
+    assert window.model_picker.isEnabled() and not window.work_bar.isVisible()
+    window.lesson_actions["real-model"].trigger()
+    window.lesson_actions["sampling"].trigger()         # asked for while the model "loads": it wins
+    qtbot.waitUntil(lambda: not window.working, timeout=LONG)
+    assert window.lesson.id == "sampling" and s.model.name == "logits" and window.errors == []
+
+
 def test_a_lesson_whose_model_is_missing_is_listed_with_the_command_and_cannot_be_opened(
         qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))

@@ -26,7 +26,7 @@ from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
 from ..lessons.models import CONTEXT, logits_model
-from ..models import MODELS, TEACHING, default_prompt, load_model
+from ..models import MODELS, TEACHING, default_prompt, load_model, loaded_model
 from ..session import Session
 from ..session.session import Scenario
 from . import export_actions
@@ -223,6 +223,7 @@ class MainWindow(QMainWindow):
         self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
         self._models_synced_for = None               # what the picker last showed
         self._loading: str | None = None             # key of the model being loaded
+        self._lesson_request: Lesson | None = None   # the lesson asked for last (one may wait for its model)
         self._prompt_synced_for = (None, None)       # (model, prompt ids) the prompt box last showed
         self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, its chat message)
         self.jobs = Jobs(self)
@@ -878,14 +879,35 @@ class MainWindow(QMainWindow):
 
     def switch_lesson(self, lesson: Lesson) -> bool:
         """Play `lesson` in this window's session (every panel follows); False if it failed.
-        A lesson on a real model may first load it (about a second): the cursor says so."""
-        if lesson.installed_models:
-            QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
+        A lesson on a real model not loaded yet loads it off the UI thread first (as the
+        model picker does) and opens when it is ready; the latest lesson asked for wins."""
+        self._lesson_request = lesson
+        waiting = [n for n in lesson.installed_models if loaded_model(n) is None]
+        if not waiting or lesson.missing_models():      # nothing to load, or refused at once by name
+            return self._play_lesson(lesson)
+        self._loading = waiting[0]
+        self._show_work(tr("model.loading", self.session.lang, name=MODELS[waiting[0]].label), cancel=False)
+        self._sync_models()
+        self.jobs.start(lambda _report: [load_model(n) for n in lesson.installed_models],
+                        lambda held: self._lesson_models_loaded(lesson, held), self._model_failed)
+        return True
+
+    def _lesson_models_loaded(self, lesson: Lesson, held: list) -> None:
+        """The models of `lesson` are loaded (`held` keeps them shared while it plays)."""
+        self._loading = None
+        self._hide_work()
+        self._sync_models()
+        if self._lesson_request is lesson:               # not overtaken by another choice
+            self._play_lesson(lesson)
+
+    def _play_lesson(self, lesson: Lesson) -> bool:
+        """Play `lesson` now (its runs, and on a real model the recompute checks, take a
+        moment: the cursor says so)."""
+        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
         try:
             played = self.guarded(lesson.play_in, self.session)
         finally:
-            if lesson.installed_models:
-                QApplication.restoreOverrideCursor()
+            QApplication.restoreOverrideCursor()
         if not played:
             self._check_lesson_action()
             return False
