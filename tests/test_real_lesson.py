@@ -81,6 +81,13 @@ def test_every_frame_of_the_real_lesson_cites_its_own_numbers(session):
     check = frame_explanation(session.frame, session.run, session.model.vocab, "en")["check"]
     assert check.startswith("Position 5, cache 6 per layer; difference from a full recomputation ")
     assert not check.endswith("-.")                  # a recompute was run, so a number is cited
+    session.go(2)                                    # the first pick says how it was made
+    assert "␣Paris was selected greedily (highest score): id 7042" in \
+        frame_explanation(session.frame, session.run, session.model.vocab, "en")["what"]
+    sampled = session.copy()
+    sampled.set_sampling(mode="sample", seed=3)
+    what = frame_explanation(sampled.frame, sampled.run, sampled.model.vocab, "en")["what"]
+    assert re.search(r"was selected by sampling \(u = 0\.\d{3}\): id \d+", what), what
 
 
 def test_a_lesson_is_listed_without_loading_its_model_and_refused_by_name_when_not_installed(
