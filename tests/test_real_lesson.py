@@ -16,6 +16,7 @@ from PySide6.QtWidgets import QLabel
 
 from explorer import models
 from explorer.lessons import LessonError, lessons_dir, load_lesson
+from explorer.lessons.glossary import load_glossary
 from explorer.lessons.schema import parse_lesson
 from explorer.session import Session
 from explorer.session.narration import frame_explanation
@@ -88,6 +89,19 @@ def test_every_frame_of_the_real_lesson_cites_its_own_numbers(session):
     sampled.set_sampling(mode="sample", seed=3)
     what = frame_explanation(sampled.frame, sampled.run, sampled.model.vocab, "en")["what"]
     assert re.search(r"was selected by sampling \(u = 0\.\d{3}\): id \d+", what), what
+
+
+def test_the_new_words_of_a_real_model_are_glossary_terms(session):
+    """Grouped K/V heads and float32 rounding come up first here; hovering them explains them."""
+    glossary = load_glossary()
+    for lang, words in (("en", {"key/value heads": "grouped-kv", "float32": "float32"}),
+                        ("zh", {"K/V头": "grouped-kv", "float32": "float32"})):
+        found = {}
+        for i in (1, 3):                             # the Prefill and Decode 1 frames
+            session.go(i)
+            for text in frame_explanation(session.frame, session.run, session.model.vocab, lang).values():
+                found |= {text[a:b]: term for a, b, term in glossary.find(text, lang)}
+        assert words.items() <= found.items(), (lang, found)
 
 
 def test_a_lesson_is_listed_without_loading_its_model_and_refused_by_name_when_not_installed(
