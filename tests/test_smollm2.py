@@ -34,8 +34,8 @@ def path():
 
 
 @pytest.fixture(scope="module")
-def model(path):
-    return models.load_model("smollm2")
+def model(path, smollm2):
+    return smollm2
 
 
 def test_installed_file_is_the_expected_one(path):
