@@ -69,6 +69,19 @@ def test_trace_shapes_for_grouped_heads():
     assert cache.keys(1).shape == (2, 4, 2)
 
 
+def test_a_position_adds_to_the_cache_the_bytes_the_trace_reports():
+    """kv_bytes_per_position = layers x (K, V) x K/V heads x head size x item size, and the
+    cache's own arrays grow by exactly that per position."""
+    config = DecoderConfig(vocab_size=11, d_model=8, n_layers=3, n_heads=4, n_kv_heads=2,
+                           head_dim=2, d_ff=6, positions="rope", norm="rms", ffn="swiglu")
+    for dtype, item in ((np.float64, 8), (np.float32, 4)):
+        model = make_model(config, 1, dtype=dtype)
+        trace, cache = model.prefill([1, 2, 3])
+        assert trace.kv_bytes_per_position == 3 * 2 * 2 * 2 * item
+        held = sum(cache.keys(i).nbytes + cache.values(i).nbytes for i in range(cache.n_layers))
+        assert held == len(cache) * trace.kv_bytes_per_position
+
+
 def test_masked_future_cells_are_zero_weight_in_prefill():
     model = make_model(DecoderConfig(), 3)
     trace, _ = model.prefill([1, 2, 3])

@@ -15,7 +15,7 @@ from explorer.core.table_model import load_table_model
 from explorer.core.teaching import load_teaching_model
 from explorer.core.vocab import Vocabulary
 from explorer.session import Session
-from explorer.ui.kv_grid import MIN_POINT_SIZE, KVGridPanel
+from explorer.ui.kv_grid import MIN_POINT_SIZE, KVGridPanel, byte_size
 
 BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
 BYTES_TABLE = BEAM_TABLE.with_name("bytes-example.json")
@@ -184,6 +184,38 @@ def test_500_positions_by_30_layers_paints_only_what_is_visible(qtbot):
     assert "L29 V" in panel.tooltip_text(59, 499)
 
 
+def test_the_counts_say_what_the_cache_weighs_and_the_tooltip_how(panel, session):
+    """Teaching model: 1 layer x (K, V) x 1 head x 4 numbers x 8 bytes (float64) = 64 bytes a position."""
+    session.last()                                    # 4 positions in the cache
+    assert "in cache: 4 (256 B)" in panel.counts_text()
+    tip = panel.counts_tooltip()
+    assert tip.startswith("Bytes per cached position = 2 (K and V) × 1 (layers) × 1 (K/V heads) × "
+                          "4 (head size) × 8 (float64) = 64.")
+    assert "4 positions: 256 bytes. Every token fed in adds 64 bytes." in tip
+    session.first()
+    assert "in cache: 0 (0 B)" in panel.counts_text()
+    session.set_lang("zh")
+    session.last()
+    assert "已缓存：4（256 B）" in panel.counts_text() and "每送入一个Token，增加64字节" in panel.counts_tooltip()
+
+
+def test_the_cache_weight_of_a_real_model(qtbot, smollm2):
+    """SmolLM2: 30 layers x (K, V) x 3 K/V heads x 64 numbers x 4 bytes (float32) = 46,080 a position."""
+    session = Session(smollm2, smollm2.vocab.encode("The capital of France is"),
+                      SamplingConfig(max_new_tokens=2), check_recompute=False)
+    panel = KVGridPanel(session)
+    qtbot.addWidget(panel)
+    session.last()
+    assert session.frame.cache_len == 6 and "in cache: 6 (270 KB)" in panel.counts_text()   # 276,480 bytes
+    assert "= 46,080." in panel.counts_tooltip() and "6 positions: 276,480 bytes" in panel.counts_tooltip()
+
+
+@pytest.mark.parametrize("n, text", [(0, "0 B"), (1023, "1023 B"), (1024, "1 KB"), (276_480, "270 KB"),
+                                     (2048 * 46_080, "90.0 MB")])
+def test_byte_sizes_read_as_people_write_them(n, text):
+    assert byte_size(n) == text
+
+
 def test_a_model_without_layers_shows_tokens_but_no_kv_rows(qtbot):
     model = load_table_model(BEAM_TABLE)
     session = Session(model, [6])
@@ -191,7 +223,8 @@ def test_a_model_without_layers_shows_tokens_but_no_kv_rows(qtbot):
     qtbot.addWidget(panel)
     session.last()
     assert panel.row_labels() == [] and len(panel.column_labels()) == session.frame.visible_count
-    assert "no layers" in panel.counts_text()
+    assert "no layers" in panel.counts_text() and " B)" not in panel.counts_text()
+    assert panel.counts_tooltip() == ""
     assert not panel.grab().isNull()
 
 

@@ -40,3 +40,8 @@ class ForwardTrace:
     @property
     def last_logits(self) -> np.ndarray:  # [V] the logits that choose the next token
         return self.logits[-1]
+
+    @property
+    def kv_bytes_per_position(self) -> int:
+        """Bytes one position adds to the KV cache: its key and value in every layer."""
+        return sum(lt.k[:, 0].nbytes + lt.v[:, 0].nbytes for lt in self.layers)   # [g, e] each

@@ -50,6 +50,13 @@ add_messages({
     "kv.legend.written_short": {"en": "written now", "zh": "本次写入"},
     "kv.counts": {"en": "visible: {visible} · in cache: {cache}",
                   "zh": "可见：{visible} · 已缓存：{cache}"},
+    "kv.counts_bytes": {"en": "visible: {visible} · in cache: {cache} ({size})",
+                        "zh": "可见：{visible} · 已缓存：{cache}（{size}）"},
+    "kv.bytes.tip": {"en": "Bytes per cached position = 2 (K and V) × {layers} (layers) × {heads} (K/V heads) × "
+                           "{dim} (head size) × {item} ({dtype}) = {per:,}.\n{cache} positions: {total:,} bytes. "
+                           "Every token fed in adds {per:,} bytes.",
+                     "zh": "每个已缓存位置的字节数 = 2（K和V）× {layers}（层）× {heads}（K/V头）× {dim}（头的维度）× "
+                           "{item}（{dtype}）= {per:,}。\n{cache}个位置：{total:,}字节。每送入一个Token，增加{per:,}字节。"},
     "kv.written": {"en": "this forward writes positions {first}–{last}",
                    "zh": "本次前向写入位置{first}–{last}"},
     "kv.written_one": {"en": "this forward writes position {first}",
@@ -466,8 +473,18 @@ class KVGridPanel(Panel):
             values=values)
 
     def _status_text(self) -> str:
-        frame = self.session.frame
-        parts = [self.tr("kv.counts", visible=frame.visible_count, cache=frame.cache_len)]
+        frame, layers = self.session.frame, self.session.run.steps[0].trace.layers
+        per = self.session.run.steps[0].trace.kv_bytes_per_position
+        if per:
+            parts = [self.tr("kv.counts_bytes", visible=frame.visible_count, cache=frame.cache_len,
+                             size=byte_size(per * frame.cache_len))]
+            k = layers[0].k                                                    # [g, n, e]
+            self._status.setToolTip(self.tr("kv.bytes.tip", layers=len(layers), heads=k.shape[0], dim=k.shape[2],
+                                            item=k.itemsize, dtype=k.dtype.name, per=per, cache=frame.cache_len,
+                                            total=per * frame.cache_len))
+        else:
+            parts = [self.tr("kv.counts", visible=frame.visible_count, cache=frame.cache_len)]
+            self._status.setToolTip("")
         written = self._view.data.written
         if written:
             key = "kv.written_one" if written[0] == written[1] else "kv.written"
@@ -560,6 +577,9 @@ class KVGridPanel(Panel):
     def counts_text(self) -> str:
         return self._status.text()
 
+    def counts_tooltip(self) -> str:
+        return self._status.toolTip()
+
     def legend_texts(self) -> list[str]:
         return [meaning for *_, meaning in self._legend.entries()]
 
@@ -581,6 +601,15 @@ class KVGridPanel(Panel):
 
     def grid_view(self) -> QAbstractScrollArea:
         return self._view
+
+
+def byte_size(n: int) -> str:
+    """A byte count as people read it: "128 B", "45 KB", "1.3 MB" (1 KB = 1,024 bytes)."""
+    if n < 1024:
+        return f"{n} B"
+    if n < 1024 ** 2:
+        return f"{n / 1024:.0f} KB"
+    return f"{n / 1024 ** 2:.1f} MB"
 
 
 def _same_grid(a: _GridData, b: _GridData) -> bool:
