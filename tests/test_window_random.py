@@ -15,7 +15,10 @@ from explorer.lessons import lessons_dir, load_lesson
 KEYS = (Qt.Key.Key_Right, Qt.Key.Key_Left, Qt.Key.Key_Home, Qt.Key.Key_End)
 PROMPTS = ("我爱", "我爱学习", "你爱我", "我")           # the teaching model's words
 LOGITS = ("2, 1, 0", "1 1 1", "3, 0.5, -1, 2")          # a logits lesson's numbers
-LESSONS = sorted(path.stem for path in lessons_dir().glob("*.toml"))
+# lessons on small models: a real model's steps run in the background, so what a random action
+# meets would depend on timing (its window is tested in test_real_lesson / test_real_model_ui)
+LESSONS = sorted(path.stem for path in lessons_dir().glob("*.toml")
+                 if not load_lesson(path.stem).installed_models)
 TEACHING = load_teaching_model().name
 
 
