@@ -3,6 +3,7 @@
     python benchmarks/bench_real_model.py [--json] [--loads 3] [--steps 20]
 
 Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores.
+The last row times opening the shipped real-model lesson with the model already loaded.
 The "floor" row times a step's matrix-vector products alone (every weight read once, the
 memory-bandwidth floor of a float32 step). `vs_floor` is the median of Decode / floor over
 pairs taken back to back (a Decode step at position 10, then the floor), so both meet the
@@ -29,6 +30,8 @@ import numpy as np
 
 from benchutil import child_env, measure, parser, report, summary
 from explorer import models
+from explorer.lessons import lessons_dir
+from explorer.lessons.schema import parse_lesson
 
 CHILD = r"""
 import json, time
@@ -122,7 +125,15 @@ def main() -> None:
                         vs_floor=statistics.median(d / f for d, f in zip(decode, floor))))
     bandwidth = one_product(model)
     rows.append(summary("one product over as many bytes (bandwidth)", measure(bandwidth, repeat=args.steps)))
+    rows.append(summary("open the real-model lesson (model loaded)", measure(open_real_lesson, repeat=5, warmup=1)))
     report(rows, args.json)
+
+
+def open_real_lesson() -> None:
+    """What Open in the lesson list costs once the model is loaded (the window loads it in
+    the background first): read the file, check its frames, run its scenarios with the
+    recompute check."""
+    parse_lesson(lessons_dir() / "real-model.toml").build_session()
 
 
 if __name__ == "__main__":
