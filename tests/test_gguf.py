@@ -22,8 +22,8 @@ from hypothesis import strategies as st
 
 from explorer import cli, models
 from explorer.core import gguf as G
-from explorer.core.bpe import (BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, pre_tokenize,
-                               speaks_chatml)
+from explorer.core.bpe import (BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, chat_turn, pre_tokenize,
+                               speaks_chatml, template_system_prompt)
 from explorer.core.errors import ExplorerError
 from explorer.core.gguf import GGUFError, GGUFFile
 from explorer.core.llama import load_llama
@@ -367,7 +367,7 @@ def test_tokenizer_of_the_tiny_file(tiny):
     ids = vocab.encode("the then in 42")
     assert [vocab.piece_text(i) for i in ids] == ["t", "he", " the", "n", " ", "in", " ", "4", "2"]
     assert [vocab.display_piece(i) for i in ids] == ["t", "he", "␣the", "n", "␣", "in", "␣", "4", "2"]
-    text = chat_prompt("hi")
+    text = chat_prompt("hi", system="Be brief")
     ids = vocab.encode(text)
     assert ids[0] == 1 and ids.count(1) == 3 and ids.count(2) == 2   # <|im_start|> x3, <|im_end|> x2
     assert vocab.decode(ids) == text.replace("<|im_start|>", "").replace("<|im_end|>", "")
@@ -386,9 +386,9 @@ def test_tokenizer_of_the_tiny_file(tiny):
 @given(text=st.text(alphabet="ab 我\n<|>_imendstar", min_size=1, max_size=12))
 def test_the_message_of_a_chat_prompt_is_read_back_from_its_ids(tiny, text):
     vocab = load_llama(tiny[0]).vocab
-    assert chat_message(vocab, vocab.encode(chat_prompt(text))) == text
+    assert chat_message(vocab, vocab.encode(chat_turn(vocab, text))) == text
     plain = vocab.encode(text)
-    assert chat_message(vocab, plain) is None or vocab.encode(chat_prompt(chat_message(vocab, plain))) == plain
+    assert chat_message(vocab, plain) is None or vocab.encode(chat_turn(vocab, chat_message(vocab, plain))) == plain
 
 
 def test_the_chat_template_is_offered_only_to_a_vocabulary_with_chatml_markers(tiny):
@@ -403,12 +403,35 @@ def test_the_chat_template_is_offered_only_to_a_vocabulary_with_chatml_markers(t
 
 
 def test_only_the_default_chat_turn_counts_as_a_chat_prompt(tiny):
-    vocab = load_llama(tiny[0]).vocab
+    vocab = load_llama(tiny[0]).vocab              # its file has no chat template: no system turn
+    assert vocab.chat_system is None and chat_turn(vocab, "hi") == chat_prompt("hi")
+    assert chat_message(vocab, vocab.encode(chat_prompt("hi"))) == "hi"
     assert chat_message(vocab, vocab.encode(chat_prompt("hi", system="Be brief"))) is None
-    assert chat_message(vocab, vocab.encode(chat_prompt("hi", system=None))) is None
     assert chat_message(vocab, vocab.encode(chat_prompt("hi"))[:-1]) is None         # cut short
     assert chat_message(vocab, vocab.encode(chat_prompt("hi") + "x")) is None       # an answer begun
     assert chat_message(vocab, vocab.encode(chat_prompt(""))) is None
+
+
+SMOLLM2_TEMPLATE = ("{% for message in messages %}{% if loop.first and messages[0]['role'] != 'system' %}"
+                    "{{ '<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face"
+                    "<|im_end|>\n' }}{% endif %}{{'<|im_start|>' + message['role'] + '\n' + message['content'] + "
+                    "'<|im_end|>' + '\n'}}{% endfor %}{% if add_generation_prompt %}{{ '<|im_start|>assistant\n' }}"
+                    "{% endif %}")        # as SmolLM2-135M-Instruct's file has it
+
+
+def test_the_default_system_prompt_is_read_from_the_files_chat_template(tmp_path):
+    extra = {"tokenizer.chat_template": (SMOLLM2_TEMPLATE, gguf.GGUFValueType.STRING)}
+    vocab = load_llama(write_llama(tmp_path / "chat.gguf", llama_tensors(np.random.default_rng(4)),
+                                   extra_kv=extra)).vocab
+    system = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    assert vocab.chat_system == system
+    assert chat_turn(vocab, "hi") == f"<|im_start|>system\n{system}<|im_end|>\n" + chat_prompt("hi")
+    assert chat_message(vocab, vocab.encode(chat_turn(vocab, "hi"))) == "hi"
+    assert chat_message(vocab, vocab.encode(chat_prompt("hi"))) is None          # not what this model gets
+    # a template that writes the system turn only from the conversation has no default
+    given = "{{ '<|im_start|>system\n' + messages[0]['content'] + '<|im_end|>\n' }}"
+    assert template_system_prompt(given) is None
+    assert template_system_prompt(None) is None and template_system_prompt("") is None
 
 
 def test_an_end_of_turn_id_named_in_the_file_is_used(tmp_path):

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer import models
-from explorer.core.bpe import chat_prompt
+from explorer.core.bpe import chat_turn
 from explorer.core.sampling import SamplingConfig
 from explorer.session import Session
 from explorer.ui.app import build_window
@@ -229,7 +229,7 @@ def test_the_chat_template_wraps_the_typed_prompt_and_the_box_keeps_the_text(qtb
     assert s.prompt_ids == plain
     real.chat_check.setChecked(True)
     wait_idle(qtbot, real)
-    wrapped = tuple(s.model.vocab.encode(chat_prompt(text)))
+    wrapped = tuple(s.model.vocab.encode(chat_turn(s.model.vocab, text)))
     assert s.prompt_ids == wrapped and wrapped[:1] == (1,)     # <|im_start|> is one control token
     real.prompt_edit.clearFocus()
     real._sync_prompt()
@@ -247,7 +247,7 @@ def test_ticking_the_chat_template_wraps_the_question_typed_not_yet_entered(qtbo
     qtbot.keyClicks(real.prompt_edit, question)
     real.chat_check.setChecked(True)
     wait_idle(qtbot, real)
-    assert s.prompt_ids == tuple(s.model.vocab.encode(chat_prompt(question)))
+    assert s.prompt_ids == tuple(s.model.vocab.encode(chat_turn(s.model.vocab, question)))
     assert real.prompt_edit.text() == question and real.errors == []
 
 
@@ -257,7 +257,7 @@ def test_a_slide_of_a_chat_prompt_shows_the_question_and_the_ticked_box(qtbot, s
     from explorer.export.job import _export_job
     from explorer.export.spec import ExportSpec
     question = "Why is the sky blue?"
-    session = Session(smollm2, smollm2.vocab.encode(chat_prompt(question)), SamplingConfig(max_new_tokens=1),
+    session = Session(smollm2, smollm2.vocab.encode(chat_turn(smollm2.vocab, question)), SamplingConfig(max_new_tokens=1),
                       check_recompute=False)
     with _export_job(session, ExportSpec(tmp_path, ("png",)), "free", "T") as job:
         assert job.window.prompt_edit.text() == question and job.window.chat_check.isChecked()

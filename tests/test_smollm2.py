@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from explorer import models
-from explorer.core.bpe import chat_prompt
+from explorer.core.bpe import chat_turn
 from explorer.core.generate import generate
 from explorer.core.layers import softmax
 from explorer.core.sampling import SamplingConfig
@@ -73,7 +73,8 @@ def test_greedy_run_cached_equals_recompute(model):
 
 
 def test_chat_template_answers_and_stops_at_im_end(model):
-    ids = model.vocab.encode(chat_prompt("What is the capital of France?"))
+    assert model.vocab.chat_system == "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
+    ids = model.vocab.encode(chat_turn(model.vocab, "What is the capital of France?"))
     assert ids[:2] == [1, 9690] and ids[-4:] == [1, 520, 9531, 198] and ids.count(2) == 2
     run = generate(model, ids, SamplingConfig(temperature=0, max_new_tokens=12), check_recompute=False)
     assert "Paris" in run.output_text and run.finish_reason == "eos"
@@ -109,7 +110,7 @@ def test_ids_match_hugging_faces_tokenizer(model, path):
                             for i in sorted(model.vocab.control)])
     rng = np.random.default_rng(5)
     alphabet = list("ab Z9 '\n\t.,!é我🙂-_0\u00a0\u3000x") + ["<|im_end|>", "don't", "  "]
-    texts = list(KNOWN_IDS) + [chat_prompt("Hi there, 2+2=?"), "It's 3.14159 — π ≈ 22/7;\r\n  ok  "]
+    texts = list(KNOWN_IDS) + [chat_turn(model.vocab, "Hi there, 2+2=?"), "It's 3.14159 — π ≈ 22/7;\r\n  ok  "]
     texts += ["".join(rng.choice(alphabet, rng.integers(1, 25))) for _ in range(300)]
     for text in texts:
         assert model.vocab.encode(text) == ref.encode(text).ids, repr(text)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .cli_sample import parse_numbers
-from .core.bpe import CHAT_MARKERS, chat_prompt, speaks_chatml
+from .core.bpe import CHAT_MARKERS, chat_turn, speaks_chatml
 from .core.errors import ExplorerError
 from .models import default_prompt, load_model
 
@@ -35,5 +35,5 @@ def prompt_ids(args, model) -> list[int]:
         if not speaks_chatml(vocab):
             raise ExplorerError(f"--chat: the model {model.name!r} has no ChatML chat template "
                                 f"(control tokens {' and '.join(CHAT_MARKERS)})")
-        text = chat_prompt(text)
+        text = chat_turn(vocab, text)
     return vocab.encode(text)

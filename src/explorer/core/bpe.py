@@ -24,8 +24,6 @@ from functools import lru_cache
 from .errors import PromptError
 from .vocab import Vocabulary
 
-# The default system prompt of SmolLM2's chat template; without one the model loops.
-DEFAULT_SYSTEM = "You are a helpful AI assistant named SmolLM, trained by Hugging Face"
 
 # Pre-tokenisers by `tokenizer.ggml.pre`: does it isolate number characters first?
 PRE_TOKENIZERS = {"smollm": True, "starcoder": True, "refact": True, "codeshell": True,
@@ -38,13 +36,30 @@ _CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")
 _WORD_CACHE_LIMIT = 20000     # pre-tokens remembered with their ids
 
 
-def chat_prompt(user_text: str, system: str | None = DEFAULT_SYSTEM) -> str:
-    """The ChatML text of one user turn, ending where the assistant's answer begins."""
+def chat_prompt(user_text: str, system: str | None = None) -> str:
+    """The ChatML text of one user turn (after a system turn, if `system`), ending where the
+    assistant's answer begins."""
     head = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
     return f"{head}<|im_start|>user\n{user_text}<|im_end|>\n<|im_start|>assistant\n"
 
 
+def chat_turn(vocab: BPEVocabulary, user_text: str) -> str:
+    """One user turn as the model's own chat template writes it: after the default system
+    prompt the template names, if any (SmolLM2's; without it that model loops)."""
+    return chat_prompt(user_text, vocab.chat_system)
+
+
 CHAT_MARKERS = ("<|im_start|>", "<|im_end|>")   # the ChatML control tokens chat_prompt writes
+# a ChatML template's system turn written as literal text (not from a message variable)
+_TEMPLATE_SYSTEM = re.compile(r"<\|im_start\|>system\n([^'\"{}<]+)<\|im_end\|>")
+
+
+def template_system_prompt(template) -> str | None:
+    """The system prompt a ChatML chat template (`tokenizer.chat_template`, Jinja) writes when
+    the conversation brings none, or None: the literal text of its system turn. SmolLM2's
+    template writes "You are a helpful AI assistant named SmolLM, trained by Hugging Face"."""
+    found = _TEMPLATE_SYSTEM.search(template) if isinstance(template, str) else None
+    return found.group(1) if found else None
 
 
 def speaks_chatml(vocab) -> bool:
@@ -54,20 +69,20 @@ def speaks_chatml(vocab) -> bool:
 
 
 def chat_message(vocab, ids) -> str | None:
-    """The user's text if `ids` are exactly `chat_prompt(text)` encoded (the default system
-    prompt), else None (also for a vocabulary without ChatML): what a window shows of a
-    wrapped prompt, whoever wrapped it."""
+    """The user's text if `ids` are exactly `chat_turn(vocab, text)` encoded, else None (also
+    for a vocabulary without ChatML): what a window shows of a wrapped prompt, whoever
+    wrapped it."""
     if not speaks_chatml(vocab):
         return None
     try:
         raw = b"".join(vocab.pieces[int(i)] for i in ids).decode("utf-8")
     except (IndexError, UnicodeDecodeError):
         return None
-    head, tail = chat_prompt("\0").split("\0")
+    head, tail = chat_turn(vocab, "\0").split("\0")
     if len(raw) <= len(head) + len(tail) or not (raw.startswith(head) and raw.endswith(tail)):
         return None
     text = raw[len(head):-len(tail)]
-    return text if vocab.encode(chat_prompt(text)) == [int(i) for i in ids] else None
+    return text if vocab.encode(chat_turn(vocab, text)) == [int(i) for i in ids] else None
 
 
 @lru_cache(maxsize=1)
@@ -145,7 +160,8 @@ class BPEVocabulary(Vocabulary):
     """pieces: the real bytes of every token. specials: roles ("bos", "eos", "pad", "unk").
 
     tokens / merges: the GGUF spelling (GPT-2 byte characters); control: ids of the
-    tokens recognised when written in the text and left out of decoded text."""
+    tokens recognised when written in the text and left out of decoded text; chat_system:
+    the default system prompt of the model's chat template (`template_system_prompt`)."""
     tokens: tuple[str, ...] = ()
     merges: tuple[str, ...] = ()
     control: frozenset = frozenset()
@@ -154,9 +170,11 @@ class BPEVocabulary(Vocabulary):
     _ranks: dict = field(default_factory=dict, repr=False)     # (left, right) -> rank
     _words: dict = field(default_factory=dict, repr=False)     # pre-token -> ids
     _special_re: object = field(default=None, repr=False)
+    chat_system: str | None = None
 
     @classmethod
-    def build(cls, tokens, merges, specials: dict, control=(), split_digits: bool = True):
+    def build(cls, tokens, merges, specials: dict, control=(), split_digits: bool = True,
+              chat_system: str | None = None):
         """From the GGUF lists: tokens (GPT-2 spelling), merges ("a b"), specials {role: id}."""
         decoder = {ch: b for b, ch in byte_to_unicode().items()}
         control = frozenset(int(i) for i in control) | frozenset(specials.values())
@@ -170,7 +188,7 @@ class BPEVocabulary(Vocabulary):
         by_length = sorted((tokens[i] for i in control), key=len, reverse=True)
         special_re = re.compile("(" + "|".join(re.escape(t) for t in by_length) + ")") if by_length else None
         return cls(pieces, dict(specials), tuple(tokens), tuple(merges), control, split_digits,
-                   {t: i for i, t in enumerate(tokens)}, ranks, {}, special_re)
+                   {t: i for i, t in enumerate(tokens)}, ranks, {}, special_re, chat_system)
 
     def __repr__(self) -> str:
         return (f"BPEVocabulary({len(self.pieces)} tokens, {len(self.merges)} merges, "

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .bpe import PRE_TOKENIZERS, BPEVocabulary
+from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .gguf import GGUFError, GGUFFile
 
@@ -184,4 +184,5 @@ def vocabulary_from_gguf(gf: GGUFFile) -> BPEVocabulary:
         marked = [i for i in control if tokens[i] in END_MARKERS and i != specials.get("eos")]
         if marked:
             specials["eot"] = marked[0]
-    return BPEVocabulary.build(tokens, merges, specials, control, split_digits=PRE_TOKENIZERS[pre])
+    return BPEVocabulary.build(tokens, merges, specials, control, split_digits=PRE_TOKENIZERS[pre],
+                               chat_system=template_system_prompt(gf.get("tokenizer.chat_template")))

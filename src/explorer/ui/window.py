@@ -19,7 +19,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QDockWidget, QFileDialog
                                QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton, QScrollArea,
                                QStyle, QToolBar, QToolButton, QWidget)
 
-from ..core.bpe import chat_message, chat_prompt, speaks_chatml
+from ..core.bpe import chat_message, chat_turn, speaks_chatml
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
@@ -559,7 +559,7 @@ class MainWindow(QMainWindow):
     def _wrapped(self, model, text: str) -> tuple[int, ...]:
         """Prompt ids of the typed text, in the chat template when it is ticked."""
         chat = self.chat_check.isChecked() and self.chat_available(model)
-        return tuple(model.vocab.encode(chat_prompt(text) if chat else text))
+        return tuple(model.vocab.encode(chat_turn(model.vocab, text) if chat else text))
 
     def set_prompt_text(self, text: str) -> None:
         """The typed prompt, in the chat template when it is ticked; the box keeps the text."""
