@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from explorer import models
+from explorer.core.bpe import chat_message
 from explorer.lessons import LessonError, lessons_dir, load_lesson
 from explorer.lessons.glossary import load_glossary
 from explorer.lessons.schema import parse_lesson
@@ -60,6 +61,9 @@ def test_the_what_if_and_the_chinese_prompt(session, smollm2):
     assert first.forced and first.selected_id == LONDON
     assert first.distribution.probs[LONDON] < 0.05 < session.run.steps[0].distribution.probs[session.run.output_ids[0]]
     assert london.output_text == " London" and london.finish_reason == "stop_string"
+    chat = scenario_run(session, "chat")
+    assert chat_message(vocab, chat.prompt_ids) == "What is the capital of France?"   # as "Chat template" wraps it
+    assert chat.finish_reason == "eos" and chat.output_ids[-1] == vocab.eos_id and "Paris" in chat.output_text
     zh = scenario_run(session, "zh")
     assert vocab.decode(zh.prompt_ids) == "我爱" and len(zh.prompt_ids) == 5
     assert all(vocab.split_characters(zh.prompt_ids))        # every token holds part of a character
