@@ -162,8 +162,10 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     texts = [label.text() for label in button.parentWidget().findChildren(QLabel)]
     assert "Runs on the real model SmolLM2-135M-Instruct." in texts
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert not page.isVisible() and window.working       # the list closes; the lesson is prepared
+    qtbot.waitUntil(lambda: not window.working, timeout=LONG)
     s = window.session
-    assert window.errors == [] and window.lesson.id == "real-model" and not page.isVisible()
+    assert window.errors == [] and window.lesson.id == "real-model"
     assert s.model is smollm2 and s.check_recompute
     assert window.model_picker.current_key() == "smollm2"
     assert s.runner is window.runner                   # a slider drag computes in the background
@@ -178,21 +180,22 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert s.model.name == "teaching" and s.runner is None and window.errors == []
 
 
-def test_a_real_lesson_waits_for_its_model_off_the_ui_thread_and_the_latest_choice_wins(
-        qtbot, window, smollm2, monkeypatch):
-    monkeypatch.setattr("explorer.ui.window.loaded_model", lambda name: None)   # as on a fresh start
+def test_a_real_lesson_is_prepared_off_the_ui_thread_and_the_latest_choice_wins(qtbot, window, smollm2):
     s, before = window.session, window.session.run
     window.lesson_actions["real-model"].trigger()
-    # the call returned while the model loads: the window still plays (and answers on) the old lesson
-    assert window.working and window.work_label.text() == "Loading SmolLM2-135M-Instruct…"
+    # the call returned while the lesson is prepared: the window still plays (and answers on) the old one
+    assert window.working and window.work_label.text() == "Opening “The same steps on a real model”…"
     assert window.lesson.id == "wo-ai-to-eos" and s.run is before and not window.model_picker.isEnabled()
     qtbot.waitUntil(lambda: not window.working, timeout=LONG)
-    assert window.lesson.id == "real-model" and s.model is smollm2 and window.errors == []
+    assert window.lesson.id == "real-model" and s.model is smollm2 and s.cursor == 0 and window.errors == []
     assert window.model_picker.isEnabled() and not window.work_bar.isVisible()
+    assert window.lesson_actions["real-model"].isChecked()
+    window.lesson_actions["wo-ai-to-eos"].trigger()
     window.lesson_actions["real-model"].trigger()
-    window.lesson_actions["sampling"].trigger()         # asked for while the model "loads": it wins
+    window.lesson_actions["sampling"].trigger()         # chosen while the real lesson is prepared: it wins
     qtbot.waitUntil(lambda: not window.working, timeout=LONG)
     assert window.lesson.id == "sampling" and s.model.name == "logits" and window.errors == []
+    assert window.lesson_actions["sampling"].isChecked() and not window.lesson_actions["real-model"].isChecked()
 
 
 def test_a_lesson_whose_model_is_missing_is_listed_with_the_command_and_cannot_be_opened(

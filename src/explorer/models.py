@@ -205,7 +205,7 @@ def load_model(name_or_path):
     from .core.llama import load_llama
     if key in MODELS:
         path = require_installed(key)
-        model = loaded_model(key)
+        model = _LOADED.get(f"{key}:{path}")
         if model is None:
             model = _LOADED[f"{key}:{path}"] = load_llama(path, name=key)
         return model
@@ -216,13 +216,6 @@ def load_model(name_or_path):
         return load_llama(path)
     raise ExplorerError(f"unknown model {key!r}: expected {TEACHING!r}, one of "
                         f"{', '.join(MODELS)}, or the path of a .gguf file")
-
-
-def loaded_model(name: str):
-    """The named model if it is installed and already loaded (held somewhere), else None:
-    whether `load_model(name)` would return at once."""
-    path = installed_path(name)
-    return None if path is None else _LOADED.get(f"{name}:{path}")
 
 
 def default_prompt(model) -> str:

@@ -83,11 +83,16 @@ class Lesson:
             return self._session(check_recompute=True)
 
     def play_in(self, session: Session) -> None:
-        """Make an existing session (and every panel watching it) play this lesson; every
-        step is compared with a full recompute (a lesson's check sections cite it)."""
+        """Make an existing session (and every panel watching it) play this lesson."""
+        session.install_play(self.prepare_play(session), content=self)
+
+    def prepare_play(self, session: Session) -> tuple:
+        """What `play_in` will show, computed without changing `session` (off the UI thread
+        for a real model: it loads the model and runs every scenario). Every step is
+        compared with a full recompute: a lesson's check sections cite it."""
         with self._errors_named():
             self._check_deferred()
-            session.play(self.build_scenarios(), self.plans, content=self, check_recompute=True)
+            return session.prepare_play(self.build_scenarios(), self.plans, check_recompute=True)
 
     def _session(self, check_recompute: bool) -> Session:
         scenarios = self.build_scenarios()

@@ -186,9 +186,20 @@ class Session:
         """Switch to other content (another lesson, given as `content`) in place, so every
         subscriber stays; the teacher's changes and the undo history start afresh, the
         cursor at the first frame. check_recompute: None keeps the current setting."""
+        self.install_play(self.prepare_play(scenarios, plans, check_recompute), content)
+
+    def prepare_play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = (),
+                     check_recompute: bool | None = None) -> tuple:
+        """What `play` will show, computed without changing the session (so, like `prepare`,
+        it may run off the UI thread: a lesson on a real model). A plan naming a frame its
+        Run does not have raises here."""
         check = self._check_recompute if check_recompute is None else check_recompute
-        pending = self._compute((_UserLayer(), (), check), strict=True,
-                                scenarios=scenarios, plans=plans)     # raises before anything changes
+        return scenarios, plans, self._compute((_UserLayer(), (), check), strict=True, scenarios=scenarios,
+                                               plans=plans)
+
+    def install_play(self, prepared: tuple, content=None) -> None:
+        """Show what `prepare_play` computed (on the UI thread)."""
+        scenarios, plans, pending = prepared
         self._scenarios, self._plans, self._cursor, self._requested = scenarios, plans, 0, None
         self.content = content if plans else None
         self._install(pending)

@@ -26,7 +26,7 @@ from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
 from ..lessons.models import CONTEXT, logits_model
-from ..models import MODELS, TEACHING, default_prompt, load_model, loaded_model
+from ..models import MODELS, TEACHING, default_prompt, load_model
 from ..session import Session
 from ..session.session import Scenario
 from . import export_actions
@@ -114,6 +114,7 @@ add_messages({
     "action.open_lesson": {"en": "Open lesson file…", "zh": "打开课程文件…"},
     "lesson.filter": {"en": "Lesson files (*.toml)", "zh": "课程文件 (*.toml)"},
     "lesson.opened": {"en": "Opened the lesson “{title}”", "zh": "已打开课程“{title}”"},
+    "lesson.opening": {"en": "Opening “{title}”…", "zh": "正在打开“{title}”…"},
     "logits.label": {"en": "Logits:", "zh": "Logits："},
     "logits.tip": {"en": "One number per candidate, separated by commas (e.g. 2, 1, 0); press Enter to "
                          "rebuild the model. More numbers add candidates named A, B, …",
@@ -222,8 +223,8 @@ class MainWindow(QMainWindow):
         self._models: dict[str, object] = {}         # key -> loaded model (the teaching one, the last big one)
         self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
         self._models_synced_for = None               # what the picker last showed
-        self._loading: str | None = None             # key of the model being loaded
-        self._lesson_request: Lesson | None = None   # the lesson asked for last (one may wait for its model)
+        self._loading: str | None = None             # key of the model being loaded (or a lesson's, prepared)
+        self._lesson_request: Lesson | None = None   # the lesson asked for last (one may be in preparation)
         self._prompt_synced_for = (None, None)       # (model, prompt ids) the prompt box last showed
         self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, its chat message)
         self.jobs = Jobs(self)
@@ -879,42 +880,37 @@ class MainWindow(QMainWindow):
 
     def switch_lesson(self, lesson: Lesson) -> bool:
         """Play `lesson` in this window's session (every panel follows); False if it failed.
-        A lesson on a real model not loaded yet loads it off the UI thread first (as the
-        model picker does) and opens when it is ready; the latest lesson asked for wins."""
+        A lesson on a real model is prepared off the UI thread (its model loaded, its
+        scenarios run), as the model picker loads a model, and opens when it is ready; the
+        latest lesson asked for wins."""
         self._lesson_request = lesson
-        waiting = [n for n in lesson.installed_models if loaded_model(n) is None]
-        if not waiting or lesson.missing_models():      # nothing to load, or refused at once by name
-            return self._play_lesson(lesson)
-        self._loading = waiting[0]
-        self._show_work(tr("model.loading", self.session.lang, name=MODELS[waiting[0]].label), cancel=False)
+        if not lesson.installed_models or lesson.missing_models():   # at once (a missing model: by name)
+            if not self.guarded(lesson.play_in, self.session):
+                self._check_lesson_action()
+                return False
+            self._lesson_opened(lesson)
+            return True
+        self._loading = lesson.installed_models[0]
+        self._show_work(tr("lesson.opening", self.session.lang, title=lesson.title_in(self.session.lang)),
+                        cancel=False)
         self._sync_models()
-        self.jobs.start(lambda _report: [load_model(n) for n in lesson.installed_models],
-                        lambda held: self._lesson_models_loaded(lesson, held), self._model_failed)
+        session = self.session
+        self.jobs.start(lambda _report: lesson.prepare_play(session),
+                        lambda prepared: self._lesson_prepared(lesson, prepared), self._model_failed)
         return True
 
-    def _lesson_models_loaded(self, lesson: Lesson, held: list) -> None:
-        """The models of `lesson` are loaded (`held` keeps them shared while it plays)."""
+    def _lesson_prepared(self, lesson: Lesson, prepared: tuple) -> None:
         self._loading = None
         self._hide_work()
-        self._sync_models()
         if self._lesson_request is lesson:               # not overtaken by another choice
-            self._play_lesson(lesson)
+            self.session.install_play(prepared, content=lesson)
+            self._lesson_opened(lesson)
+        self._sync_models()
 
-    def _play_lesson(self, lesson: Lesson) -> bool:
-        """Play `lesson` now (its runs, and on a real model the recompute checks, take a
-        moment: the cursor says so)."""
-        QApplication.setOverrideCursor(Qt.CursorShape.WaitCursor)
-        try:
-            played = self.guarded(lesson.play_in, self.session)
-        finally:
-            QApplication.restoreOverrideCursor()
-        if not played:
-            self._check_lesson_action()
-            return False
+    def _lesson_opened(self, lesson: Lesson) -> None:
         self.lesson = lesson
         self.statusBar().showMessage(tr("lesson.opened", self.session.lang,
                                         title=lesson.title_in(self.session.lang)), 8000)
-        return True
 
     def show_start_page(self) -> StartPage:
         """The list of lessons, non-blocking (open(), not exec())."""
