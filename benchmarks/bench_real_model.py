@@ -130,9 +130,8 @@ def main() -> None:
 
 
 def open_real_lesson() -> None:
-    """What Open in the lesson list costs once the model is loaded (the window loads it in
-    the background first): read the file, check its frames, run its scenarios with the
-    recompute check."""
+    """What Open in the lesson list prepares in the background once the model is loaded:
+    read the file, check its frames, run its scenarios with the recompute check."""
     parse_lesson(lessons_dir() / "real-model.toml").build_session()
 
 
