@@ -15,7 +15,8 @@ from explorer.core.table_model import load_table_model
 from explorer.core.teaching import load_teaching_model
 from explorer.core.vocab import Vocabulary
 from explorer.session import Session
-from explorer.ui.kv_grid import MIN_POINT_SIZE, KVGridPanel, byte_size
+from explorer.ui.kv_grid import MIN_POINT_SIZE, KVGridPanel
+from explorer.ui.units import byte_size
 
 BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
 BYTES_TABLE = BEAM_TABLE.with_name("bytes-example.json")
@@ -206,12 +207,12 @@ def test_the_cache_weight_of_a_real_model(qtbot, smollm2):
     panel = KVGridPanel(session)
     qtbot.addWidget(panel)
     session.last()
-    assert session.frame.cache_len == 6 and "in cache: 6 (270 KB)" in panel.counts_text()   # 276,480 bytes
+    assert session.frame.cache_len == 6 and "in cache: 6 (276 kB)" in panel.counts_text()   # 276,480 bytes
     assert "= 46,080." in panel.counts_tooltip() and "6 positions: 276,480 bytes" in panel.counts_tooltip()
 
 
-@pytest.mark.parametrize("n, text", [(0, "0 B"), (1023, "1023 B"), (1024, "1 KB"), (276_480, "270 KB"),
-                                     (2048 * 46_080, "90.0 MB")])
+@pytest.mark.parametrize("n, text", [(0, "0 B"), (999, "999 B"), (1000, "1 kB"), (276_480, "276 kB"),
+                                     (2048 * 46_080, "94.4 MB"), (98_362_432, "98.4 MB")])
 def test_byte_sizes_read_as_people_write_them(n, text):
     assert byte_size(n) == text
 

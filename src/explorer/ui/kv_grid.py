@@ -23,6 +23,7 @@ from ..i18n import add_messages
 from ..session import TokenState
 from .panel import Panel, answer_tooltip
 from .theme import Theme, text_on
+from .units import byte_size
 
 MIN_POINT_SIZE = 11.0          # readable from the back of a classroom
 STATES = ("processed", "selected", "pending")   # cell codes 0, 1, 2
@@ -601,15 +602,6 @@ class KVGridPanel(Panel):
 
     def grid_view(self) -> QAbstractScrollArea:
         return self._view
-
-
-def byte_size(n: int) -> str:
-    """A byte count as people read it: "128 B", "45 KB", "1.3 MB" (1 KB = 1,024 bytes)."""
-    if n < 1024:
-        return f"{n} B"
-    if n < 1024 ** 2:
-        return f"{n / 1024:.0f} KB"
-    return f"{n / 1024 ** 2:.1f} MB"
 
 
 def _same_grid(a: _GridData, b: _GridData) -> bool:
