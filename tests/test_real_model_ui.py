@@ -286,13 +286,13 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
     menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator() and a.isVisible()]
     assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Open GGUF…", "Install SmolLM2-135M-Instruct (98.4 MB)…"]
     assert not w.model_picker.is_enabled("smollm2") and not w.model_actions["smollm2"].isEnabled()
-    tip = "Not installed. Install it with: explorer model install smollm2"
+    tip = "Not installed. Install it from the Model menu, or with: explorer model install smollm2"
     assert w.model_picker.tooltip("smollm2") == tip and w.model_actions["smollm2"].toolTip() == tip
     w.choose_model("smollm2")                      # were it chosen anyway: reported, nothing changes
     wait_idle(qtbot, w)
     assert "explorer model install smollm2" in w.errors[-1] and w.session.model.name == "teaching"
     w.set_lang("zh")
-    assert w.model_picker.tooltip("smollm2") == "未安装。安装命令：explorer model install smollm2"
+    assert w.model_picker.tooltip("smollm2") == "未安装。可以从“模型”菜单安装，或执行：explorer model install smollm2"
     assert w.menus["model"].title() == "模型(&M)"
 
 

@@ -18,8 +18,8 @@ add_messages({
     "picker.teaching": {"en": "Teaching model", "zh": "教学模型"},
     "picker.teaching.tip": {"en": "The course's model: 7 pieces, one layer, one head",
                             "zh": "课程的模型：7个词、一层、一个头"},
-    "picker.not_installed": {"en": "Not installed. Install it with: {command}",
-                             "zh": "未安装。安装命令：{command}"},
+    "picker.not_installed": {"en": "Not installed. Install it from the Model menu, or with: {command}",
+                             "zh": "未安装。可以从“模型”菜单安装，或执行：{command}"},
     "picker.other": {"en": "This lesson's model: {name}", "zh": "本课的模型：{name}"},
 })
 
