@@ -744,9 +744,10 @@ class MainWindow(QMainWindow):
         self._sync_models()
         loader = self.load_model
         self.jobs.start(lambda _report: loader(key), lambda model: self._model_loaded(key, model),
-                        self._model_failed)
+                        self._work_failed)
 
-    def _model_failed(self, exc, tb: str) -> None:
+    def _work_failed(self, exc, tb: str) -> None:
+        """A model load, a model install or a lesson's preparation failed: said, nothing changes."""
         self._loading = None
         self._hide_work()
         self._sync_models()
@@ -794,7 +795,7 @@ class MainWindow(QMainWindow):
                         cancel=False)
         self._sync_models()
         self.jobs.start(lambda _report: install(name, log=lambda _line: None),
-                        lambda path: self._model_installed(s, path, then), self._model_failed)
+                        lambda path: self._model_installed(s, path, then), self._work_failed)
         return True
 
     def _model_installed(self, s, path, then) -> None:
@@ -949,7 +950,7 @@ class MainWindow(QMainWindow):
         self._sync_models()
         session = self.session
         self.jobs.start(lambda _report: lesson.prepare_play(session),
-                        lambda prepared: self._lesson_prepared(lesson, prepared), self._model_failed)
+                        lambda prepared: self._lesson_prepared(lesson, prepared), self._work_failed)
         return True
 
     def _lesson_prepared(self, lesson: Lesson, prepared: tuple) -> None:
