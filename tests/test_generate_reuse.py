@@ -71,3 +71,15 @@ def test_a_temperature_change_recomputes_no_forward_it_can_reuse():
     forced = generate(model, [1, 2], SamplingConfig(max_new_tokens=8), overrides={1: 4}, reuse=earlier)
     assert forced.output_ids[:2] == (3, 4)
     assert model.calls == len(forced.steps) - 2   # prefill and decode 1 were reused
+
+
+def test_a_reused_step_keeps_its_recompute_check_and_a_new_unchecked_one_has_none():
+    """A free run on a real model skips the check; the steps it takes over from a checked run
+    (the same tokens, the same forward pass) still cite the difference that was measured."""
+    earlier = generate(TEACHING, [1, 2], SamplingConfig(max_new_tokens=8))
+    assert all(s.recompute_max_abs_diff is not None for s in earlier.steps)
+    forced = generate(TEACHING, [1, 2], SamplingConfig(max_new_tokens=8), overrides={1: 4}, reuse=earlier,
+                      check_recompute=False)
+    assert [s.recompute_max_abs_diff for s in forced.steps[:2]] == [s.recompute_max_abs_diff
+                                                                     for s in earlier.steps[:2]]
+    assert all(s.recompute_max_abs_diff is None for s in forced.steps[2:])

@@ -166,7 +166,8 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     qtbot.waitUntil(lambda: not window.working, timeout=LONG)
     s = window.session
     assert window.errors == [] and window.lesson.id == "real-model"
-    assert s.model is smollm2 and s.check_recompute
+    # its own runs were checked; the teacher's changes are not (seconds per step on a real model)
+    assert s.model is smollm2 and s.run.steps[1].recompute_max_abs_diff is not None and not s.check_recompute
     assert window.model_picker.current_key() == "smollm2"
     assert s.runner is window.runner                   # a slider drag computes in the background
     s.go(2)                                            # the first pick
@@ -176,6 +177,15 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     slider.setValue(slider.value() + 5)                # greedy: the pick stays, the run recomputes
     qtbot.waitUntil(lambda: not window.working and not s.behind, timeout=LONG)
     assert window.errors == [] and s.run.output_ids[0] == 7042 and s.in_lesson
+    assert s.run.steps[1].recompute_max_abs_diff is not None     # the same steps: their check stays
+    s.set_sampling(mode="sample", seed=4)                        # u = 0.943: past ␣Paris's 0.77
+    qtbot.waitUntil(lambda: not window.working and not s.behind, timeout=LONG)
+    run = s.run
+    assert run.output_ids[0] != 7042 and len(run.steps) >= 2 and window.errors == []
+    assert run.steps[0].recompute_max_abs_diff is not None       # the Prefill is the same pass
+    assert run.steps[1].recompute_max_abs_diff is None           # a new step is not rechecked
+    s.go(3)                                                      # Decode 1 says so in words
+    assert window.panels["explanation"].sections()["check"].endswith("not checked on this run.")
     window.lesson_actions["wo-ai-to-eos"].trigger()    # and back to the teaching model
     assert s.model.name == "teaching" and s.runner is None and window.errors == []
 
@@ -228,3 +238,12 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     assert (w.lesson.id, w.session.run) == before and models.installed_path("smollm2") is None
     cache = tmp_path / "empty-cache"
     assert not cache.exists() or not any(cache.iterdir())                    # nothing half-written
+
+
+def test_a_real_lesson_given_at_start_is_checked_as_written_and_answers_changes_unchecked(
+        qtbot, tmp_path, smollm2):
+    w = build_window(settings_path=str(tmp_path / "settings.ini"), lesson="real-model", compact=False)
+    qtbot.addWidget(w)
+    s = w.session
+    assert w.lesson.id == "real-model" and s.model is smollm2 and s.runner is w.runner
+    assert all(step.recompute_max_abs_diff is not None for step in s.run.steps) and not s.check_recompute

@@ -136,14 +136,15 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
 def _forward(model, prompt, output, steps, cache, reuse: Run | None, check: bool):
     """The forward pass of the next step -> (trace, recompute diff, live cache or None).
 
-    Taken from `reuse` when it processed the same tokens; otherwise computed, after
-    rebuilding the KV cache from the earlier steps' traces if they were reused."""
+    Taken from `reuse` when it processed the same tokens (with the recompute check it had, if
+    any: the same forward pass); otherwise computed, after rebuilding the KV cache from the
+    earlier steps' traces if they were reused."""
     index = len(steps)
     if (reuse is not None and reuse.prompt_ids == prompt and index < len(reuse.steps)
             and reuse.output_ids[:index] == tuple(output)):
         old = reuse.steps[index]
         if old.recompute_max_abs_diff is not None or not check:
-            return old.trace, old.recompute_max_abs_diff if check else None, None
+            return old.trace, old.recompute_max_abs_diff, None     # a check made earlier stays true
     if index == 0:
         trace, cache = model.prefill(prompt)
     else:

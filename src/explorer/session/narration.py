@@ -25,6 +25,7 @@ add_messages({
     "frame.stop": {"en": "Stop ({short}): {visible} visible, {cache} in cache",
                    "zh": "停止（{short}）：可见{visible}个，缓存{cache}个"},
     "incomplete": {"en": "incomplete", "zh": "不完整"},
+    "diff.unchecked": {"en": "not checked on this run", "zh": "本次未检查"},   # {diff} without a recompute
     "section.what": {"en": "What happened", "zh": "发生了什么"},
     "section.why": {"en": "Why it matters", "zh": "为什么重要"},
     "section.how": {"en": "How it is implemented", "zh": "怎样实现"},
@@ -138,8 +139,8 @@ add_messages({
 })
 
 
-def _diff(value) -> str:
-    return "-" if value is None else f"{value:.1e}"
+def _diff(value, lang: str) -> str:
+    return tr("diff.unchecked", lang) if value is None else f"{value:.1e}"
 
 
 def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> dict:
@@ -156,7 +157,7 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
         values |= {"first": step.positions[0], "last": step.positions[-1], "pos": step.positions[-1],
                    "piece": vocab.display_piece(step.selected_id if frame.kind in ("pick", "stop")
                                                 else step.input_ids[-1]),
-                   "id": step.selected_id, "diff": _diff(step.recompute_max_abs_diff),
+                   "id": step.selected_id, "diff": _diff(step.recompute_max_abs_diff, lang),
                    "how": tr(how, lang, u=f"{dist.u:.3f}" if dist.u is not None else ""),
                    "prob": f"{dist.probs[step.selected_id]:.4f}",
                    "u": "-" if dist.u is None else f"{dist.u:.4f}"}
@@ -165,7 +166,8 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
     if frame.kind == "stop":
         short = run.finish_reason + (f", {tr('incomplete', lang)}" if run.incomplete else "")
         values |= {"reason": finish_text(run, lang), "short": short, "ids": elided_list(run.output_ids),
-                   "caches": elided_list(s.cache_len_after for s in run.steps), "diff": _diff(run.max_recompute_diff)}
+                   "caches": elided_list(s.cache_len_after for s in run.steps),
+                   "diff": _diff(run.max_recompute_diff, lang)}
     return values
 
 
@@ -203,6 +205,6 @@ def _default_text(kind: str, section: str, lang: str, values: dict) -> str:
     """The default explanation; a check that cites a full recompute says so when the run
     did not recompute (a real model: too slow at every slider tick)."""
     key = f"explain.{kind}.{section}"
-    if values.get("diff") == "-" and f"{key}_unchecked" in MESSAGES:
+    if values.get("diff") == tr("diff.unchecked", lang) and f"{key}_unchecked" in MESSAGES:
         key += "_unchecked"
     return tr(key, lang, **values)

@@ -205,6 +205,12 @@ class Session:
         self._install(pending)
         self.events.emit("run_changed", self)
 
+    def set_check_recompute(self, on: bool) -> None:
+        """Whether runs computed from now on compare every step with a full recompute; the
+        runs shown keep the checks they had (a lesson on a real model is checked as written,
+        the teacher's changes to it are not: seconds per step)."""
+        self._check_recompute = bool(on)
+
     def set_sampling(self, **changes) -> None:
         """Change sampling settings (SamplingConfig field names) and rerun."""
         self.config.with_(**changes)                 # a bad value raises before anything changes

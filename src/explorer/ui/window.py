@@ -828,9 +828,13 @@ class MainWindow(QMainWindow):
 
     # ------------------------------------------------------------------ background work
     def _choose_runner(self, model=None, small: bool = False) -> None:
-        """A big model computes off the UI thread; a small one at once, as before."""
+        """A big model computes off the UI thread, and the teacher's changes to it are not
+        compared with a full recompute (seconds per step: a slider would lag); a small one
+        computes at once, every step checked."""
         model = self.session.requested_model if model is None else model
-        self.session.runner = None if small or not is_big(model) else self.runner
+        big = not small and is_big(model)
+        self.session.runner = self.runner if big else None
+        self.session.set_check_recompute(not big)
 
     @property
     def working(self) -> bool:
