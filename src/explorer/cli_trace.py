@@ -64,10 +64,13 @@ def run(args) -> int:
         data = [run_to_dict(r, session.model.vocab, args.top) for r, _ in results]
         print(json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2))
         return 0
+    # a lesson with several scenarios: each block says which one it is
+    names = [name for name, _ in session.content.scenarios] if len(results) > 1 and session.content else []
     blocks = []
-    for (run, beam), scenario in zip(results, session.scenarios):
+    for i, ((run, beam), scenario) in enumerate(zip(results, session.scenarios)):
         vocab = scenario.model.vocab
-        blocks.append(format_tree(beam, vocab, args.lang) if beam is not None else format_run(run, vocab, args.lang))
+        block = format_tree(beam, vocab, args.lang) if beam is not None else format_run(run, vocab, args.lang)
+        blocks.append(f"{tr('scenario', args.lang, name=names[i])}\n{block}" if names else block)
     print("\n\n".join(blocks))
     return 0
 

@@ -19,6 +19,7 @@ MESSAGES = {
     "chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
     "forced": {"en": " (forced)", "zh": "（人为指定）"},
     "prompt": {"en": "prompt", "zh": "提示"},
+    "scenario": {"en": "scenario “{name}”", "zh": "情景“{name}”"},
     "output": {"en": "output", "zh": "输出"},
     "counts": {"en": "visible tokens: {visible}   in cache: {cache}",
                "zh": "可见Token：{visible}   已进缓存：{cache}"},
