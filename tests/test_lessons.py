@@ -303,6 +303,18 @@ BAD = {  # name -> (edit of a good lesson, what the message must say)
                             ["frames[1].explain.check.en: unknown placeholder", "'size'"]),
     "placeholder-of-another-kind": (('en = "The prompt is {ids} ({pieces})', 'en = "The prompt is {piece}'),
                                     ["frames[0].explain.what.en: unknown placeholder", "'piece'"]),
+    "attention-beyond-the-model": (('show = "decode"\nstep = 1\n',
+                                    'show = "decode"\nstep = 1\nattention = { layer = 1, head = 0 }\n'),
+                                   ["frames[3].attention: layer 1, head 0: expected layer < 1 and head < 1 for this model"]),
+    "attention-not-a-number": (('show = "decode"\nstep = 1\n',
+                                'show = "decode"\nstep = 1\nattention = { layer = "top", head = 0 }\n'),
+                               ["frames[3].attention.layer: expected an integer >= 0"]),
+    "attention-without-head": (('show = "decode"\nstep = 1\n', 'show = "decode"\nstep = 1\nattention = { layer = 0 }\n'),
+                               ["frames[3].attention.head: missing"]),
+    "attention-on-input": (('show = "input"\n', 'show = "input"\nattention = { layer = 0, head = 0 }\n'),
+                           ["frames[0].attention: an input frame has no attention to show"]),
+    "attended-without-a-choice": (("Cache {cache} = prompt length {n}.", "Cache {cache} = prompt length {attended}."),
+                                  ["frames[1].explain.check.en: unknown placeholder", "'attended'"]),
 }
 
 

@@ -74,7 +74,7 @@ def test_every_frame_of_the_real_lesson_cites_its_own_numbers(session):
         session.go(i)
         explain = frame_explanation(session.frame, session.run, session.model.vocab, "en")
         assert not any(re.search(r"\{\w+\}", t) for t in explain.values())
-    session.go(3)                                    # Decode 1
+    session.go(4)                                    # Decode 1
     check = frame_explanation(session.frame, session.run, session.model.vocab, "en")["check"]
     assert check.startswith("Position 5, cache 6 per layer; difference from a full recomputation ")
     assert not check.endswith("-.")                  # a recompute was run, so a number is cited
@@ -87,13 +87,25 @@ def test_every_frame_of_the_real_lesson_cites_its_own_numbers(session):
     assert re.search(r"was selected by sampling \(u = 0\.\d{3}\): id \d+", what), what
 
 
+def test_a_frame_names_the_head_that_looked_at_france(session, smollm2):
+    """Frame 4 turns the attention panel to layer 23, head 4; its text cites that head's
+    largest weight in the last position's row, read from the Prefill's trace."""
+    session.go(3)
+    frame = session.frame
+    assert frame.kind == "pick" and frame.attention == (23, 4)
+    row = session.run.steps[0].trace.layers[23].weights[4, -1]          # [t]
+    assert smollm2.vocab.display_piece(PROMPT_IDS[int(row.argmax())]) == "␣France" and row.max() > 0.5
+    what = frame_explanation(frame, session.run, session.model.vocab, "en")["what"]
+    assert f"In layer 23, head 4, {row.max():.2f} of its attention went to ␣France." in what
+
+
 def test_the_new_words_of_a_real_model_are_glossary_terms(session):
     """Grouped K/V heads and float32 rounding come up first here; hovering them explains them."""
     glossary = load_glossary()
     for lang, words in (("en", {"key/value heads": "grouped-kv", "float32": "float32"}),
                         ("zh", {"K/V头": "grouped-kv", "float32": "float32"})):
         found = {}
-        for i in (1, 3):                             # the Prefill and Decode 1 frames
+        for i in (1, 4):                             # the Prefill and Decode 1 frames
             session.go(i)
             for text in frame_explanation(session.frame, session.run, session.model.vocab, lang).values():
                 found |= {text[a:b]: term for a, b, term in glossary.find(text, lang)}
@@ -172,6 +184,16 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert s.runner is window.runner                   # a slider drag computes in the background
     s.go(2)                                            # the first pick
     assert window.panels["distribution"].bar_labels()[0] == "␣Paris"
+    att = window.panels["attention"]
+    assert (att.layer_picker.currentIndex(), att.head_picker.currentIndex()) == (0, 0)
+    s.go(3)                                            # the frame that names layer 23, head 4
+    assert (att.layer_picker.currentIndex(), att.head_picker.currentIndex()) == (23, 4)
+    att.head_picker.setCurrentIndex(1)                 # the teacher looks at another head there
+    s.go(3)
+    assert att.head_picker.currentIndex() == 1
+    s.go(4)                                            # leaving puts the pickers back
+    assert (att.layer_picker.currentIndex(), att.head_picker.currentIndex()) == (0, 0)
+    s.go(2)
     assert len(window.panels["kv"].row_labels()) == 60
     slider = window.panels["controls"].slider("temperature")
     slider.setValue(slider.value() + 5)                # greedy: the pick stays, the run recomputes
@@ -184,7 +206,7 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert run.output_ids[0] != 7042 and len(run.steps) >= 2 and window.errors == []
     assert run.steps[0].recompute_max_abs_diff is not None       # the Prefill is the same pass
     assert run.steps[1].recompute_max_abs_diff is None           # a new step is not rechecked
-    s.go(3)                                                      # Decode 1 says so in words
+    s.go(4)                                                      # Decode 1 says so in words
     assert window.panels["explanation"].sections()["check"].endswith("not checked on this run.")
     window.lesson_actions["wo-ai-to-eos"].trigger()    # and back to the teaching model
     assert s.model.name == "teaching" and s.runner is None and window.errors == []

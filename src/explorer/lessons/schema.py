@@ -187,7 +187,7 @@ class _Reader:
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
             "settings", "forces", "scenarios", "frames", "checks")
 SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces")
-FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view")
+FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
 
@@ -284,6 +284,14 @@ def _plan(r: _Reader, fd, where: str, scenario_names: list[str]) -> FramePlan:
     if "explain" in fd:
         explain = r.table(fd["explain"], f"{where}.explain", SECTIONS)
         extras["explain"] = {s: r.text(t, f"{where}.explain.{s}") for s, t in explain.items()}
+    if "attention" in fd:
+        if kind == "input":
+            r.fail(f"{where}.attention", "an input frame has no attention to show (nothing has run)")
+        choice = r.table(fd["attention"], f"{where}.attention", ("layer", "head"), ("layer", "head"))
+        for key in ("layer", "head"):
+            if not isinstance(choice[key], int) or isinstance(choice[key], bool) or choice[key] < 0:
+                r.fail(f"{where}.attention.{key}", "expected an integer >= 0 (counted from 0)")
+        extras["attention"] = (choice["layer"], choice["head"])
     for key, choices in (("panels", PANELS), ("view", VIEWS)):
         if key in fd:
             items = fd[key]
@@ -305,6 +313,13 @@ def _check_texts(r: _Reader, lesson: Lesson) -> None:
         session = lesson._session(check_recompute=False)    # the texts need the runs, not the check
     for i, frame in enumerate(session.frames):
         run, model = session.run_at(i)
+        if frame.attention is not None:
+            layers = run.steps[0].trace.layers
+            heads = layers[0].q.shape[0] if layers else 0
+            layer, head = frame.attention
+            if layer >= len(layers) or head >= heads:
+                r.fail(f"frames[{i}].attention", f"layer {layer}, head {head}: expected layer < {len(layers)} "
+                                                 f"and head < {heads} for this model (counted from 0)")
         texts = {"title": frame.title or {}} | {f"explain.{k}": v for k, v in (frame.explain or {}).items()}
         for where, by_lang in texts.items():
             for lang, text in by_lang.items():

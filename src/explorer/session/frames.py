@@ -32,6 +32,7 @@ class Frame:
     explain: dict | None = None     # section -> {lang -> text}
     panels: tuple[str, ...] = ()    # panels that matter for this frame
     view: tuple[str, ...] = ()      # display hints, e.g. "attention_full" (stack every step)
+    attention: tuple[int, int] | None = None   # (layer, head) the attention panel turns to
 
     @property
     def visible_count(self) -> int:

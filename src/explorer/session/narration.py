@@ -163,12 +163,25 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
                    "u": "-" if dist.u is None else f"{dist.u:.4f}"}
         if frame.kind == "decode":
             values["n"] = step.index
+        if frame.attention is not None:
+            values |= _attended(step, frame.attention, vocab)
     if frame.kind == "stop":
         short = run.finish_reason + (f", {tr('incomplete', lang)}" if run.incomplete else "")
         values |= {"reason": finish_text(run, lang), "short": short, "ids": elided_list(run.output_ids),
                    "caches": elided_list(s.cache_len_after for s in run.steps),
                    "diff": _diff(run.max_recompute_diff, lang)}
     return values
+
+
+def _attended(step, attention: tuple[int, int], vocab: Vocabulary) -> dict:
+    """{layer}, {head}, and where that head's last query row puts its largest weight:
+    {attended} (the key's piece) and {attended_weight} (2 decimals)."""
+    layer, head = attention
+    lt = step.trace.layers[layer]
+    row = lt.weights[head, -1]                                   # [t] the last query's weights
+    key = int(row.argmax())
+    return {"layer": layer, "head": head, "attended": vocab.display_piece(int(step.trace.key_ids[key])),
+            "attended_weight": f"{row[key]:.2f}"}
 
 
 def finish_text(run: Run, lang: str = "en") -> str:

@@ -156,6 +156,8 @@ class AttentionPanel(Panel):
         self._matrix: _Matrix | None = None
         self._shown = None                 # (theme, language, font, toggle) of the last drawing
         self._toggle_before_view = None    # the toggle as the teacher left it, while a frame's view overrides it
+        self._pickers_before_view = None   # (layer, head) as the teacher left them, while a frame chooses
+        self._pickers_chosen_for = None    # (cursor, choice) last applied: the teacher may pick again there
         self._build_controls()
         self._build_plot()
         layout = QVBoxLayout(self)
@@ -218,8 +220,9 @@ class AttentionPanel(Panel):
 
     # ---------------------------------------------------------------- refresh
     def refresh(self) -> None:
-        self._follow_frame_view()
         self._update_pickers()
+        self._follow_frame_view()
+        self._update_kv_note()
         matrix = self._current_matrix()
         font = readable_font(self.font())
         step = self.session.step
@@ -248,6 +251,27 @@ class AttentionPanel(Panel):
         elif not wanted and self._toggle_before_view is not None:
             self._set_toggle(self._toggle_before_view)
             self._toggle_before_view = None
+        self._follow_frame_choice()
+
+    def _follow_frame_choice(self) -> None:
+        """A lesson frame that names a layer and head turns the pickers to them when the
+        player arrives (the teacher may pick others there), and puts them back on leaving."""
+        choice = self.session.frame.attention
+        arrived = (self.session.cursor, choice)
+        if choice is not None and arrived != self._pickers_chosen_for:
+            if self._pickers_before_view is None:
+                self._pickers_before_view = (self.layer_picker.currentIndex(), self.head_picker.currentIndex())
+            self._set_pickers(*choice)
+        elif choice is None and self._pickers_before_view is not None:
+            self._set_pickers(*self._pickers_before_view)
+            self._pickers_before_view = None
+        self._pickers_chosen_for = arrived
+
+    def _set_pickers(self, layer: int, head: int) -> None:
+        for picker, index in ((self.layer_picker, layer), (self.head_picker, head)):
+            picker.blockSignals(True)                   # refresh() is already running
+            picker.setCurrentIndex(min(index, picker.count() - 1))
+            picker.blockSignals(False)
 
     def _set_toggle(self, checked: bool) -> None:
         self.full_matrix_toggle.blockSignals(True)      # refresh() is already running
@@ -264,15 +288,22 @@ class AttentionPanel(Panel):
             return stacked_matrix(self.session.run.steps[:step.index + 1], layer, head)
         return step_matrix(step, layer, head)
 
+    def _counts(self) -> tuple[int, int, int]:
+        """Layers, query heads and K/V heads of the model the run used."""
+        layers = self.session.run.steps[0].trace.layers
+        return (len(layers), layers[0].q.shape[0], layers[0].k.shape[0]) if layers else (0, 0, 0)
+
     def _update_pickers(self) -> None:
         """One item per layer / head; shown only when there is a choice."""
-        layers = self.session.run.steps[0].trace.layers
-        n_layers = len(layers)
-        n_heads, n_kv = (layers[0].q.shape[0], layers[0].k.shape[0]) if layers else (0, 0)
+        n_layers, n_heads, _ = self._counts()
         _fill(self.layer_picker, [self.tr("attention.layer", i=i) for i in range(n_layers)])
         _fill(self.head_picker, [self.tr("attention.head", i=i) for i in range(n_heads)])
         self.layer_picker.setVisible(n_layers > 1)
         self.head_picker.setVisible(n_heads > 1)
+
+    def _update_kv_note(self) -> None:
+        """Which K/V head the picked query head reads (grouped heads only)."""
+        _, n_heads, n_kv = self._counts()
         self._kv_note.setVisible(0 < n_kv < n_heads)
         if 0 < n_kv < n_heads:
             h, group = max(0, self.head_picker.currentIndex()), n_heads // n_kv
