@@ -181,18 +181,17 @@ class Session:
         return other
 
     # ------------------------------------------------------------------ changing what runs
-    def play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = (), content=None,
-             check_recompute: bool | None = None) -> None:
+    def play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = (), content=None) -> None:
         """Switch to other content (another lesson, given as `content`) in place, so every
         subscriber stays; the teacher's changes and the undo history start afresh, the
-        cursor at the first frame. check_recompute: None keeps the current setting."""
-        self.install_play(self.prepare_play(scenarios, plans, check_recompute), content)
+        cursor at the first frame."""
+        self.install_play(self.prepare_play(scenarios, plans), content)
 
     def prepare_play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = (),
                      check_recompute: bool | None = None) -> tuple:
         """What `play` will show, computed without changing the session (so, like `prepare`,
         it may run off the UI thread: a lesson on a real model). A plan naming a frame its
-        Run does not have raises here."""
+        Run does not have raises here. check_recompute: None keeps the current setting."""
         check = self._check_recompute if check_recompute is None else check_recompute
         return scenarios, plans, self._compute((_UserLayer(), (), check), strict=True, scenarios=scenarios,
                                                plans=plans)
