@@ -20,7 +20,7 @@ from explorer.lessons import LessonError, lessons_dir, load_lesson
 from explorer.lessons.glossary import load_glossary
 from explorer.lessons.schema import parse_lesson
 from explorer.session import Session
-from explorer.session.narration import frame_explanation
+from explorer.session.narration import frame_explanation, frame_title
 from explorer.ui.app import build_window
 
 PROMPT_IDS = (504, 3575, 282, 4649, 314)       # The ␣capital ␣of ␣France ␣is
@@ -269,3 +269,16 @@ def test_a_real_lesson_given_at_start_is_checked_as_written_and_answers_changes_
     s = w.session
     assert w.lesson.id == "real-model" and s.model is smollm2 and s.runner is w.runner
     assert all(step.recompute_max_abs_diff is not None for step in s.run.steps) and not s.check_recompute
+
+
+def test_a_line_break_in_the_text_shows_as_a_mark_in_the_title(session):
+    """The stop title quotes the text; sampled on, SmolLM2 writes a line break into it."""
+    sampled = session.copy()
+    sampled.set_check_recompute(False)
+    sampled.set_sampling(mode="sample", seed=4)
+    sampled.go(5)                                                    # the stop frame
+    text = sampled.model.vocab.decode(sampled.frame.visible_ids[len(sampled.run.prompt_ids):])
+    assert "\n" in text
+    title = frame_title(sampled.frame, sampled.run, sampled.model.vocab, "en")
+    assert "\n" not in title and text.replace("\n", "↵") in title
+    assert "\n" in frame_explanation(sampled.frame, sampled.run, sampled.model.vocab, "en")["what"]

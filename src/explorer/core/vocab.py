@@ -144,7 +144,14 @@ class Vocabulary:
         return ids
 
 
-_VISIBLE = str.maketrans({" ": "␣", "\n": "↵", "\t": "⇥", "\r": "␍"})
+_BREAKS = {"\n": "↵", "\t": "⇥", "\r": "␍"}       # line breaks and tabs, as marks
+_VISIBLE = str.maketrans({" ": "␣", **_BREAKS})
+_ONE_LINE = str.maketrans(_BREAKS)
+
+
+def one_line(text: str) -> str:
+    """`text` with its line breaks and tabs shown as ↵ ⇥ ␍, for a heading that keeps to one line."""
+    return text.translate(_ONE_LINE)
 
 
 def _is_utf8(data: bytes) -> bool:

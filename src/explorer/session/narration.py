@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
-from ..core.vocab import Vocabulary
+from ..core.vocab import Vocabulary, one_line
 from ..i18n import MESSAGES, add_messages, tr
 from .frames import Frame
 
@@ -198,6 +198,7 @@ def _authored(texts: dict, lang: str, values: dict) -> str:
 
 def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     values = placeholder_values(frame, run, vocab, lang)
+    values["text"] = one_line(values["text"])          # a heading: a line break in the text shows as ↵
     if frame.title:
         return _authored(frame.title, lang, values)
     if frame.kind == "pick" and run.steps[frame.step].forced:
