@@ -3,7 +3,8 @@
     python benchmarks/bench_real_model.py [--json] [--loads 3] [--steps 20]
 
 Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores.
-The last row times opening the shipped real-model lesson with the model already loaded.
+The last rows time opening the shipped real-model lesson with the model already loaded,
+and a slider change in it once switched to sampling.
 The "floor" row times a step's matrix-vector products alone (every weight read once, the
 memory-bandwidth floor of a float32 step). `vs_floor` is the median of Decode / floor over
 pairs taken back to back (a Decode step at position 10, then the floor), so both meet the
@@ -126,7 +127,23 @@ def main() -> None:
     bandwidth = one_product(model)
     rows.append(summary("one product over as many bytes (bandwidth)", measure(bandwidth, repeat=args.steps)))
     rows.append(summary("open the real-model lesson (model loaded)", measure(open_real_lesson, repeat=5, warmup=1)))
+    rows.append(summary("real-model lesson: a new seed in sampling mode", lesson_changes(seeds=7)))
     report(rows, args.json)
+
+
+def lesson_changes(seeds: int) -> list[float]:
+    """Seconds per change of the seed in the real-model lesson switched to sampling, as the
+    window computes it: the teacher's changes on a big model are not rechecked. Each seed
+    draws other tokens, so every scenario runs anew from its first pick on."""
+    session = parse_lesson(lessons_dir() / "real-model.toml").build_session()
+    session.set_check_recompute(False)
+    session.set_sampling(mode="sample")
+    times = []
+    for seed in range(1, seeds + 1):
+        start = time.perf_counter()
+        session.set_sampling(seed=seed)
+        times.append(time.perf_counter() - start)
+    return times
 
 
 def open_real_lesson() -> None:
