@@ -316,6 +316,25 @@ def test_entered_logits_give_way_to_another_model_with_the_same_prompt(qtbot, lo
     assert w.session.prompt_ids == (0,) and w.prompt_edit.text() == "0.5, 4, 1"
 
 
+def test_logits_entered_after_a_prompt_typed_on_another_scenario_keep_the_context_token(qtbot, window):
+    """output-projection mixes a logits model (base) with the teaching one (valid, padded): a
+    teaching prompt typed on a teaching frame used to make the next logits entry fail with
+    "prompt ids: id 4 ... outside the vocabulary" (found by a random-actions seed)."""
+    window.lesson_actions["output-projection"].trigger()
+    s = window.session
+    s.go(2)                                                    # the "valid" scenario's Prefill
+    assert s.model.name == "teaching" and not window.editing_logits
+    window.prompt_edit.setText("你爱我")
+    window._prompt_entered()
+    assert window.errors == [] and s.prompt_ids == (4, 2, 1)
+    s.go(0)                                                    # the base scenario: logits
+    assert window.editing_logits
+    window.prompt_edit.setText("1, 2, 3")
+    window._prompt_entered()
+    assert window.errors == [] and s.prompt_ids == (0,) and s.model.vocab.pieces == ("…", "甲", "乙", "丙")
+    assert s.run.output_ids == (3,)                            # 丙 has the largest logit
+
+
 @pytest.mark.parametrize("text, problem", [("1, x, 0", "'x' is not a number"), ("1, inf", "not a finite"),
                                            ("", "at least one number")])
 def test_bad_logits_are_reported_and_nothing_changes(qtbot, logits_window, text, problem):

@@ -638,7 +638,9 @@ class MainWindow(QMainWindow):
                                    problem=tr("logits.too_many", lang, n=len(pieces) + len(spare))))
         pieces = (pieces + spare)[:len(values)]
         self._choose_runner(small=True)
-        self.session.set_model(logits_model(tuple(pieces), tuple(values)))
+        # its prompt is its context token, also after a prompt typed on another scenario's
+        # frame (a lesson that mixes a logits model with the teaching one)
+        self.session.set_model(logits_model(tuple(pieces), tuple(values)), prompt_ids=(0,))
 
     def _sync_prompt(self, force: bool = False) -> None:
         vocab, lang = self.session.model.vocab, self.session.lang
