@@ -317,6 +317,9 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     action.trigger()                                 # declined: nothing starts
     assert asked == ["tiny"] and not w.working and calls == []
     w.confirm_install = lambda s: True
+    w._loading = "smollm2"                           # something else is loading: said, not started
+    assert not w.install_model("tiny") and calls == [] and "still loading" in w.statusBar().currentMessage()
+    w._loading = None
     opened = []
     assert w.install_model("tiny", then=lambda: opened.append(w.model_picker.is_enabled("tiny")))
     assert w.working and not action.isEnabled() and not w.model_picker.isEnabled()

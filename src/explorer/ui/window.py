@@ -126,6 +126,8 @@ add_messages({
                                "\n\n只需联网一次。使用前会用SHA-256校验文件。"},
     "model.installing": {"en": "Installing {label} (downloading {size})…", "zh": "正在安装{label}（下载{size}）…"},
     "model.installed": {"en": "Installed {label}: {path}", "zh": "已安装{label}：{path}"},
+    "work.busy": {"en": "A model or lesson is still loading; try again when it is ready.",
+                  "zh": "还有模型或课程正在加载；请等它完成后再试。"},
     "logits.label": {"en": "Logits:", "zh": "Logits："},
     "logits.tip": {"en": "One number per candidate, separated by commas (e.g. 2, 1, 0); press Enter to "
                          "rebuild the model. More numbers add candidates named A, B, …",
@@ -790,7 +792,10 @@ class MainWindow(QMainWindow):
         install NAME` does, once the teacher agrees; `then()` runs when it is installed.
         False if nothing started (declined, or other work is running)."""
         s = MODELS[name]
-        if self._loading is not None or not self.confirm_install(s):
+        if self._loading is not None:
+            self.statusBar().showMessage(tr("work.busy", self.session.lang), 8000)
+            return False
+        if not self.confirm_install(s):
             return False
         self._loading = name
         self._show_work(tr("model.installing", self.session.lang, label=s.label, size=byte_size(s.size)),
