@@ -79,8 +79,9 @@ class Lesson:
     def build_session(self) -> Session:
         """A session playing this lesson."""
         with self._errors_named():
-            self._check_deferred()
-            return self._session(check_recompute=True)
+            session = self._session(check_recompute=True)
+        self._check_once(_session_frames(session))
+        return session
 
     def play_in(self, session: Session) -> None:
         """Make an existing session (and every panel watching it) play this lesson."""
@@ -91,8 +92,9 @@ class Lesson:
         for a real model: it loads the model and runs every scenario). Every step is
         compared with a full recompute: a lesson's check sections cite it."""
         with self._errors_named():
-            self._check_deferred()
-            return session.prepare_play(self.build_scenarios(), self.plans, check_recompute=True)
+            prepared = session.prepare_play(self.build_scenarios(), self.plans, check_recompute=True)
+        self._check_once(_pending_frames(prepared[2]))
+        return prepared
 
     def _session(self, check_recompute: bool) -> Session:
         scenarios = self.build_scenarios()
@@ -100,12 +102,12 @@ class Lesson:
         return Session(first.model, first.prompt_ids, first.config, scenarios=scenarios, plans=self.plans,
                        strict=True, content=self, check_recompute=check_recompute)
 
-    def _check_deferred(self) -> None:
-        """A lesson on an installed model has its frames and placeholders checked when it is
-        first built, not when it is read: listing the lessons must not load hundreds of MB
-        (nor fail where the model is not installed)."""
+    def _check_once(self, shown) -> None:
+        """A lesson on an installed model has its frames and placeholders checked on the runs
+        it is first built with, not when it is read: listing the lessons must not load
+        hundreds of MB (nor fail where the model is not installed)."""
         if not self.texts_checked:
-            _check_texts(_Reader(self.path), self)
+            _check_texts(_Reader(self.path), self, shown)
 
     def build_scenarios(self) -> tuple[Scenario, ...]:
         return tuple(self._scenario(spec) for _, spec in self.scenarios)
@@ -215,8 +217,10 @@ def parse_lesson(path: Path) -> Lesson:
         r.fail("order", "expected an integer")
     lesson = Lesson(path.stem, path, order, r.text(data["title"], "title"), r.text(data["summary"], "summary"),
                     tuple(builds_on), base, tuple(scenarios), plans, checks)
-    if not lesson.installed_models:       # else when first built (see Lesson._check_deferred)
-        _check_texts(r, lesson)
+    if not lesson.installed_models:       # else when first built (see Lesson._check_once)
+        with lesson._errors_named():
+            session = lesson._session(check_recompute=False)    # the texts need the runs, not the check
+        _check_texts(r, lesson, _session_frames(session))
     return lesson
 
 
@@ -307,12 +311,21 @@ def _check(r: _Reader, cd, where: str) -> Check:
                  r.text(cd["answer"], f"{where}.answer"))
 
 
-def _check_texts(r: _Reader, lesson: Lesson) -> None:
-    """Build the lesson once: every frame must exist and every {placeholder} must be known."""
-    with lesson._errors_named():
-        session = lesson._session(check_recompute=False)    # the texts need the runs, not the check
-    for i, frame in enumerate(session.frames):
-        run, model = session.run_at(i)
+def _session_frames(session: Session) -> list[tuple]:
+    """(frame, its run, its model) of every frame a session shows."""
+    return [(frame, *session.run_at(i)) for i, frame in enumerate(session.frames)]
+
+
+def _pending_frames(pending) -> list[tuple]:
+    """(frame, its run, its model) of every frame a prepared play will show."""
+    scenarios = [pending.effective[owner] for owner in pending.owners]
+    return [(frame, pending.runs[s], s.model) for frame, s in zip(pending.frames, scenarios)]
+
+
+def _check_texts(r: _Reader, lesson: Lesson, shown: list[tuple]) -> None:
+    """On the lesson's built frames ((frame, run, model) each): every attention choice must
+    exist and every {placeholder} must be known."""
+    for i, (frame, run, model) in enumerate(shown):
         if frame.attention is not None:
             layers = run.steps[0].trace.layers
             heads = layers[0].q.shape[0] if layers else 0
