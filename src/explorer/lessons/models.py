@@ -16,6 +16,7 @@ from ..core.vocab import Vocabulary
 from ..models import load_model
 
 CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
+CONTEXT_ID = 0       # its id: a logits model's prompt is always (CONTEXT_ID,)
 
 
 def build_model(spec: dict, lesson_path: Path):
@@ -77,4 +78,4 @@ def logits_model(pieces: tuple[str, ...], logits: tuple[float, ...]) -> TableMod
         raise ExplorerError("model.logits: expected finite numbers")
     row = np.concatenate([[-np.inf], values])                         # [V]: the context token never wins
     row.flags.writeable = False
-    return TableModel(Vocabulary((CONTEXT, *pieces), {"bos": 0}), {}, row, name="logits")
+    return TableModel(Vocabulary((CONTEXT, *pieces), {"bos": CONTEXT_ID}), {}, row, name="logits")

@@ -26,7 +26,7 @@ from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
-from ..lessons.models import CONTEXT, logits_model
+from ..lessons.models import CONTEXT, CONTEXT_ID, logits_model
 from ..models import MODELS, TEACHING, cache_dir, default_prompt, install, installed_path, load_model
 from ..session import Session
 from ..session.session import Scenario
@@ -642,7 +642,7 @@ class MainWindow(QMainWindow):
         self._choose_runner(small=True)
         # its prompt is its context token, also after a prompt typed on another scenario's
         # frame (a lesson that mixes a logits model with the teaching one)
-        self.session.set_model(logits_model(tuple(pieces), tuple(values)), prompt_ids=(0,))
+        self.session.set_model(logits_model(tuple(pieces), tuple(values)), prompt_ids=(CONTEXT_ID,))
 
     def _sync_prompt(self, force: bool = False) -> None:
         vocab, lang = self.session.model.vocab, self.session.lang
