@@ -5,17 +5,17 @@
 Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores.
 The last rows time opening the shipped real-model lesson with the model already loaded,
 and a slider change in it once switched to sampling.
-The "floor" row times a step's matrix-vector products alone (every weight read once, the
-memory-bandwidth floor of a float32 step). `vs_floor` is the median of Decode / floor over
-pairs taken back to back (a Decode step at position 10, then the floor), so both meet the
-same memory: the shared machine's bandwidth drifts between rows measured apart. The last
-row reads as many bytes in a single product: what the machine's memory gives at all.
+The weights stay in the file's 4- and 8-bit blocks (core.quantized), 111 MB read per
+token. The "floor" row times a step's matrix-vector products alone, on those blocks.
+`vs_floor` is the median of Decode / floor over pairs taken back to back (a Decode step
+at position 10, then the floor), so both meet the same machine: the shared machine's
+speed drifts between rows measured apart. The "bandwidth" row reads as many bytes with
+one float32 BLAS product: what the memory gives with nothing to unpack.
 Load time and memory are taken in fresh processes (each a cold Python, a warm page
-cache), so one load does not inflate the next. The machine is shared: medians, and each
-Decode row notes the BLAS thread setting and the load average when it started. With two
-OpenBLAS threads on two cores, a second busy process can stretch a step tenfold (each
-product waits for its descheduled second thread); OPENBLAS_NUM_THREADS=1 degrades gently.
-Needs `explorer model install smollm2`.
+cache), so one load does not inflate the next; the memory is measured after the first
+Prefill, which imports numba and reads its compiled loops from numba's cache (its own
+row). The machine is shared: medians, and each Decode row notes the threads numba's
+products run on and the load average when it started. Needs `explorer model install smollm2`.
 """
 
 from __future__ import annotations
@@ -40,9 +40,13 @@ start = time.perf_counter()
 from explorer.models import load_model
 model = load_model("smollm2")
 seconds = time.perf_counter() - start
+start = time.perf_counter()
+model.prefill(model.vocab.encode("The capital of France is"))
+first = time.perf_counter() - start
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
 kb = lambda key: int(status[key].split()[0])
-print(json.dumps({"seconds": seconds, "rss_mb": kb("VmRSS") / 1024, "peak_mb": kb("VmHWM") / 1024}))
+print(json.dumps({"seconds": seconds, "first": first, "rss_mb": kb("VmRSS") / 1024,
+                  "peak_mb": kb("VmHWM") / 1024}))
 """
 
 
@@ -75,8 +79,8 @@ def decode_times(model, position: int, steps: int, after=None) -> tuple[list[flo
 
 def products_only(model) -> float:
     """Seconds of one Decode step's matrix-vector products alone, on the model's own
-    weights: the memory-bandwidth floor a float32 step cannot go under (every weight is
-    read once per token)."""
+    weights as stored (4- and 8-bit blocks): the floor a step cannot go under, since it
+    reads every weight once per token."""
     p = model.params
     x = np.ones((1, model.config.d_model), np.float32)            # [1, d]
     hidden = np.ones((1, model.config.d_ff), np.float32)          # [1, f]
@@ -88,19 +92,19 @@ def products_only(model) -> float:
 
 
 def one_product(model):
-    """One matrix-vector product over a buffer as large as all the weights, as a function:
-    what the memory gives the BLAS threads with no per-matrix call (the floor row is this
-    plus the cost of 121 products instead of one)."""
-    n = sum(lp.wqkv.size + lp.wo.size + lp.w13.size + lp.w2.size for lp in model.params.layers)
-    weights = np.ones(((n + model.params.embed.size) // 4096, 4096), np.float32)   # [rows, 4096]
+    """One float32 matrix-vector product (BLAS) over as many bytes as the stored weights,
+    as a function: what the memory gives with no per-matrix call and nothing to unpack."""
+    p = model.params
+    n = sum(lp.wqkv.T.nbytes + lp.wo.T.nbytes + lp.w13.T.nbytes + lp.w2.T.nbytes for lp in p.layers)
+    weights = np.ones(((n + p.embed.nbytes) // (4 * 4096), 4096), np.float32)     # [rows, 4096]
     x = np.ones(4096, np.float32)                                                    # [4096]
     return lambda: weights @ x
 
 
 def conditions() -> dict:
-    """What the timings depend on besides the code: BLAS threads (as set outside) and load."""
-    threads = os.environ.get("OPENBLAS_NUM_THREADS") or os.environ.get("OMP_NUM_THREADS") or "unset"
-    return {"blas_threads": threads, "load_avg": os.getloadavg()[0]}
+    """What the timings depend on besides the code: the threads of numba's loops and load."""
+    import numba
+    return {"threads": numba.get_num_threads(), "load_avg": os.getloadavg()[0]}
 
 
 def main() -> None:
@@ -112,7 +116,8 @@ def main() -> None:
     loads = load_in_fresh_processes(args.loads)
     rows = [summary("load (fresh process)", [r["seconds"] for r in loads],
                     rss_mb=statistics.median(r["rss_mb"] for r in loads),
-                    peak_mb=statistics.median(r["peak_mb"] for r in loads), target="< 1500 ms, < 800 MB")]
+                    peak_mb=statistics.median(r["peak_mb"] for r in loads), target="< 1500 ms, < 800 MB"),
+            summary("first Prefill in a fresh process (numba)", [r["first"] for r in loads])]
     model = models.load_model("smollm2")
     prompt = model.vocab.encode("The capital of France is Paris. " * 12)[:64]
     assert len(prompt) == 64

@@ -27,6 +27,7 @@ from explorer.core.bpe import (BPEVocabulary, byte_to_unicode, chat_message, cha
 from explorer.core.errors import ExplorerError
 from explorer.core.gguf import GGUFError, GGUFFile
 from explorer.core.llama import load_llama
+from explorer.core.quantized import BlockMatrix
 from explorer.core.teaching import load_teaching_model
 
 D, FF, HEADS, KV_HEADS, LAYERS = 64, 96, 4, 2, 2   # head size 16; rows multiples of 32
@@ -336,6 +337,14 @@ def test_loaded_model_matches_an_independent_forward(tmp_path, tied):
     got = model.full_forward(ids).logits
     want = reference_logits(stored, ids)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
+
+
+def test_quantised_matrices_stay_in_their_blocks_and_same_kinds_are_stacked(tiny):
+    lp = load_llama(tiny[0]).params.layers[0]
+    assert isinstance(lp.wo.T, BlockMatrix) and lp.wo.T.bits == 8          # Q8_0
+    assert isinstance(lp.wv, np.ndarray) and lp.wv.dtype == np.float32    # F16 -> float32
+    assert lp.wqkv is None                        # Q4_0, Q4_1 and F16: three products
+    assert lp.w13 is not None and lp.w13.T.bits == 4   # Q4_1 gate and Q4_0 up: one product
 
 
 def test_cached_decode_equals_full_recompute_and_stays_float32(tiny):

@@ -18,3 +18,22 @@ def test_core_imports_without_qt():
     proc = subprocess.run([sys.executable, "-c", CHECK], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert proc.stdout.strip() == ""
+
+
+TEACHING_ONLY = """
+import sys
+from explorer.models import load_model
+from explorer.core.generate import generate
+from explorer.core.sampling import SamplingConfig
+model = load_model("teaching")
+run = generate(model, model.vocab.encode("我爱"), SamplingConfig(max_new_tokens=3))
+assert len(run.steps) > 1
+print("numba" in sys.modules)
+"""
+
+
+def test_the_teaching_model_never_loads_numba():
+    """numba (0.3 s to import, more to compile) is for quantised GGUF matrices only."""
+    proc = subprocess.run([sys.executable, "-c", TEACHING_ONLY], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "False"

@@ -63,6 +63,8 @@ class LayerParams:
     a layer. A fused matrix whose blocks are not exactly these views (after
     `dataclasses.replace(lp, wq=...)`, say) is dropped: wq, wk, wv, w1, w3 are the truth."""
 
+    # matrices are float arrays, or (a llama file's quantised weights) transposed
+    # `quantized.BlockMatrix` views: both are multiplied as `x @ w`
     wq: np.ndarray                 # [d, h*e]
     wk: np.ndarray                 # [d, g*e]
     wv: np.ndarray                 # [d, g*e]
@@ -86,6 +88,10 @@ class LayerParams:
 
 def _column_blocks(whole: np.ndarray, parts) -> bool:
     """True if `parts` are exactly the consecutive column blocks of `whole` (views of it)."""
+    if not isinstance(whole, np.ndarray):     # transposed BlockMatrix views: compare their rows
+        if not all(type(part) is type(whole) for part in parts):
+            return False
+        whole, parts = whole.T.q.T, [part.T.q.T for part in parts]
     if whole.ndim != 2:
         return False
     address, step = whole.__array_interface__["data"][0], whole.strides[1]

@@ -1,4 +1,4 @@
-"""A llama-family model from a GGUF file, as a DecoderModel (float32 throughout).
+"""A llama-family model from a GGUF file, as a DecoderModel (float32 arithmetic throughout).
 
 Tensor names (llama.cpp's):
     token_embd                          [V, d]   token embedding (also the output head if
@@ -10,15 +10,14 @@ Tensor names (llama.cpp's):
     blk.N.ffn_down                      [d, f]
     output_norm                         [d]
     output                              [V, d]   optional
-(shapes in numpy order: GGUF's ne = [in, out] is stored row-major as [out, in]). Our
-matrices are [d_in, d_out] views into one buffer laid out for decode speed (see
-`_weight_arena`). The converter already permuted Q and
-K so that rotary positions act on adjacent pairs, the layout `layers.rope` uses.
+(shapes in numpy order: GGUF's ne = [in, out] is stored row-major as [out, in]). A layer
+multiplies by their transposes [d_in, d_out]: float32 arrays, or `BlockMatrix` views
+for quantised ones (see `quantized`). The converter already permuted Q and K so that
+rotary positions act on adjacent pairs, the layout `layers.rope` uses.
 """
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import numpy as np
@@ -26,6 +25,7 @@ import numpy as np
 from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .gguf import GGUFError, GGUFFile
+from .quantized import QUANTISED, BlockMatrix
 
 ARCHITECTURES = ("llama",)
 CONTROL, USER_DEFINED = 3, 4     # tokenizer.ggml.token_type values recognised in text
@@ -35,7 +35,7 @@ END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "
 
 
 def load_llama(path, name: str | None = None) -> DecoderModel:
-    """Read a llama-architecture GGUF file into a float32 DecoderModel with its tokenizer."""
+    """Read a llama-architecture GGUF file into a DecoderModel (float32 activations) with its tokenizer."""
     gf = GGUFFile(path)
     config = llama_config(gf)
     vocab = vocabulary_from_gguf(gf)
@@ -73,9 +73,12 @@ def llama_config(gf: GGUFFile) -> DecoderConfig:
         output_bias=False, tied_output="output.weight" not in gf.tensors)
 
 
-def llama_params(gf: GGUFFile, c: DecoderConfig, threads: int = 2) -> DecoderParams:
-    """Every tensor dequantised to float32 (two threads: numpy releases the GIL), checked
-    against the shape the config implies, matrices as [d_in, d_out] views."""
+def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
+    """Every tensor checked against the shape the config implies. Q4_0, Q4_1 and Q8_0
+    matrices stay in their blocks (`BlockMatrix`, a quarter to an eighth of float32's
+    bytes: a decode step reads every weight once); F32 and F16 ones become float32.
+    Each layer's Q, K, V and its gate and up projections are stacked when they share a
+    storage kind, so a step reads them with one product per group instead of five."""
     d, f, q_out, kv_out = c.d_model, c.d_ff, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
     expected = {"token_embd.weight": (c.vocab_size, d), "output_norm.weight": (d,)}
     if not c.tied_output:
@@ -93,73 +96,43 @@ def llama_params(gf: GGUFFile, c: DecoderConfig, threads: int = 2) -> DecoderPar
             raise GGUFError(f"{gf.path}: tensor {name} has shape {list(info.shape)}, "
                             f"expected {list(shape)} from the metadata")
         gf.raw(name)                             # GGUFError naming an unsupported type
-    into = _weight_arena(c, expected)
+    stored = {name: _stored(gf, name) for name in expected}   # matrices [out, in]
 
-    def transposed(name):  # [out, in] as stored -> [in, out]; vectors as they are
-        a = gf.tensor(name)
-        if name in into:
-            into[name][...] = a.T
-            return into[name]
-        return a
+    def layer(i: int) -> LayerParams:
+        def w(kind):
+            return stored[f"blk.{i}.{kind}.weight"]
+        qkv = _stacked([w("attn_q"), w("attn_k"), w("attn_v")])
+        gate_up = _stacked([w("ffn_gate"), w("ffn_up")])
+        return LayerParams(wq=qkv[1][0].T, wk=qkv[1][1].T, wv=qkv[1][2].T, wo=w("attn_output").T,
+                           w1=gate_up[1][0].T, w3=gate_up[1][1].T, w2=w("ffn_down").T,
+                           wqkv=None if qkv[0] is None else qkv[0].T,
+                           w13=None if gate_up[0] is None else gate_up[0].T,
+                           norm1=(w("attn_norm"), None), norm2=(w("ffn_norm"), None))
 
-    # the largest first, so the two threads finish together
-    names = sorted(expected, key=lambda n: -gf.info(n).n_elements)
-    with ThreadPoolExecutor(max(1, threads)) as pool:
-        arrays = dict(zip(names, pool.map(transposed, names)))
-
-    def w(name):  # [in, out]
-        return arrays[name]
-
-    layers = tuple(
-        LayerParams(wq=w(f"blk.{i}.attn_q.weight"), wk=w(f"blk.{i}.attn_k.weight"),
-                    wv=w(f"blk.{i}.attn_v.weight"), wo=w(f"blk.{i}.attn_output.weight"),
-                    w1=w(f"blk.{i}.ffn_gate.weight"), w2=w(f"blk.{i}.ffn_down.weight"),
-                    w3=w(f"blk.{i}.ffn_up.weight"),
-                    norm1=(arrays[f"blk.{i}.attn_norm.weight"], None),
-                    norm2=(arrays[f"blk.{i}.ffn_norm.weight"], None),
-                    wqkv=into[f"blk.{i}.wqkv"], w13=into[f"blk.{i}.w13"])
-        for i in range(c.n_layers))
-    return DecoderParams(embed=arrays["token_embd.weight"].T, layers=layers,
-                         w_out=None if c.tied_output else w("output.weight"),
-                         norm_f=(arrays["output_norm.weight"], None))
+    return DecoderParams(embed=stored["token_embd.weight"], layers=tuple(map(layer, range(c.n_layers))),
+                         w_out=None if c.tied_output else stored["output.weight"].T,
+                         norm_f=(stored["output_norm.weight"], None))
 
 
-def _weight_arena(c: DecoderConfig, expected: dict) -> dict[str, np.ndarray]:
-    """Where each matrix is dequantised to: [d_in, d_out] views of one float32 buffer.
+def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (numpy shape)
+    info = gf.info(name)
+    if info.ggml_type in QUANTISED:
+        return BlockMatrix.from_gguf(gf.raw(name), info.ggml_type, info.shape)
+    return gf.tensor(name)
 
-    A decode step is a chain of matrix-vector products that stream every weight once, so
-    its speed is memory bandwidth. One buffer, in the order a step reads it, is backed by
-    huge pages (numpy asks for them on large allocations): fewer TLB misses than 300
-    separate arrays. Each layer's Q, K, V and its gate and up projections sit side by
-    side ("blk.N.wqkv", "blk.N.w13": one product per group instead of five). The down
-    projection is stored [d, f] and used as its [f, d] transposed view, and the embedding
-    stored [d, V] is used as its [V, d] view (the output head): for these two shapes
-    OpenBLAS streams the other orientation faster (benchmarks/bench_real_model.py)."""
-    d, f, q_out, kv_out = c.d_model, c.d_ff, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
-    matrices = [name for name, shape in expected.items() if len(shape) == 2]
-    arena = np.empty(sum(int(np.prod(expected[n])) for n in matrices), np.float32)
-    used = 0
 
-    def take(rows, cols):  # the next [rows, cols] C-ordered block of the arena
-        nonlocal used
-        block = arena[used:used + rows * cols].reshape(rows, cols)
-        used += rows * cols
-        return block
-
-    into = {}
-    for i in range(c.n_layers):
-        b = f"blk.{i}."
-        wqkv, wo, w13, w2_rows = take(d, q_out + 2 * kv_out), take(q_out, d), take(d, 2 * f), take(d, f)
-        into.update({b + "wqkv": wqkv, b + "w13": w13,
-                     b + "attn_q.weight": wqkv[:, :q_out], b + "attn_k.weight": wqkv[:, q_out:q_out + kv_out],
-                     b + "attn_v.weight": wqkv[:, q_out + kv_out:], b + "attn_output.weight": wo,
-                     b + "ffn_gate.weight": w13[:, :f], b + "ffn_up.weight": w13[:, f:],
-                     b + "ffn_down.weight": w2_rows.T})
-    into["token_embd.weight"] = take(d, c.vocab_size)           # [d, V]; embed = its .T
-    if not c.tied_output:
-        into["output.weight"] = take(d, c.vocab_size)
-    assert used == arena.size
-    return into
+def _stacked(parts):
+    """(all rows of `parts` in one matrix, the parts as views of it); (None, parts) when
+    their storage differs (a file may quantise Q and V differently)."""
+    if all(isinstance(p, np.ndarray) for p in parts):
+        whole = np.concatenate(parts)
+    elif all(isinstance(p, BlockMatrix) for p in parts) and len({p.bits for p in parts}) == 1:
+        whole = BlockMatrix.stack(parts)
+    else:
+        return None, parts
+    bounds = np.cumsum([0] + [p.shape[0] for p in parts])
+    return whole, [whole[a:b] if isinstance(whole, np.ndarray) else whole.row_block(a, b)
+                   for a, b in zip(bounds[:-1], bounds[1:])]
 
 
 def vocabulary_from_gguf(gf: GGUFFile) -> BPEVocabulary:

@@ -1,0 +1,136 @@
+"""Compiled loops over GGUF's 32-element weight blocks (numba), used by `quantized`.
+
+numpy and BLAS only multiply float matrices, so a 4-bit weight would have to be written
+out as 4 bytes before every product: eight times the bytes a decode step reads. These
+loops unpack the weights where they are used: for one input row (a decode step) each
+weight goes straight from its nibble into the sum; for several rows, four rows of
+weights at a time go into a small float32 buffer that stays in the core's cache and
+serves every input row. The output rows are shared between the cores (`prange`). They are compiled, or read from numba's cache,
+the first time a quantised matrix is multiplied; the teaching models never load numba.
+
+A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
+    4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
+           and element 32b + 16 + k (high nibble); value = nibble * scale + offset
+           (Q4_1: offset = the block's minimum; Q4_0: offset = -8 * scale)
+    8-bit  q [rows, cols] int8; value = q * scale
+    scale, offset [rows, cols/32] float32, one per block
+A 4-bit row unpacks in nibble order: byte t's low nibbles first (positions 0..cols/2-1),
+then its high nibbles. That is one long loop the compiler vectorises; the input rows are
+permuted to the same order (`quantized.nibble_order`) once per product.
+
+Unpacking is exact: a 4- or 8-bit integer times a float16 scale fits a float32, so a
+product and its sum round once, fused or not. The dot products reassociate their sums
+(fastmath "reassoc", which lets them vectorise), so they round differently from a BLAS
+product over the dequantised matrix, as two BLAS builds would.
+"""
+
+from __future__ import annotations
+
+import numba as nb
+import numpy as np
+
+_OPTIONS = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy",
+                fastmath={"reassoc", "contract"})   # not nnan/ninf: a nan must still show
+GROUP = 4        # weight rows unpacked together: each input element loaded serves four
+
+
+@nb.njit(parallel=True, **_OPTIONS)
+def matvec_4bit(x, q, scale, offset, out):
+    """out = w @ x for one input row (a decode step): x [cols] float32 in nibble order,
+    q [rows, cols/2] uint8, scale, offset [rows, cols/32] -> out [rows]. Each weight is
+    unpacked and used at once, in registers."""
+    rows, half = q.shape
+    low, shift = np.uint8(15), np.uint8(4)     # uint8 constants keep the unpacking 8-bit
+    for j in nb.prange(rows):
+        s = np.float32(0)
+        for t in range(half):
+            v = q[j, t]
+            d, m = scale[j, t >> 4], offset[j, t >> 4]
+            s += (x[t] * (np.float32(np.uint8(v & low)) * d + m)
+                  + x[half + t] * (np.float32(np.uint8(v >> shift)) * d + m))
+        out[j] = s
+
+
+@nb.njit(parallel=True, **_OPTIONS)
+def matvec_8bit(x, q, scale, out):
+    """out = w @ x for one input row: x [cols] float32, q [rows, cols] int8,
+    scale [rows, cols/32] -> out [rows]."""
+    for j in nb.prange(q.shape[0]):
+        s = np.float32(0)
+        for t in range(q.shape[1]):
+            s += x[t] * (np.float32(q[j, t]) * scale[j, t >> 5])
+        out[j] = s
+
+
+@nb.njit(**_OPTIONS)
+def _dots(x, w, j0, count, out):
+    """out[i, j0 + r] = x[i] . w[r] for every input row i and r < count:
+    x [n, cols], w [GROUP, cols] -> out [n, rows]."""
+    n, cols = x.shape
+    if count < GROUP:                          # the short last group of a matrix
+        for i in range(n):
+            for r in range(count):
+                s = np.float32(0)
+                for c in range(cols):
+                    s += x[i, c] * w[r, c]
+                out[i, j0 + r] = s
+        return
+    for i in range(0, n - 1, 2):               # two input rows by four weight rows
+        a0 = a1 = a2 = a3 = b0 = b1 = b2 = b3 = np.float32(0)
+        for c in range(cols):
+            x0, x1 = x[i, c], x[i + 1, c]
+            w0, w1, w2, w3 = w[0, c], w[1, c], w[2, c], w[3, c]
+            a0 += x0 * w0
+            a1 += x0 * w1
+            a2 += x0 * w2
+            a3 += x0 * w3
+            b0 += x1 * w0
+            b1 += x1 * w1
+            b2 += x1 * w2
+            b3 += x1 * w3
+        out[i, j0], out[i, j0 + 1], out[i, j0 + 2], out[i, j0 + 3] = a0, a1, a2, a3
+        out[i + 1, j0], out[i + 1, j0 + 1], out[i + 1, j0 + 2], out[i + 1, j0 + 3] = b0, b1, b2, b3
+    if n % 2:                                  # an odd last row
+        i = n - 1
+        a0 = a1 = a2 = a3 = np.float32(0)
+        for c in range(cols):
+            x0 = x[i, c]
+            a0 += x0 * w[0, c]
+            a1 += x0 * w[1, c]
+            a2 += x0 * w[2, c]
+            a3 += x0 * w[3, c]
+        out[i, j0], out[i, j0 + 1], out[i, j0 + 2], out[i, j0 + 3] = a0, a1, a2, a3
+
+
+@nb.njit(parallel=True, **_OPTIONS)
+def matmul_4bit(x, q, scale, offset, out):
+    """out = x @ w.T: x [n, cols] float32 in nibble order, q [rows, cols/2] uint8,
+    scale, offset [rows, cols/32] -> out [n, rows]."""
+    rows, half = q.shape
+    low, shift = np.uint8(15), np.uint8(4)     # as in matvec_4bit
+    for g in nb.prange((rows + GROUP - 1) // GROUP):
+        # unpacked here, not in a helper: into a buffer allocated in this function the
+        # compiler knows nothing else writes, so it vectorises the loop (4x faster)
+        w = np.empty((GROUP, 2 * half), np.float32)
+        j0 = g * GROUP
+        for r in range(min(GROUP, rows - j0)):
+            for t in range(half):
+                v = q[j0 + r, t]
+                d, m = scale[j0 + r, t >> 4], offset[j0 + r, t >> 4]
+                w[r, t] = np.float32(np.uint8(v & low)) * d + m
+                w[r, half + t] = np.float32(np.uint8(v >> shift)) * d + m
+        _dots(x, w, j0, min(GROUP, rows - j0), out)
+
+
+@nb.njit(parallel=True, **_OPTIONS)
+def matmul_8bit(x, q, scale, out):
+    """out = x @ w.T: x [n, cols] float32, q [rows, cols] int8, scale [rows, cols/32]
+    -> out [n, rows]."""
+    rows, cols = q.shape
+    for g in nb.prange((rows + GROUP - 1) // GROUP):
+        w = np.empty((GROUP, cols), np.float32)          # as in matmul_4bit
+        j0 = g * GROUP
+        for r in range(min(GROUP, rows - j0)):
+            for t in range(cols):
+                w[r, t] = np.float32(q[j0 + r, t]) * scale[j0 + r, t >> 5]
+        _dots(x, w, j0, min(GROUP, rows - j0), out)

@@ -1,0 +1,151 @@
+"""Weight matrices kept in a GGUF file's own 4- and 8-bit blocks, multiplied in them.
+
+A decode step multiplies one row by every weight of the model, so it costs what it
+reads: SmolLM2-135M's matrices are 538 MB as float32 but 111 MB in the file's Q4_1 and
+Q8_0 blocks. `BlockMatrix` keeps a matrix [rows, cols] (GGUF's [out, in]) in its blocks;
+its transpose `m.T` is what a layer multiplies by:
+
+    x @ m.T     x [n, cols] float32 -> [n, rows] float32, by compiled loops that unpack
+                the blocks where they are used (`block_kernels`)
+    m[ids]      dequantised rows (the embedding lookup)
+    m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit
+
+The loops are numba's, imported on the first product. Nothing here calls BLAS: OpenBLAS's
+threads and numba's would take turns spinning on the same two cores.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+
+import numpy as np
+
+from .gguf import Q4_0, Q4_1, Q8_0, TYPES
+
+BLOCK = 32
+QUANTISED = (Q4_0, Q4_1, Q8_0)
+# numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
+# loops at once; the window computes on a worker thread and the UI thread, so launches
+# take turns (a lock costs well under a microsecond next to a product's milliseconds)
+_LAUNCH = threading.Lock()
+
+
+def _kernels():
+    from . import block_kernels   # numba: only once a quantised model multiplies
+    return block_kernels
+
+
+@dataclass(frozen=True, eq=False)
+class BlockMatrix:
+    """A float32 matrix [rows, cols] stored in 32-element blocks along each row."""
+
+    q: np.ndarray                  # [rows, cols/2] uint8 (4-bit) or [rows, cols] int8 (8-bit)
+    scale: np.ndarray              # [rows, cols/32] float32
+    offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
+
+    __array_ufunc__ = None         # numpy must not turn it into an object array
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    @classmethod
+    def from_gguf(cls, raw: np.ndarray, ggml_type: int, shape: tuple[int, int]) -> "BlockMatrix":
+        """From a tensor's raw bytes (GGUFFile.raw) of type Q4_0, Q4_1 or Q8_0, numpy
+        shape [rows, cols]; copies out of the file, which may then close."""
+        rows, cols = shape
+        _, _, size = TYPES[ggml_type]
+        blocks = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, size)   # [r, c/32, bytes]
+        scale = _half(blocks[..., 0:2])                                        # [r, c/32]
+        if ggml_type == Q8_0:
+            return cls(np.ascontiguousarray(blocks[..., 2:]).view(np.int8).reshape(rows, cols), scale, None)
+        q = np.ascontiguousarray(blocks[..., -16:]).reshape(rows, cols // 2)
+        if ggml_type == Q4_1:
+            return cls(q, scale, _half(blocks[..., 2:4]))
+        assert ggml_type == Q4_0
+        return cls(q, scale, scale * np.float32(-8))    # (nibble - 8) * d = nibble * d - 8d
+
+    @classmethod
+    def stack(cls, parts) -> "BlockMatrix":
+        """The rows of `parts` (all 4-bit or all 8-bit) one after another."""
+        offsets = [p.offset for p in parts]
+        return cls(np.concatenate([p.q for p in parts]), np.concatenate([p.scale for p in parts]),
+                   None if offsets[0] is None else np.concatenate(offsets))
+
+    @property
+    def bits(self) -> int:
+        return 8 if self.offset is None else 4
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.scale.shape[0], self.scale.shape[1] * BLOCK
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.q, self.scale, self.offset) if a is not None)
+
+    @property
+    def T(self) -> "_Transposed":
+        return _Transposed(self)
+
+    def row_block(self, start: int, stop: int) -> "BlockMatrix":
+        """Rows start..stop-1 as a view (the Q, K and V parts of a stacked matrix)."""
+        return BlockMatrix(self.q[start:stop], self.scale[start:stop],
+                           None if self.offset is None else self.offset[start:stop])
+
+    def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
+        offset = None if self.offset is None else self.offset[rows]
+        return BlockMatrix(self.q[rows], self.scale[rows], offset).dense()
+
+    def dense(self) -> np.ndarray:  # -> [rows, cols] float32
+        """Every weight, through the products' own unpacking (of several rows, as a
+        Prefill's): row c of the identity times the matrix is column c, and 1 * w plus
+        zeros is exactly w."""
+        return self.times_rows(np.eye(self.shape[1], dtype=np.float32)).T.copy()
+
+    def times_rows(self, x: np.ndarray) -> np.ndarray:  # x [n, cols] -> x @ self.T [n, rows]
+        if x.ndim != 2 or x.shape[1] != self.shape[1]:
+            raise ValueError(f"cannot multiply {x.shape} by a [{self.shape[1]}, {self.shape[0]}] matrix")
+        x = np.ascontiguousarray(x, np.float32)
+        out = np.empty((x.shape[0], self.shape[0]), np.float32)
+        k = _kernels()
+        one = x.shape[0] == 1                            # a decode step
+        with _LAUNCH:
+            if self.offset is None:
+                if one:
+                    k.matvec_8bit(x[0], self.q, self.scale, out[0])
+                else:
+                    k.matmul_8bit(x, self.q, self.scale, out)
+            elif one:
+                k.matvec_4bit(nibble_order(x)[0], self.q, self.scale, self.offset, out[0])
+            else:
+                k.matmul_4bit(nibble_order(x), self.q, self.scale, self.offset, out)
+        return out
+
+
+@dataclass(frozen=True, eq=False)
+class _Transposed:
+    """A BlockMatrix [rows, cols] read as [cols, rows]: the right operand of `x @`."""
+
+    T: BlockMatrix
+
+    __array_ufunc__ = None         # `x @ m.T` asks this object, not numpy
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.T.shape[::-1]
+
+    def __rmatmul__(self, x) -> np.ndarray:  # [n, cols] -> [n, rows]
+        return self.T.times_rows(x)
+
+
+def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bit rows unpack
+    """Elements 0-15 of every block first, then elements 16-31 of every block, the order
+    in which `block_kernels` unpacks a 4-bit row (low nibbles, then high ones)."""
+    n, cols = x.shape
+    return np.ascontiguousarray(x.reshape(n, cols // BLOCK, 2, 16).transpose(0, 2, 1, 3)).reshape(n, cols)
+
+
+def _half(pairs: np.ndarray) -> np.ndarray:  # [..., 2] uint8 little-endian float16 -> [...] float32
+    return np.ascontiguousarray(pairs).view("<f2")[..., 0].astype(np.float32)

@@ -1,0 +1,118 @@
+"""Matrices kept in GGUF blocks: exact unpacking, products against float64 references,
+views of stacked matrices, and launches from two threads at once."""
+
+import threading
+
+import numpy as np
+import pytest
+from gguf import GGMLQuantizationType as Q
+from gguf import quants
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from explorer.core.decoder import LayerParams
+from explorer.core.gguf import dequantize
+from explorer.core.quantized import BlockMatrix, nibble_order
+
+KINDS = (Q.Q4_0, Q.Q4_1, Q.Q8_0)
+
+
+def quantised(rng, rows, cols, kind, scale=1.0):
+    """(BlockMatrix, its float32 values as llama.cpp's own dequantiser reads them)."""
+    raw = quants.quantize((rng.standard_normal((rows, cols)) * scale).astype(np.float32), kind)
+    return BlockMatrix.from_gguf(raw, kind, (rows, cols)), quants.dequantize(raw, kind).astype(np.float32)
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
+def test_unpacking_equals_llama_cpps_dequantiser_bit_for_bit(kind):
+    rng = np.random.default_rng(int(kind))
+    m, want = quantised(rng, 37, 96, kind, scale=3.0)      # 37 rows: a short last group of 4
+    assert m.shape == (37, 96) and m.bits == (8 if kind == Q.Q8_0 else 4)
+    np.testing.assert_array_equal(m.dense(), want)
+    raw = quants.quantize(want, kind)                        # our own reader agrees too
+    np.testing.assert_array_equal(dequantize(raw.reshape(-1), int(kind)).reshape(want.shape), want)
+    np.testing.assert_array_equal(m[[0, 36, 5, 5]], want[[0, 36, 5, 5]])   # the embedding lookup
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(KINDS), rows=st.integers(1, 41), blocks=st.integers(1, 4),
+       n=st.integers(1, 7), seed=st.integers(0, 2**16))
+def test_products_equal_a_float64_product_over_the_unpacked_weights(kind, rows, blocks, n, seed):
+    rng = np.random.default_rng(seed)
+    m, w = quantised(rng, rows, 32 * blocks, kind)
+    x = rng.standard_normal((n, 32 * blocks)).astype(np.float32)
+    got = x @ m.T
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    assert got.dtype == np.float32 and got.shape == (n, rows)
+    # float32 sums of 32-128 terms: a few units in the last place of the largest term
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * (np.abs(x) @ np.abs(w).T).max())
+
+
+def test_a_row_gives_the_same_result_alone_or_with_others():
+    """A decode step multiplies one row; the full recompute multiplies all of them. Rows
+    go through the loops in pairs, so a row alone sums in another order: equal up to
+    float32 rounding."""
+    rng = np.random.default_rng(3)
+    m, _ = quantised(rng, 64, 128, Q.Q4_1)
+    x = rng.standard_normal((6, 128)).astype(np.float32)
+    together = x @ m.T
+    for i in range(6):
+        np.testing.assert_allclose(x[i:i + 1] @ m.T, together[i:i + 1], rtol=0,
+                                   atol=1e-6 * np.abs(together).max())
+
+
+def test_a_nan_in_the_input_shows_in_the_output():
+    m, _ = quantised(np.random.default_rng(1), 8, 64, Q.Q4_0)
+    x = np.ones((2, 64), np.float32)
+    x[1, 10] = np.nan
+    out = x @ m.T
+    assert np.isfinite(out[0]).all() and np.isnan(out[1]).all()
+
+
+def test_nibble_order_puts_low_nibble_elements_first():
+    x = np.arange(64, dtype=np.float32)[None]
+    assert nibble_order(x)[0].tolist() == (list(range(16)) + list(range(32, 48))
+                                           + list(range(16, 32)) + list(range(48, 64)))
+
+
+def test_wrong_shapes_are_refused_by_name():
+    m, _ = quantised(np.random.default_rng(2), 8, 64, Q.Q8_0)
+    with pytest.raises(ValueError, match=r"cannot multiply \(1, 32\) by a \[64, 8\] matrix"):
+        np.ones((1, 32), np.float32) @ m.T
+
+
+def test_stacked_rows_multiply_as_their_parts_and_a_layer_keeps_them_fused():
+    rng = np.random.default_rng(5)
+    parts = [quantised(rng, r, 64, Q.Q4_1)[0] for r in (16, 8, 8)]
+    whole = BlockMatrix.stack(parts)
+    views = [whole.row_block(0, 16), whole.row_block(16, 24), whole.row_block(24, 32)]
+    x = rng.standard_normal((3, 64)).astype(np.float32)
+    np.testing.assert_allclose(x @ whole.T, np.concatenate([x @ p.T for p in parts], axis=1), rtol=1e-6, atol=1e-5)
+    wo, w1, w2 = (quantised(rng, *shape, Q.Q8_0)[0].T for shape in ((64, 32), (32, 64), (64, 32)))
+    layer = LayerParams(wq=views[0].T, wk=views[1].T, wv=views[2].T, wo=wo, w1=w1, w2=w2, wqkv=whole.T)
+    assert layer.wqkv is not None                     # the views are recognised as its blocks
+    other = LayerParams(wq=parts[0].T, wk=views[1].T, wv=views[2].T, wo=wo, w1=w1, w2=w2, wqkv=whole.T)
+    assert other.wqkv is None                         # a replaced block: the parts are the truth
+
+
+def test_two_threads_multiplying_at_once_get_what_one_gets_alone():
+    """The window computes on a worker thread while the UI thread may run a product."""
+    rng = np.random.default_rng(9)
+    m, _ = quantised(rng, 512, 256, Q.Q4_1)
+    xs = [rng.standard_normal((k % 3 + 1, 256)).astype(np.float32) for k in range(40)]
+    alone = [x @ m.T for x in xs]
+    results = {}
+
+    def work(name, order):
+        results[name] = [(k, xs[k] @ m.T) for k in order]
+
+    threads = [threading.Thread(target=work, args=(t, list(range(40))[::step]))
+               for t, step in (("a", 1), ("b", -1))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    for name in "ab":
+        assert len(results[name]) == 40
+        for k, out in results[name]:
+            np.testing.assert_array_equal(out, alone[k])
