@@ -101,12 +101,11 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
     def layer(i: int) -> LayerParams:
         def w(kind):
             return stored[f"blk.{i}.{kind}.weight"]
-        qkv = _stacked([w("attn_q"), w("attn_k"), w("attn_v")])
-        gate_up = _stacked([w("ffn_gate"), w("ffn_up")])
-        return LayerParams(wq=qkv[1][0].T, wk=qkv[1][1].T, wv=qkv[1][2].T, wo=w("attn_output").T,
-                           w1=gate_up[1][0].T, w3=gate_up[1][1].T, w2=w("ffn_down").T,
-                           wqkv=None if qkv[0] is None else qkv[0].T,
-                           w13=None if gate_up[0] is None else gate_up[0].T,
+        qkv, (wq, wk, wv) = _stacked([w("attn_q"), w("attn_k"), w("attn_v")])
+        w13, (w1, w3) = _stacked([w("ffn_gate"), w("ffn_up")])
+        return LayerParams(wq=wq.T, wk=wk.T, wv=wv.T, wo=w("attn_output").T, w1=w1.T, w3=w3.T,
+                           w2=w("ffn_down").T, wqkv=None if qkv is None else qkv.T,
+                           w13=None if w13 is None else w13.T,
                            norm1=(w("attn_norm"), None), norm2=(w("ffn_norm"), None))
 
     return DecoderParams(embed=stored["token_embd.weight"], layers=tuple(map(layer, range(c.n_layers))),
