@@ -10,7 +10,9 @@ GGUF (llama.cpp's model file) is little-endian:
 
 `ne` lists dimensions fastest-first: a weight with ne = [in, out] is stored row-major as
 numpy [out, in]. `GGUFFile.tensor(name)` returns that numpy shape (ne reversed), as
-float32. The file is memory-mapped; only the tensors asked for are read.
+float32: the plain reading, which the model uses for F32 and F16 tensors and the tests
+hold the compiled block products to (a model keeps quantised matrices in their blocks:
+`quantized.BlockMatrix`). The file is memory-mapped; only the tensors asked for are read.
 
 Block layouts (exactly as ggml; 32 elements per block):
     Q8_0: f16 d, 32 x int8 q                  value = q * d
