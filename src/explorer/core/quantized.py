@@ -140,6 +140,17 @@ class _Transposed:
         return self.T.times_rows(x)
 
 
+def prepare() -> None:
+    """Compile the block loops now, or read them from numba's cache (about 4 s the first
+    time, 0.3 s after): `explorer model install` does it, so a model's first product
+    does not wait for the compiler."""
+    one = np.ones((1, 1), np.float32)                                          # a block's scale
+    for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
+              BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None)):          # 8-bit [1, 32]
+        for rows in (1, 2):                                                    # Decode, Prefill
+            m.times_rows(np.ones((rows, BLOCK), np.float32))
+
+
 def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bit rows unpack
     """Elements 0-15 of every block first, then elements 16-31 of every block, the order
     in which `block_kernels` unpacks a 4-bit row (low nibbles, then high ones)."""
