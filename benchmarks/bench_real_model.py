@@ -9,8 +9,7 @@ The weights stay in the file's 4- and 8-bit blocks (core.quantized), 111 MB read
 token. The "floor" row times a step's matrix-vector products alone, on those blocks.
 `vs_floor` is the median of Decode / floor over pairs taken back to back (a Decode step
 at position 10, then the floor), so both meet the same machine: the shared machine's
-speed drifts between rows measured apart. The "bandwidth" row reads as many bytes with
-one float32 BLAS product: what the memory gives with nothing to unpack.
+speed drifts between rows measured apart.
 Load time and memory are taken in fresh processes (each a cold Python, a warm page
 cache), so one load does not inflate the next; the memory is measured after the first
 Prefill, which imports numba and reads its compiled loops from numba's cache (its own
@@ -91,16 +90,6 @@ def products_only(model) -> float:
     return time.perf_counter() - start
 
 
-def one_product(model):
-    """One float32 matrix-vector product (BLAS) over as many bytes as the stored weights,
-    as a function: what the memory gives with no per-matrix call and nothing to unpack."""
-    p = model.params
-    n = sum(lp.wqkv.T.nbytes + lp.wo.T.nbytes + lp.w13.T.nbytes + lp.w2.T.nbytes for lp in p.layers)
-    weights = np.ones(((n + p.embed.nbytes) // (4 * 4096), 4096), np.float32)     # [rows, 4096]
-    x = np.ones(4096, np.float32)                                                    # [4096]
-    return lambda: weights @ x
-
-
 def conditions() -> dict:
     """What the timings depend on besides the code: the threads of numba's loops and load."""
     import numba
@@ -119,9 +108,9 @@ def main() -> None:
                     peak_mb=statistics.median(r["peak_mb"] for r in loads), target="< 1500 ms, < 800 MB"),
             summary("first Prefill in a fresh process (numba)", [r["first"] for r in loads])]
     model = models.load_model("smollm2")
-    prompt = model.vocab.encode("The capital of France is Paris. " * 12)[:64]
-    assert len(prompt) == 64
-    rows.append(summary("prefill 64 tokens", measure(lambda: model.prefill(prompt), repeat=7, warmup=1)))
+    text = model.vocab.encode("The capital of France is Paris. " * 80)
+    for n, repeat in ((64, 7), (500, 3)):
+        rows.append(summary(f"prefill {n} tokens", measure(lambda: model.prefill(text[:n]), repeat=repeat, warmup=1)))
     for position, target in ((10, "< 20 ms"), (500, "")):
         before = conditions()
         rows.append(summary(f"decode at position {position}", decode_times(model, position, args.steps)[0],
@@ -129,8 +118,6 @@ def main() -> None:
     decode, floor = decode_times(model, 10, args.steps, after=lambda: products_only(model))
     rows.append(summary("matrix products only (floor)", floor,
                         vs_floor=statistics.median(d / f for d, f in zip(decode, floor))))
-    bandwidth = one_product(model)
-    rows.append(summary("one product over as many bytes (bandwidth)", measure(bandwidth, repeat=args.steps)))
     rows.append(summary("open the real-model lesson (model loaded)", measure(open_real_lesson, repeat=5, warmup=1)))
     rows.append(summary("real-model lesson: a new seed in sampling mode", lesson_changes(seeds=7)))
     report(rows, args.json)

@@ -116,3 +116,13 @@ def test_two_threads_multiplying_at_once_get_what_one_gets_alone():
         assert len(results[name]) == 40
         for k, out in results[name]:
             np.testing.assert_array_equal(out, alone[k])
+
+
+def test_once_the_loops_run_blas_keeps_to_one_thread():
+    """Two thread pools on two cores take turns spinning: a 200-token Prefill took 2.4x
+    as long while OpenBLAS's threads woke between the loops (block_kernels)."""
+    from threadpoolctl import threadpool_info
+    m, _ = quantised(np.random.default_rng(4), 4, 32, Q.Q8_0)
+    np.ones((2, 32), np.float32) @ m.T
+    blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
+    assert blas and all(pool["num_threads"] == 1 for pool in blas)
