@@ -5,8 +5,9 @@ out as 4 bytes before every product: eight times the bytes a decode step reads. 
 loops unpack the weights where they are used: for one input row (a decode step) each
 weight goes straight from its nibble into the sum; for several rows, four rows of
 weights at a time go into a small float32 buffer that stays in the core's cache and
-serves every input row. The output rows are shared between the cores (`prange`). They are compiled, or read from numba's cache,
-the first time a quantised matrix is multiplied; the teaching models never load numba.
+serves every input row. The output rows are shared between the cores (`prange`). The
+loops are compiled, or read from numba's cache, the first time a quantised matrix is
+multiplied (`quantized.prepare` at install); the teaching models never load numba.
 
 A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
     4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
@@ -14,12 +15,12 @@ A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
            (Q4_1: offset = the block's minimum; Q4_0: offset = -8 * scale)
     8-bit  q [rows, cols] int8; value = q * scale
     scale, offset [rows, cols/32] float32, one per block
-A 4-bit row unpacks in nibble order: byte t's low nibbles first (positions 0..cols/2-1),
-then its high nibbles. That is one long loop the compiler vectorises; the input rows are
+A 4-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
+0..cols/2-1), then the high nibbles. That is one long loop the compiler vectorises; the input rows are
 permuted to the same order (`quantized.nibble_order`) once per product.
 
-Unpacking is exact: a 4- or 8-bit integer times a float16 scale fits a float32, so a
-product and its sum round once, fused or not. The dot products reassociate their sums
+Unpacking is exact: a 4- or 8-bit integer times a float16 scale fits a float32 exactly,
+so nibble * scale + offset rounds once, fused or not. The dot products reassociate their sums
 (fastmath "reassoc", which lets them vectorise), so they round differently from a BLAS
 product over the dequantised matrix, as two BLAS builds would.
 """
