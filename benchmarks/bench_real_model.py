@@ -11,9 +11,8 @@ token. The "floor" row times a step's matrix-vector products alone, on those blo
 at position 10, then the floor), so both meet the same machine: the shared machine's
 speed drifts between rows measured apart.
 Load time and memory are taken in fresh processes (each a cold Python, a warm page
-cache), so one load does not inflate the next; the memory is measured after the first
-Prefill, which imports numba and reads its compiled loops from numba's cache (its own
-row). The machine is shared: medians, and each Decode row notes the threads numba's
+cache), so one load does not inflate the next; a load includes importing numba and
+reading its compiled loops from numba's cache (compiled by `explorer model install`). The machine is shared: medians, and each Decode row notes the threads numba's
 products run on and the load average when it started. Needs `explorer model install smollm2`.
 """
 
@@ -39,13 +38,9 @@ start = time.perf_counter()
 from explorer.models import load_model
 model = load_model("smollm2")
 seconds = time.perf_counter() - start
-start = time.perf_counter()
-model.prefill(model.vocab.encode("The capital of France is"))
-first = time.perf_counter() - start
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
 kb = lambda key: int(status[key].split()[0])
-print(json.dumps({"seconds": seconds, "first": first, "rss_mb": kb("VmRSS") / 1024,
-                  "peak_mb": kb("VmHWM") / 1024}))
+print(json.dumps({"seconds": seconds, "rss_mb": kb("VmRSS") / 1024, "peak_mb": kb("VmHWM") / 1024}))
 """
 
 
@@ -105,8 +100,7 @@ def main() -> None:
     loads = load_in_fresh_processes(args.loads)
     rows = [summary("load (fresh process)", [r["seconds"] for r in loads],
                     rss_mb=statistics.median(r["rss_mb"] for r in loads),
-                    peak_mb=statistics.median(r["peak_mb"] for r in loads), target="< 1500 ms, < 800 MB"),
-            summary("first Prefill in a fresh process (numba)", [r["first"] for r in loads])]
+                    peak_mb=statistics.median(r["peak_mb"] for r in loads), target="< 1500 ms, < 800 MB")]
     model = models.load_model("smollm2")
     text = model.vocab.encode("The capital of France is Paris. " * 80)
     for n, repeat in ((64, 7), (500, 3)):

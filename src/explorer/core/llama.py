@@ -25,7 +25,7 @@ import numpy as np
 from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .gguf import GGUFError, GGUFFile
-from .quantized import QUANTISED, BlockMatrix
+from .quantized import QUANTISED, BlockMatrix, prepare
 
 ARCHITECTURES = ("llama",)
 CONTROL, USER_DEFINED = 3, 4     # tokenizer.ggml.token_type values recognised in text
@@ -97,6 +97,8 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
                             f"expected {list(shape)} from the metadata")
         gf.raw(name)                             # GGUFError naming an unsupported type
     stored = {name: _stored(gf, name) for name in expected}   # matrices [out, in]
+    if any(isinstance(w, BlockMatrix) for w in stored.values()):
+        prepare()          # the compiled loops now, not inside the first timed Prefill
 
     def layer(i: int) -> LayerParams:
         def w(kind):

@@ -10,7 +10,7 @@ its transpose `m.T` is what a layer multiplies by:
     m[ids]      dequantised rows (the embedding lookup)
     m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit
 
-The loops are numba's, imported on the first product. Nothing here calls BLAS: OpenBLAS's
+The loops are numba's, loaded with the model (`prepare`). Nothing here calls BLAS: OpenBLAS's
 threads and numba's would take turns spinning on the same two cores.
 """
 
@@ -142,8 +142,9 @@ class _Transposed:
 
 def prepare() -> None:
     """Compile the block loops now, or read them from numba's cache (about 4 s the first
-    time, 0.3 s after): `explorer model install` does it, so a model's first product
-    does not wait for the compiler."""
+    time, 0.3 s after). Loading a quantised model does it, so that its first Prefill's
+    time (which the timeline shows) is the model's, and `explorer model install` does it,
+    so that the first load does not wait for the compiler."""
     one = np.ones((1, 1), np.float32)                                          # a block's scale
     for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
               BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None)):          # 8-bit [1, 32]
