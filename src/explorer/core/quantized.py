@@ -10,8 +10,8 @@ its transpose `m.T` is what a layer multiplies by:
     m[ids]      dequantised rows (the embedding lookup)
     m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit
 
-The loops are numba's, loaded with the model (`prepare`). Nothing here calls BLAS: OpenBLAS's
-threads and numba's would take turns spinning on the same two cores.
+The loops are numba's, loaded with the model (`prepare`). Nothing here calls BLAS, and
+once the loops are loaded BLAS keeps to one thread (see `block_kernels`).
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ _LAUNCH = threading.Lock()
 
 
 def _kernels():
-    from . import block_kernels   # numba: only once a quantised model multiplies
+    from . import block_kernels   # numba: only once a quantised model is loaded
     return block_kernels
 
 
