@@ -73,6 +73,7 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
     # the default prompt of a real model, as typed, and its greedy continuation
     assert s.prompt_ids == tuple(s.model.vocab.encode(PROMPT)) == (504, 3575, 282, 4649, 314)
     assert window.prompt_edit.text() == PROMPT and window.model_label.text() == "49,152 tokens in the vocabulary"
+    assert window.panels["controls"].stop_edit.placeholderText() == "., !"    # English examples
     assert s.config.mode == "greedy" and s.run.output_text.startswith(" Paris")
 
     s.go(first_frame(s, "pick"))
@@ -94,6 +95,7 @@ def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
     assert real.session.model.name == "teaching" and real.session.prompt_ids == (1, 2)
     assert real.session.run.output_ids == (3, 5, 6) and real.session.check_recompute
     assert [f.kind for f in real.session.frames][:3] == ["input", "prefill", "pick"]   # a free run
+    assert real.panels["controls"].stop_edit.placeholderText() == "！, 。"
     assert not real.chat_shown
 
 

@@ -15,6 +15,7 @@ from PySide6.QtCore import QObject, QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QGridLayout, QLabel, QLineEdit, QSlider,
                                QSpinBox, QVBoxLayout)
 
+from ..core.bpe import BPEVocabulary
 from ..core.errors import ExplorerError
 from ..core.sampling import MODES, ORDER_PRESETS
 from ..i18n import add_messages
@@ -24,6 +25,7 @@ from .panel import Panel
 SEED_MAX = 2**31 - 1          # what a QSpinBox holds
 MAX_NEW_TOKENS_MAX = 4096
 BEAMS_MAX = 16
+STOP_EXAMPLES = {False: "！, 。", True: "., !"}   # the course's Chinese / a real model's English
 TOP_K_SLIDER_MAX = 50         # the spin box goes up to the vocabulary size
 
 # field -> (low, high, decimals) of its slider + spin box pair
@@ -225,6 +227,8 @@ class SamplingControls(Panel):
             if parse_stop_strings(self.stop_edit.text()) != config.stop_strings:
                 self.stop_edit.setText(", ".join(config.stop_strings))
             self.order_combo.setCurrentIndex(self._order_index(config.order))
+        english = isinstance(self.session.model.vocab, BPEVocabulary)   # a real model's prompts
+        self.stop_edit.setPlaceholderText(STOP_EXAMPLES[english])
         beam = config.mode == "beam"
         self._labels["num_beams"].setVisible(beam)
         self.beams_spin.setVisible(beam)
@@ -247,7 +251,6 @@ class SamplingControls(Panel):
             for i, key in enumerate(keys):
                 if combo.itemText(i) != self.tr(key):
                     combo.setItemText(i, self.tr(key))
-        self.stop_edit.setPlaceholderText("！, 。")
 
     def error_text(self) -> str:
         return self.error_label.text() if self.error_label.isVisibleTo(self) else ""
