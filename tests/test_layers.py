@@ -24,6 +24,15 @@ def test_softmax_all_masked_row_gives_zeros_not_nan():
     assert out.tolist() == [[0.0, 0.0], [1.0, 0.0]]
 
 
+def test_softmax_into_its_own_input_equals_the_plain_one_and_leaves_other_inputs_alone():
+    x = np.array([[3.0, -1.0, -np.inf], [-np.inf, -np.inf, -np.inf]], dtype=np.float32)
+    plain = L.softmax(x)
+    assert x[0].tolist() == [3.0, -1.0, -np.inf]                  # the plain call copies
+    same = L.softmax(x, out=x)
+    assert same is x and plain.dtype == np.float32
+    np.testing.assert_array_equal(same, plain)
+
+
 def test_causal_mask_lets_a_query_see_itself_and_the_past():
     mask = L.causal_mask([2, 3], [0, 1, 2, 3])
     assert mask.tolist() == [[True, True, True, False], [True, True, True, True]]

@@ -12,13 +12,17 @@ import math
 import numpy as np
 
 
-def softmax(x: np.ndarray, axis: int = -1) -> np.ndarray:
-    """Numerically stable softmax; rows that are all -inf give all zeros, not NaN."""
+def softmax(x: np.ndarray, axis: int = -1, out: np.ndarray | None = None) -> np.ndarray:
+    """Numerically stable softmax; rows that are all -inf give all zeros, not NaN.
+    `out` (which may be `x` itself) receives the result instead of a new array: a long
+    Prefill's attention weights are 9 MB per layer."""
     m = np.max(x, axis=axis, keepdims=True)
     m = np.where(np.isfinite(m), m, 0)
-    e = np.exp(x - m)
+    e = np.subtract(x, m, out=out)
+    np.exp(e, out=e)
     s = np.sum(e, axis=axis, keepdims=True)
-    return e / np.where(s == 0, 1, s)
+    e /= np.where(s == 0, 1, s)
+    return e
 
 
 def layer_norm(x, gamma, beta, eps=1e-5):  # [n, d], [d], [d] -> [n, d]
@@ -83,7 +87,8 @@ def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> scor
         weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
         weights /= weights.sum(axis=-1, keepdims=True)
     else:
-        weights = softmax(np.where(mask[None], scores, -np.inf))     # [h, n, t]
+        weights = np.where(mask[None], scores, -np.inf)              # [h, n, t]
+        softmax(weights, out=weights)
     out = (weights.reshape(g, (h // g) * n, t) @ v).reshape(h, n, e)  # [h, n, e]
     return scores, weights, out
 
