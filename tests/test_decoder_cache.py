@@ -53,6 +53,19 @@ def test_cached_decode_equals_full_recompute(config, seed, data):
             assert np.allclose(lt.weights[:, -1], lr.weights[:, -1], atol=1e-12)
 
 
+@settings(max_examples=40, deadline=None)
+@given(config=configs(), seed=st.integers(0, 2**32 - 1), data=st.data())
+def test_the_recompute_checks_logits_are_the_full_forwards_last_rows(config, seed, data):
+    """The check's reference keeps no trace and runs the head on the rows it compares."""
+    model = make_model(config, seed)
+    ids = data.draw(st.lists(st.integers(0, config.vocab_size - 1), min_size=1, max_size=20))
+    last = data.draw(st.integers(1, len(ids)))
+    got = model.reference_logits(ids, last)
+    want = model.full_forward(ids).logits[-last:]
+    assert got.shape == want.shape and got.dtype == want.dtype
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-12)
+
+
 def test_trace_shapes_for_grouped_heads():
     config = DecoderConfig(vocab_size=11, d_model=8, n_layers=2, n_heads=4, n_kv_heads=2,
                            head_dim=2, d_ff=6, positions="rope", norm="rms", ffn="swiglu")

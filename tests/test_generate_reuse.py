@@ -41,6 +41,9 @@ class Counting:
     def full_forward(self, ids):
         return self.model.full_forward(ids)
 
+    def reference_logits(self, ids, last):
+        return self.model.reference_logits(ids, last)
+
 
 def same_run(a, b):
     assert a.output_ids == b.output_ids and a.finish_reason == b.finish_reason

@@ -142,21 +142,40 @@ class DecoderModel(StepwiseModel):
 
     def _forward(self, ids, positions, cache: KVCache) -> ForwardTrace:  # [n], [n] -> trace
         start = time.perf_counter()
+        key_positions = np.concatenate([cache.positions, positions])       # [t]
+        key_ids = np.concatenate([cache.ids, ids])                         # [t]
+        embeddings = self._embed(ids, positions)                           # [n, d]
+        x, traces = self._layers(embeddings, ids, positions, cache, keep=True)
+        final = self._norm(x, self.params.norm_f)                          # [n, d]
+        return ForwardTrace(ids, positions, key_ids, key_positions, embeddings, traces,
+                            final, self._head(final), time.perf_counter() - start)
+
+    def reference_logits(self, ids, last: int) -> np.ndarray:  # -> [last, V]
+        """`full_forward(ids).logits[-last:]` without the trace: no layer keeps its
+        attention records (a 500-token prefix would hold 540 MB of them on SmolLM2 for
+        nothing) and the output head multiplies only the rows compared."""
+        ids = self.vocab.id_array(ids, "ids")
+        positions = np.arange(len(ids))
+        x, _ = self._layers(self._embed(ids, positions), ids, positions, self.new_cache(), keep=False)
+        return self._head(self._norm(x[-last:], self.params.norm_f))
+
+    def _embed(self, ids, positions):  # [n], [n] -> [n, d]
         c, p = self.config, self.params
         if c.positions == "learned" and positions[-1] >= c.max_positions:
             raise PromptError(f"position {positions[-1]} is beyond max_positions = {c.max_positions}")
-        x = p.embed[ids]                                                   # [n, d]
-        if c.positions == "learned":
-            x = x + p.pos_embed[positions]
-        embeddings = x
-        key_positions = np.concatenate([cache.positions, positions])       # [t]
-        key_ids = np.concatenate([cache.ids, ids])                         # [t]
-        mask = L.causal_mask(positions, key_positions)                     # [n, t]
+        x = p.embed[ids]
+        return x + p.pos_embed[positions] if c.positions == "learned" else x
+
+    def _layers(self, x, ids, positions, cache: KVCache, keep: bool):  # [n, d] -> [n, d], traces
+        """Every layer on the embeddings `x`, extending `cache`; each layer's LayerTrace
+        when `keep`, else none."""
+        c = self.config
+        mask = L.causal_mask(positions, np.concatenate([cache.positions, positions]))   # [n, t]
         tables = None                   # the same rotations in every layer: computed once
         if c.positions == "rope":
             tables = L.rope_tables(positions, c.head_dim, c.rope_base, x.dtype)   # [n, e/2]
         traces = []
-        for i, lp in enumerate(p.layers):
+        for i, lp in enumerate(self.params.layers):
             x_in = x
             a_in = self._norm(x, lp.norm1)
             q, k, v = self._qkv(a_in, lp, tables)                          # [n, h*e], [n, g*e] x2
@@ -169,15 +188,15 @@ class DecoderModel(StepwiseModel):
             x = x + attn_out
             ffn_out = self._ffn(self._norm(x, lp.norm2), lp)               # [n, d]
             x = x + ffn_out
-            traces.append(LayerTrace(x_in, q, k, v, scores, mask, weights, attn_out, ffn_out, x))
+            if keep:
+                traces.append(LayerTrace(x_in, q, k, v, scores, mask, weights, attn_out, ffn_out, x))
         cache.commit(ids, positions)
-        final = self._norm(x, p.norm_f)                                    # [n, d]
-        w_out = p.embed.T if c.tied_output else p.w_out                    # [d, V]
-        logits = final @ w_out                                             # [n, V]
-        if p.b_out is not None:
-            logits = logits + p.b_out
-        return ForwardTrace(ids, positions, key_ids, key_positions, embeddings, tuple(traces),
-                            final, logits, time.perf_counter() - start)
+        return x, tuple(traces)
+
+    def _head(self, final):  # [n, d] -> [n, V] logits
+        p = self.params
+        logits = final @ (p.embed.T if self.config.tied_output else p.w_out)
+        return logits if p.b_out is None else logits + p.b_out
 
     def _norm(self, x, norm):  # [n, d] -> [n, d]
         c = self.config

@@ -2,7 +2,7 @@
 
 `prefill` processes a whole prompt, `decode` feeds one selected token (and extends the
 cache in place), `full_forward` recomputes a prefix from scratch and is the reference
-every cached step is compared with.
+every cached step is compared with; `reference_logits` is that reference's logits alone.
 """
 
 from __future__ import annotations
@@ -29,6 +29,8 @@ class LanguageModel(Protocol):
 
     def full_forward(self, ids) -> ForwardTrace: ...
 
+    def reference_logits(self, ids, last: int) -> np.ndarray: ...
+
 
 class StepwiseModel:
     """prefill / decode / full_forward of any model that implements `new_cache()` and
@@ -49,3 +51,8 @@ class StepwiseModel:
         """The reference: recompute every position of `ids` from scratch, no cache reuse."""
         ids = self.vocab.id_array(ids, "ids")
         return self._forward(ids, np.arange(len(ids)), self.new_cache())
+
+    def reference_logits(self, ids, last: int) -> np.ndarray:  # -> [last, V]
+        """The logits of the last `last` positions of `full_forward(ids)`, what the
+        recompute check compares; a model may get them without keeping the whole trace."""
+        return self.full_forward(ids).logits[-last:]
