@@ -126,3 +126,13 @@ def test_once_the_loops_run_blas_keeps_to_one_thread():
     np.ones((2, 32), np.float32) @ m.T
     blas = [pool for pool in threadpool_info() if pool["user_api"] == "blas"]
     assert blas and all(pool["num_threads"] == 1 for pool in blas)
+
+
+def test_loops_that_numba_cannot_cache_are_compiled_anyway():
+    """With the install and home folders read-only numba has nowhere to cache and refuses
+    (`RuntimeError: cannot cache function`); a function defined from a string has no
+    folder either, so it takes the same path."""
+    from explorer.core.block_kernels import _compiled
+    space = {}
+    exec("def plus_one(x):\n    return x + 1\n", space)
+    assert _compiled()(space["plus_one"])(41) == 42

@@ -37,12 +37,27 @@ from threadpoolctl import threadpool_limits
 # OpenBLAS's threads waking between these loops, 0.48 s without them.
 threadpool_limits(1, user_api="blas")
 
-_OPTIONS = dict(nogil=True, cache=True, boundscheck=False, error_model="numpy",
+_OPTIONS = dict(nogil=True, boundscheck=False, error_model="numpy",
                 fastmath={"reassoc", "contract"})   # not nnan/ninf: a nan must still show
+
+
+def _compiled(parallel: bool = False):
+    """numba's njit, with its compiled code cached beside this file or in the user's
+    cache folder. When neither can be written (a read-only install and home), numba
+    refuses to cache: the loops then compile at every start (about 4 s) instead of the
+    model failing to load."""
+    def wrap(f):
+        try:
+            return nb.njit(parallel=parallel, cache=True, **_OPTIONS)(f)
+        except RuntimeError as exc:
+            if "cannot cache" not in str(exc):
+                raise
+            return nb.njit(parallel=parallel, **_OPTIONS)(f)
+    return wrap
 GROUP = 4        # weight rows unpacked together: each input element loaded serves four
 
 
-@nb.njit(parallel=True, **_OPTIONS)
+@_compiled(parallel=True)
 def matvec_4bit(x, q, scale, offset, out):
     """out = w @ x for one input row (a decode step): x [cols] float32 in nibble order,
     q [rows, cols/2] uint8, scale, offset [rows, cols/32] -> out [rows]. Each weight is
@@ -59,7 +74,7 @@ def matvec_4bit(x, q, scale, offset, out):
         out[j] = s
 
 
-@nb.njit(parallel=True, **_OPTIONS)
+@_compiled(parallel=True)
 def matvec_8bit(x, q, scale, out):
     """out = w @ x for one input row: x [cols] float32, q [rows, cols] int8,
     scale [rows, cols/32] -> out [rows]."""
@@ -70,7 +85,7 @@ def matvec_8bit(x, q, scale, out):
         out[j] = s
 
 
-@nb.njit(**_OPTIONS)
+@_compiled()
 def _dots(x, w, j0, count, out):
     """out[i, j0 + r] = x[i] . w[r] for every input row i and r < count:
     x [n, cols], w [GROUP, cols] -> out [n, rows]."""
@@ -110,7 +125,7 @@ def _dots(x, w, j0, count, out):
         out[i, j0], out[i, j0 + 1], out[i, j0 + 2], out[i, j0 + 3] = a0, a1, a2, a3
 
 
-@nb.njit(parallel=True, **_OPTIONS)
+@_compiled(parallel=True)
 def matmul_4bit(x, q, scale, offset, out):
     """out = x @ w.T: x [n, cols] float32 in nibble order, q [rows, cols/2] uint8,
     scale, offset [rows, cols/32] -> out [n, rows]."""
@@ -130,7 +145,7 @@ def matmul_4bit(x, q, scale, offset, out):
         _dots(x, w, j0, min(GROUP, rows - j0), out)
 
 
-@nb.njit(parallel=True, **_OPTIONS)
+@_compiled(parallel=True)
 def matmul_8bit(x, q, scale, out):
     """out = x @ w.T: x [n, cols] float32, q [rows, cols] int8, scale [rows, cols/32]
     -> out [n, rows]."""
