@@ -6,8 +6,8 @@ loops unpack the weights where they are used: for one input row (a decode step) 
 weight goes straight from its nibble into the sum; for several rows, four rows of
 weights at a time go into a small float32 buffer that stays in the core's cache and
 serves every input row. The output rows are shared between the cores (`prange`). The
-loops are compiled, or read from numba's cache, the first time a quantised matrix is
-multiplied (`quantized.prepare` at install); the teaching models never load numba.
+loops are compiled at install, and read from numba's cache when a quantised model loads
+(`quantized.prepare`); the teaching models never load numba.
 
 A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
     4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
@@ -16,13 +16,13 @@ A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
     8-bit  q [rows, cols] int8; value = q * scale
     scale, offset [rows, cols/32] float32, one per block
 A 4-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
-0..cols/2-1), then the high nibbles. That is one long loop the compiler vectorises; the input rows are
-permuted to the same order (`quantized.nibble_order`) once per product.
+0..cols/2-1), then the high nibbles. That is one long loop the compiler vectorises; the
+input rows are permuted to the same order (`quantized.nibble_order`) once per product.
 
 Unpacking is exact: a 4- or 8-bit integer times a float16 scale fits a float32 exactly,
-so nibble * scale + offset rounds once, fused or not. The dot products reassociate their sums
-(fastmath "reassoc", which lets them vectorise), so they round differently from a BLAS
-product over the dequantised matrix, as two BLAS builds would.
+so nibble * scale + offset rounds once, fused or not. The dot products reassociate their
+sums (fastmath "reassoc", which lets them vectorise), so they round differently from a
+BLAS product over the dequantised matrix, as two BLAS builds would.
 """
 
 from __future__ import annotations
@@ -54,6 +54,8 @@ def _compiled(parallel: bool = False):
                 raise
             return nb.njit(parallel=parallel, **_OPTIONS)(f)
     return wrap
+
+
 GROUP = 4        # weight rows unpacked together: each input element loaded serves four
 
 
