@@ -62,3 +62,12 @@ def test_the_window_has_the_icon_and_names_lesson_and_frame(window):
     window.set_lang("zh")
     assert window.windowTitle().startswith(f"从“我爱”到EOS · 3 / {len(s.frames)}：") and \
         window.windowTitle().endswith("— Token 探索器")
+
+
+def test_a_lesson_handed_out_as_name_lesson_toml_keeps_its_name(tmp_path):
+    from explorer.lessons import load_lesson
+    from explorer.resources import resources_dir
+
+    handout = tmp_path / "first-lesson.lesson.toml"     # the name the launcher's MIME type knows
+    handout.write_bytes((resources_dir() / "lessons" / "wo-ai-to-eos.toml").read_bytes())
+    assert load_lesson(str(handout)).id == "first-lesson"
