@@ -71,3 +71,16 @@ def test_a_lesson_handed_out_as_name_lesson_toml_keeps_its_name(tmp_path):
     handout = tmp_path / "first-lesson.lesson.toml"     # the name the launcher's MIME type knows
     handout.write_bytes((resources_dir() / "lessons" / "wo-ai-to-eos.toml").read_bytes())
     assert load_lesson(str(handout)).id == "first-lesson"
+
+
+def test_an_exported_deck_names_the_app_and_the_lesson_in_its_metadata(qapp, tmp_path, capsys):
+    from explorer.cli import main
+
+    assert main(["export", "--frames", "1", "--format", "pdf", "--out", str(tmp_path)]) == 0
+    (deck,) = tmp_path.glob("*.pdf")
+    data = deck.read_bytes()
+    # the document information dictionary (UTF-16 text strings) and its XMP copy (UTF-8)
+    for key, value in (("Title", "From 我爱 to EOS"), ("Creator", "Token Explorer")):
+        assert f"/{key} (".encode() + f"\ufeff{value}".encode("utf-16-be") + b")" in data
+    assert '<rdf:li xml:lang="x-default">From 我爱 to EOS</rdf:li>'.encode() in data
+    assert b'xmp:CreatorTool="Token Explorer"' in data
