@@ -84,3 +84,18 @@ def test_an_exported_deck_names_the_app_and_the_lesson_in_its_metadata(qapp, tmp
         assert f"/{key} (".encode() + f"\ufeff{value}".encode("utf-16-be") + b")" in data
     assert '<rdf:li xml:lang="x-default">From 我爱 to EOS</rdf:li>'.encode() in data
     assert b'xmp:CreatorTool="Token Explorer"' in data
+
+
+def test_a_broken_lesson_file_at_the_first_start_opens_the_default_lesson_and_says_why(qtbot, tmp_path):
+    from explorer.lessons import DEFAULT_LESSON_ID
+    from explorer.ui.app import first_window
+
+    broken = tmp_path / "broken.toml"
+    broken.write_text('format = "token-explorer/lesson"\nversion = 1\n', encoding="utf-8")
+    args = build_parser().parse_args(lesson_file_as_option([str(broken)], build_parser().commands))
+    window, problem = first_window(args, str(tmp_path / "settings.ini"))
+    qtbot.addWidget(window)
+    assert problem == "broken.toml: title: missing" and window.lesson.id == DEFAULT_LESSON_ID
+    good, problem = first_window(build_parser().parse_args(["--lesson", "beam"]), str(tmp_path / "settings.ini"))
+    qtbot.addWidget(good)
+    assert problem is None and good.lesson.id == "beam"

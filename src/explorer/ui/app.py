@@ -126,10 +126,20 @@ def _task_bar_identity() -> None:
         ctypes.windll.shell32.SetCurrentProcessExplicitAppUserModelID("TokenExplorer.TokenExplorer")
 
 
+def first_window(args, settings_path: str | None = None):
+    """(the window this start opens, the problem to report in it or None). What the
+    options name, else (a broken lesson file, a model not installed) the default lesson:
+    a file opened from the file manager has no terminal to print the problem in."""
+    try:
+        return build_window(settings_path, params_path=args.params, lesson=args.lesson, model=args.model), None
+    except ExplorerError as exc:
+        return build_window(settings_path), str(exc)
+
+
 def run_app(args) -> int:
-    problem = display_problem(os.environ)
-    if problem is not None:
-        print(f"token-explorer: {problem}", file=sys.stderr)
+    no_display = display_problem(os.environ)
+    if no_display is not None:
+        print(f"token-explorer: {no_display}", file=sys.stderr)
         return 2
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
@@ -145,21 +155,13 @@ def run_app(args) -> int:
     app.setDesktopFileName(COMMAND)          # Wayland's app id: the launcher entry and its icon
     app.setWindowIcon(app_icon())
     request = window_request(args)
-    problem = None
     try:
         server = claim(instance_name(), request)
         if server is None:
             print("token-explorer: Token Explorer is already running: its window "
                   + ("opens it" if request else "comes forward"))
             return 0
-        try:
-            window = build_window(params_path=args.params, lesson=args.lesson, model=args.model)
-        except ExplorerError as exc:
-            # said in the terminal, and in the window on the default lesson: a file opened from
-            # the file manager has no terminal
-            problem = str(exc)
-            print(f"token-explorer: error: {problem}", file=sys.stderr)
-            window = build_window()
+        window, problem = first_window(args)
     except ExplorerError as exc:
         print(f"token-explorer: error: {exc}", file=sys.stderr)
         return 2
@@ -173,6 +175,7 @@ def run_app(args) -> int:
         window.showMaximized()
     else:
         window.show()                    # where the teacher left it
-    if problem is not None:
+    if problem is not None:              # in the terminal, and in the window once it is shown
+        print(f"token-explorer: error: {problem}", file=sys.stderr)
         QTimer.singleShot(0, lambda: window.report_error(problem))
     return app.exec()
