@@ -133,7 +133,9 @@ def first_window(args, settings_path: str | None = None):
     try:
         return build_window(settings_path, params_path=args.params, lesson=args.lesson, model=args.model), None
     except ExplorerError as exc:
-        return build_window(settings_path), str(exc)
+        window = build_window(settings_path)
+        window.start_page_at_first_start = False     # the teacher chose something: the problem comes first
+        return window, str(exc)
 
 
 def run_app(args) -> int:
