@@ -54,13 +54,13 @@ def test_a_file_given_to_the_command_opens_as_the_lesson(tmp_path, monkeypatch):
 def test_the_window_has_the_icon_and_names_lesson_and_frame(window):
     assert sorted(s.width() for s in window.windowIcon().availableSizes()) == sorted(PNG_SIZES)
     s = window.session
-    assert window.windowTitle() == (f"From 我爱 to EOS · 1 / {len(s.frames)}: Input 我爱 = [1, 2]: nothing processed "
-                                    f"yet — Token Explorer")
+    n = len(s.frames)
+    assert window.windowTitle() == f"From 我爱 to EOS · 1 / {n}: Input 我爱 = [1, 2]: nothing processed yet — Token Explorer"
     s.next()
     s.next()
-    assert window.windowTitle().startswith(f"From 我爱 to EOS · 3 / {len(s.frames)}: Position 1's logits select 学习")
+    assert window.windowTitle().startswith(f"From 我爱 to EOS · 3 / {n}: Position 1's logits select 学习")
     window.set_lang("zh")
-    assert window.windowTitle().startswith(f"从“我爱”到EOS · 3 / {len(s.frames)}：") and \
+    assert window.windowTitle().startswith(f"从“我爱”到EOS · 3 / {n}：") and \
         window.windowTitle().endswith("— Token 探索器")
 
 

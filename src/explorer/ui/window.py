@@ -29,9 +29,9 @@ from ..lessons import Lesson, load_lesson
 from ..lessons.models import CONTEXT, CONTEXT_ID, logits_model
 from ..models import MODELS, TEACHING, cache_dir, default_prompt, install, installed_path, load_model
 from ..session import Session
+from ..session.narration import frame_title
 from ..session.session import Scenario
 from . import export_actions
-from ..session.narration import frame_title
 from .app_icon import app_icon
 from .attention import AttentionPanel
 from .beam_panel import BeamPanel
