@@ -55,7 +55,8 @@ def test_the_window_has_the_icon_and_names_lesson_and_frame(window):
     assert sorted(s.width() for s in window.windowIcon().availableSizes()) == sorted(PNG_SIZES)
     s = window.session
     n = len(s.frames)
-    assert window.windowTitle() == f"From 我爱 to EOS · 1 / {n}: Input 我爱 = [1, 2]: nothing processed yet — Token Explorer"
+    first = "Input 我爱 = [1, 2]: nothing processed yet"
+    assert window.windowTitle() == f"From 我爱 to EOS · 1 / {n}: {first} — Token Explorer"
     s.next()
     s.next()
     assert window.windowTitle().startswith(f"From 我爱 to EOS · 3 / {n}: Position 1's logits select 学习")
