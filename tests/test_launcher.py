@@ -146,6 +146,10 @@ def test_the_windows_shortcut_and_open_with(tmp_path):
     assert registry[(r"Software\Classes\TokenExplorer.Lesson\shell\open\command", "")] == \
         '"C:\\Users\\O\'Neil\\venv\\Scripts\\pythonw.exe" -m explorer "%1"'
     assert registry[(r"Software\Classes\.toml\OpenWithProgids", "TokenExplorer.Lesson")] == ""
+    # uninstalling deletes our ProgID's keys deepest first, never .toml's own
+    progid = r"Software\Classes\TokenExplorer.Lesson"
+    assert launcher.progid_keys(plan.registry) == [
+        progid + r"\shell\open\command", progid + r"\shell\open", progid + r"\DefaultIcon", progid + r"\shell", progid]
 
 
 def test_the_macos_app_bundle(tmp_path):

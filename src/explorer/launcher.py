@@ -3,8 +3,10 @@ expects, for the current user, pointing at this installation. Qt-free (it runs w
 display).
 
 - Linux (freedesktop): a `.desktop` entry with the icon, the icon in the user's hicolor
-  theme, and a MIME type for lesson files (`application/x-token-explorer-lesson`: a `.toml`
-  file whose first 4 KB hold `format = "token-explorer/lesson"`, or any `*.lesson.toml`).
+  theme, and a MIME type for lesson files (`application/x-token-explorer-lesson`: a name
+  `*.lesson.toml`, or `format = "token-explorer/lesson"` in the first 4 KB of a file whose
+  name says nothing; GIO and Qt file managers take a plain `.toml` name as TOML without
+  reading the file).
 - Windows: a Start-menu shortcut (made by PowerShell's WScript.Shell, the system's own
   shortcut writer) with an `.ico`, and "Open with Token Explorer" for `.toml` files.
 - macOS: `~/Applications/Token Explorer.app`, a small bundle whose executable starts this
@@ -22,7 +24,7 @@ import shutil
 import subprocess
 import sys
 import sysconfig
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from .icons import ICO_SIZES, ICON_NAME, PNG_SIZES, pack_icns, pack_ico, png_path, shipped_pngs, svg_path
@@ -62,7 +64,7 @@ class Launcher:
     registry: tuple[tuple[str, str, str], ...] = ()  # Windows: (key under HKEY_CURRENT_USER, value name, data)
     after: tuple[tuple[str, ...], ...] = ()         # commands run after installing, when their program exists
     after_uninstall: tuple[tuple[str, ...], ...] = ()
-    notes: tuple[str, ...] = field(default=())      # lines printed after installing
+    notes: tuple[str, ...] = ()                     # lines printed after installing
 
 
 def current_platform() -> str:
@@ -134,9 +136,9 @@ def desktop_entry(command: Command) -> str:
 
 
 def mime_package() -> str:
-    """shared-mime-info's description of lesson files: a `*.lesson.toml` name, or a TOML
-    file that says it is a lesson near its top (a subclass of TOML, so the content wins
-    over the `.toml` name)."""
+    """shared-mime-info's description of lesson files: a `*.lesson.toml` name (longer than
+    TOML's `*.toml`, so it wins), or a file that says it is a lesson near its top (read
+    when the name does not decide, e.g. an attachment saved without a suffix)."""
     spaced, tight = LESSON_FORMAT, LESSON_FORMAT.replace(" = ", "=")
     matches = "\n".join(f'      <match type="string" offset="0:4096" value="{v.replace(chr(34), "&quot;")}"/>'
                         for v in (spaced, tight))
@@ -258,10 +260,10 @@ def plan(platform: str | None = None, env: dict | None = None, home: Path | None
 
 
 # ---------------------------------------------------------------------------- carrying out
-def _run_after(commands, run) -> None:
+def _run_after(commands) -> None:
     for argv in commands:
         if shutil.which(argv[0]) or Path(argv[0]).is_file():
-            run(list(argv), check=True, capture_output=True)
+            subprocess.run(list(argv), check=True, capture_output=True)
 
 
 def _write_registry(values) -> None:
@@ -272,7 +274,19 @@ def _write_registry(values) -> None:
             winreg.SetValueEx(handle, name, 0, winreg.REG_SZ, data)
 
 
+def progid_keys(values) -> list[str]:
+    """The registry keys of our own ProgID and every key under it that `values` made,
+    deepest first (the order they can be deleted in)."""
+    ours = set()
+    for key, _name, _data in values:
+        parts = key.split("\\")
+        if WINDOWS_PROGID in parts:
+            ours.update("\\".join(parts[:n]) for n in range(parts.index(WINDOWS_PROGID) + 1, len(parts) + 1))
+    return sorted(ours, key=lambda k: (-k.count("\\"), k))
+
+
 def _delete_registry(values) -> None:
+    """The values, then the keys of our own ProgID, deepest first (.toml's key stays)."""
     import winreg
 
     for key, name, _data in values:
@@ -281,9 +295,14 @@ def _delete_registry(values) -> None:
                 winreg.DeleteValue(handle, name)
         except FileNotFoundError:
             pass
+    for key in progid_keys(values):
+        try:
+            winreg.DeleteKey(winreg.HKEY_CURRENT_USER, key)
+        except OSError:               # gone already, or holds something not ours
+            pass
 
 
-def install(launcher: Launcher, run=subprocess.run) -> list[str]:
+def install(launcher: Launcher) -> list[str]:
     """Write the launcher's files, set its registry values, run its follow-up commands.
     Returns the lines to print: what was written."""
     for f in launcher.files:
@@ -293,7 +312,7 @@ def install(launcher: Launcher, run=subprocess.run) -> list[str]:
             f.path.chmod(0o755)
     if launcher.registry:
         _write_registry(launcher.registry)
-    _run_after(launcher.after, run)
+    _run_after(launcher.after)
     return [f"Installed the {APP_NAME} launcher for this user:", *(f"  {p}" for p in launcher.shown),
             *launcher.notes]
 
@@ -303,7 +322,7 @@ def _is_our_bundle(folder: Path) -> bool:
     return info.is_file() and plistlib.loads(info.read_bytes()).get("CFBundleIdentifier") == BUNDLE_ID
 
 
-def uninstall(launcher: Launcher, run=subprocess.run) -> list[str]:
+def uninstall(launcher: Launcher) -> list[str]:
     """Remove what `install` wrote (a bundle folder only if it is this app's bundle)."""
     removed = []
     for path in launcher.remove:
@@ -318,7 +337,7 @@ def uninstall(launcher: Launcher, run=subprocess.run) -> list[str]:
             removed.append(path)
     if launcher.registry:
         _delete_registry(launcher.registry)
-    _run_after(launcher.after_uninstall, run)
+    _run_after(launcher.after_uninstall)
     if not removed:
         return [f"No {APP_NAME} launcher was installed for this user."]
     return [f"Removed the {APP_NAME} launcher:", *(f"  {p}" for p in removed)]
