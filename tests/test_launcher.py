@@ -196,3 +196,11 @@ def test_install_and_uninstall_from_the_command_line(tmp_path):
                              text=True, env=env)
     assert removed.returncode == 0 and removed.stdout.startswith("Removed the Token Explorer launcher:\n")
     assert not any(p.is_file() for p in written)
+
+
+def test_the_launcher_needs_no_qt():
+    """It is installed from a terminal, maybe one without a display."""
+    probe = "import sys, explorer.launcher; print(sorted(m for m in sys.modules if m.startswith('PySide6')))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
+                          env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
+    assert done.returncode == 0 and done.stdout == "[]\n", done.stderr
