@@ -1,9 +1,11 @@
-"""The `explorer` command: the window by default, sub-commands for the terminal."""
+"""The `token-explorer` command (alias `explorer`, or `python -m explorer`): the window by
+default, sub-commands for the terminal, the per-user launcher."""
 
 from __future__ import annotations
 
 import argparse
 import os
+import subprocess
 import sys
 
 from . import __version__, cli_export, cli_fit, cli_model, cli_sample, cli_trace
@@ -12,10 +14,18 @@ from .core.errors import ExplorerError
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="explorer",
+        prog="token-explorer",
         description="Token Explorer: see how a language model produces text one token at a time. "
-                    "Without a sub-command, opens the window.")
+                    "Without a sub-command, opens the window (on LESSON.toml if given; a window "
+                    "already running opens it instead).",
+        usage="%(prog)s [options] [LESSON.toml] | %(prog)s COMMAND ...")
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
+    launcher = parser.add_mutually_exclusive_group()
+    launcher.add_argument("--install-launcher", action="store_true",
+                          help="add Token Explorer to this user's applications menu (with its icon, "
+                               "and lesson files opening in it), starting this installation")
+    launcher.add_argument("--uninstall-launcher", action="store_true",
+                          help="remove what --install-launcher added")
     parser.add_argument("--lesson", help="open the window on this lesson (a name or a .toml file)")
     parser.add_argument("--params", help="open the window on this parameter file (prompt 我爱)")
     parser.add_argument("--model", help="open the window on a model: teaching | smollm2 | a .gguf file "
@@ -31,6 +41,24 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 LEADING_OPTIONS = ("--lesson", "--params", "--model")   # the window's options, which take a value
+
+
+def lesson_file_as_option(argv: list[str], commands: dict) -> list[str]:
+    """`token-explorer path/to/lesson.toml` (a file opened from the file manager) as
+    `--lesson path/to/lesson.toml`: the first word that is neither an option, an option's
+    value nor a sub-command, if it names a .toml file or an existing file."""
+    i = 0
+    while i < len(argv):
+        token = argv[i]
+        if token in commands or token == "--":
+            return argv
+        if token.startswith("-"):
+            i += 2 if token in LEADING_OPTIONS else 1
+            continue
+        if token.lower().endswith(".toml") or os.path.isfile(token):
+            return [*argv[:i], "--lesson", token, *argv[i + 1:]]
+        return argv
+    return argv
 
 
 def leading_options_after_command(argv: list[str], commands: dict) -> list[str]:
@@ -64,18 +92,38 @@ def main(argv=None) -> int:
     parser = build_parser()
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        argv = leading_options_after_command(argv, parser.commands)
+        argv = leading_options_after_command(lesson_file_as_option(argv, parser.commands), parser.commands)
     except ExplorerError as exc:
         parser.error(str(exc))
     args = parser.parse_args(argv)
+    if args.install_launcher or args.uninstall_launcher:
+        return launcher_command(args)
     if args.command is None:
         from .ui.app import run_app   # Qt is imported only when the window is wanted
         return run_app(args)
     try:
         return args.func(args)
     except (ExplorerError, OSError) as exc:
-        print(f"explorer {args.command}: error: {exc}", file=sys.stderr)
+        print(f"token-explorer {args.command}: error: {exc}", file=sys.stderr)
         return 2
+
+
+def launcher_command(args) -> int:
+    """--install-launcher / --uninstall-launcher, for the current user."""
+    from . import launcher
+
+    try:
+        plan = launcher.plan()
+        lines = launcher.install(plan) if args.install_launcher else launcher.uninstall(plan)
+    except OSError as exc:
+        print(f"token-explorer: error: {exc}", file=sys.stderr)
+        return 2
+    except subprocess.CalledProcessError as exc:
+        said = (exc.stderr or b"").decode("utf-8", "replace").strip()
+        print(f"token-explorer: error: {' '.join(exc.cmd)} failed ({exc.returncode}): {said}", file=sys.stderr)
+        return 2
+    print("\n".join(lines))
+    return 0
 
 
 if __name__ == "__main__":

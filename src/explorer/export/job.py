@@ -123,7 +123,8 @@ class ExportJob:
 
         widget = self.target() if pictures or "pdf" in s.formats else None
         suffix = "" if s.panel is None else f"-{s.panel}"
-        pdf = _PdfDeck(staging / f"{self.lesson_id}{suffix}.pdf", s) if "pdf" in s.formats else None
+        pdf = (_PdfDeck(staging / f"{self.lesson_id}{suffix}.pdf", s, self.lesson_title)
+               if "pdf" in s.formats else None)
         encoder = ThreadPoolExecutor(max_workers=1)   # PNG compression overlaps the next drawing
         pending = []
         try:
@@ -197,7 +198,7 @@ def _write_svg(path: Path, widget, spec: ExportSpec, caption) -> Path:
 class _PdfDeck:
     """A 16:9 PDF, one frame per page, drawn as vectors (text stays sharp at any zoom)."""
 
-    def __init__(self, path: Path, spec: ExportSpec):
+    def __init__(self, path: Path, spec: ExportSpec, title: str):
         self.path, self.spec, self.pages = path, spec, 0
         self.writer = QPdfWriter(str(path))
         self.writer.setPageSize(QPageSize(QSizeF(spec.width, spec.height), QPageSize.Unit.Point, "slide"))
@@ -205,6 +206,7 @@ class _PdfDeck:
         self.writer.setResolution(72)                          # 1 slide pixel = 1 point
         self.writer.setDocumentId(QUuid("{00000000-0000-4000-8000-000000000000}"))
         self.writer.setCreator("Token Explorer")
+        self.writer.setTitle(title)              # launcher issue #22: the deck names its lesson
         self.painter = QPainter()
 
     def add(self, widget, caption) -> None:

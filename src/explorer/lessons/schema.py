@@ -186,6 +186,12 @@ class _Reader:
         return tuple(value)
 
 
+def lesson_id(path: Path) -> str:
+    """A lesson's id: its file name without `.toml`, and without `.lesson` before it (a
+    lesson handed out as `NAME.lesson.toml` opens from the file manager; its id is NAME)."""
+    return path.name.removesuffix(".toml").removesuffix(".lesson")
+
+
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
             "settings", "forces", "scenarios", "frames", "checks")
 SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces")
@@ -215,7 +221,7 @@ def parse_lesson(path: Path) -> Lesson:
     order = data.get("order", 100)
     if not isinstance(order, int):
         r.fail("order", "expected an integer")
-    lesson = Lesson(path.stem, path, order, r.text(data["title"], "title"), r.text(data["summary"], "summary"),
+    lesson = Lesson(lesson_id(path), path, order, r.text(data["title"], "title"), r.text(data["summary"], "summary"),
                     tuple(builds_on), base, tuple(scenarios), plans, checks)
     if not lesson.installed_models:       # else when first built (see Lesson._check_once)
         with lesson._errors_named():

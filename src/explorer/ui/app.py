@@ -1,7 +1,9 @@
-"""Start the window: fonts, the default session, error reporting, the event loop."""
+"""Start the window: a display to show it on, one window per user, fonts, the default
+session, the icon, error reporting, the event loop."""
 
 from __future__ import annotations
 
+import os
 import sys
 import traceback
 
@@ -57,16 +59,116 @@ def install_error_hook(window) -> None:
     sys.excepthook = hook
 
 
+# Qt platforms that draw without a display server (QT_QPA_PLATFORM, before any ":options")
+NO_DISPLAY_PLATFORMS = ("offscreen", "minimal", "minimalegl", "vnc", "eglfs", "linuxfb", "vkkhrdisplay")
+NO_DISPLAY = ("no display: use `token-explorer export …` for pictures (slides of every frame) and "
+              "`token-explorer trace` for the steps as text; the window needs a desktop session "
+              "(or `ssh -X`)")
+
+
+def display_problem(env, platform: str = sys.platform) -> str | None:
+    """Why the window cannot open here, or None. On Linux and the other X11/Wayland systems
+    a window needs DISPLAY or WAYLAND_DISPLAY unless QT_QPA_PLATFORM names a platform that
+    draws without one; Qt itself would abort with a message about plugins. Asked before
+    QApplication is created."""
+    if platform in ("win32", "darwin", "cygwin"):
+        return None
+    if env.get("DISPLAY") or env.get("WAYLAND_DISPLAY"):
+        return None
+    chosen = [p.split(":", 1)[0].strip() for p in env.get("QT_QPA_PLATFORM", "").split(";")]
+    return None if any(p in NO_DISPLAY_PLATFORMS for p in chosen) else NO_DISPLAY
+
+
+def window_request(args) -> dict:
+    """What this start asks a window to open, with paths made absolute (a running window
+    has its own working folder)."""
+    def absolute(value: str) -> str:
+        return os.path.abspath(value) if value.endswith((".toml", ".gguf", ".json")) or os.sep in value else value
+    return {key: absolute(value) for key, value in (("params", args.params), ("model", args.model),
+                                                    ("lesson", args.lesson)) if value}
+
+
+def apply_request(window, request: dict) -> None:
+    """A later start's request (or a file the system asked to open): the window comes
+    forward and opens it; a broken file is reported in the window, naming file and problem."""
+    if window.isMinimized():
+        window.showNormal()
+    window.raise_()
+    window.activateWindow()
+    if request.get("params"):
+        window.open_params(request["params"])
+    if request.get("model"):
+        window.choose_model(request["model"])
+    if request.get("lesson"):
+        window.open_lesson_file(request["lesson"])
+
+
+def _open_files_from_the_system(app, window) -> None:
+    """macOS hands a document opened in Finder to the running app as a FileOpen event."""
+    from PySide6.QtCore import QEvent, QObject
+
+    class FileOpen(QObject):
+        def eventFilter(self, watched, event) -> bool:
+            if event.type() == QEvent.Type.FileOpen:
+                apply_request(window, {"lesson": event.file()})
+                return True
+            return False
+
+    app._file_open = FileOpen(app)           # kept alive by the application
+    app.installEventFilter(app._file_open)
+
+
+def _task_bar_identity() -> None:
+    """Windows groups a window on the task bar by its process's app id: without one it
+    shows Python's icon instead of ours."""
+    if sys.platform == "win32":
+        import ctypes
+        ctypes.windll.shell32.SetCurrentProcessExplicitAppUserModelID("TokenExplorer.TokenExplorer")
+
+
+def first_window(args, settings_path: str | None = None):
+    """(the window this start opens, the problem to report in it or None). What the
+    options name, else (a broken lesson file, a model not installed) the default lesson:
+    a file opened from the file manager has no terminal to print the problem in."""
+    try:
+        return build_window(settings_path, params_path=args.params, lesson=args.lesson, model=args.model), None
+    except ExplorerError as exc:
+        window = build_window(settings_path)
+        window.start_page_at_first_start = False     # the teacher chose something: the problem comes first
+        return window, str(exc)
+
+
 def run_app(args) -> int:
+    no_display = display_problem(os.environ)
+    if no_display is not None:
+        print(f"token-explorer: {no_display}", file=sys.stderr)
+        return 2
+    from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    app = QApplication.instance() or QApplication(sys.argv[:1])
+    from ..launcher import COMMAND
+    from .app_icon import app_icon
+    from .single_instance import claim, instance_name
+
+    _task_bar_identity()
+    # argv[0] names the X11 window class (WM_CLASS), which the launcher's StartupWMClass matches
+    app = QApplication.instance() or QApplication([COMMAND])
     app.setApplicationName("Token Explorer")
+    app.setDesktopFileName(COMMAND)          # Wayland's app id: the launcher entry and its icon
+    app.setWindowIcon(app_icon())
+    request = window_request(args)
     try:
-        window = build_window(params_path=args.params, lesson=args.lesson, model=args.model)
+        server = claim(instance_name(), request)
+        if server is None:
+            print("token-explorer: Token Explorer is already running: its window "
+                  + ("opens it" if request else "comes forward"))
+            return 0
+        window, problem = first_window(args)
     except ExplorerError as exc:
-        print(f"explorer: error: {exc}", file=sys.stderr)
+        print(f"token-explorer: error: {exc}", file=sys.stderr)
         return 2
+    server.received.connect(lambda later: apply_request(window, later))
+    _open_files_from_the_system(app, window)
     install_error_hook(window)
     if window.settings["geometry"].isEmpty():
         # first start: the whole screen, as a projector wants it (sized too, for desktops
@@ -75,4 +177,7 @@ def run_app(args) -> int:
         window.showMaximized()
     else:
         window.show()                    # where the teacher left it
+    if problem is not None:              # in the terminal, and in the window once it is shown
+        print(f"token-explorer: error: {problem}", file=sys.stderr)
+        QTimer.singleShot(0, lambda: window.report_error(problem))
     return app.exec()

@@ -31,8 +31,10 @@ from ..lessons.models import CONTEXT, CONTEXT_ID, logits_model
 from ..model_install import ASSEMBLE, InstallCancelled, fetch_terms, install, terms_html
 from ..models import MODELS, TEACHING, default_prompt, installed_path, load_model
 from ..session import Session
+from ..session.narration import frame_title
 from ..session.session import Scenario
 from . import export_actions
+from .app_icon import app_icon
 from .attention import AttentionPanel
 from .beam_panel import BeamPanel
 from .controls import SamplingControls
@@ -93,6 +95,8 @@ ACTIONS = {
 
 add_messages({
     "window.title": {"en": "Token Explorer", "zh": "Token 探索器"},
+    "window.title.frame": {"en": "{lesson}{n} / {total}: {frame} — Token Explorer",
+                           "zh": "{lesson}{n} / {total}：{frame} — Token 探索器"},
     "menu.file": {"en": "&File", "zh": "文件(&F)"},
     "menu.go": {"en": "&Go", "zh": "播放(&G)"},
     "menu.model": {"en": "&Model", "zh": "模型(&M)"},
@@ -258,6 +262,7 @@ class MainWindow(QMainWindow):
         self.presenting = False
         self.theme = THEMES["light"]
         self.setObjectName("explorer-main")
+        self.setWindowIcon(app_icon())
         self.setDockNestingEnabled(True)
         self.setCentralWidget(QWidget())
         self.centralWidget().hide()
@@ -293,6 +298,7 @@ class MainWindow(QMainWindow):
         self.session.subscribe("run_changed", lambda _s: self._sync_prompt())
         for event in ("run_changed", "cursor_changed"):
             self.session.subscribe(event, lambda _s: self._mark_docks())
+            self.session.subscribe(event, lambda _s: self._show_title())
             self.session.subscribe(event, lambda _s: self._fit_timer.start())
         self._restore()
         self._shown_once = False
@@ -306,6 +312,7 @@ class MainWindow(QMainWindow):
     def lesson(self, lesson: Lesson | None) -> None:
         self._lesson = lesson
         self._check_lesson_action()
+        self._show_title()
 
     # ------------------------------------------------------------------ building
     def _dock(self, panel) -> QDockWidget:
@@ -411,7 +418,7 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> dict[str, QAction]:
         s = self.session
         handlers = {
-            "open_params": self.open_params, "quit": self.close,
+            "open_params": lambda: self.open_params(), "quit": self.close,
             "export_frame": lambda: self.guarded(export_actions.export_frame, self),
             "export_lesson": lambda: self.guarded(export_actions.export_lesson, self),
             "copy_frame": lambda: self.guarded(export_actions.copy_frame, self),
@@ -424,7 +431,7 @@ class MainWindow(QMainWindow):
             "presentation": self.toggle_presentation,
             "zoom_in": lambda: self.zoom(+1), "zoom_out": lambda: self.zoom(-1),
             "reset_layout": self.reset_layout,
-            "all_lessons": self.show_start_page, "open_lesson": self.open_lesson_file,
+            "all_lessons": self.show_start_page, "open_lesson": lambda: self.open_lesson_file(),
             "open_gguf": self.open_gguf,
         }
         actions = {}
@@ -960,9 +967,10 @@ class MainWindow(QMainWindow):
                                               tr("params.filter", self.session.lang))
         return path
 
-    def open_params(self) -> None:
-        """Load a parameter file; a bad one is reported by name and the current model stays."""
-        path = self.ask_params_path()
+    def open_params(self, path: str | None = None) -> None:
+        """Load a parameter file (`path`, else the one the teacher picks); a bad one is
+        reported by name and the current model stays."""
+        path = path or self.ask_params_path()
         if not path:
             return
         try:
@@ -982,9 +990,11 @@ class MainWindow(QMainWindow):
                                               tr("lesson.filter", self.session.lang))
         return path
 
-    def open_lesson_file(self) -> None:
-        """Open a lesson file; a bad one is reported (file and key) and the current lesson stays."""
-        path = self.ask_lesson_path()
+    def open_lesson_file(self, path: str | None = None) -> None:
+        """Open a lesson file (`path`: one a later start or the file manager handed over, else
+        the one the teacher picks); a bad one is reported (file and key) and the current
+        lesson stays."""
+        path = path or self.ask_lesson_path()
         if not path:
             return
         try:
@@ -1115,6 +1125,15 @@ class MainWindow(QMainWindow):
             if tabbed:
                 self.docks[next((p for p in matters if p in group), pid)].raise_()
 
+    def _show_title(self) -> None:
+        """The window's title (and task bar entry) names the lesson and the frame shown."""
+        s = self.session
+        lesson = f"{self.lesson.title_in(s.lang)} · " if self.lesson is not None and s.in_lesson else ""
+        title = tr("window.title.frame", s.lang, lesson=lesson, n=s.cursor + 1, total=len(s.frames),
+                   frame=frame_title(s.frame, s.run, s.model.vocab, s.lang))
+        if self.windowTitle() != title:
+            self.setWindowTitle(title)
+
     def set_lang(self, lang: str) -> None:
         self.session.set_lang(lang)
         self.settings["lang"] = lang
@@ -1237,7 +1256,7 @@ class MainWindow(QMainWindow):
     def retranslate(self) -> None:
         lang = self.session.lang
         self._fit_timer.start()
-        self.setWindowTitle(tr("window.title", lang))
+        self._show_title()
         for pid in self.docks:
             self.fullscreen_actions[pid].setText(tr(self.panels[pid].title_key, lang))
         for name, (key, _s, _m) in ACTIONS.items():
