@@ -10,6 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import ExplorerError
+from ..core.limits import MAX_LESSON_BYTES
+from ..core.userfile import check_nesting, parse_problem, read_user_text
 from ..core.sampling import SamplingConfig
 from ..export.spec import PANELS
 from ..i18n import LANGS
@@ -143,14 +145,16 @@ class _Reader:
 
     def read(self, path: Path, format_name: str, version: int, known: tuple, required: tuple) -> dict:
         """The parsed file, its top-level keys and its format line checked."""
+        text = read_user_text(path, MAX_LESSON_BYTES, "lesson file", self.error)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            self.fail("", "file not found")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.fail("", f"cannot read ({exc})")
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             self.fail("", f"not valid TOML: {exc}")
+        except (RecursionError, ValueError) as exc:
+            if (problem := parse_problem(exc)) is None:
+                raise
+            self.fail("", problem)
+        check_nesting(data, self.name, self.error)
         self.table(data, "", known, required)
         if data["format"] != format_name or data["version"] != version:
             self.fail("format", f"expected format = {format_name!r} and version = {version}")
