@@ -4,6 +4,8 @@ naming the file and the key path (`wo-ai-to-eos.toml: frames[3].explain.why: mis
 from __future__ import annotations
 
 import dataclasses
+import re
+import string
 import tomllib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -340,9 +342,27 @@ def _check_texts(r: _Reader, lesson: Lesson, shown: list[tuple]) -> None:
         texts = {"title": frame.title or {}} | {f"explain.{k}": v for k, v in (frame.explain or {}).items()}
         for where, by_lang in texts.items():
             for lang, text in by_lang.items():
-                try:
-                    text.format(**placeholder_values(frame, run, model.vocab, lang))
-                except (KeyError, IndexError, ValueError) as exc:
-                    r.fail(f"frames[{i}].{where}.{lang}", f"unknown placeholder or stray brace: {exc} "
-                                                          "(write {{ and }} for a literal brace)")
+                problem = placeholder_problem(text, placeholder_values(frame, run, model.vocab, lang))
+                if problem:
+                    r.fail(f"frames[{i}].{where}.{lang}", problem)
     object.__setattr__(lesson, "texts_checked", True)      # once per lesson read
+
+
+def placeholder_problem(text: str, known) -> str | None:
+    """What is wrong with the {placeholders} of `text`, or None. Only a bare name from
+    `known` counts: `{piece}`, not `{piece.__class__}`, `{ids[0]}`, `{piece!r}` or
+    `{prob:>8}` (str.format would run those, reaching into Python objects)."""
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(text)
+                  if name is not None]
+    except ValueError as exc:
+        return f"unknown placeholder or stray brace: {exc} (write {{{{ and }}}} for a literal brace)"
+    for name, spec, conversion in fields:
+        written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        base = re.split(r"[.\[]", name, maxsplit=1)[0]
+        if base in known and (spec or conversion or base != name):
+            return f"{written}: a placeholder is a bare name such as {{{base}}}, without . [ ] ! or :"
+        if name not in known:
+            return (f"unknown placeholder or stray brace: {name!r} (known here: {', '.join(sorted(known))}; "
+                    "write {{ and }} for a literal brace)")
+    return None
