@@ -73,11 +73,12 @@ def main(argv=None) -> int:
         parser.error("--model '': expected teaching, a model name (explorer model list) or a .gguf file")
     if args.command is None:
         from .ui.app import run_app   # Qt is imported only when the window is wanted
-        return run_app(args)
-    prog = f"explorer {args.command}"
+        func, prog = run_app, "explorer"
+    else:
+        func, prog = args.func, f"explorer {args.command}"
     try:
         with sigterm_as_interrupt():
-            status = args.func(args)
+            status = func(args)
             sys.stdout.flush()                  # a closed pipe shows here, not at exit
             return status
     except KeyboardInterrupt as exc:            # Ctrl+C or SIGTERM: one line, 130 or 143
