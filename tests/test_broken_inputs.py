@@ -61,6 +61,7 @@ BROKEN_LESSONS = {
                                           'w_out = [["a", 1.0], [1.0, 0.0]] }'), "model.w_out[0][0]: text 'a'"),
     "projection-hidden-matrix": (lesson_text(model='{ kind = "projection", pieces = ["A", "B"], hidden = [[1.0]], '
                                                    'w_out = [[0.0, 1.0]] }'), "model.hidden[0]: a list"),
+    "force-far": (lesson_text() + '\n[forces]\n"' + "9" * 5000 + '" = 1\n', "forces.99999999999999999999: expected a step"),
     "deep-toml": ("x = " + "[" * 100_000, "nested too deeply"),
     "nested-70": ("x = " + "[" * 70 + "]" * 70 + "\n", "nested too deeply"),
     "long-number": ("order = " + "1" * 5001 + "\n", "more than 4300 digits"),
@@ -229,11 +230,14 @@ def broken_ggufs(tmp_path_factory):
         "huge-tensor-count": (good[:8] + struct.pack("<Q", 2**62) + good[16:], "announces"),
     }
     out = {name: (write(folder / f"{name}.gguf", raw), words) for name, (raw, words) in files.items()}
-    for name, value, vtype in (("alignment-text", "32", GGUFValueType.STRING),
-                               ("alignment-nan", float("nan"), GGUFValueType.FLOAT32),
-                               ("alignment-array", [32, 64], GGUFValueType.ARRAY)):
-        path = write_llama(folder / f"{name}.gguf", tensors, extra_kv={"general.alignment": (value, vtype)})
-        out[name] = (str(path), "general.alignment")
+    for name, key, value, vtype in (
+            ("alignment-text", "general.alignment", "32", GGUFValueType.STRING),
+            ("alignment-nan", "general.alignment", float("nan"), GGUFValueType.FLOAT32),
+            ("alignment-array", "general.alignment", [32, 64], GGUFValueType.ARRAY),
+            ("eot-id-text", "tokenizer.ggml.eot_token_id", "x", GGUFValueType.STRING),
+            ("head-size-text", "llama.attention.key_length", "16", GGUFValueType.STRING)):
+        path = write_llama(folder / f"{name}.gguf", tensors, extra_kv={key: (value, vtype)})
+        out[name] = (str(path), key)
     return out
 
 

@@ -42,12 +42,33 @@ def check_model_metadata(gf: GGUFFile) -> None:
         value = gf.get(f"{arch}.{key}")
         if value is not None and not (_is_real(value) and math.isfinite(value) and value > 0):
             raise GGUFError(f"{gf.path}: {arch}.{key} = {shown_value(value)}, expected a finite number > 0")
+    _check_tokenizer(gf)
     layers = {int(m.group(1)) for name in gf.tensors if (m := _LAYER.match(name))}
     count = gf.get(f"{arch}.block_count")
     if count is not None and layers != set(range(count)):
         held = f"blk.0 to blk.{max(layers)}" if layers else "no blk.N tensors"
         raise GGUFError(f"{gf.path}: {arch}.block_count = {count}, but the file holds the tensors of "
                         f"{len(layers)} layers ({held})")
+
+
+def _check_tokenizer(gf: GGUFFile) -> None:
+    """The tokenizer's lists are lists of the right kind and length, its ids whole numbers."""
+    tokens = gf.get("tokenizer.ggml.tokens")
+    for key in ("tokenizer.ggml.tokens", "tokenizer.ggml.merges"):
+        value = gf.get(key)
+        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+            raise GGUFError(f"{gf.path}: {key} = {shown_value(value)}, expected an array of strings")
+    for key in ("tokenizer.ggml.token_type", "tokenizer.ggml.scores"):
+        value = gf.get(key)
+        if value is None:
+            continue
+        if not (isinstance(value, np.ndarray) and value.dtype.kind in "iuf" and value.ndim == 1):
+            raise GGUFError(f"{gf.path}: {key} = {shown_value(value)}, expected an array of numbers")
+        if tokens is not None and len(value) != len(tokens):
+            raise GGUFError(f"{gf.path}: {key} has {len(value)} entries, expected one per token ({len(tokens)})")
+    for key, value in gf.metadata.items():
+        if key.startswith("tokenizer.ggml.") and key.endswith("_token_id") and not _is_int(value):
+            raise GGUFError(f"{gf.path}: {key} = {shown_value(value)}, expected a token id (a whole number)")
 
 
 def _is_int(value) -> bool:

@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import ExplorerError
-from ..core.limits import MAX_LESSON_BYTES
+from ..core.limits import MAX_FORCE_STEP, MAX_LESSON_BYTES
 from ..core.userfile import check_nesting, parse_problem, read_user_text
 from ..core.sampling import SamplingConfig
 from ..export.spec import PANELS
@@ -268,8 +268,8 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -
     if not isinstance(given, dict):
         r.fail(at("forces"), 'expected a table of "step" = token id')
     for step, token in given.items():
-        if not step.isdigit():
-            r.fail(at(f"forces.{step}"), 'expected a step number as the key, e.g. "0" = 4')
+        if not (step.isascii() and step.isdigit()) or len(step) > len(str(MAX_FORCE_STEP)) or int(step) > MAX_FORCE_STEP:
+            r.fail(at(f"forces.{step[:20]}"), f'expected a step number from 0 to {MAX_FORCE_STEP} as the key, e.g. "0" = 4')
         if not isinstance(token, int) or isinstance(token, bool):
             r.fail(at(f"forces.{step}"), "expected a token id")
         forces[int(step)] = token
