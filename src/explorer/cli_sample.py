@@ -14,7 +14,7 @@ import sys
 import numpy as np
 
 from .core.errors import ExplorerError, SettingError
-from .core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count
+from .core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count, shown
 from .core.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, Distribution, SamplingConfig, distribution
 from .texttable import format_table
 
@@ -151,7 +151,7 @@ def parse_numbers(text: str, flag: str, kind=float) -> list:
         return [kind(t) for t in items]
     except ValueError:
         noun = "integers" if kind is int else "numbers"
-        raise SettingError(f"{flag} = {text!r}: expected comma-separated {noun}") from None
+        raise SettingError(f"{flag} = {shown(text)}: expected comma-separated {noun}") from None
 
 
 def _logits_from_args(args) -> np.ndarray:  # -> (V,)

@@ -9,7 +9,7 @@ from .cli_sample import add_sampling_flags, sampling_changes
 from .core.beam import format_tree
 from .core.elide import ENDS, elided, elided_list
 from .core.errors import ExplorerError, SettingError
-from .core.limits import MAX_FORCE_STEP, MAX_TOP, check_count
+from .core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, shown
 from .core.generate import Run
 from .core.run_dict import run_to_dict
 from .core.teaching import load_teaching_model
@@ -86,9 +86,9 @@ def parse_forces(items) -> dict[int, int]:
         try:
             step, token = int(step), int(token)
         except ValueError:
-            raise SettingError(f"--force {item!r}: expected STEP:ID, e.g. 0:4") from None
+            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4") from None
         if not sep:
-            raise SettingError(f"--force {item!r}: expected STEP:ID, e.g. 0:4")
+            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4")
         check_count("--force STEP", step, 0, MAX_FORCE_STEP)
         if step in forces:
             raise SettingError(f"--force {item!r}: step {step} is already forced to {forces[step]}")

@@ -32,11 +32,11 @@ def check_count(name: str, value, lowest: int, highest: int) -> int:
     """`value` as an int in lowest..highest, or a SettingError naming `name` and the range
     (floats, bools and text are refused)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lowest <= value <= highest:
-        raise SettingError(f"{name} = {_short(value)}: expected an integer from {lowest} to {highest}")
+        raise SettingError(f"{name} = {shown(value)}: expected an integer from {lowest} to {highest}")
     return int(value)
 
 
-def _short(value) -> str:
+def shown(value) -> str:
     """repr of a value, shortened: a 5,000-digit number is named by its size (str() of it
     would even raise), a long text cut."""
     if isinstance(value, int) and value.bit_length() > 100:
