@@ -200,8 +200,8 @@ class GGUFFile:
         n_tensors = cur.scalar("<Q", "tensor count")
         n_kv = cur.scalar("<Q", "metadata count")
         if n_tensors * MIN_TENSOR_INFO + n_kv * MIN_METADATA > len(self._mm):   # before reading any of them
-            raise GGUFError(f"{self.path}: the header announces {n_tensors} tensors and {n_kv} metadata "
-                            f"entries, more than a file of {len(self._mm)} bytes can describe")
+            raise GGUFError(f"{self.path}: truncated or damaged: the header announces {n_tensors} tensors and "
+                            f"{n_kv} metadata entries, more than a file of {len(self._mm)} bytes can describe")
         self.metadata: dict = {}
         for i in range(n_kv):
             key = cur.string(f"metadata key {i}")
