@@ -132,20 +132,15 @@ def run_cli(capsys, *argv) -> tuple[int, str]:
 
 # ---------------------------------------------------------------------------- the command line
 
-@pytest.mark.parametrize("name", BROKEN_LESSONS)
-def test_a_broken_lesson_is_a_sentence_naming_the_file(name, tmp_path, capsys):
-    text, words = BROKEN_LESSONS[name]
-    path = write(tmp_path / f"{name}.toml", text)
-    status, err = run_cli(capsys, "trace", "--lesson", path)
-    assert status == 2 and f"{name}.toml" in err and words in err, err
+BROKEN_FILES = [("--lesson", f"{name}.toml", *case) for name, case in BROKEN_LESSONS.items()] + \
+               [("--params", f"{name}.json", *case) for name, case in BROKEN_PARAMS.items()]
 
 
-@pytest.mark.parametrize("name", BROKEN_PARAMS)
-def test_a_broken_parameter_file_is_a_sentence_naming_the_file(name, tmp_path, capsys):
-    text, words = BROKEN_PARAMS[name]
-    path = write(tmp_path / f"{name}.json", text)
-    status, err = run_cli(capsys, "trace", "--params", path)
-    assert status == 2 and f"{name}.json" in err and words in err, err
+@pytest.mark.parametrize("flag, file_name, text, words", BROKEN_FILES, ids=[f[1] for f in BROKEN_FILES])
+def test_a_broken_lesson_or_parameter_file_is_a_sentence_naming_the_file(flag, file_name, text, words, tmp_path,
+                                                                         capsys):
+    status, err = run_cli(capsys, "trace", flag, write(tmp_path / file_name, text))
+    assert status == 2 and file_name in err and words in err, err
 
 
 def test_special_files_and_big_files_are_refused_before_reading(tmp_path, capsys, special_files):
