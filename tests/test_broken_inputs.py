@@ -171,6 +171,8 @@ def test_counts_have_one_limit_and_one_message_in_the_command_line_and_in_lesson
     for command in (("trace",), ("sample", "--logits", "2,1,0")):
         status, err = run_cli(capsys, *command, "--top=-1")
         assert status == 2 and "--top = -1: expected an integer from 1 to 1000" in err, err
+    status, err = run_cli(capsys, "trace", "--prompt", "我爱" * 1100)
+    assert status == 2 and "prompt: 2,200 tokens, more than the 2,048 a run may start from" in err
     status, err = run_cli(capsys, "sample", "--logits", "2,1,0", "--step", "1" + "0" * 40)
     assert status == 2 and "--step = a number of about 41 digits" in err
 

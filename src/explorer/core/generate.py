@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import SettingError
 from .kvcache import KVCache
+from .limits import check_prompt_length
 from .model import LanguageModel
 from .sampling import Distribution, SamplingConfig, distribution, forced
 from .stopping import INCOMPLETE, StopMatch, ends_with_any, find_stop_string
@@ -95,6 +96,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     cancel: asked after every step; True ends the Run with finish reason "cancelled".
     on_step: called after every step with the number of steps done (a progress bar)."""
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
+    check_prompt_length(len(prompt))
     overrides = _checked_overrides(overrides or {}, model, config)
     select = selector or default_selector(config)
     ends = model.vocab.end_ids

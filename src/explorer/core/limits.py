@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import numbers
 
-from .errors import SettingError
+from .errors import PromptError, SettingError
 
 # counts: (lowest, highest) allowed
 MAX_NEW_TOKENS = 4096        # a long answer; every step keeps its trace, so memory grows with it
@@ -19,6 +19,7 @@ MAX_SEED = 2**31 - 1         # what the window's seed box (a QSpinBox) holds
 MAX_TOP = 1000               # candidates listed per step (--top): a table, not the whole vocabulary
 MAX_LENGTH_PENALTY = 10.0    # |x| in score / length**x; beyond it length**x overflows a float
 MAX_FORCE_STEP = MAX_NEW_TOKENS   # a what-if at a step no run can reach is refused
+MAX_PROMPT_TOKENS = 2048     # a page of text; the trace keeps every layer's [n, n] attention
 
 # files read whole before they are checked: the most bytes each may hold
 MAX_LESSON_BYTES = 1 << 20           # 1 MiB: a lesson is a page of text and a few numbers
@@ -34,6 +35,12 @@ def check_count(name: str, value, lowest: int, highest: int) -> int:
     if isinstance(value, bool) or not isinstance(value, numbers.Integral) or not lowest <= value <= highest:
         raise SettingError(f"{name} = {shown(value)}: expected an integer from {lowest} to {highest}")
     return int(value)
+
+
+def check_prompt_length(n_tokens: int) -> None:
+    """PromptError if a prompt of `n_tokens` is longer than a run may start from."""
+    if n_tokens > MAX_PROMPT_TOKENS:
+        raise PromptError(f"prompt: {n_tokens:,} tokens, more than the {MAX_PROMPT_TOKENS:,} a run may start from")
 
 
 def shown(value) -> str:
