@@ -62,6 +62,10 @@ BROKEN_LESSONS = {
     "projection-hidden-matrix": (lesson_text(model='{ kind = "projection", pieces = ["A", "B"], hidden = [[1.0]], '
                                                    'w_out = [[0.0, 1.0]] }'), "model.hidden[0]: a list"),
     "force-far": (lesson_text() + '\n[forces]\n"' + "9" * 5000 + '" = 1\n', "forces.99999999999999999999: expected a step"),
+    "scenarios-not-tables": (lesson_text().replace("prompt_ids = [0]", "prompt_ids = [0]\nscenarios = 5"),
+                             "scenarios: expected an array of tables"),
+    "stop-strings-number": (lesson_text(settings="{ stop_strings = 5 }"), "stop_strings = 5: expected a list"),
+    "order-number": (lesson_text(settings="{ order = 5 }"), "order = 5: expected a preset"),
     "deep-toml": ("x = " + "[" * 100_000, "nested too deeply"),
     "nested-70": ("x = " + "[" * 70 + "]" * 70 + "\n", "nested too deeply"),
     "long-number": ("order = " + "1" * 5001 + "\n", "more than 4300 digits"),

@@ -125,8 +125,10 @@ class SamplingConfig:
         order = self.order
         if isinstance(order, str):
             order = parse_order(order)
+        elif not isinstance(order, (list, tuple)):
+            _fail("order", order, f"a preset ({', '.join(ORDER_PRESETS)}) or a list of stage names")
         stops = self.stop_strings
-        if isinstance(stops, str) or not all(isinstance(s, str) and s for s in stops):
+        if not isinstance(stops, (list, tuple)) or not all(isinstance(s, str) and s for s in stops):
             _fail("stop_strings", stops, "a list of non-empty strings")
 
         put("temperature", temperature)

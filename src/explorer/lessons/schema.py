@@ -204,9 +204,11 @@ def parse_lesson(path: Path) -> Lesson:
     data = r.read(path, FORMAT, VERSION, TOP_KEYS, ("format", "version", "title", "summary", "model", "frames"))
     base = _scenario_spec(r, data, "", None)
     scenarios = [("base", base)]
-    for i, sd in enumerate(data.get("scenarios", [])):
+    for i, sd in enumerate(_list(r, data, "scenarios")):
         where = f"scenarios[{i}]"
         r.table(sd, where, SCENARIO_KEYS, ("name",))
+        if not isinstance(sd["name"], str) or not sd["name"]:
+            r.fail(f"{where}.name", "expected a non-empty string")
         if sd["name"] in dict(scenarios):
             r.fail(f"{where}.name", f"{sd['name']!r} is used twice")
         scenarios.append((sd["name"], _scenario_spec(r, sd, where, base)))
