@@ -61,7 +61,8 @@ BROKEN_LESSONS = {
                                           'w_out = [["a", 1.0], [1.0, 0.0]] }'), "model.w_out[0][0]: text 'a'"),
     "projection-hidden-matrix": (lesson_text(model='{ kind = "projection", pieces = ["A", "B"], hidden = [[1.0]], '
                                                    'w_out = [[0.0, 1.0]] }'), "model.hidden[0]: a list"),
-    "force-far": (lesson_text() + '\n[forces]\n"' + "9" * 5000 + '" = 1\n', "forces.99999999999999999999: expected a step"),
+    "force-far": (lesson_text() + '\n[forces]\n"' + "9" * 5000 + '" = 1\n',
+                  "forces.99999999999999999999: expected a step"),
     "scenarios-not-tables": (lesson_text().replace("prompt_ids = [0]", "prompt_ids = [0]\nscenarios = 5"),
                              "scenarios: expected an array of tables"),
     "stop-strings-number": (lesson_text(settings="{ stop_strings = 5 }"), "stop_strings = 5: expected a list"),
@@ -171,7 +172,8 @@ def test_counts_have_one_limit_and_one_message_in_the_command_line_and_in_lesson
     status, err = run_cli(capsys, "trace", "--mode", "beam", "--length-penalty", "1e308")
     assert status == 2 and "length_penalty = 1e+308: expected a number from -10 to 10" in err
     status, err = run_cli(capsys, "trace", "--max-new-tokens", str(MAX_NEW_TOKENS + 1))
-    assert status == 2 and f"max_new_tokens = {MAX_NEW_TOKENS + 1}: expected an integer from 1 to {MAX_NEW_TOKENS}" in err
+    assert status == 2 and f"max_new_tokens = {MAX_NEW_TOKENS + 1}: expected an integer from 1 to {MAX_NEW_TOKENS}" \
+        in err
     for command in (("trace",), ("sample", "--logits", "2,1,0")):
         status, err = run_cli(capsys, *command, "--top=-1")
         assert status == 2 and "--top = -1: expected an integer from 1 to 1000" in err, err
@@ -305,3 +307,10 @@ def test_fit_refuses_to_replace_anything_but_a_regular_file(tmp_path, capsys, sp
     assert link.is_symlink() and target.read_bytes() == default_params_path().read_bytes()
     status, err = run_cli(capsys, "fit", "--out", str(tmp_path / "no-such-folder" / "t.json"))
     assert status == 2 and "does not exist" in err
+
+
+def test_a_device_is_never_a_write_target():
+    from explorer.core.errors import ExplorerError
+    from explorer.core.jsonfile import writable_target
+    with pytest.raises(ExplorerError, match="is a character device; refusing to replace it"):
+        writable_target(os.devnull)              # only looked at (stat), never opened

@@ -30,8 +30,8 @@ import numpy as np
 
 from .errors import SettingError
 from .layers import softmax
-from .sampling import SamplingConfig
 from .model import LanguageModel
+from .sampling import SamplingConfig
 from .vocab import Vocabulary
 
 FULL_EXPANSION_VOCAB = 64    # up to this size every child with probability > 0 is in the tree

@@ -145,7 +145,8 @@ def vocabulary_from_document(v: dict, r: "_Reader") -> Vocabulary:
             r.fail(f"vocabulary.pieces[{i}]", 'expected a string or {"hex": "..."}')
         r.expect(len(pieces[-1]) > 0, f"vocabulary.pieces[{i}]", "is empty: expected at least one character or byte")
         first = seen.setdefault(pieces[-1], i)
-        r.expect(first == i, f"vocabulary.pieces[{i}]", f"{pieces[-1]!r} is already piece {first}: expected distinct pieces")
+        r.expect(first == i, f"vocabulary.pieces[{i}]",
+                 f"{pieces[-1]!r} is already piece {first}: expected distinct pieces")
     specials = v.get("specials", {})
     r.expect(isinstance(specials, dict), "vocabulary.specials", "expected an object")
     for role, sid in specials.items():

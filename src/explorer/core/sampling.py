@@ -121,7 +121,8 @@ class SamplingConfig:
             _fail("repetition_penalty", self.repetition_penalty, "a finite number > 0 (1 = off)")
         length_penalty = _real("length_penalty", self.length_penalty)
         if not abs(length_penalty) <= MAX_LENGTH_PENALTY:            # also refuses NaN
-            _fail("length_penalty", self.length_penalty, f"a number from {-MAX_LENGTH_PENALTY:g} to {MAX_LENGTH_PENALTY:g}")
+            _fail("length_penalty", self.length_penalty,
+                  f"a number from {-MAX_LENGTH_PENALTY:g} to {MAX_LENGTH_PENALTY:g}")
         order = self.order
         if isinstance(order, str):
             order = parse_order(order)

@@ -53,8 +53,8 @@ import numpy as np
 
 from .errors import ParamsError
 from .jsonfile import read_json
-from .limits import MAX_TABLE_MODEL_BYTES
 from .kvcache import KVCache
+from .limits import MAX_TABLE_MODEL_BYTES
 from .model import StepwiseModel
 from .trace import ForwardTrace
 from .vocab import Vocabulary

@@ -271,7 +271,8 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -
         r.fail(at("forces"), 'expected a table of "step" = token id')
     for step, token in given.items():
         if not (step.isascii() and step.isdigit()) or len(step) > len(str(MAX_FORCE_STEP)) or int(step) > MAX_FORCE_STEP:
-            r.fail(at(f"forces.{step[:20]}"), f'expected a step number from 0 to {MAX_FORCE_STEP} as the key, e.g. "0" = 4')
+            r.fail(at(f"forces.{step[:20]}"),
+                   f'expected a step number from 0 to {MAX_FORCE_STEP} as the key, e.g. "0" = 4')
         if not isinstance(token, int) or isinstance(token, bool):
             r.fail(at(f"forces.{step}"), "expected a token id")
         forces[int(step)] = token
