@@ -1,5 +1,5 @@
-"""A corpus of broken files and out-of-range values, fed to the command line and to the
-window's open dialogs: each gets a sentence naming the file (or the flag) and what was
+"""A corpus of broken files and out-of-range values, fed to the command line (the
+window's open dialogs get the same corpus in test_window_dialogs.py): each gets a sentence naming the file (or the flag) and what was
 expected, never a traceback, a hang or a memory bomb."""
 
 from __future__ import annotations
@@ -183,13 +183,6 @@ def test_counts_have_one_limit_and_one_message_in_the_command_line_and_in_lesson
     assert status == 2 and "--step = a number of about 41 digits" in err
 
 
-def test_a_window_never_offers_more_than_the_limits(window):
-    controls = window.panels["controls"]
-    assert controls.beams_spin.maximum() == MAX_BEAMS
-    assert controls.max_new_spin.maximum() == MAX_NEW_TOKENS
-    assert controls.seed_spin.maximum() == MAX_SEED
-
-
 def test_silent_wrong_results_now_say_so(capsys):
     status, err = run_cli(capsys, "trace", "--force", "5:1")        # the run ends at step 2 (EOS)
     assert status == 2 and "--force 5:1: the run has only 3 steps" in err and "step 5 never happens" in err
@@ -256,32 +249,6 @@ def test_a_gguf_that_is_a_fifo_does_not_block(tmp_path, capsys):
     os.mkfifo(fifo)
     with pytest.raises(GGUFError, match="model.gguf: is a pipe"):
         GGUFFile(fifo)
-
-
-# ---------------------------------------------------------------------------- the window's dialogs
-
-def _open_with_dialog(qtbot, window, monkeypatch, action: str, path: str) -> str:
-    """Trigger an open action whose file dialog answers `path`; the error the window reports."""
-    from PySide6.QtWidgets import QFileDialog
-    monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *args, **kwargs: (path, "")))
-    before = len(window.errors)
-    window.actions[action].trigger()
-    qtbot.waitUntil(lambda: len(window.errors) > before and not window.working, timeout=60_000)
-    return window.errors[-1]
-
-
-def test_the_windows_open_dialogs_report_broken_files_by_name(qtbot, window, monkeypatch, tmp_path,
-                                                              broken_ggufs, special_files):
-    lesson, model = window.lesson, window.session.model
-    cases = [("open_lesson", write(tmp_path / f"{n}.toml", t), w) for n, (t, w) in BROKEN_LESSONS.items()]
-    cases += [("open_params", write(tmp_path / f"{n}.json", t), w) for n, (t, w) in BROKEN_PARAMS.items()]
-    cases += [("open_gguf", path, w) for path, w in broken_ggufs.values()]
-    cases += [(action, path, w) for path, w in special_files.values() for action in ("open_params",)]
-    for action, path, words in cases:
-        message = _open_with_dialog(qtbot, window, monkeypatch, action, path)
-        assert os.path.basename(path) in message and words in message, (path, message)
-        assert "Traceback" not in message and "Error:" not in message
-    assert window.lesson is lesson and window.session.model is model      # what was open stays
 
 
 # ---------------------------------------------------------------------------- writing
