@@ -67,6 +67,9 @@ BROKEN_LESSONS = {
                              "scenarios: expected an array of tables"),
     "stop-strings-number": (lesson_text(settings="{ stop_strings = 5 }"), "stop_strings = 5: expected a list"),
     "order-number": (lesson_text(settings="{ order = 5 }"), "order = 5: expected a preset"),
+    "force-unreached": (lesson_text(model='{ kind = "teaching" }', settings="{}")     # 我爱: EOS at step 2
+                        .replace("prompt_ids = [0]", "prompt_ids = [1, 2]") + '\n[forces]\n"5" = 1\n',
+                        "forces.5: the run has only 3 steps (0 = Prefill to 2; it stopped: eos), so step 5 never"),
     "deep-toml": ("x = " + "[" * 100_000, "nested too deeply"),
     "nested-70": ("x = " + "[" * 70 + "]" * 70 + "\n", "nested too deeply"),
     "long-number": ("order = " + "1" * 5001 + "\n", "more than 4300 digits"),

@@ -62,7 +62,9 @@ def run(args) -> int:
     check_count("--top", args.top, 1, MAX_TOP)
     session = _session(args)
     results = session.scenario_results()
-    check_forces_reached(parse_forces(args.force), [run for run, _ in results])
+    for run, _ in results:              # a what-if the run never reaches would vanish without a word
+        for step, token in run.unreached_overrides.items():
+            raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
     if args.json:
         data = [run_to_dict(r, session.model.vocab, args.top) for r, _ in results]
         print(json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2))
@@ -94,17 +96,6 @@ def parse_forces(items) -> dict[int, int]:
             raise SettingError(f"--force {item!r}: step {step} is already forced to {forces[step]}")
         forces[step] = token
     return forces
-
-
-def check_forces_reached(forces: dict[int, int], runs) -> None:
-    """A what-if at a step the run never reaches (it stopped earlier) would be dropped
-    without a word: say so instead."""
-    for step, token in forces.items():
-        for run in runs:
-            if step >= len(run.steps):
-                raise SettingError(f"--force {step}:{token}: the run has only {len(run.steps)} steps "
-                                   f"(0 = Prefill to {len(run.steps) - 1}; it stopped: {run.finish_reason}), "
-                                   f"so step {step} never happens")
 
 
 def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:

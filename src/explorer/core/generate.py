@@ -71,6 +71,16 @@ class Run:
         return self.finish_reason in INCOMPLETE
 
     @property
+    def unreached_overrides(self) -> dict[int, int]:
+        """Forced steps (step -> id) the run never reached: it stopped before them."""
+        return {step: token for step, token in self.overrides.items() if step >= len(self.steps)}
+
+    def unreached_text(self, step: int) -> str:
+        """Why a what-if at `step` did nothing, in words."""
+        return (f"the run has only {len(self.steps)} steps (0 = Prefill to {len(self.steps) - 1}; it stopped: "
+                f"{self.finish_reason}), so step {step} never happens")
+
+    @property
     def max_recompute_diff(self) -> float | None:
         diffs = [s.recompute_max_abs_diff for s in self.steps if s.recompute_max_abs_diff is not None]
         return max(diffs) if diffs else None

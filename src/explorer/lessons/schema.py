@@ -335,6 +335,9 @@ def _check_texts(r: _Reader, lesson: Lesson, shown: list[tuple]) -> None:
     """On the lesson's built frames ((frame, run, model) each): every attention choice must
     exist and every {placeholder} must be known."""
     for i, (frame, run, model) in enumerate(shown):
+        for step in run.unreached_overrides:           # a what-if that would vanish without a word
+            k = lesson.plans[i].scenario                 # 0: the base, k: scenarios[k - 1]
+            r.fail(("" if k == 0 else f"scenarios[{k - 1}].") + f"forces.{step}", run.unreached_text(step))
         if frame.attention is not None:
             layers = run.steps[0].trace.layers
             heads = layers[0].q.shape[0] if layers else 0
