@@ -52,7 +52,7 @@ def test_unparseable_file_names_the_line(tmp_path):
     (lambda d: d["tensors"]["w_out"][0].__setitem__(0, float("inf")),
      r"tensors\.w_out: inf at index \[0, 0\]"),
     (lambda d: d["tensors"]["layers"][0].__setitem__("w1", [[1, 2], [3]]),
-     r"tensors\.layers\[0\]\.w1: expected numbers in shape \[4, 8\]"),
+     r"tensors\.layers\[0\]\.w1: ragged: its rows have different lengths \(expected shape \[4, 8\]\)"),
     (lambda d: d["tensors"].pop("b_out"), r"tensors\.b_out: missing"),
     (lambda d: (d["vocabulary"]["pieces"].pop(4), d["vocabulary"]["specials"].__setitem__("eos", 5)),
      r"config\.vocab_size: 7, but the vocabulary has 6 pieces"),

@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 
 from explorer import cli_sample
 from explorer.core.errors import SettingError
+from explorer.core.limits import MAX_SEED
 from explorer.core.sampling import (
     ORDER_PRESETS,
     STAGE_NAMES,
@@ -143,7 +144,7 @@ configs = st.builds(
     top_p=st.one_of(st.floats(0.01, 1.0), st.just(1.0)),
     min_p=st.one_of(st.floats(0.0, 1.0), st.just(0.0)),
     repetition_penalty=st.floats(0.5, 3.0),
-    seed=st.integers(0, 2**32), order=orders)
+    seed=st.integers(0, MAX_SEED), order=orders)
 
 
 @st.composite

@@ -194,8 +194,8 @@ def test_file_errors_name_the_file(tmp_path):
 
     broken = tmp_path / "broken.json"
     broken.write_text('{\n  "format": "token-explorer/table-model",\n  "version": 1\n  "name": "x"\n}')
-    with pytest.raises(ParamsError, match=r"broken\.json: line 4, column 3: not valid JSON"):
+    with pytest.raises(ParamsError, match=r"broken\.json: not valid JSON at line 4, column 3"):
         load_table_model(broken)
 
-    with pytest.raises(ParamsError, match="missing.json: cannot read"):
+    with pytest.raises(ParamsError, match="missing.json: file not found"):
         load_table_model(tmp_path / "missing.json")

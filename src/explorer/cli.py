@@ -10,6 +10,7 @@ import sys
 
 from . import __version__, cli_export, cli_fit, cli_model, cli_sample, cli_trace
 from .core.errors import ExplorerError
+from .interrupts import interrupted_status, sigterm_as_interrupt, silence_stdout
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -96,15 +97,26 @@ def main(argv=None) -> int:
     except ExplorerError as exc:
         parser.error(str(exc))
     args = parser.parse_args(argv)
+    if getattr(args, "model", None) == "":      # not "the default": an empty name is a mistake
+        parser.error("--model '': expected teaching, a model name (token-explorer model list) or a .gguf file")
     if args.install_launcher or args.uninstall_launcher:
         return launcher_command(args)
     if args.command is None:
         from .ui.app import run_app   # Qt is imported only when the window is wanted
-        return run_app(args)
+        func, prog = run_app, "token-explorer"
+    else:
+        func, prog = args.func, f"token-explorer {args.command}"
     try:
-        return args.func(args)
+        with sigterm_as_interrupt():
+            status = func(args)
+            sys.stdout.flush()                  # a closed pipe shows here, not at exit
+            return status
+    except KeyboardInterrupt as exc:            # Ctrl+C or SIGTERM: one line, 130 or 143
+        return interrupted_status(exc, prog)
+    except BrokenPipeError:                     # `explorer trace | head`: the reader left
+        return silence_stdout()
     except (ExplorerError, OSError) as exc:
-        print(f"token-explorer {args.command}: error: {exc}", file=sys.stderr)
+        print(f"{prog}: error: {exc}", file=sys.stderr)
         return 2
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 from .cli_sample import parse_numbers
 from .core.bpe import CHAT_MARKERS, chat_turn, speaks_chatml
 from .core.errors import ExplorerError
+from .core.limits import check_prompt_length
 from .models import default_prompt, load_model
 
 
@@ -29,6 +30,7 @@ def prompt_ids(args, model) -> list[int]:
         ids = parse_numbers(args.prompt_ids, "--prompt-ids", int)
         if not ids:
             raise ExplorerError("--prompt-ids is empty: expected at least one id")
+        check_prompt_length(len(ids))
         return vocab.check_ids(ids, "--prompt-ids")
     text = default_prompt(model) if args.prompt is None else args.prompt
     if args.chat:
@@ -36,4 +38,6 @@ def prompt_ids(args, model) -> list[int]:
             raise ExplorerError(f"--chat: the model {model.name!r} has no ChatML chat template "
                                 f"(control tokens {' and '.join(CHAT_MARKERS)})")
         text = chat_turn(vocab, text)
-    return vocab.encode(text)
+    ids = vocab.encode(text)
+    check_prompt_length(len(ids))
+    return ids

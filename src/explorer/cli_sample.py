@@ -14,6 +14,7 @@ import sys
 import numpy as np
 
 from .core.errors import ExplorerError, SettingError
+from .core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count, shown
 from .core.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, Distribution, SamplingConfig, distribution
 from .texttable import format_table
 
@@ -112,6 +113,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Print the stages and the pick; 2 (with a message on stderr) for bad values."""
     try:
+        check_count("--top", args.top, 1, MAX_TOP)
+        check_count("--step", args.step, 0, MAX_NEW_TOKENS - 1)
         config = config_from_args(args)
         seen = [int(x) for x in parse_numbers(args.seen, "--seen", int)]
         vocab = None
@@ -148,7 +151,7 @@ def parse_numbers(text: str, flag: str, kind=float) -> list:
         return [kind(t) for t in items]
     except ValueError:
         noun = "integers" if kind is int else "numbers"
-        raise SettingError(f"{flag} = {text!r}: expected comma-separated {noun}") from None
+        raise SettingError(f"{flag} = {shown(text)}: expected comma-separated {noun}") from None
 
 
 def _logits_from_args(args) -> np.ndarray:  # -> (V,)

@@ -9,6 +9,7 @@ from .cli_sample import add_sampling_flags, sampling_changes
 from .core.beam import format_tree
 from .core.elide import ENDS, elided, elided_list
 from .core.errors import ExplorerError, SettingError
+from .core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, shown
 from .core.generate import Run
 from .core.run_dict import run_to_dict
 from .core.teaching import load_teaching_model
@@ -52,14 +53,18 @@ def _session(args) -> Session:
     changes = sampling_changes(args)
     if changes:
         session.set_sampling(**changes)
-    for step, token in parse_forces(args.force).items():
+    for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it
         session.force(step, token)
     return session
 
 
 def run(args) -> int:
+    check_count("--top", args.top, 1, MAX_TOP)
     session = _session(args)
     results = session.scenario_results()
+    for run, _ in results:              # a what-if the run never reaches would vanish without a word
+        for step, token in run.unreached_overrides.items():
+            raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
     if args.json:
         data = [run_to_dict(r, session.model.vocab, args.top) for r, _ in results]
         print(json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2))
@@ -76,15 +81,20 @@ def run(args) -> int:
 
 
 def parse_forces(items) -> dict[int, int]:
+    """--force STEP:ID values as step -> id (a step given twice is an error)."""
     forces = {}
     for item in items:
         step, sep, token = item.partition(":")
         try:
-            forces[int(step)] = int(token)
+            step, token = int(step), int(token)
         except ValueError:
-            raise SettingError(f"--force {item!r}: expected STEP:ID, e.g. 0:4") from None
+            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4") from None
         if not sep:
-            raise SettingError(f"--force {item!r}: expected STEP:ID, e.g. 0:4")
+            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4")
+        check_count("--force STEP", step, 0, MAX_FORCE_STEP)
+        if step in forces:
+            raise SettingError(f"--force {item!r}: step {step} is already forced to {forces[step]}")
+        forces[step] = token
     return forces
 
 

@@ -31,6 +31,7 @@ import numpy as np
 from .errors import SettingError
 from .layers import softmax
 from .model import LanguageModel
+from .sampling import SamplingConfig
 from .vocab import Vocabulary
 
 FULL_EXPANSION_VOCAB = 64    # up to this size every child with probability > 0 is in the tree
@@ -83,12 +84,8 @@ def beam_search(model: LanguageModel, prompt_ids, num_beams: int, max_new_tokens
 
     A beam ends when it selects one of `end_ids`, by default the vocabulary's
     `end_ids` (none: every beam runs to max_new_tokens)."""
-    if num_beams < 1:
-        raise SettingError(f"num_beams = {num_beams}: expected at least 1")
-    if max_new_tokens < 1:
-        raise SettingError(f"max_new_tokens = {max_new_tokens}: expected at least 1")
-    if not math.isfinite(length_penalty):
-        raise SettingError(f"length_penalty = {length_penalty}: expected a finite number")
+    # the same limits and words as SamplingConfig: a caller may come without one
+    SamplingConfig(num_beams=num_beams, max_new_tokens=max_new_tokens, length_penalty=length_penalty)
     ends = frozenset(model.vocab.end_ids if end_ids is None else end_ids)
     limit = None if len(model.vocab) <= FULL_EXPANSION_VOCAB else 2 * num_beams
     nodes, final = _search(model, prompt_ids, num_beams, max_new_tokens, ends, limit)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from .errors import PromptError
-from .vocab import Vocabulary
+from .vocab import Vocabulary, check_text
 
 
 # Pre-tokenisers by `tokenizer.ggml.pre`: does it isolate number characters first?
@@ -204,8 +204,7 @@ class BPEVocabulary(Vocabulary):
 
     def encode(self, text: str) -> list[int]:
         """Token ids of `text`; control tokens written in it (`<|im_start|>`) are recognised."""
-        if not text:
-            raise PromptError("prompt is empty: expected at least one token")
+        check_text(text)
         parts = self._special_re.split(text) if self._special_re is not None else [text]
         ids: list[int] = []
         for k, part in enumerate(parts):

@@ -15,6 +15,7 @@ import numpy as np
 
 from .errors import SettingError
 from .kvcache import KVCache
+from .limits import check_prompt_length
 from .model import LanguageModel
 from .sampling import Distribution, SamplingConfig, distribution, forced
 from .stopping import INCOMPLETE, StopMatch, ends_with_any, find_stop_string
@@ -70,6 +71,16 @@ class Run:
         return self.finish_reason in INCOMPLETE
 
     @property
+    def unreached_overrides(self) -> dict[int, int]:
+        """Forced steps (step -> id) the run never reached: it stopped before them."""
+        return {step: token for step, token in self.overrides.items() if step >= len(self.steps)}
+
+    def unreached_text(self, step: int) -> str:
+        """Why a what-if at `step` did nothing, in words."""
+        return (f"the run has only {len(self.steps)} steps (0 = Prefill to {len(self.steps) - 1}; it stopped: "
+                f"{self.finish_reason}), so step {step} never happens")
+
+    @property
     def max_recompute_diff(self) -> float | None:
         diffs = [s.recompute_max_abs_diff for s in self.steps if s.recompute_max_abs_diff is not None]
         return max(diffs) if diffs else None
@@ -95,6 +106,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     cancel: asked after every step; True ends the Run with finish reason "cancelled".
     on_step: called after every step with the number of steps done (a progress bar)."""
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
+    check_prompt_length(len(prompt))
     overrides = _checked_overrides(overrides or {}, model, config)
     select = selector or default_selector(config)
     ends = model.vocab.end_ids

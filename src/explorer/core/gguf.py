@@ -31,6 +31,8 @@ from pathlib import Path
 import numpy as np
 
 from .errors import ExplorerError
+from .limits import MAX_GGUF_BYTES, MAX_NESTING
+from .userfile import open_regular
 
 MAGIC = b"GGUF"
 VERSIONS = (2, 3)            # version 1 used 32-bit counts and is long gone
@@ -52,6 +54,17 @@ _OTHER_TYPES = {6: "Q5_0", 7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 12: "Q4
                 14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S",
                 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16",
                 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0"}
+
+
+MIN_METADATA = 8 + 4 + 1     # bytes of the smallest metadata entry: key length, type, a uint8
+MIN_TENSOR_INFO = 8 + 4 + 4 + 8   # ... of the smallest tensor entry: name length, n_dims, type, offset
+
+
+def shown_value(value) -> str:
+    """A metadata value in a message: short (an array by its length)."""
+    if isinstance(value, (list, np.ndarray)):
+        return f"an array of {len(value)}"
+    return repr(value)[:40]
 
 
 class GGUFError(ExplorerError):
@@ -155,6 +168,8 @@ class _Cursor:
             if etype == STRING:
                 return self.strings(count, what)
             if etype == ARRAY:
+                if what.count("[") >= MAX_NESTING:          # arrays of arrays of …: the stack would overflow
+                    raise GGUFError(f"{self.path}: {what}: arrays nested more than {MAX_NESTING} deep")
                 return [self.value(ARRAY, f"{what}[{i}]") for i in range(count)]
             raise GGUFError(f"{self.path}: {what}: unknown array element type {etype}")
         raise GGUFError(f"{self.path}: {what}: unknown metadata value type {vtype}")
@@ -165,7 +180,8 @@ class GGUFFile:
 
     def __init__(self, path):
         self.path = Path(path)
-        with open(self.path, "rb") as fh:
+        # a regular file only (a FIFO would block, a device has no end), of a size a model may have
+        with open(open_regular(self.path, MAX_GGUF_BYTES, "GGUF model file", GGUFError), "rb") as fh:
             try:
                 self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
             except ValueError:                   # an empty file cannot be mapped
@@ -183,14 +199,19 @@ class GGUFFile:
                             f"(this reader reads versions {', '.join(map(str, VERSIONS))})")
         n_tensors = cur.scalar("<Q", "tensor count")
         n_kv = cur.scalar("<Q", "metadata count")
+        if n_tensors * MIN_TENSOR_INFO + n_kv * MIN_METADATA > len(self._mm):   # before reading any of them
+            raise GGUFError(f"{self.path}: truncated or damaged: the header announces {n_tensors} tensors and "
+                            f"{n_kv} metadata entries, more than a file of {len(self._mm)} bytes can describe")
         self.metadata: dict = {}
         for i in range(n_kv):
             key = cur.string(f"metadata key {i}")
             vtype = cur.scalar("<I", f"type of {key}")
             self.metadata[key] = cur.value(vtype, key)
-        self.alignment = int(self.metadata.get("general.alignment", DEFAULT_ALIGNMENT))
-        if self.alignment <= 0 or self.alignment & (self.alignment - 1):
-            raise GGUFError(f"{self.path}: general.alignment = {self.alignment}, expected a power of two")
+        self.alignment = self.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+        if (not isinstance(self.alignment, int) or isinstance(self.alignment, bool) or self.alignment <= 0
+                or self.alignment & (self.alignment - 1)):
+            raise GGUFError(f"{self.path}: general.alignment = {shown_value(self.alignment)}, "
+                            "expected a power of two (an integer such as 32)")
         infos = []
         for i in range(n_tensors):
             name = cur.string(f"name of tensor {i}")

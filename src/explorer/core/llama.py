@@ -25,6 +25,7 @@ import numpy as np
 from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .gguf import GGUFError, GGUFFile
+from .gguf_checks import check_model_metadata
 from .quantized import QUANTISED, BlockMatrix, prepare
 
 ARCHITECTURES = ("llama",)
@@ -37,6 +38,7 @@ END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "
 def load_llama(path, name: str | None = None) -> DecoderModel:
     """Read a llama-architecture GGUF file into a DecoderModel (float32 activations) with its tokenizer."""
     gf = GGUFFile(path)
+    check_model_metadata(gf)             # sizes and layer count believable before anything is allocated
     config = llama_config(gf)
     vocab = vocabulary_from_gguf(gf)
     if len(vocab) != config.vocab_size:

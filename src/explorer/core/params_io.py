@@ -15,6 +15,7 @@ import numpy as np
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .errors import ParamsError
 from .jsonfile import dumps_readable, read_json, write_text_atomic
+from .numbers import NumbersError, number_array
 from .vocab import Vocabulary
 
 FORMAT = "token-explorer/params"
@@ -131,7 +132,7 @@ def model_from_document(doc, source: str) -> DecoderModel:
 def vocabulary_from_document(v: dict, r: "_Reader") -> Vocabulary:
     raw = r.get(v, "pieces", list, "vocabulary")
     r.expect(len(raw) > 0, "vocabulary.pieces", "is empty, expected at least one piece")
-    pieces = []
+    pieces, seen = [], {}       # seen: piece -> its first id
     for i, p in enumerate(raw):
         if isinstance(p, str):
             pieces.append(p)
@@ -142,6 +143,10 @@ def vocabulary_from_document(v: dict, r: "_Reader") -> Vocabulary:
                 r.fail(f"vocabulary.pieces[{i}].hex", f"{p['hex']!r} is not hexadecimal")
         else:
             r.fail(f"vocabulary.pieces[{i}]", 'expected a string or {"hex": "..."}')
+        r.expect(len(pieces[-1]) > 0, f"vocabulary.pieces[{i}]", "is empty: expected at least one character or byte")
+        first = seen.setdefault(pieces[-1], i)
+        r.expect(first == i, f"vocabulary.pieces[{i}]",
+                 f"{pieces[-1]!r} is already piece {first}: expected distinct pieces")
     specials = v.get("specials", {})
     r.expect(isinstance(specials, dict), "vocabulary.specials", "expected an object")
     for role, sid in specials.items():
@@ -194,9 +199,9 @@ class _Reader:
         field = f"{where}.{key}"
         self.expect(key in obj, field, f"missing (expected shape {list(shape)})")
         try:
-            arr = np.array(obj[key], dtype=np.float64)
-        except (ValueError, TypeError):
-            self.fail(field, f"expected numbers in shape {list(shape)} (ragged rows or non-numbers)")
+            arr = number_array(obj[key], len(shape))
+        except NumbersError as exc:
+            self.fail(field + exc.where, f"{exc.problem} (expected shape {list(shape)})")
         self.expect(arr.shape == shape, field, f"expected shape {list(shape)}, got {list(arr.shape)}")
         bad = np.argwhere(~np.isfinite(arr))
         if len(bad):

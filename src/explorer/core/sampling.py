@@ -23,6 +23,7 @@ from functools import cached_property, lru_cache
 import numpy as np
 
 from .errors import SettingError
+from .limits import MAX_BEAMS, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, check_count
 
 STAGE_NAMES = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
 ORDER_PRESETS = {
@@ -119,13 +120,16 @@ class SamplingConfig:
         if not (penalty > 0 and math.isfinite(penalty)):
             _fail("repetition_penalty", self.repetition_penalty, "a finite number > 0 (1 = off)")
         length_penalty = _real("length_penalty", self.length_penalty)
-        if not math.isfinite(length_penalty):
-            _fail("length_penalty", self.length_penalty, "a finite number")
+        if not abs(length_penalty) <= MAX_LENGTH_PENALTY:            # also refuses NaN
+            _fail("length_penalty", self.length_penalty,
+                  f"a number from {-MAX_LENGTH_PENALTY:g} to {MAX_LENGTH_PENALTY:g}")
         order = self.order
         if isinstance(order, str):
             order = parse_order(order)
+        elif not isinstance(order, (list, tuple)):
+            _fail("order", order, f"a preset ({', '.join(ORDER_PRESETS)}) or a list of stage names")
         stops = self.stop_strings
-        if isinstance(stops, str) or not all(isinstance(s, str) and s for s in stops):
+        if not isinstance(stops, (list, tuple)) or not all(isinstance(s, str) and s for s in stops):
             _fail("stop_strings", stops, "a list of non-empty strings")
 
         put("temperature", temperature)
@@ -133,11 +137,11 @@ class SamplingConfig:
         put("top_p", top_p)
         put("min_p", min_p)
         put("repetition_penalty", penalty)
-        put("seed", _integer("seed", self.seed, 0))
+        put("seed", check_count("seed", self.seed, 0, MAX_SEED))
         put("order", _checked_order(tuple(order)))
-        put("max_new_tokens", _integer("max_new_tokens", self.max_new_tokens, 1))
+        put("max_new_tokens", check_count("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS))
         put("stop_strings", tuple(stops))
-        put("num_beams", _integer("num_beams", self.num_beams, 1))
+        put("num_beams", check_count("num_beams", self.num_beams, 1, MAX_BEAMS))
         put("length_penalty", length_penalty)
 
     def with_(self, **changes) -> SamplingConfig:

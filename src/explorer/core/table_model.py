@@ -43,7 +43,6 @@ Every validation error is a ParamsError naming the file and the JSON key path, e
 
 from __future__ import annotations
 
-import json
 import math
 import time
 from dataclasses import dataclass
@@ -53,7 +52,9 @@ from typing import NoReturn
 import numpy as np
 
 from .errors import ParamsError
+from .jsonfile import read_json
 from .kvcache import KVCache
+from .limits import MAX_TABLE_MODEL_BYTES
 from .model import StepwiseModel
 from .trace import ForwardTrace
 from .vocab import Vocabulary
@@ -104,15 +105,7 @@ class TableModel(StepwiseModel):
 def load_table_model(path) -> TableModel:
     """Read and validate a table-model JSON file (format in the module docstring)."""
     path = Path(path)
-    try:
-        text = path.read_text(encoding="utf-8-sig")   # tolerate a BOM from Windows editors
-    except (OSError, UnicodeDecodeError) as exc:
-        raise ParamsError(f"{path}: cannot read the table model: {exc}") from exc
-    try:
-        data = json.loads(text)
-    except json.JSONDecodeError as exc:
-        raise ParamsError(f"{path}: line {exc.lineno}, column {exc.colno}: "
-                          f"not valid JSON: {exc.msg}") from exc
+    data = read_json(path, ParamsError, MAX_TABLE_MODEL_BYTES, "table-model file")
     return table_model_from_dict(data, source=str(path))
 
 

@@ -17,6 +17,21 @@ from .errors import PromptError
 END_ROLES = ("eos", "eot", "eom")   # special roles whose token ends generation
 
 
+def check_text(text: str) -> None:
+    """PromptError unless `text` is a non-empty prompt of valid Unicode: bytes that were
+    not UTF-8 (a terminal in another encoding) arrive as lone surrogates, which no
+    tokenizer can encode."""
+    if not text:
+        raise PromptError("prompt is empty: expected at least one token")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        bad = text[exc.start]
+        byte = f" (byte 0x{ord(bad) - 0xDC00:02X})" if 0xDC80 <= ord(bad) <= 0xDCFF else ""
+        raise PromptError(f"prompt: character {exc.start + 1} is not valid text{byte}: "
+                          "expected UTF-8 (is the terminal set to another encoding?)") from None
+
+
 @dataclass(frozen=True)
 class Vocabulary:
     pieces: tuple[str | bytes, ...]
@@ -123,8 +138,7 @@ class Vocabulary:
         """Greedy longest-match over the text pieces (the teaching tokenizer).
 
         Raises PromptError naming the first character no piece covers."""
-        if not text:
-            raise PromptError("prompt is empty: expected at least one token")
+        check_text(text)
         by_text = {p: i for i, p in enumerate(self.pieces)
                    if isinstance(p, str) and p and not self.is_special(i)}
         longest = max((len(p) for p in by_text), default=0)

@@ -9,6 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..core.errors import ExplorerError
+from ..core.numbers import NumbersError, number_array
 from ..core.params_io import load_params
 from ..core.table_model import TableModel, load_table_model
 from ..core.teaching import load_teaching_model
@@ -34,15 +35,31 @@ def build_model(spec: dict, lesson_path: Path):
         path = (lesson_path.parent / spec["file"]).resolve()
         return _params(path) if kind == "params" else _table(path)
     if kind == "logits":
-        return logits_model(tuple(spec.get("pieces", ())), tuple(spec.get("logits", ())))
+        return logits_model(_pieces(spec), tuple(_numbers(spec, "logits", 1).tolist()))
     if kind == "projection":
-        hidden = np.asarray(spec.get("hidden", ()), dtype=np.float64)          # [d]
-        w_out = np.asarray(spec.get("w_out", ()), dtype=np.float64)            # [d, V]
-        if hidden.ndim != 1 or w_out.ndim != 2 or w_out.shape[0] != hidden.size:
+        hidden = _numbers(spec, "hidden", 1)                                    # [d]
+        w_out = _numbers(spec, "w_out", 2)                                      # [d, V]
+        if w_out.shape[0] != hidden.size:
             raise ExplorerError(f"model: hidden has {hidden.size} numbers, so w_out needs {hidden.size} rows "
                                 f"(got shape {list(w_out.shape)})")
-        return logits_model(tuple(spec.get("pieces", ())), tuple((hidden @ w_out).tolist()))
+        return logits_model(_pieces(spec), tuple((hidden @ w_out).tolist()))
     raise ExplorerError(f"model.kind: {kind!r}: expected teaching, installed, params, table, logits or projection")
+
+
+def _pieces(spec: dict) -> tuple[str, ...]:
+    pieces = spec.get("pieces", [])
+    if not isinstance(pieces, list) or not all(isinstance(p, str) and p for p in pieces):
+        raise ExplorerError('model.pieces: expected a list of non-empty strings, e.g. ["Paris", "London"]')
+    return tuple(pieces)
+
+
+def _numbers(spec: dict, key: str, ndim: int) -> np.ndarray:  # -> float64 array of `ndim` dimensions
+    """A [model] key holding a list (ndim 1) or a matrix (ndim 2) of numbers; ExplorerError
+    naming the key and what is wrong (text, booleans, ragged rows)."""
+    try:
+        return number_array(spec.get(key, []), ndim)
+    except NumbersError as exc:
+        raise ExplorerError(f"model.{key}{exc.where}: {exc.problem}") from None
 
 
 def installed_name(spec: dict) -> str | None:

@@ -4,12 +4,16 @@ naming the file and the key path (`wo-ai-to-eos.toml: frames[3].explain.why: mis
 from __future__ import annotations
 
 import dataclasses
+import re
+import string
 import tomllib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..core.errors import ExplorerError
+from ..core.limits import MAX_FORCE_STEP, MAX_LESSON_BYTES
+from ..core.userfile import check_nesting, parse_problem, read_user_text
 from ..core.sampling import SamplingConfig
 from ..export.spec import PANELS
 from ..i18n import LANGS
@@ -143,14 +147,16 @@ class _Reader:
 
     def read(self, path: Path, format_name: str, version: int, known: tuple, required: tuple) -> dict:
         """The parsed file, its top-level keys and its format line checked."""
+        text = read_user_text(path, MAX_LESSON_BYTES, "lesson file", self.error)
         try:
-            data = tomllib.loads(path.read_text(encoding="utf-8"))
-        except FileNotFoundError:
-            self.fail("", "file not found")
-        except (OSError, UnicodeDecodeError) as exc:
-            self.fail("", f"cannot read ({exc})")
+            data = tomllib.loads(text)
         except tomllib.TOMLDecodeError as exc:
             self.fail("", f"not valid TOML: {exc}")
+        except (RecursionError, ValueError) as exc:
+            if (problem := parse_problem(exc)) is None:
+                raise
+            self.fail("", problem)
+        check_nesting(data, self.name, self.error)
         self.table(data, "", known, required)
         if data["format"] != format_name or data["version"] != version:
             self.fail("format", f"expected format = {format_name!r} and version = {version}")
@@ -204,9 +210,11 @@ def parse_lesson(path: Path) -> Lesson:
     data = r.read(path, FORMAT, VERSION, TOP_KEYS, ("format", "version", "title", "summary", "model", "frames"))
     base = _scenario_spec(r, data, "", None)
     scenarios = [("base", base)]
-    for i, sd in enumerate(data.get("scenarios", [])):
+    for i, sd in enumerate(_list(r, data, "scenarios")):
         where = f"scenarios[{i}]"
         r.table(sd, where, SCENARIO_KEYS, ("name",))
+        if not isinstance(sd["name"], str) or not sd["name"]:
+            r.fail(f"{where}.name", "expected a non-empty string")
         if sd["name"] in dict(scenarios):
             r.fail(f"{where}.name", f"{sd['name']!r} is used twice")
         scenarios.append((sd["name"], _scenario_spec(r, sd, where, base)))
@@ -268,8 +276,9 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -
     if not isinstance(given, dict):
         r.fail(at("forces"), 'expected a table of "step" = token id')
     for step, token in given.items():
-        if not step.isdigit():
-            r.fail(at(f"forces.{step}"), 'expected a step number as the key, e.g. "0" = 4')
+        if not (step.isascii() and step.isdigit()) or len(step) > len(str(MAX_FORCE_STEP)) or int(step) > MAX_FORCE_STEP:
+            r.fail(at(f"forces.{step[:20]}"),
+                   f'expected a step number from 0 to {MAX_FORCE_STEP} as the key, e.g. "0" = 4')
         if not isinstance(token, int) or isinstance(token, bool):
             r.fail(at(f"forces.{step}"), "expected a token id")
         forces[int(step)] = token
@@ -332,6 +341,9 @@ def _check_texts(r: _Reader, lesson: Lesson, shown: list[tuple]) -> None:
     """On the lesson's built frames ((frame, run, model) each): every attention choice must
     exist and every {placeholder} must be known."""
     for i, (frame, run, model) in enumerate(shown):
+        for step in run.unreached_overrides:           # a what-if that would vanish without a word
+            k = lesson.plans[i].scenario                 # 0: the base, k: scenarios[k - 1]
+            r.fail(("" if k == 0 else f"scenarios[{k - 1}].") + f"forces.{step}", run.unreached_text(step))
         if frame.attention is not None:
             layers = run.steps[0].trace.layers
             heads = layers[0].q.shape[0] if layers else 0
@@ -342,9 +354,27 @@ def _check_texts(r: _Reader, lesson: Lesson, shown: list[tuple]) -> None:
         texts = {"title": frame.title or {}} | {f"explain.{k}": v for k, v in (frame.explain or {}).items()}
         for where, by_lang in texts.items():
             for lang, text in by_lang.items():
-                try:
-                    text.format(**placeholder_values(frame, run, model.vocab, lang))
-                except (KeyError, IndexError, ValueError) as exc:
-                    r.fail(f"frames[{i}].{where}.{lang}", f"unknown placeholder or stray brace: {exc} "
-                                                          "(write {{ and }} for a literal brace)")
+                problem = placeholder_problem(text, placeholder_values(frame, run, model.vocab, lang))
+                if problem:
+                    r.fail(f"frames[{i}].{where}.{lang}", problem)
     object.__setattr__(lesson, "texts_checked", True)      # once per lesson read
+
+
+def placeholder_problem(text: str, known) -> str | None:
+    """What is wrong with the {placeholders} of `text`, or None. Only a bare name from
+    `known` counts: `{piece}`, not `{piece.__class__}`, `{ids[0]}`, `{piece!r}` or
+    `{prob:>8}` (str.format would run those, reaching into Python objects)."""
+    try:
+        fields = [(name, spec, conversion) for _, name, spec, conversion in string.Formatter().parse(text)
+                  if name is not None]
+    except ValueError as exc:
+        return f"unknown placeholder or stray brace: {exc} (write {{{{ and }}}} for a literal brace)"
+    for name, spec, conversion in fields:
+        written = "{" + name + (f"!{conversion}" if conversion else "") + (f":{spec}" if spec else "") + "}"
+        base = re.split(r"[.\[]", name, maxsplit=1)[0]
+        if base in known and (spec or conversion or base != name):
+            return f"{written}: a placeholder is a bare name such as {{{base}}}, without . [ ] ! or :"
+        if name not in known:
+            return (f"unknown placeholder or stray brace: {name!r} (known here: {', '.join(sorted(known))}; "
+                    "write {{ and }} for a literal brace)")
+    return None

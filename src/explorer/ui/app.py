@@ -4,11 +4,13 @@ session, the icon, error reporting, the event loop."""
 from __future__ import annotations
 
 import os
+import signal
 import sys
 import traceback
 
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
+from ..interrupts import exit_status
 from ..lessons import DEFAULT_LESSON_ID, load_lesson
 from ..models import default_prompt, load_model
 from ..session import Session
@@ -138,6 +140,27 @@ def first_window(args, settings_path: str | None = None):
         return window, str(exc)
 
 
+SIGNAL_POLL_MS = 200     # how often the event loop lets Python run a signal handler
+
+
+def stop_on_signals(app, window) -> None:
+    """Ctrl+C or SIGTERM in the terminal that started the window closes it (its layout is
+    saved as on any close) and ends the event loop with 130 or 143, without a traceback.
+    Python runs signal handlers only between its own instructions, so a timer wakes it."""
+    from PySide6.QtCore import QTimer
+
+    def stop(signum, _frame):
+        print(f"token-explorer: {'terminated' if signum == signal.SIGTERM else 'interrupted'}", file=sys.stderr)
+        window.close()
+        app.exit(exit_status(signum))
+
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, stop)
+    timer = QTimer(window)
+    timer.timeout.connect(lambda: None)
+    timer.start(SIGNAL_POLL_MS)
+
+
 def run_app(args) -> int:
     no_display = display_problem(os.environ)
     if no_display is not None:
@@ -170,6 +193,7 @@ def run_app(args) -> int:
     server.received.connect(lambda later: apply_request(window, later))
     _open_files_from_the_system(app, window)
     install_error_hook(window)
+    stop_on_signals(app, window)
     if window.settings["geometry"].isEmpty():
         # first start: the whole screen, as a projector wants it (sized too, for desktops
         # whose window manager does not maximise)

@@ -17,14 +17,12 @@ from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QGridLayout, QLabel, Q
 
 from ..core.bpe import BPEVocabulary
 from ..core.errors import ExplorerError
+from ..core.limits import MAX_BEAMS, MAX_NEW_TOKENS, MAX_SEED
 from ..core.sampling import MODES, ORDER_PRESETS
 from ..i18n import add_messages
 from .distribution import ERROR_COLOR, stage_label
 from .panel import Panel
 
-SEED_MAX = 2**31 - 1          # what a QSpinBox holds
-MAX_NEW_TOKENS_MAX = 4096
-BEAMS_MAX = 16
 STOP_EXAMPLES = {False: "！, 。", True: "., !"}   # the course's Chinese / a real model's English
 TOP_K_SLIDER_MAX = 50         # the spin box goes up to the vocabulary size
 
@@ -122,9 +120,9 @@ class SamplingControls(Panel):
         for mode in MODES:
             self.mode_combo.addItem(mode, mode)
         self.numbers = {name: NumberControl(*spec, parent=self) for name, spec in NUMBERS.items()}
-        self.seed_spin = QSpinBox(maximum=SEED_MAX)
-        self.max_new_spin = QSpinBox(minimum=1, maximum=MAX_NEW_TOKENS_MAX)
-        self.beams_spin = QSpinBox(minimum=1, maximum=BEAMS_MAX)
+        self.seed_spin = QSpinBox(maximum=MAX_SEED)
+        self.max_new_spin = QSpinBox(minimum=1, maximum=MAX_NEW_TOKENS)
+        self.beams_spin = QSpinBox(minimum=1, maximum=MAX_BEAMS)
         self.stop_edit = QLineEdit()
         self.order_combo = QComboBox()
         for preset in ORDER_PRESETS:

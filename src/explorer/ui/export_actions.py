@@ -22,6 +22,7 @@ from PySide6.QtWidgets import (
 )
 
 from ..core.errors import ExplorerError
+from ..core.jsonfile import writable_target
 from ..export.spec import PANELS, ExportSpec
 from ..i18n import add_messages, tr
 
@@ -102,13 +103,14 @@ def export_frame(window) -> Path | None:
     if fmt not in ("png", "svg", "pdf"):
         raise ExplorerError(tr("export.bad_suffix", window.session.lang, path=choice.path))
     from ..export.job import export_session
-    folder = choice.path.parent
+    target = writable_target(choice.path)        # a regular file or a new path, never a device
+    folder = target.parent
     session = window.session.copy()
     with tempfile.TemporaryDirectory(prefix=".explorer-frame-", dir=folder) as tmp:
         spec = _spec(window, Path(tmp), formats=(fmt,), frames=(session.cursor,), panel=choice.panel,
                      scale=choice.scale, caption=choice.caption)
         written = export_session(session, spec, "frame", window.lesson_names()[1])
-        os.replace(written[0], choice.path)
+        os.replace(written[0], target)
     window.statusBar().showMessage(tr("export.wrote", window.session.lang, path=choice.path), 8000)
     return choice.path
 
