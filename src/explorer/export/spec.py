@@ -11,8 +11,6 @@ from ..core.errors import ExplorerError
 FORMATS = ("png", "pdf", "svg", "csv", "json")
 PICTURE_FORMATS = ("png", "pdf", "svg")
 THEMES = ("light", "high-contrast")
-PANELS = ("player", "timeline", "kv", "attention", "distribution", "controls", "explanation", "lesson",
-          "glossary", "beam")
 MAX_SIDE = 8192            # pixels of one side of a slide, scale included
 
 

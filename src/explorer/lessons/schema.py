@@ -11,11 +11,11 @@ from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..core.sampling import SamplingConfig
-from ..export.spec import PANELS
 from ..i18n import LANGS
 from ..models import MODELS, installed_path
 from ..session import Session
 from ..session.narration import SECTIONS, placeholder_values
+from ..session.frames import PANELS
 from ..session.session import FramePlan, Scenario
 from .models import build_model, installed_name
 

@@ -118,6 +118,7 @@ def cut_heights(stages: tuple[Stage, ...], ids: np.ndarray) -> np.ndarray:  # (k
 class DistributionPanel(Panel):
     panel_id = "distribution"
     title_key = "distribution.title"
+    SLIDE_STRETCHES = True        # a chart: it fills the room a slide gives it
 
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
@@ -308,6 +309,9 @@ class DistributionPanel(Panel):
         small.setPointSizeF(max(font.pointSizeF() * 0.9, 6.0))
         self.chart.set_style(self.theme, self._paint, small)
 
+    def slide_chrome(self) -> list[QWidget]:
+        return [self.back_button, self.undo_button, self._hint]
+
     # ------------------------------------------------------------------ drawing
     def _row(self, stage: str) -> BarRow:
         for row in self.chart.rows:
@@ -367,7 +371,7 @@ class DistributionPanel(Panel):
         if compact != self._compact:
             self._compact = compact
             self._off.setVisible(not compact)
-            self._hint.setVisible(not compact)
+            self._hint.setVisible(not compact and not self.on_slide)
         tip = f"{self._off.text()}\n{self._hint.text()}" if compact else ""
         if tip != self._status.toolTip():
             self._status.setToolTip(tip)

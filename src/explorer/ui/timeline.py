@@ -6,7 +6,7 @@ and how fast the Run was: time to first token (the Prefill) against time per out
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
@@ -76,8 +76,23 @@ class StepStrip(QWidget):
         self._colors = ("#0072B2", "#E69F00", "#ffffff", "#1a1a1a")
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
+    def sizeHint(self) -> QSize:
+        return QSize(self.chips_width(), self.fontMetrics().height() + 14)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self.sizeHint().height())
+
+    def chips_width(self) -> int:
+        """The width of every chip side by side (nothing slid out of view)."""
+        fm = self.fontMetrics()
+        return 8 + sum(fm.horizontalAdvance(label) + 18 + self.GAP for label in self._labels)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.updateGeometry()             # the chips' height follows the type
+
     def set_chips(self, labels: list[str], current: int, colors) -> None:
-        self.setMinimumHeight(self.fontMetrics().height() + 14)
         if (labels, current, colors) != (self._labels, self._current, self._colors):
             self._labels, self._current, self._colors = labels, current, colors
             self.update()
@@ -138,6 +153,7 @@ class StepStrip(QWidget):
 class TimelinePanel(Panel):
     panel_id = "timeline"
     title_key = "timeline.title"
+    SLIDE_GROWTH = 1.6            # a short table fills a slide with larger type
     COLUMNS = ("time", "input", "positions", "kv", "chooser", "selected", "ms")
 
     def __init__(self, session, parent=None):
@@ -173,6 +189,24 @@ class TimelinePanel(Panel):
         self._timings_visible = visible
         self.table.setColumnHidden(self.COLUMNS.index("ms"), not visible)
         self.speed.setVisible(visible)
+
+    def show_on_slide(self) -> None:
+        """No scroll bars and no times (they differ from run to run)."""
+        for bar in (self.table.setHorizontalScrollBarPolicy, self.table.setVerticalScrollBarPolicy):
+            bar(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.set_timings_visible(False)
+        super().show_on_slide()
+
+    def slide_content_size(self) -> QSize:
+        table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
+        header = table.horizontalHeader()
+        columns = sum(header.sectionSizeHint(c) for c in range(table.columnCount()) if not table.isColumnHidden(c))
+        rows = sum(table.sizeHintForRow(r) for r in range(table.rowCount()))
+        width = max(columns + 2 * table.frameWidth(), self.strip.chips_width(), self.counts.sizeHint().width())
+        height = (margins.top() + margins.bottom() + 2 * spacing + self.strip.sizeHint().height()
+                  + self.counts.sizeHint().height() + header.sizeHint().height() + rows + 2 * table.frameWidth())
+        return QSize(width + margins.left() + margins.right(), height)
 
     # -------------------------------------------------------------- reading (tests, export)
     def row_texts(self) -> list[list[str]]:
