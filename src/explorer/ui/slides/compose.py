@@ -130,7 +130,7 @@ class SlideComposer:
             panel.render(painter, QPoint(0, 0), QRegion(), QWidget.RenderFlag.DrawChildren)
             painter.restore()
         if g.caption:
-            self._paint_caption(painter, text)
+            paint_caption(painter, g, theme, text)
 
     def image(self, text: SlideText, scale: int) -> QImage:
         """The slide as pixels: width*scale x height*scale, drawn (not enlarged) at that size."""
@@ -155,30 +155,27 @@ class SlideComposer:
         elided = p.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight, int(rect.width()))
         p.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, elided)
 
-    def _paint_caption(self, p: QPainter, text: SlideText) -> None:
-        """The strip along the bottom: lesson and "n / N", then one line of the explanation."""
-        g, theme = self.geometry, self.theme
-        strip = g.caption_strip
-        p.save()
-        p.fillRect(strip, QColor(theme.background))
-        p.setPen(QPen(QColor(theme.accent), g.px(5)))
-        p.drawLine(strip.topLeft(), strip.topRight())
-        pad, line = g.px(36), g.px(CAPTION_PX * 1.5)
-        top = QRectF(QPointF(strip.left() + pad, strip.top() + g.px(12)), QSizeF(strip.width() - 2 * pad, line))
-        bottom = top.translated(0, line + g.px(4))
-        heading = pixel_font(g.px(CAPTION_PX), bold=True)
-        p.setFont(heading)
-        room = top.width() - p.fontMetrics().horizontalAdvance(text.counter) - p.fontMetrics().height()
-        p.setPen(QColor(theme.text))
-        p.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                   p.fontMetrics().elidedText(text.lesson, Qt.TextElideMode.ElideRight, int(room)))
-        p.setPen(QColor(theme.accent if theme.name != "light" else theme.text))
-        p.drawText(top, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, text.counter)
-        p.setFont(pixel_font(g.px(CAPTION_PX)))
-        p.setPen(QColor(theme.text))
-        p.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
-                   p.fontMetrics().elidedText(text.line, Qt.TextElideMode.ElideRight, int(bottom.width())))
-        p.restore()
+
+def paint_caption(p: QPainter, g: SlideGeometry, theme: Theme, text: SlideText) -> None:
+    """The strip along the bottom: lesson and "n / N", then one line of the explanation."""
+    strip = g.caption_strip
+    p.save()
+    p.fillRect(strip, QColor(theme.background))
+    p.setPen(QPen(QColor(theme.accent), g.px(5)))
+    p.drawLine(strip.topLeft(), strip.topRight())
+    pad, line = g.px(36), g.px(CAPTION_PX * 1.5)
+    top = QRectF(QPointF(strip.left() + pad, strip.top() + g.px(12)), QSizeF(strip.width() - 2 * pad, line))
+    bottom = top.translated(0, line + g.px(4))
+    p.setFont(pixel_font(g.px(CAPTION_PX), bold=True))
+    room = top.width() - p.fontMetrics().horizontalAdvance(text.counter) - p.fontMetrics().height()
+    p.setPen(QColor(theme.text))
+    p.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+               p.fontMetrics().elidedText(text.lesson, Qt.TextElideMode.ElideRight, int(room)))
+    p.drawText(top, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, text.counter)
+    p.setFont(pixel_font(g.px(CAPTION_PX)))
+    p.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+               p.fontMetrics().elidedText(text.line, Qt.TextElideMode.ElideRight, int(bottom.width())))
+    p.restore()
 
 
 def _set_type(panel: Panel, px: float) -> None:
