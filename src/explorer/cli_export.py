@@ -127,8 +127,8 @@ def _spec(args, session: Session) -> ExportSpec:
 
 def _missing_panel(panel: str, session: Session) -> str:
     """Why `panel` has nothing to show for this session ("" when it has)."""
-    if panel == "attention" and not session.run.steps[0].trace.layers:
-        return "this model has no attention layers"
+    if panel in ("attention", "kv") and not session.run.steps[0].trace.layers:
+        return "this model has no layers (no attention, no K/V cache)"
     if panel == "beam" and session.beam is None:
         return "this lesson runs no beam search"
     return ""

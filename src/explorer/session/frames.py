@@ -57,12 +57,13 @@ class Frame:
     def shows_distribution(self) -> bool:
         return self.kind in ("pick", "stop")
 
-    def slide_panels(self, has_attention: bool, has_beam: bool) -> tuple[str, ...]:
+    def slide_panels(self, has_layers: bool, has_beam: bool) -> tuple[str, ...]:
         """The panels a slide of this frame shows: those it names that draw the run, else
-        the defaults of its kind; never an attention panel for a model without attention
-        layers, nor a beam tree where no beam search ran."""
+        the defaults of its kind; never an attention panel or a cache grid for a model
+        without layers (a table model: both would be empty), nor a beam tree where no beam
+        search ran."""
         def keep(ids):
-            return tuple(p for p in ids if p in SLIDE_PANELS and (has_attention or p != "attention")
+            return tuple(p for p in ids if p in SLIDE_PANELS and (has_layers or p not in ("attention", "kv"))
                          and (has_beam or p != "beam"))
         return keep(self.panels) or keep(DEFAULT_SLIDE_PANELS[self.kind]) or ("timeline",)
 

@@ -156,6 +156,7 @@ class _GridView(QAbstractScrollArea):
         self.cell_w = max(fm.horizontalAdvance(t) for t in (*labels, *value_lines, "0000")) + 4 * pad
         value_rows = max((len(lines) for lines in data.values.values()), default=0) if data else 0
         self.cell_h = line * (1 + value_rows) + pad
+        self.line, self.pad = line, pad
         self.header_h = 2 * line + pad
         self._update_scrollbars()
         minimum_key = (self.header_h, self.cell_h, min(data.n_rows, 2) if data else 0)
@@ -244,9 +245,11 @@ class _GridView(QAbstractScrollArea):
         data, view = self.data, self.viewport().size()
         if self._panel.on_slide:               # no scrolling: the first and the newest columns, elided between
             fit_cols = max(1, (view.width() - self.label_w) // self.cell_w)
-            fit_layers = max(1, (view.height() - self.header_h) // self.cell_h // 2)
+            fit_rows, n_layers = (view.height() - self.header_h) // self.cell_h, data.n_rows // 2
             cols = elided_indexes(data.n_cols, fit_cols, head=fit_cols // 4)
-            layers = elided_indexes(data.n_rows // 2, fit_layers, head=fit_layers - 2)
+            k = max(1, (fit_rows - 1) // 2)      # layers drawn when some are left out: k K/V pairs and "…"
+            layers = (list(range(n_layers)) if 2 * n_layers <= fit_rows
+                      else elided_indexes(n_layers, k + 1, head=k - 1))
             rows = [r for layer in layers for r in ((None,) if layer is None else (2 * layer, 2 * layer + 1))]
             return ([(self.label_w + i * self.cell_w, c) for i, c in enumerate(cols)],
                     [(self.header_h + i * self.cell_h, r) for i, r in enumerate(rows)])
@@ -333,12 +336,14 @@ class _GridView(QAbstractScrollArea):
         p.setBrush(Qt.NoBrush)
         p.drawRect(rect.adjusted(2, 2, -2, -2))
 
-    def content_size(self, rows: int | None = None, cols: int | None = None) -> QSize:
-        """Every row and column, unscrolled (or at most `rows` and `cols` of them)."""
+    def content_size(self, rows: int | None = None, cols: int | None = None, value_rows: int | None = None) -> QSize:
+        """Every row and column, unscrolled (or at most `rows` and `cols` of them, with
+        `value_rows` lines of numbers in each cell instead of those drawn now)."""
         n_rows, n_cols = (self.data.n_rows, self.data.n_cols) if self.data else (0, 0)
         rows, cols = min(n_rows, rows or n_rows), min(n_cols, cols or n_cols)
+        cell_h = self.cell_h if value_rows is None else self.line * (1 + value_rows) + self.pad
         frame = 2 * self.frameWidth()
-        return QSize(self.label_w + cols * self.cell_w + frame, self.header_h + rows * self.cell_h + frame)
+        return QSize(self.label_w + cols * self.cell_w + frame, self.header_h + rows * cell_h + frame)
 
     # ---------------------------------------------------------------- hover
     def viewportEvent(self, event) -> bool:
@@ -411,6 +416,13 @@ class _Legend(QWidget):
             x += w + gap
         return placed
 
+    def entry_width(self) -> int:
+        """The width of the widest entry with its meaning on one line."""
+        fm = QFontMetrics(self.font())
+        entries = self.entries()
+        swatch = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
+        return swatch + 6 + max((fm.horizontalAdvance(meaning) for *_, meaning in entries), default=0)
+
     def full_height(self, width: int) -> int:
         """The height with every meaning written out, at this width."""
         return self._height(self._layout(width, False))
@@ -473,6 +485,7 @@ class KVGridPanel(Panel):
         self._legend = _Legend(self)
         self._view = _GridView(self)
         self._painted_font, self._painted_theme = None, None   # what the grid was last drawn with
+        self._values_on_slide = True      # on a slide: numbers in the cells (while they have room)
         layout = QVBoxLayout(self)
         layout.addWidget(self._status)
         layout.addWidget(self._view, 1)
@@ -482,6 +495,8 @@ class KVGridPanel(Panel):
 
     # ---------------------------------------------------------------- drawing
     def refresh(self) -> None:
+        if self.on_slide:
+            self._fit_values_to_slide()
         data, old = self._grid_data(), self._view.data
         restyled = self._view.font() != self._painted_font or self.theme is not self._painted_theme
         if old is None or restyled or not _same_grid(data, old):
@@ -502,7 +517,7 @@ class KVGridPanel(Panel):
         full = len(codes) <= FULL_LABEL_COLUMNS
         source = _source_of_positions(run.steps, len(codes))
         values = {}
-        if full and 0 < _vector_size(layers) <= VALUES_IN_CELLS:
+        if self._value_rows() and (not self.on_slide or self._values_on_slide):
             values = {(r, c): _value_lines(_vector(run.steps, source, r, c))
                       for r in range(2 * len(layers)) for c in np.flatnonzero(codes == 0)}
         return _GridData(
@@ -514,6 +529,14 @@ class KVGridPanel(Panel):
             source=source,
             written=_written_columns(session),
             values=values)
+
+    def _value_rows(self) -> int:
+        """Lines of numbers in a processed cell: its vector, for a tiny model (else none)."""
+        session = self.session
+        size = _vector_size(session.run.steps[0].trace.layers)
+        if len(session.frame.states) > FULL_LABEL_COLUMNS or not 0 < size <= VALUES_IN_CELLS:
+            return 0
+        return -(-size // VALUES_PER_LINE)
 
     def _status_text(self) -> str:
         frame, layers = self.session.frame, self.session.run.steps[0].trace.layers
@@ -567,6 +590,8 @@ class KVGridPanel(Panel):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        if self.on_slide and self._fit_values_to_slide():
+            self.refresh()
         self._fit_legend()
 
     def _fit_legend(self) -> None:
@@ -594,15 +619,28 @@ class KVGridPanel(Panel):
         super().show_on_slide()
 
     def slide_content_size(self) -> QSize:
-        return self._slide_size(self._view.content_size())
+        return self._slide_size(self._view.content_size(value_rows=self._value_rows()))
 
     def slide_minimum_size(self) -> QSize:
-        """Three columns (the first, "…", the newest) and one layer's K and V rows."""
-        return self._slide_size(self._view.content_size(rows=2, cols=3))
+        """Three columns (the first, "…", the newest) and one layer's K and V rows, with
+        no numbers in the cells."""
+        return self._slide_size(self._view.content_size(rows=2, cols=3, value_rows=0))
+
+    def _fit_values_to_slide(self) -> bool:
+        """On a slide, the numbers stay in the cells only while every row has room for them;
+        True when that changed."""
+        view, layout = self._view, self.layout()
+        margins, width = layout.contentsMargins(), self.width()
+        room = (self.height() - margins.top() - margins.bottom() - 2 * layout.spacing() - 2 * view.frameWidth()
+                - self._status.heightForWidth(width) - self._legend.full_height(width))
+        rows = 2 * len(self.session.run.steps[0].trace.layers)
+        fits = view.header_h + rows * (view.line * (1 + self._value_rows()) + view.pad) <= room
+        changed, self._values_on_slide = fits != self._values_on_slide, fits
+        return changed
 
     def _slide_size(self, grid: QSize) -> QSize:
         margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
-        width = grid.width()
+        width = max(grid.width(), self._legend.entry_width())
         legend = self._legend.full_height(width)
         return QSize(width + margins.left() + margins.right(),
                      margins.top() + margins.bottom() + 2 * spacing + self._status.heightForWidth(width)

@@ -53,7 +53,7 @@ def slide_palette(theme: Theme) -> QPalette:
         palette.setColor(role, fg)
     palette.setColor(QPalette.ColorRole.Highlight, QColor(theme.processed))
     palette.setColor(QPalette.ColorRole.HighlightedText, QColor(text_on(theme.processed)))
-    palette.setColor(QPalette.ColorRole.PlaceholderText, QColor(theme.grid if theme.name == "light" else "#a0a0a0"))
+    palette.setColor(QPalette.ColorRole.PlaceholderText, QColor("#6e6e6e" if theme.name == "light" else "#a8a8a8"))
     return palette
 
 
@@ -78,7 +78,7 @@ class SlideComposer:
         if self.panel is not None:
             return (self.panel,)
         s = self.session
-        return s.frame.slide_panels(has_attention=bool(s.run.steps[0].trace.layers), has_beam=s.beam is not None)
+        return s.frame.slide_panels(has_layers=bool(s.run.steps[0].trace.layers), has_beam=s.beam is not None)
 
     def panel_copy(self, pid: str) -> Panel:
         """The slide's copy of a panel: its own widget, never shown on screen."""

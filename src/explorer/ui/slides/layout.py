@@ -63,7 +63,7 @@ class SlideGeometry:
         rest = [p for p in panels if p != "timeline"]
         if "timeline" in panels:
             want = wants.get("timeline")
-            share = min(MAX_TIMELINE, max(0.25, (want.height() if want else 0) / body.height()))
+            share = min(MAX_TIMELINE, max(0.25, (want.height() * 1.1 if want else 0) / body.height()))
             rects["timeline"] = QRectF(body.left(), body.top(), body.width(), body.height() * share)
             body = QRectF(body.left(), body.top() + body.height() * share + gap, body.width(),
                           body.height() * (1 - share) - gap)
