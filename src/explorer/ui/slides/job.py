@@ -50,7 +50,9 @@ def slide_text(session: Session, index: int, lang: str, lesson_title: str) -> Sl
 
 
 def slide_pictures(session: Session, spec: ExportSpec, window=None):
-    """What draws the slides: a composer, or (`--style window`) the given export window."""
+    """What draws the slides (in the export's language): a composer, or (`--style window`)
+    the given export window."""
+    session.set_lang(spec.lang)
     geometry = SlideGeometry(spec.width, spec.height, spec.caption)
     if spec.style == "window":
         return WindowPicture(window, geometry)
