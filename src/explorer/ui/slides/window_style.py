@@ -43,6 +43,7 @@ class WindowPicture:
         self.window, self.geometry = window, geometry
         window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
         window.show()
+        self.lay_out()                  # fonts and layouts settle before the first frame is drawn
 
     def room(self) -> int:
         return round(self.geometry.caption_strip.top())
@@ -52,6 +53,7 @@ class WindowPicture:
         exported alone or in a range."""
         window, width, room = self.window, self.geometry.width, self.room()
         window.show_frame_tabs()
+        settle()
         window.resize(width, room)
         settle()
         need = window.minimumSizeHint().height()
