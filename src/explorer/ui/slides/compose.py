@@ -89,6 +89,7 @@ class SlideComposer:
             panel.set_theme(self.theme)
             panel.show()
             panel.show_on_slide()
+            panel.setUpdatesEnabled(False)        # never on screen: drawn only by `paint`, never repainted
             self._panels[pid] = panel
         return self._panels[pid]
 
@@ -127,7 +128,9 @@ class SlideComposer:
             painter.save()
             painter.translate(rect.topLeft())
             painter.scale(scale, scale)
+            panel.setUpdatesEnabled(True)         # render() draws nothing of a widget that takes no updates
             panel.render(painter, QPoint(0, 0), QRegion(), QWidget.RenderFlag.DrawChildren)
+            panel.setUpdatesEnabled(False)
             painter.restore()
         if g.caption:
             paint_caption(painter, g, theme, text)
