@@ -281,8 +281,8 @@ class _GridView(QAbstractScrollArea):
         bottom = rows[-1][0] + self.cell_h if rows else self.header_h
         right = cols[-1][0] + self.cell_w if cols else self.label_w
         for x, c in cols:
-            if c is None:
-                p.drawText(QRect(x, 0, self.cell_w, bottom), Qt.AlignCenter, "…")
+            if c is None:           # (its header says "…" too)
+                p.drawText(QRect(x, self.header_h, self.cell_w, bottom - self.header_h), Qt.AlignCenter, "…")
         for y, r in rows:
             if r is None:
                 p.drawText(QRect(0, y, right, self.cell_h), Qt.AlignCenter, "…")
