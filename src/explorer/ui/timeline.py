@@ -213,34 +213,6 @@ class TimelinePanel(Panel):
         self.set_timings_visible(False)
         super().show_on_slide()
 
-    def slide_minimum_size(self) -> QSize:
-        """Three rows: the first, "…", the latest."""
-        need = self.slide_content_size()
-        return QSize(need.width(), need.height() - max(0, self._n_rows - 3) * self._row_height())
-
-    def _row_height(self) -> int:
-        """A row's height on a slide, its grid line included."""
-        return (self.table.sizeHintForRow(0) if self.table.rowCount() else self.fontMetrics().height()) + 1
-
-    def _rows_with_room(self, rows: list[list[str]]) -> list[list[str]]:
-        """On a slide, the rows the table has room for: the first and the latest around "…"."""
-        self._n_rows = len(rows)
-        if not self.on_slide or not rows:
-            return rows
-        room = self.table.viewport().height()
-        keep = elided_indexes(len(rows), max(1, room // max(1, self._row_height())), head=1)
-        return [rows[i] if i is not None else ["…"] + [""] * (len(self.COLUMNS) - 1) for i in keep]
-
-    def resizeEvent(self, event) -> None:
-        super().resizeEvent(event)
-        if self.on_slide:
-            self.refresh()                           # as many rows and as wide as the new size has room for
-
-    def changeEvent(self, event) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.Type.FontChange and self.on_slide:
-            self.refresh()                           # rows and columns measured in the new type
-
     def slide_content_size(self) -> QSize:
         return self._slide_size(sum(self._natural_widths().values()))
 
@@ -298,17 +270,6 @@ class TimelinePanel(Panel):
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange and self.on_slide:
             self.refresh()                           # rows and columns measured in the new type
-
-    def slide_content_size(self) -> QSize:
-        table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
-        header = table.horizontalHeader()
-        columns = sum(max(header.sectionSizeHint(c), table.sizeHintForColumn(c))
-                      for c in range(table.columnCount()) if not table.isColumnHidden(c))
-        rows = self._n_rows * self._row_height()         # every row, also those a slide left out
-        width = max(columns + 2 * table.frameWidth(), self.strip.chips_width(), self.counts.sizeHint().width())
-        height = (margins.top() + margins.bottom() + 2 * spacing + self.strip.sizeHint().height()
-                  + self.counts.sizeHint().height() + header.sizeHint().height() + rows + 2 * table.frameWidth())
-        return QSize(width + margins.left() + margins.right(), height)
 
     # -------------------------------------------------------------- reading (tests, export)
     def row_texts(self) -> list[list[str]]:
