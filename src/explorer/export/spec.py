@@ -9,7 +9,6 @@ from pathlib import Path
 from ..core.errors import ExplorerError
 
 FORMATS = ("png", "pdf", "svg", "pptx", "csv", "json")
-PICTURE_FORMATS = ("png", "pdf", "svg", "pptx")
 THEMES = ("light", "high-contrast")
 STYLES = ("slide", "window")   # a slide composed for a projector | the whole window, as on the desk
 MAX_SIDE = 8192            # pixels of one side of a slide, scale included

@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, QSizeF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPalette, QPen, QRegion
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QRegion
 from PySide6.QtWidgets import QApplication, QWidget
 
 from ...session import Session
@@ -71,7 +71,6 @@ class SlideComposer:
     def __init__(self, session: Session, geometry: SlideGeometry, theme: Theme, panel: str | None = None):
         self.session, self.geometry, self.theme, self.panel = session, geometry, theme, panel
         self._panels: dict[str, Panel] = {}
-        self._placed: list[tuple[Panel, QRectF, float]] = []     # (panel, rect, drawing scale)
 
     def panel_ids(self) -> tuple[str, ...]:
         """The panels on the current frame's slide."""
@@ -101,7 +100,8 @@ class SlideComposer:
 
     # ------------------------------------------------------------------ layout
     def lay_out(self) -> list[tuple[Panel, QRectF, float]]:
-        """Size every panel of the current frame for its place: the slide's body type,
+        """(panel, its place, the scale it is drawn at) for every panel of the current
+        frame, each sized for its place: the slide's body type,
         larger where the content has room to fill (up to the panel's SLIDE_GROWTH); a panel
         whose content needs more than its room is laid out larger and drawn smaller."""
         g, ids = self.geometry, self.panel_ids()
@@ -115,7 +115,6 @@ class SlideComposer:
         placed = []
         for pid, rect in zip(ids, g.panel_rects(ids, wants)):
             placed.append((panels[pid], rect, _fit(panels[pid], rect.size(), base)))
-        self._placed = placed
         return placed
 
     # ------------------------------------------------------------------ painting
@@ -134,18 +133,6 @@ class SlideComposer:
             painter.restore()
         if g.caption:
             paint_caption(painter, g, theme, text)
-
-    def image(self, text: SlideText, scale: int) -> QImage:
-        """The slide as pixels: width*scale x height*scale, drawn (not enlarged) at that size."""
-        g = self.geometry
-        image = QImage(g.width * scale, g.height * scale, QImage.Format.Format_RGB32)
-        painter = QPainter(image)
-        painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-        painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
-        painter.scale(scale, scale)
-        self.paint(painter, text)
-        painter.end()
-        return image
 
     def _paint_title(self, p: QPainter, title: str) -> None:
         rect = self.geometry.title
