@@ -630,7 +630,8 @@ class KVGridPanel(Panel):
         """On a slide, the numbers stay in the cells only while every row has room for them;
         True when that changed."""
         view, layout = self._view, self.layout()
-        margins, width = layout.contentsMargins(), self.width()
+        margins = layout.contentsMargins()
+        width = self.width() - margins.left() - margins.right()
         room = (self.height() - margins.top() - margins.bottom() - 2 * layout.spacing() - 2 * view.frameWidth()
                 - self._status.heightForWidth(width) - self._legend.full_height(width))
         rows = 2 * len(self.session.run.steps[0].trace.layers)

@@ -191,8 +191,10 @@ def _fit(panel: Panel, room: QSizeF, base: float) -> float:
                 break
     if panel.SLIDE_ELIDES:
         need = panel.slide_minimum_size()
+    # a panel stays at least as large as its layout's minimum, whatever room it is given
+    need = need.expandedTo(panel.minimumSizeHint())
     scale = max(SMALLEST_DRAWING, min(1.0, room.width() / max(1, need.width()), room.height() / max(1, need.height())))
     if scale < 1.0:
         panel.resize((room / scale).toSize())
         settle()
-    return scale
+    return min(scale, room.width() / panel.width(), room.height() / panel.height())

@@ -15,7 +15,7 @@ CAPTION_PX = 28           # the caption strip's two lines
 MARGIN_PX = 36
 GAP_PX = 28               # between panels
 MAX_TIMELINE = 0.42       # of the body's height, for a timeline above other panels
-MAX_SHARE = 0.6           # of the body's width, for a table or grid beside a chart
+MAX_SHARE = 0.58          # of the body's width, for a table or grid beside a chart (the chart keeps the rest)
 
 
 @dataclass(frozen=True)
