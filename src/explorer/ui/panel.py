@@ -78,6 +78,10 @@ class Panel(QWidget):
         draws a panel that needs more than its room smaller (or the panel elides)."""
         return self.minimumSizeHint()
 
+    def slide_growth_size(self) -> QSize:
+        """What must fit its place for the panel's type to grow (default: all its content)."""
+        return self.slide_content_size()
+
     def slide_minimum_size(self) -> QSize:
         """For a panel that elides (SLIDE_ELIDES): the least it needs, with most left out."""
         return self.slide_content_size()

@@ -216,11 +216,14 @@ class TimelinePanel(Panel):
     def slide_content_size(self) -> QSize:
         return self._slide_size(sum(self._natural_widths().values()))
 
-    def slide_minimum_size(self) -> QSize:
-        """Three rows (the first, "…", the latest) and the columns as wide as their headings
-        (longer cells end in "…")."""
+    def slide_growth_size(self) -> QSize:
+        """Every row, the columns as wide as their headings: a long cell ends in "…" at any type."""
         header = self.table.horizontalHeader()
-        need = self._slide_size(sum(header.sectionSizeHint(c) for c in self._natural_widths()))
+        return self._slide_size(sum(header.sectionSizeHint(c) for c in self._natural_widths()))
+
+    def slide_minimum_size(self) -> QSize:
+        """Three rows (the first, "…", the latest) and the columns as wide as their headings."""
+        need = self.slide_growth_size()
         return QSize(need.width(), need.height() - max(0, self._n_rows - 3) * self._row_height())
 
     def _slide_size(self, columns: int) -> QSize:

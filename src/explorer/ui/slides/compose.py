@@ -180,15 +180,16 @@ def _fit(panel: Panel, room: QSizeF, base: float) -> float:
     """Type and size of `panel` for a place of `room`; returns the scale it is drawn at."""
     panel.resize(room.toSize())
     settle()
-    need = panel.slide_content_size()
+    need = panel.slide_growth_size()
     ratio = min(room.width() / max(1, need.width()), room.height() / max(1, need.height()))
     if ratio > 1.05 and panel.SLIDE_GROWTH > 1:
         for grow in (min(panel.SLIDE_GROWTH, 0.95 * ratio), 1.0):    # content grows about as the type
             _set_type(panel, base * max(1.0, grow))
             settle()
-            need = panel.slide_content_size()
+            need = panel.slide_growth_size()
             if need.width() <= room.width() and need.height() <= room.height():
                 break
+    need = panel.slide_content_size()
     if panel.SLIDE_ELIDES:
         need = panel.slide_minimum_size()
     # a panel stays at least as large as its layout's minimum, whatever room it is given
