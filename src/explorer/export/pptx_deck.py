@@ -63,7 +63,8 @@ def _fixed_zip_times(data: bytes) -> bytes:
     with zipfile.ZipFile(io.BytesIO(data)) as src, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as dst:
         for info in src.infolist():
             entry = zipfile.ZipInfo(info.filename, date_time=ZIP_TIME)
-            entry.compress_type = zipfile.ZIP_DEFLATED
+            # the slide pictures are compressed PNGs already: stored, not deflated again
+            entry.compress_type = zipfile.ZIP_STORED if info.filename.endswith(".png") else zipfile.ZIP_DEFLATED
             entry.external_attr = 0o644 << 16
             dst.writestr(entry, src.read(info.filename))
     return out.getvalue()
