@@ -147,12 +147,27 @@ def test_a_slide_has_no_interaction_hints(qapp):
 
 
 def test_panels_without_anything_to_show_stay_off_the_slide(qapp):
-    """A table model has no layers: no empty attention panel or cache grid on its slides."""
+    """A table model has no layers: no empty attention panel or cache grid on its slides;
+    before the first forward, no empty distribution (the beam lesson's first frame names one)."""
     session = load_lesson("beam").build_session()
+    assert "distribution" in session.frames[0].panels
     pictures = composer(session)
     try:
-        for _index, placed in placed_on_every_frame(session, pictures):
-            assert not {p.panel_id for p, _, _ in placed} & {"attention", "kv"}
+        for index, placed in placed_on_every_frame(session, pictures):
+            shown = {p.panel_id for p, _, _ in placed}
+            assert not shown & {"attention", "kv"}
+            assert index > 0 or shown == {"timeline"}
+    finally:
+        pictures.close()
+
+
+def test_an_empty_panel_asked_for_says_so_without_a_hint_to_click(qapp):
+    session = load_lesson("wo-ai-to-eos").build_session()
+    pictures = composer(session, panel="distribution")
+    try:
+        session.go(0)
+        ((panel, _, _),) = pictures.lay_out()
+        assert panel.message_text() == "No logits yet: the prompt has not been through the model."
     finally:
         pictures.close()
 

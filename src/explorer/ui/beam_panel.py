@@ -105,7 +105,8 @@ class BeamPanel(Panel):
             rows += 1
             item = tree.itemBelow(item)
         line = tree.sizeHintForRow(0) if rows else 0
-        columns = sum(max(tree.header().sectionSizeHint(c), tree.sizeHintForColumn(c)) for c in range(tree.columnCount()))
+        columns = sum(max(tree.header().sectionSizeHint(c), tree.sizeHintForColumn(c))
+                      for c in range(tree.columnCount()))
         width = columns + 2 * tree.frameWidth()
         labels = [w for w in (self.note, self.caption, self.final) if not w.isHidden()]
         height = (margins.top() + margins.bottom() + spacing * len(labels) + tree.header().sizeHint().height()

@@ -41,10 +41,10 @@ SHORT_ROW_PX = ROW_MIN_PX / 2   # rows shorter than this: the secondary lines gi
 
 add_messages({
     "distribution.title": {"en": "Next-token distribution", "zh": "下一个Token的概率分布"},
-    "distribution.no_logits": {
-        "en": "No logits yet: the prompt has not been through the model.\n"
-              "Step forward to Prefill to see the first distribution.",
-        "zh": "还没有logits：提示还没有送入模型。\n前进到Prefill，就能看到第一个概率分布。"},
+    "distribution.no_logits": {"en": "No logits yet: the prompt has not been through the model.",
+                               "zh": "还没有logits：提示还没有送入模型。"},
+    "distribution.no_logits_hint": {"en": "Step forward to Prefill to see the first distribution.",
+                                    "zh": "前进到Prefill，就能看到第一个概率分布。"},
     "distribution.stage.raw": {"en": "raw", "zh": "原始"},
     "distribution.stage.repetition_penalty": {"en": "penalty", "zh": "重复惩罚"},
     "distribution.stage.temperature": {"en": "temperature", "zh": "温度"},
@@ -391,7 +391,10 @@ class DistributionPanel(Panel):
 
     def _show_message(self) -> None:
         self._stack.setCurrentIndex(0)
-        self._message.setText(self.tr("distribution.no_logits"))
+        lines = [self.tr("distribution.no_logits")]
+        if not self.on_slide:                            # a slide has no player to step forward with
+            lines.append(self.tr("distribution.no_logits_hint"))
+        self._message.setText("\n".join(lines))
         self._status.setText("")
         self._fit_secondary()
         self._ids, self._marked, self._ticks = np.zeros(0, dtype=np.int64), None, []
