@@ -393,6 +393,10 @@ class AttentionPanel(Panel):
         if bar_ticks != self._bar_ticks:
             self._bar_ticks = bar_ticks
             self._colorbar.axis.setTicks([bar_ticks, []])
+        # as wide as its labels in this type (pyqtgraph learns it only from a first paint)
+        bar_width = max(fm.horizontalAdvance(label) for _, label in bar_ticks) + fm.height()
+        if bar_width != self._colorbar.axis.fixedWidth:
+            self._colorbar.axis.setWidth(bar_width)
         self._fit_values(fm, size)
 
     def _fit_values(self, fm: QFontMetrics, size) -> None:
@@ -483,6 +487,9 @@ class AttentionPanel(Panel):
             child.setFont(font)
         for axis in (self._plot.getAxis("left"), self._plot.getAxis("bottom"), self._colorbar.axis):
             axis.setTickFont(font)
+        # the key axis as tall as a line of its tick labels in this type (pyqtgraph learns it only
+        # from a first paint: a slide, drawn once, had the labels over the axis title)
+        self._plot.getAxis("bottom").setStyle(autoExpandTextSpace=False, tickTextHeight=QFontMetrics(font).height())
         # room above the plot for the upper half of the colour bar's top label ("1.0")
         half_line = QFontMetrics(font).height() // 2
         self._plot.layout.setContentsMargins(0, half_line, 0, 0)
