@@ -1,6 +1,8 @@
 """Composed slides: every frame of every lesson, in both languages, laid out large with
 slide-sized type, no app chrome and nothing cut off."""
 
+from contextlib import contextmanager
+
 import pytest
 from PySide6.QtCore import QRect, QRectF
 from PySide6.QtWidgets import QAbstractButton, QAbstractSlider, QComboBox, QLabel, QLineEdit
@@ -26,9 +28,15 @@ def sessions():
     return session_of
 
 
+@contextmanager
 def composer(session, lang="en", **spec):
+    """The slide composer of an export with these settings, closed afterwards."""
     register_fonts()
-    return slide_pictures(session, ExportSpec(None, lang=lang, **spec))
+    pictures = slide_pictures(session, ExportSpec(None, lang=lang, **spec))
+    try:
+        yield pictures
+    finally:
+        pictures.close()
 
 
 def placed_on_every_frame(session, pictures):
@@ -77,32 +85,25 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
 @pytest.mark.parametrize("lesson", lesson_names())
 def test_every_frame_of_every_lesson_is_a_slide(qapp, sessions, lesson, lang):
     session = sessions(lesson)
-    pictures = composer(session, lang)
-    try:
+    with composer(session, lang) as pictures:
         for index, placed in placed_on_every_frame(session, pictures):
             assert placed, (lesson, index)
             check_slide(f"{lesson} {lang} frame {index + 1}", session.frames[index], pictures, placed)
-    finally:
-        pictures.close()
 
 
 @pytest.mark.parametrize("lesson, lang", [("wo-ai-to-eos", "en"), ("prefill-decode", "zh")])
 def test_a_smaller_slide_has_smaller_type_in_proportion(qapp, sessions, lesson, lang):
     session = sessions(lesson)
-    pictures = composer(session, lang, width=1280, height=720)
-    try:
+    with composer(session, lang, width=1280, height=720) as pictures:
         assert pictures.geometry == SlideGeometry(1280, 720, True)
         for index, placed in placed_on_every_frame(session, pictures):
             check_slide(f"720p {lesson} frame {index + 1}", session.frames[index], pictures, placed, unit=720 / 1080)
-    finally:
-        pictures.close()
 
 
 def test_a_panel_slide_of_the_cache_fills_the_body(qapp):
     """`--panel kv --frames 6`: the grid is drawn large, not in a corner."""
     session = load_lesson("wo-ai-to-eos").build_session()
-    pictures = composer(session, panel="kv")
-    try:
+    with composer(session, panel="kv") as pictures:
         session.go(5)
         ((panel, rect, scale),) = pictures.lay_out()
         body = pictures.geometry.body
@@ -111,14 +112,11 @@ def test_a_panel_slide_of_the_cache_fills_the_body(qapp):
         covered = min(content.width(), body.width()) * min(content.height(), body.height())
         assert covered > 0.6 * body.width() * body.height()
         assert panel.text_point_size() * panel.logicalDpiY() / 72 > 1.3 * BODY_PX   # grown to fill
-    finally:
-        pictures.close()
 
 
 def test_thirty_layers_are_elided_around_a_visible_gap(qapp, sessions):
     session = sessions("real-model")
-    pictures = composer(session, panel="kv")
-    try:
+    with composer(session, panel="kv") as pictures:
         session.go(1)                                     # the Prefill: 5 positions, 30 layers
         pictures.lay_out()
         panel = pictures.panel_copy("kv")
@@ -130,20 +128,15 @@ def test_thirty_layers_are_elided_around_a_visible_gap(qapp, sessions):
         bottom = rows[-1][0] + panel.grid_view().cell_h
         assert bottom <= panel.grid_view().viewport().height()      # the last row is whole, not cut
         assert [c for _, c in cols] == [0, 1, 2, 3, 4]               # five positions have room
-    finally:
-        pictures.close()
 
 
 def test_a_slide_has_no_interaction_hints(qapp):
     session = load_lesson("wo-ai-to-eos").build_session()
-    pictures = composer(session, panel="distribution")
-    try:
+    with composer(session, panel="distribution") as pictures:
         session.go(2)
         ((panel, _, _),) = pictures.lay_out()
         shown = " ".join(label.text() for label in panel.findChildren(QLabel) if label.isVisibleTo(panel))
         assert "Click a bar" not in shown and "学习" in shown
-    finally:
-        pictures.close()
 
 
 def test_panels_without_anything_to_show_stay_off_the_slide(qapp):
@@ -151,25 +144,19 @@ def test_panels_without_anything_to_show_stay_off_the_slide(qapp):
     before the first forward, no empty distribution (the beam lesson's first frame names one)."""
     session = load_lesson("beam").build_session()
     assert "distribution" in session.frames[0].panels
-    pictures = composer(session)
-    try:
+    with composer(session) as pictures:
         for index, placed in placed_on_every_frame(session, pictures):
             shown = {p.panel_id for p, _, _ in placed}
             assert not shown & {"attention", "kv"}
             assert index > 0 or shown == {"timeline"}
-    finally:
-        pictures.close()
 
 
 def test_an_empty_panel_asked_for_says_so_without_a_hint_to_click(qapp):
     session = load_lesson("wo-ai-to-eos").build_session()
-    pictures = composer(session, panel="distribution")
-    try:
+    with composer(session, panel="distribution") as pictures:
         session.go(0)
         ((panel, _, _),) = pictures.lay_out()
         assert panel.message_text() == "No logits yet: the prompt has not been through the model."
-    finally:
-        pictures.close()
 
 
 def test_panel_rects_follow_the_content(qapp):
