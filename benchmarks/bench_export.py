@@ -1,7 +1,8 @@
-"""Export timings: the default lesson to PNG + PDF at 1920x1080, process start to exit, and
-per frame against the floor of grabbing the same window and saving it as PNG.
+"""Export timings: the default lesson (10 frames, teaching model) as PNG + PDF + PPTX at
+1920x1080, process start to exit; one composed slide against a plain QWidget.grab() of the
+same panels at the same sizes; the real-model lesson (10 frames) as PPTX, process start to exit.
 
-    python benchmarks/bench_export.py [--json] [--runs 5]
+    python benchmarks/bench_export.py [--json] [--runs 5] [--no-real]
 """
 
 from __future__ import annotations
@@ -11,7 +12,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from pathlib import Path
 
 import numpy as np
 
@@ -20,62 +20,67 @@ from benchutil import child_env, parser, report, summary
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 
-def whole_command(runs: int) -> list[float]:
+def whole_command(runs: int, *argv: str) -> list[float]:
     times = []
     for _ in range(runs):
         with tempfile.TemporaryDirectory() as out:
             start = time.perf_counter()
-            subprocess.run([sys.executable, "-m", "explorer", "export", "--out", out, "--format", "png,pdf"],
+            subprocess.run([sys.executable, "-m", "explorer", "export", "--out", out, *argv],
                            check=True, capture_output=True, env=child_env())
             times.append(time.perf_counter() - start)
     return times
 
 
-def in_process(runs: int):
-    """(seconds per frame of the export job, seconds per frame of grab().save), same window."""
+def slide_against_grab(runs: int):
+    """(seconds per composed slide image, seconds per grab() of the same panels), per frame."""
     from PySide6.QtWidgets import QApplication
-    from explorer.export.job import export_session
+
     from explorer.export.spec import ExportSpec
     from explorer.lessons import default_lesson
-    from explorer.ui.settings import Settings
-    from explorer.ui.window import MainWindow
-
     from explorer.ui.fonts import apply_app_font
+    from explorer.ui.slides.job import slide_image, slide_pictures, slide_text
+
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_app_font(app)
     lesson = default_lesson()
-    job, floor = [], []
-    with tempfile.TemporaryDirectory() as tmp:
-        for _ in range(runs):
-            session = lesson.build_session()
-            n = len(session.frames)
+    session = lesson.build_session()
+    spec = ExportSpec(None)
+    pictures = slide_pictures(session, spec)
+    slide, grab = [], []
+    for _ in range(runs):
+        for index in range(len(session.frames)):
+            session.go(index)
+            text = slide_text(session, index, spec.lang, "bench")
             start = time.perf_counter()
-            export_session(session, ExportSpec(Path(tmp) / "job", ("png", "pdf")), lesson.id, "bench")
-            job.append((time.perf_counter() - start) / n)
-        window = MainWindow(lesson.build_session(), Settings(str(Path(tmp) / "s.ini")))
-        window.resize(1920, 1080)
-        window.show()
-        for _ in range(runs):
+            slide_image(pictures, text, spec)
+            slide.append(time.perf_counter() - start)
+            panels = [panel for panel, _, _ in pictures.lay_out()]      # the same panels at the same sizes
+            for panel in panels:
+                panel.setUpdatesEnabled(True)       # slide copies take no updates; grab() needs them
             start = time.perf_counter()
-            for i in range(n):
-                window.session.go(i)
-                app.processEvents()
-                window.grab().save(str(Path(tmp) / f"floor{i}.png"))
-            floor.append((time.perf_counter() - start) / n)
-        window.close()
-    return job, floor, n
+            for panel in panels:
+                panel.grab()
+            grab.append(time.perf_counter() - start)
+            for panel in panels:
+                panel.setUpdatesEnabled(False)
+    pictures.close()
+    return slide, grab
 
 
 def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--runs", type=int, default=5)
+    p.add_argument("--no-real", action="store_true", help="leave out the real-model lesson")
     args = p.parse_args()
-    total = whole_command(args.runs)
-    job, floor, n = in_process(args.runs)
-    rows = [summary(f"explorer export, {n} frames, png+pdf, process start to exit", total),
-            summary("per frame: grab().save floor", floor),
-            summary("per frame: export job (png + pdf page)", job,
-                    ratio_to_floor=float(np.median(job) / np.median(floor)))]
+    total = whole_command(args.runs, "--format", "png,pdf,pptx")
+    slide, grab = slide_against_grab(args.runs)
+    rows = [summary("explorer export, 10 frames, png+pdf+pptx, process start to exit", total),
+            summary("per frame: grab() of the slide's panels", grab),
+            summary("per frame: composed slide (layout + paint)", slide,
+                    ratio_to_grab=float(np.median(slide) / np.median(grab)))]
+    if not args.no_real:
+        rows.append(summary("explorer export --lesson real-model, 10 frames, pptx, process start to exit",
+                            whole_command(max(1, args.runs // 2), "--lesson", "real-model", "--format", "pptx")))
     report(rows, args.json)
 
 

@@ -4,15 +4,20 @@ import csv
 import errno
 import json
 import re
+import signal
 import subprocess
 import sys
+import time
+import zipfile
 from pathlib import Path
 
 import pytest
 from PySide6.QtGui import QFont, QFontMetrics, QImage
 
+from pptx import Presentation
+
 from explorer.cli import main
-from explorer.export.spec import PANELS
+from explorer.session.frames import SLIDE_PANELS
 from explorer.lessons import lesson_names
 from explorer.ui.fonts import CJK_FAMILY, register_fonts
 
@@ -77,34 +82,18 @@ def test_chinese_export_draws_glyphs(qapp, capsys, tmp_path):
     assert sum(zh.pixel(x, y) != en.pixel(x, y) for x, y in strip) > 500
 
 
-def test_a_long_caption_title_stops_short_of_the_counter(qapp):
-    from explorer.export.render import Caption, caption_heading
-    register_fonts()
-    font = QFont(CJK_FAMILY)
-    font.setPixelSize(30)                          # the caption's heading
-    font.setBold(True)
-    metrics = QFontMetrics(font)
-    caption = Caption("温度、Top-k与Top-p", "T = 2：A 0.5065，B 0.3072，C 0.1863；同一个u这次选中B",
-                      "3 / 12", "", ("#ffffff", "#000000", "#00aa77"))
-    for width in (1232, 800):                      # a 1280 and an 848 px slide, less the padding
-        heading = caption_heading(metrics, caption, width)
-        assert heading.endswith("…") and heading.startswith("温度、Top-k与Top-p  ·  T = 2")
-        assert metrics.horizontalAdvance(heading) + metrics.horizontalAdvance("3 / 12") < width
-    assert caption_heading(metrics, caption, 3000) == "温度、Top-k与Top-p  ·  " + caption.frame   # room: whole
-
-
 def test_two_exports_are_byte_identical(tmp_path):
     outs = []
     for name in ("a", "b"):
         out = tmp_path / name
         proc = subprocess.run([sys.executable, "-m", "explorer", "export", "--out", str(out),
-                               "--format", "png,pdf,svg,csv,json", "--frames", "1-3"],
+                               "--format", "png,pdf,svg,pptx,csv,json", "--frames", "1-3"],
                               capture_output=True, text=True, timeout=300)
         assert proc.returncode == 0, proc.stderr
         assert "gradient" not in proc.stderr
         outs.append(out)
     names = sorted(p.name for p in outs[0].iterdir())
-    assert names == sorted(p.name for p in outs[1].iterdir()) and len(names) == 3 * 2 + 3
+    assert names == sorted(p.name for p in outs[1].iterdir()) and len(names) == 3 * 2 + 4
     for name in names:
         assert (outs[0] / name).read_bytes() == (outs[1] / name).read_bytes(), name
 
@@ -115,9 +104,10 @@ def test_two_exports_are_byte_identical(tmp_path):
     ("wo-ai-to-eos", "3", "2-3", "03-pick-step0.png", []),
     # the frame before points to the beam tree, which comes forward; this one does not
     ("beam", "6", "5-6", "06-pick-step1.png", []),
-    # a 720p slide in Chinese: the window is laid out taller than the slide and drawn smaller,
-    # after a frame (the input) that needed less height
+    # a 720p slide in Chinese, after a frame (the input) with other panels
     ("sampling", "3", "1-3", "03-pick-step0.png", ["--size", "1280x720", "--lang", "zh"]),
+    # the whole window, laid out taller than the slide and drawn smaller
+    ("sampling", "3", "1-3", "03-pick-step0.png", ["--size", "1280x720", "--lang", "zh", "--style", "window"]),
 ])
 def test_a_frame_exported_alone_equals_the_same_frame_in_a_range(tmp_path, lesson, alone, in_range, name, more):
     slides = []
@@ -131,19 +121,20 @@ def test_a_frame_exported_alone_equals_the_same_frame_in_a_range(tmp_path, lesso
     assert slides[0] == slides[1]
 
 
-def test_single_panel_export_holds_that_panel_only(qapp, tmp_path):
-    from explorer.export.job import _export_job
+def test_single_panel_slide_holds_that_panel_only_filling_the_body(qapp, tmp_path):
     from explorer.export.spec import ExportSpec
     from explorer.lessons import default_lesson
     from explorer.ui.distribution import DistributionPanel
+    from explorer.ui.slides.job import slide_pictures, slide_text
     session = default_lesson().build_session()
     session.go(2)
-    spec = ExportSpec(tmp_path, ("png",), panel="distribution", frames=(2,))
-    with _export_job(session, spec, DECK, "T") as job:
-        widget = job.target()
-        assert type(widget) is DistributionPanel and widget.parent() is None
-        assert job.caption(2).counter == f"3 / {N_FRAMES}"
-        widget.deleteLater()
+    pictures = slide_pictures(session, ExportSpec(tmp_path, ("png",), panel="distribution", frames=(2,)))
+    try:
+        ((panel, rect, _),) = pictures.lay_out()
+        assert type(panel) is DistributionPanel and panel.parent() is None and rect == pictures.geometry.body
+        assert slide_text(session, 2, "en", "T").counter == f"3 / {N_FRAMES}"
+    finally:
+        pictures.close()
 
 
 def test_panel_export_from_the_command_line(qapp, capsys, tmp_path):
@@ -173,7 +164,7 @@ def test_handout_data(qapp, capsys, tmp_path):
 def test_list_names_lessons_panels_and_frames(capsys):
     code, out, _ = export(capsys, "--list")
     assert code == 0
-    assert DECK in out and all(p in out for p in PANELS)
+    assert DECK in out and all(p in out for p in SLIDE_PANELS)
     assert " 3  Position 1's logits select 学习 (p = 0.4700)" in out
 
 
@@ -183,6 +174,12 @@ def test_list_names_lessons_panels_and_frames(capsys):
     (["--frames", "2-x"], "is not a frame number or range"),
     (["--format", "png,gif"], "unknown format 'gif'"),
     (["--size", "big"], "--size 'big': expected WIDTHxHEIGHT"),
+    (["--size", "8192x8192", "--scale", "2"], "at most 8192 on a side, the scale included"),
+    (["--size", "4097x2000", "--scale", "2"], "up to 4096 on a side"),
+    (["--style", "window", "--panel", "kv"], "a panel slide is composed"),
+    (["--format", "pptx", "--panel", "kv", "--frames", "2-3"], "a deck holds a lesson's slides"),
+    (["--lesson", "beam", "--panel", "attention"], "--panel attention: this model has no layers"),
+    (["--panel", "beam"], "--panel beam: this lesson runs no beam search"),
 ])
 def test_bad_requests_exit_2_with_a_message(capsys, tmp_path, argv, message):
     code, out, err = export(capsys, "--out", str(tmp_path / "o"), *argv)
@@ -190,10 +187,22 @@ def test_bad_requests_exit_2_with_a_message(capsys, tmp_path, argv, message):
     assert not (tmp_path / "o").exists() or not any((tmp_path / "o").iterdir())
 
 
-def test_unknown_panel_is_refused_by_the_parser(capsys, tmp_path):
+@pytest.mark.parametrize("argv, message", [
+    (["--panel", "nope"], "invalid choice: 'nope'"),
+    (["--panel", "controls"], "invalid choice: 'controls'"),      # sliders are not drawn on slides
+    (["--style", "poster"], "invalid choice: 'poster'"),
+])
+def test_unknown_choices_are_refused_by_the_parser(capsys, tmp_path, argv, message):
     with pytest.raises(SystemExit) as exit_info:
-        main(["export", "--out", str(tmp_path), "--panel", "nope"])
-    assert exit_info.value.code == 2 and "invalid choice: 'nope'" in capsys.readouterr().err
+        main(["export", "--out", str(tmp_path), *argv])
+    assert exit_info.value.code == 2 and message in capsys.readouterr().err
+
+
+def test_an_empty_out_is_refused(capsys, tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    code, _, err = export(capsys, "--out", "")
+    assert code == 2 and "--out '': expected a folder name" in err
+    assert list(tmp_path.iterdir()) == []
 
 
 def test_unwritable_folder(capsys, tmp_path):
@@ -204,23 +213,69 @@ def test_unwritable_folder(capsys, tmp_path):
 
 
 def test_full_disk_leaves_nothing_half_written(qapp, capsys, tmp_path, monkeypatch):
-    import explorer.export.job as job
+    from explorer.export.files import StagedFiles
     out = tmp_path / "deck"
     out.mkdir()
     (out / "keep.txt").write_text("earlier work")
-    real_write, calls = job._write, []
+    real_add, calls = StagedFiles.add, []
 
-    def failing_write(path, data):
-        calls.append(path)
+    def failing_add(self, name, data):
+        calls.append(name)
         if len(calls) == 3:
-            real_write(path, data[: len(data) // 2])        # half a file, then the disk is full
-            raise OSError(errno.ENOSPC, "No space left on device", str(path))
-        return real_write(path, data)
+            real_add(self, name, data[: len(data) // 2])       # half a file, then the disk is full
+            raise OSError(errno.ENOSPC, "No space left on device", name)
+        return real_add(self, name, data)
 
-    monkeypatch.setattr(job, "_write", failing_write)
-    code, _, err = export(capsys, "--out", str(out))
+    monkeypatch.setattr(StagedFiles, "add", failing_add)
+    code, _, err = export(capsys, "--out", str(out), "--format", "png,pptx")
     assert code == 2 and "No space left on device" in err and "nothing was written" in err
-    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]
+    assert sorted(p.name for p in out.iterdir()) == ["keep.txt"]      # no staging files either
+
+
+def test_a_target_that_is_not_a_regular_file_is_never_replaced(capsys, tmp_path):
+    out = tmp_path / "deck"
+    out.mkdir()
+    (out / "01-input.png").symlink_to("/dev/null")
+    (out / f"{DECK}.pdf").mkdir()
+    code, _, err = export(capsys, "--out", str(out), "--frames", "1")
+    assert code == 2 and "is not a regular file" in err and "Traceback" not in err
+    assert (out / "01-input.png").is_symlink() and Path("/dev/null").is_char_device()
+    assert sorted(p.name for p in out.iterdir()) == ["01-input.png", f"{DECK}.pdf"]
+
+
+def test_a_stale_staging_folder_is_removed_by_the_next_export(qapp, capsys, tmp_path):
+    out = tmp_path / "deck"
+    (out / ".explorer-export-k2j4x9").mkdir(parents=True)            # an older version's, killed
+    (out / ".explorer-export-k2j4x9" / "01-input.png").write_bytes(b"half")
+    (out / ".explorer-export-999999999-02-prefill-step0.png").write_bytes(b"half")   # no such process
+    code, _, err = export(capsys, "--out", str(out), "--frames", "1", "--format", "png")
+    assert code == 0, err
+    assert sorted(p.name for p in out.iterdir()) == ["01-input.png"]
+
+
+def test_an_existing_regular_file_is_replaced_whole(qapp, capsys, tmp_path):
+    (tmp_path / "01-input.png").write_bytes(b"an older picture")
+    code, _, err = export(capsys, "--out", str(tmp_path), "--frames", "1", "--format", "png")
+    assert code == 0, err
+    assert QImage(str(tmp_path / "01-input.png")).width() == 1920
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_stops_the_export_with_nothing_written(tmp_path, sig):
+    """The signal arrives while slides are being drawn (its first file is staged): the
+    export stops at its next file, removes what it staged and says so, with exit 130."""
+    out = tmp_path / "deck"
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "explorer", "export", "--lesson", "sampling", "--out", str(out),
+                             "--format", "png,pdf,pptx", "--scale", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while not any(out.iterdir()) and proc.poll() is None:      # the first file is staged: drawing has begun
+        time.sleep(0.01)
+    proc.send_signal(sig)
+    stdout, stderr = proc.communicate(timeout=300)
+    assert proc.returncode == 130, stderr
+    assert "export cancelled, nothing was written" in stderr and "Traceback" not in stderr
+    assert stdout == "" and list(out.iterdir()) == []
 
 
 # ---------------------------------------------------------------------------- from the window
@@ -238,12 +293,14 @@ def test_window_export_frame_of_one_panel(window, tmp_path):
 
 
 def test_window_export_lesson_and_cancel(window, tmp_path):
-    window.ask_export_folder = lambda: tmp_path / "deck"
+    from explorer.ui.export_actions import LessonChoice
+    window.ask_export_folder = lambda: LessonChoice(tmp_path / "deck", ("png", "pdf", "pptx"))
     window.actions["export_lesson"].trigger()
     assert len(list((tmp_path / "deck").glob("*.png"))) == N_FRAMES
     assert (tmp_path / "deck" / f"{DECK}.pdf").exists()
+    assert len(Presentation(str(tmp_path / "deck" / f"{DECK}.pptx")).slides) == N_FRAMES
 
-    window.ask_export_folder = lambda: tmp_path / "cancelled"
+    window.ask_export_folder = lambda: LessonChoice(tmp_path / "cancelled")
     from explorer.ui import export_actions
     real = export_actions.QProgressDialog
 
@@ -259,12 +316,37 @@ def test_window_export_lesson_and_cancel(window, tmp_path):
     assert "cancelled" in window.statusBar().currentMessage()
 
 
-def test_window_copy_frame_to_clipboard(window, qapp):
+def test_window_copy_frame_to_clipboard_is_the_composed_slide(window, qapp, tmp_path):
+    from explorer.ui.export_actions import FrameChoice
     window.session.go(2)
     window.actions["copy_frame"].trigger()
     image = qapp.clipboard().image()
     assert (image.width(), image.height()) == (1920, 1080)
+    window.ask_export_frame = lambda: FrameChoice(tmp_path / "slide.png")
+    window.actions["export_frame"].trigger()
+    assert image == QImage(str(tmp_path / "slide.png")).convertToFormat(image.format())
     assert window.errors == []
+
+
+def test_export_dialog_previews_the_slide_it_will_write(window, qtbot):
+    from PySide6.QtWidgets import QDialogButtonBox
+    from explorer.ui.export_actions import PREVIEW_WIDTH, ExportDialog
+    window.session.go(2)
+    dialog = ExportDialog(window, lesson=True)
+    qtbot.addWidget(dialog)
+    slide = dialog.preview.pixmap().toImage()
+    assert slide.width() == PREVIEW_WIDTH and distinct_colours(slide, 3) > 20
+    dialog.style.setCurrentIndex(dialog.style.findData("window"))
+    assert dialog.preview.pixmap().toImage() != slide and dialog.chosen_style() == "window"
+    for box in dialog.formats.values():
+        box.setChecked(False)
+    assert not dialog.buttons.button(QDialogButtonBox.StandardButton.Ok).isEnabled()
+    dialog.formats["pptx"].setChecked(True)
+    assert dialog.chosen_formats() == ("pptx",)
+    frame = ExportDialog(window, lesson=False)
+    qtbot.addWidget(frame)
+    frame.what.setCurrentIndex(frame.what.findData("kv"))
+    assert frame.chosen_style() == "slide" and not frame.style.isEnabled()
 
 
 def test_window_export_to_an_unwritable_place_is_reported(window, tmp_path):
@@ -277,12 +359,48 @@ def test_window_export_to_an_unwritable_place_is_reported(window, tmp_path):
 
 
 @pytest.mark.parametrize("lesson", lesson_names())
-def test_every_lesson_exports_a_deck_of_all_its_frames(qapp, capsys, tmp_path, lesson):
+def test_every_lesson_exports_decks_of_all_its_frames(qapp, capsys, tmp_path, lesson):
     from explorer.lessons import load_lesson
     frames = len(load_lesson(lesson).build_session().frames)
-    code, printed, err = export(capsys, "--lesson", lesson, "--format", "pdf", "--out", str(tmp_path))
+    code, printed, err = export(capsys, "--lesson", lesson, "--format", "pdf,pptx", "--out", str(tmp_path))
     assert code == 0, err
     assert pdf_pages(tmp_path / f"{lesson}.pdf") == frames
+    deck = Presentation(str(tmp_path / f"{lesson}.pptx"))
+    assert len(deck.slides) == frames
+    for slide in deck.slides:
+        (picture,) = slide.shapes
+        assert (picture.width, picture.height) == (deck.slide_width, deck.slide_height)
+        assert slide.notes_slide.notes_text_frame.text.startswith("What happened\n")
+
+
+def test_speaker_notes_hold_the_explanation_and_the_self_checks(qapp, capsys, tmp_path):
+    from explorer.lessons import load_lesson
+    from explorer.session.narration import frame_explanation
+    code, _, err = export(capsys, "--lesson", "beam", "--lang", "zh", "--format", "pptx", "--out", str(tmp_path))
+    assert code == 0, err
+    lesson = load_lesson("beam")
+    session = lesson.build_session()
+    notes = [s.notes_slide.notes_text_frame.text for s in Presentation(str(tmp_path / "beam.pptx")).slides]
+    for index, text in enumerate(notes):
+        run, model = session.run_at(index)
+        for section, body in frame_explanation(session.frames[index], run, model.vocab, "zh").items():
+            assert body in text
+        assert "如何检查做对了" in text
+    after = [c for c in lesson.checks if c.when == "after"]
+    assert after and all(c.question["zh"] in notes[-1] and c.answer["zh"] in notes[-1] for c in after)
+    assert not any(c.question["zh"] in notes[0] for c in after)
+
+
+def test_the_deck_opens_as_a_standard_office_file(qapp, capsys, tmp_path):
+    code, _, err = export(capsys, "--format", "pptx", "--frames", "1-2", "--out", str(tmp_path))
+    assert code == 0, err
+    with zipfile.ZipFile(tmp_path / f"{DECK}.pptx") as deck:
+        assert deck.testzip() is None
+        names = deck.namelist()
+        assert "[Content_Types].xml" in names and "ppt/presentation.xml" in names
+        assert sum(n.startswith("ppt/notesSlides/notesSlide") for n in names) == 2
+        assert {info.date_time for info in deck.infolist()} == {(1980, 1, 1, 0, 0, 0)}
+        assert b"2000-01-01T00:00:00" in deck.read("docProps/core.xml")
 
 
 def test_export_a_free_run_of_the_real_model(qapp, capsys, tmp_path):

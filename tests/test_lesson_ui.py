@@ -9,10 +9,10 @@ from PySide6.QtCore import Qt
 
 from explorer.core.sampling import SamplingConfig
 from explorer.core.table_model import load_table_model
-from explorer.export.spec import PANELS as EXPORT_PANELS
 from explorer.lessons import DEFAULT_LESSON_ID, all_lessons, lessons_dir
 from explorer.resources import resources_dir
 from explorer.session import Session
+from explorer.session.frames import PANELS as PANEL_IDS, SLIDE_PANELS
 from explorer.ui.beam_panel import BeamPanel
 from explorer.ui.settings import Settings
 from explorer.ui.window import MATTERS_MARK, PANELS, MainWindow
@@ -45,9 +45,13 @@ def softmax(x):
 
 # ---------------------------------------------------------------------------- the picker
 
-def test_the_window_and_the_export_know_the_same_panels(window):
-    assert tuple(cls.panel_id for cls in PANELS) == EXPORT_PANELS
-    assert set(window.panels) == set(EXPORT_PANELS) == set(window.docks)
+def test_the_window_and_the_lessons_know_the_same_panels(window):
+    """One Qt-free list of panel ids, next to Frame.panels: the window's panels, in order;
+    the slide panels are among them, and a slide can draw each."""
+    from explorer.ui.slides.compose import SLIDE_PANEL_CLASSES
+    assert tuple(cls.panel_id for cls in PANELS) == PANEL_IDS
+    assert set(window.panels) == set(PANEL_IDS) == set(window.docks)
+    assert set(SLIDE_PANELS) <= set(PANEL_IDS) and tuple(SLIDE_PANEL_CLASSES) == SLIDE_PANELS
 
 
 def test_the_lessons_menu_lists_every_lesson_when_it_opens_with_the_playing_one_checked(window):

@@ -257,19 +257,22 @@ def test_ticking_the_chat_template_wraps_the_question_typed_not_yet_entered(qtbo
 
 
 def test_a_slide_of_a_chat_prompt_shows_the_question_and_the_ticked_box(qtbot, smollm2, tmp_path):
-    """`explorer export --chat` (and File > Export, which draws a window of its own) show the
-    question in the prompt box with "Chat template" ticked, not the template's text."""
-    from explorer.export.job import _export_job
+    """`explorer export --style window --chat` (and File > Export in that style, which draws
+    a window of its own) show the question in the prompt box with "Chat template" ticked,
+    not the template's text."""
     from explorer.export.spec import ExportSpec
+    from explorer.ui.slides.window_style import export_window
+    from explorer.ui.window import MainWindow
     question = "Why is the sky blue?"
     session = Session(smollm2, smollm2.vocab.encode(chat_turn(smollm2.vocab, question)), SamplingConfig(max_new_tokens=1),
                       check_recompute=False)
-    with _export_job(session, ExportSpec(tmp_path, ("png",)), "free", "T") as job:
-        assert job.window.prompt_edit.text() == question and job.window.chat_check.isChecked()
+    spec = ExportSpec(tmp_path, ("png",), style="window")
+    with export_window(MainWindow, session, spec) as window:
+        assert window.prompt_edit.text() == question and window.chat_check.isChecked()
     plain = Session(smollm2, smollm2.vocab.encode(question), SamplingConfig(max_new_tokens=1),
                     check_recompute=False)
-    with _export_job(plain, ExportSpec(tmp_path, ("png",)), "free", "T") as job:
-        assert job.window.prompt_edit.text() == question and not job.window.chat_check.isChecked()
+    with export_window(MainWindow, plain, spec) as window:
+        assert window.prompt_edit.text() == question and not window.chat_check.isChecked()
 
 
 def test_a_lessons_plain_prompt_unticks_the_chat_box(qtbot, real):

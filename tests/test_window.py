@@ -284,15 +284,16 @@ def test_a_narrow_screen_gets_attention_and_distribution_as_tabs_of_one_dock(qtb
     assert tab_group(w, "distribution") == {"distribution", "attention"}
 
 
-def test_an_exported_slide_is_laid_out_for_its_width_not_the_screen(tmp_path):
-    from explorer.export import job as export_job
+def test_an_exported_window_slide_is_laid_out_for_its_width_not_the_screen(tmp_path):
     from explorer.export.spec import ExportSpec
     from explorer.lessons import DEFAULT_LESSON_ID, load_lesson
+    from explorer.ui.slides.window_style import export_window
+    from explorer.ui.window import MainWindow
     session = load_lesson(DEFAULT_LESSON_ID).build_session()
     for width, compact in ((1920, False), (1280, True)):
-        spec = ExportSpec(tmp_path, width=width, height=width * 9 // 16)
-        with export_job._export_job(session, spec, "l", "L") as job:
-            assert job.window.compact is compact
+        spec = ExportSpec(tmp_path, width=width, height=width * 9 // 16, style="window")
+        with export_window(MainWindow, session, spec) as window:
+            assert window.compact is compact
 
 
 def test_a_window_never_asks_for_more_height_than_the_screen_has(qtbot, window):

@@ -17,3 +17,13 @@ def elided(items: list[str], sep: str, ends: int = ENDS) -> str:
 def elided_list(values) -> str:
     """Numbers as Python prints a list, "[1, 2, 3]", shortened like `elided` when long."""
     return "[" + elided([str(v) for v in values], ", ") + "]"
+
+
+def elided_indexes(n: int, room: int, head: int) -> list[int | None]:
+    """Indexes 0..n-1 that fit in `room` slots: all of them, or the first `head` and as many
+    of the last as fit, with None where the rest are left out (drawn as "…")."""
+    if n <= room:
+        return list(range(n))
+    head = max(0, min(head, room - 2))
+    tail = max(1, room - head - 1)
+    return [*range(head), None, *range(n - tail, n)]

@@ -1,1 +1,3 @@
-"""Slide-ready pictures and handout data of frames and lessons: PNG, PDF, SVG, CSV, JSON."""
+"""The Qt-free side of exports: what to export (spec), handout data (CSV, JSON), the
+PowerPoint deck around slide pictures, and writing files all-or-nothing. The slides
+themselves are drawn by `ui.slides`."""

@@ -8,12 +8,15 @@ from pathlib import Path
 
 from ..core.errors import ExplorerError
 
-FORMATS = ("png", "pdf", "svg", "csv", "json")
-PICTURE_FORMATS = ("png", "pdf", "svg")
+FORMATS = ("png", "pdf", "svg", "pptx", "csv", "json")
 THEMES = ("light", "high-contrast")
-PANELS = ("player", "timeline", "kv", "attention", "distribution", "controls", "explanation", "lesson",
-          "glossary", "beam")
+STYLES = ("slide", "window")   # a slide composed for a projector | the whole window, as on the desk
 MAX_SIDE = 8192            # pixels of one side of a slide, scale included
+CANCELLED = "export cancelled, nothing was written"
+
+
+class ExportCancelled(ExplorerError):
+    """The teacher (or Ctrl+C) cancelled; nothing was written."""
 
 
 @dataclass(frozen=True)
@@ -26,7 +29,8 @@ class ExportSpec:
     lang: str = "en"
     theme: str = "light"
     frames: tuple[int, ...] | None = None        # 0-based frame indexes; None = every frame
-    panel: str | None = None                     # one panel instead of the whole window
+    panel: str | None = None                     # one panel filling the slide's body
+    style: str = "slide"                         # see STYLES
     caption: bool = True                         # lesson title, frame title, counter, one line
     intermediates: bool = False                  # every value of every forward in the JSON
 
@@ -40,12 +44,18 @@ def parse_formats(text: str) -> tuple[str, ...]:
     return items
 
 
-def parse_size(text: str) -> tuple[int, int]:
+def parse_size(text: str, scale: int = 1) -> tuple[int, int]:
+    """'1920x1080' -> (1920, 1080); each side times `scale` at most MAX_SIDE pixels."""
     m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
     if not m or not (320 <= int(m[1]) <= MAX_SIDE and 240 <= int(m[2]) <= MAX_SIDE):
         raise ExplorerError(f"--size {text!r}: expected WIDTHxHEIGHT such as 1920x1080 "
                             f"(320..{MAX_SIDE} by 240..{MAX_SIDE})")
-    return int(m[1]), int(m[2])
+    width, height = int(m[1]), int(m[2])
+    if max(width, height) * scale > MAX_SIDE:
+        raise ExplorerError(f"--size {text!r} with --scale {scale}: the picture would be {width * scale}x"
+                            f"{height * scale} pixels; at most {MAX_SIDE} on a side, the scale included "
+                            f"(at --scale {scale}, up to {MAX_SIDE // scale} on a side)")
+    return width, height
 
 
 def parse_frames(text: str, count: int) -> tuple[int, ...]:

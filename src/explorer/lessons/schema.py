@@ -15,11 +15,11 @@ from ..core.errors import ExplorerError
 from ..core.limits import MAX_FORCE_STEP, MAX_LESSON_BYTES
 from ..core.userfile import check_nesting, parse_problem, read_user_text
 from ..core.sampling import SamplingConfig
-from ..export.spec import PANELS
 from ..i18n import LANGS
 from ..models import MODELS, installed_path
 from ..session import Session
 from ..session.narration import SECTIONS, placeholder_values
+from ..session.frames import PANELS
 from ..session.session import FramePlan, Scenario
 from .models import build_model, installed_name
 

@@ -14,6 +14,16 @@ from enum import Enum
 from ..core.generate import Run
 
 
+PANELS = ("player", "timeline", "kv", "attention", "distribution", "controls", "explanation", "lesson",
+          "glossary", "beam")    # every panel of the window, by id, in the window's order
+# the panels that draw the run (a slide shows these; the others are controls or text)
+SLIDE_PANELS = ("timeline", "kv", "attention", "distribution", "beam")
+# what a slide shows for a frame that names none of SLIDE_PANELS, by frame kind
+DEFAULT_SLIDE_PANELS = {"input": ("timeline", "kv"), "prefill": ("timeline", "attention", "kv"),
+                        "decode": ("timeline", "attention", "kv"), "pick": ("distribution", "timeline"),
+                        "stop": ("timeline", "kv")}
+
+
 class TokenState(str, Enum):
     PROCESSED = "processed"   # went through the model: its K/V are in the cache
     SELECTED = "selected"     # chosen from the logits, not yet fed back in
@@ -30,7 +40,7 @@ class Frame:
     # Authored by a lesson (None / empty: the derived defaults)
     title: dict | None = None       # lang -> title
     explain: dict | None = None     # section -> {lang -> text}
-    panels: tuple[str, ...] = ()    # panels that matter for this frame
+    panels: tuple[str, ...] = ()    # panels that matter for this frame (ids from PANELS)
     view: tuple[str, ...] = ()      # display hints, e.g. "attention_full" (stack every step)
     attention: tuple[int, int] | None = None   # (layer, head) the attention panel turns to
 
@@ -46,6 +56,17 @@ class Frame:
     @property
     def shows_distribution(self) -> bool:
         return self.kind in ("pick", "stop")
+
+    def slide_panels(self, has_layers: bool, has_beam: bool) -> tuple[str, ...]:
+        """The panels a slide of this frame shows: those it names that draw the run, else
+        the defaults of its kind; never an empty panel beside others: no attention panel or
+        cache grid for a model without layers (a table model), no beam tree where no beam
+        search ran, no distribution or attention before the first forward."""
+        def keep(ids):
+            return tuple(p for p in ids if p in SLIDE_PANELS and (has_layers or p not in ("attention", "kv"))
+                         and (has_beam or p != "beam")
+                         and (self.step is not None or p not in ("attention", "distribution")))
+        return keep(self.panels) or keep(DEFAULT_SLIDE_PANELS[self.kind]) or ("timeline",)
 
 
 def _states(n_processed: int, n_selected: int, n_pending: int = 0):

@@ -17,7 +17,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
 from PySide6.QtGui import QBrush, QColor, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout, QLabel,
-                               QVBoxLayout)
+                               QVBoxLayout, QWidget)
 
 from ..i18n import add_messages
 from .kv_grid import readable_font
@@ -150,6 +150,7 @@ class _MaskOverlay(QGraphicsItem):
 class AttentionPanel(Panel):
     panel_id = "attention"
     title_key = "attention.title"
+    SLIDE_STRETCHES = True        # a chart: it fills the room a slide gives it
 
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
@@ -217,6 +218,9 @@ class AttentionPanel(Panel):
         self._bar_ticks: list[tuple[float, str]] = []     # the colour bar's, set with the axes'
         plot.getViewBox().sigResized.connect(self._fit_ticks)
         self._plot_widget.viewport().installEventFilter(self)      # hovering a cell names its weight
+
+    def slide_chrome(self) -> list[QWidget]:
+        return [self.layer_picker, self.head_picker, self.full_matrix_toggle]
 
     # ---------------------------------------------------------------- refresh
     def refresh(self) -> None:
@@ -298,8 +302,8 @@ class AttentionPanel(Panel):
         n_layers, n_heads, _ = self._counts()
         _fill(self.layer_picker, [self.tr("attention.layer", i=i) for i in range(n_layers)])
         _fill(self.head_picker, [self.tr("attention.head", i=i) for i in range(n_heads)])
-        self.layer_picker.setVisible(n_layers > 1)
-        self.head_picker.setVisible(n_heads > 1)
+        self.layer_picker.setVisible(n_layers > 1 and not self.on_slide)
+        self.head_picker.setVisible(n_heads > 1 and not self.on_slide)
 
     def _update_kv_note(self) -> None:
         """Which K/V head the picked query head reads (grouped heads only)."""
@@ -346,6 +350,9 @@ class AttentionPanel(Panel):
                  else self.tr("phase.decode", n=step.index))
         key = "attention.caption_full" if self.full_matrix_toggle.isChecked() else "attention.caption"
         text = self.tr(key, phase=phase, rows=m.weights.shape[0], cols=m.weights.shape[1])
+        n_layers, n_heads, _ = self._counts()
+        if self.on_slide and (n_layers > 1 or n_heads > 1):     # no pickers on a slide to say which
+            text = (f"{self.layer_picker.currentText()} · {self.head_picker.currentText()} · " + text)
         return text + (self.tr("attention.boundary") if self._boundary.isVisible() else "")
 
     def _piece(self, token_id) -> str:
@@ -386,6 +393,10 @@ class AttentionPanel(Panel):
         if bar_ticks != self._bar_ticks:
             self._bar_ticks = bar_ticks
             self._colorbar.axis.setTicks([bar_ticks, []])
+        # as wide as its labels in this type (pyqtgraph learns it only from a first paint)
+        bar_width = max(fm.horizontalAdvance(label) for _, label in bar_ticks) + fm.height()
+        if bar_width != self._colorbar.axis.fixedWidth:
+            self._colorbar.axis.setWidth(bar_width)
         self._fit_values(fm, size)
 
     def _fit_values(self, fm: QFontMetrics, size) -> None:
@@ -476,6 +487,9 @@ class AttentionPanel(Panel):
             child.setFont(font)
         for axis in (self._plot.getAxis("left"), self._plot.getAxis("bottom"), self._colorbar.axis):
             axis.setTickFont(font)
+        # the key axis as tall as a line of its tick labels in this type (pyqtgraph learns it only
+        # from a first paint: a slide, drawn once, had the labels over the axis title)
+        self._plot.getAxis("bottom").setStyle(autoExpandTextSpace=False, tickTextHeight=QFontMetrics(font).height())
         # room above the plot for the upper half of the colour bar's top label ("1.0")
         half_line = QFontMetrics(font).height() // 2
         self._plot.layout.setContentsMargins(0, half_line, 0, 0)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import math
 
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout
 
 from ..i18n import add_messages
@@ -49,6 +50,7 @@ def _num(p: float) -> str:
 class BeamPanel(Panel):
     panel_id = "beam"
     title_key = "beam.title"
+    SLIDE_GROWTH = 1.6            # the tree of a short search fills a slide with larger type
 
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
@@ -85,11 +87,37 @@ class BeamPanel(Panel):
     def final_text(self) -> str:
         return self.final.text()
 
+    # ------------------------------------------------------------------ slides
+    def show_on_slide(self) -> None:
+        self.tree.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.tree.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        super().show_on_slide()
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.refresh()                       # the columns are sized to their text
+
+    def slide_content_size(self) -> QSize:
+        tree, margins, spacing = self.tree, self.layout().contentsMargins(), self.layout().spacing()
+        rows, item = 0, tree.topLevelItem(0)
+        while item is not None:
+            rows += 1
+            item = tree.itemBelow(item)
+        line = tree.sizeHintForRow(0) if rows else 0
+        columns = sum(max(tree.header().sectionSizeHint(c), tree.sizeHintForColumn(c))
+                      for c in range(tree.columnCount()))
+        width = columns + 2 * tree.frameWidth()
+        labels = [w for w in (self.note, self.caption, self.final) if not w.isHidden()]
+        height = (margins.top() + margins.bottom() + spacing * len(labels) + tree.header().sizeHint().height()
+                  + rows * line + 2 * tree.frameWidth() + sum(w.heightForWidth(width) for w in labels))
+        return QSize(width + margins.left() + margins.right(), height)
+
     # ------------------------------------------------------------------ drawing
     def refresh(self) -> None:
         result = self.session.beam
         vocab = self.session.model.vocab
-        key = (self.session.lang, self.palette().placeholderText().color().name())
+        key = (self.session.lang, self.palette().placeholderText().color().name(), self.font().pointSizeF())
         if self._shown is not None and self._shown[0] is result and self._shown[1:] == key:
             return
         self._shown = (result, *key)

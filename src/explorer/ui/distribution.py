@@ -41,10 +41,10 @@ SHORT_ROW_PX = ROW_MIN_PX / 2   # rows shorter than this: the secondary lines gi
 
 add_messages({
     "distribution.title": {"en": "Next-token distribution", "zh": "下一个Token的概率分布"},
-    "distribution.no_logits": {
-        "en": "No logits yet: the prompt has not been through the model.\n"
-              "Step forward to Prefill to see the first distribution.",
-        "zh": "还没有logits：提示还没有送入模型。\n前进到Prefill，就能看到第一个概率分布。"},
+    "distribution.no_logits": {"en": "No logits yet: the prompt has not been through the model.",
+                               "zh": "还没有logits：提示还没有送入模型。"},
+    "distribution.no_logits_hint": {"en": "Step forward to Prefill to see the first distribution.",
+                                    "zh": "前进到Prefill，就能看到第一个概率分布。"},
     "distribution.stage.raw": {"en": "raw", "zh": "原始"},
     "distribution.stage.repetition_penalty": {"en": "penalty", "zh": "重复惩罚"},
     "distribution.stage.temperature": {"en": "temperature", "zh": "温度"},
@@ -118,6 +118,7 @@ def cut_heights(stages: tuple[Stage, ...], ids: np.ndarray) -> np.ndarray:  # (k
 class DistributionPanel(Panel):
     panel_id = "distribution"
     title_key = "distribution.title"
+    SLIDE_STRETCHES = True        # a chart: it fills the room a slide gives it
 
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
@@ -308,6 +309,9 @@ class DistributionPanel(Panel):
         small.setPointSizeF(max(font.pointSizeF() * 0.9, 6.0))
         self.chart.set_style(self.theme, self._paint, small)
 
+    def slide_chrome(self) -> list[QWidget]:
+        return [self.back_button, self.undo_button, self._hint]
+
     # ------------------------------------------------------------------ drawing
     def _row(self, stage: str) -> BarRow:
         for row in self.chart.rows:
@@ -367,7 +371,7 @@ class DistributionPanel(Panel):
         if compact != self._compact:
             self._compact = compact
             self._off.setVisible(not compact)
-            self._hint.setVisible(not compact)
+            self._hint.setVisible(not compact and not self.on_slide)
         tip = f"{self._off.text()}\n{self._hint.text()}" if compact else ""
         if tip != self._status.toolTip():
             self._status.setToolTip(tip)
@@ -387,7 +391,10 @@ class DistributionPanel(Panel):
 
     def _show_message(self) -> None:
         self._stack.setCurrentIndex(0)
-        self._message.setText(self.tr("distribution.no_logits"))
+        lines = [self.tr("distribution.no_logits")]
+        if not self.on_slide:                            # a slide has no player to step forward with
+            lines.append(self.tr("distribution.no_logits_hint"))
+        self._message.setText("\n".join(lines))
         self._status.setText("")
         self._fit_secondary()
         self._ids, self._marked, self._ticks = np.zeros(0, dtype=np.int64), None, []

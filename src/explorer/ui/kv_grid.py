@@ -19,6 +19,7 @@ from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout, QWidget
 
+from ..core.elide import elided_indexes
 from ..i18n import add_messages
 from ..session import TokenState
 from .panel import Panel, answer_tooltip
@@ -155,6 +156,7 @@ class _GridView(QAbstractScrollArea):
         self.cell_w = max(fm.horizontalAdvance(t) for t in (*labels, *value_lines, "0000")) + 4 * pad
         value_rows = max((len(lines) for lines in data.values.values()), default=0) if data else 0
         self.cell_h = line * (1 + value_rows) + pad
+        self.line, self.pad = line, pad
         self.header_h = 2 * line + pad
         self._update_scrollbars()
         minimum_key = (self.header_h, self.cell_h, min(data.n_rows, 2) if data else 0)
@@ -237,45 +239,75 @@ class _GridView(QAbstractScrollArea):
         return range(first, min(n, (offset + extent - start) // size + 1))
 
     # ---------------------------------------------------------------- painting
+    def places(self) -> tuple[list[tuple[int, int | None]], list[tuple[int, int | None]]]:
+        """(x, column) and (y, row) of what is drawn, in viewport pixels; None stands for
+        the "…" left where a slide has no room for every position or layer."""
+        data, view = self.data, self.viewport().size()
+        if self._panel.on_slide:               # no scrolling: the first and the newest columns, elided between
+            fit_cols = max(1, (view.width() - self.label_w) // self.cell_w)
+            fit_rows, n_layers = (view.height() - self.header_h) // self.cell_h, data.n_rows // 2
+            cols = elided_indexes(data.n_cols, fit_cols, head=fit_cols // 4)
+            k = max(1, (fit_rows - 1) // 2)      # layers drawn when some are left out: k K/V pairs and "…"
+            layers = (list(range(n_layers)) if 2 * n_layers <= fit_rows
+                      else elided_indexes(n_layers, k + 1, head=k - 1))
+            rows = [r for layer in layers for r in ((None,) if layer is None else (2 * layer, 2 * layer + 1))]
+            return ([(self.label_w + i * self.cell_w, c) for i, c in enumerate(cols)],
+                    [(self.header_h + i * self.cell_h, r) for i, r in enumerate(rows)])
+        sx, sy = self.horizontalScrollBar().value(), self.verticalScrollBar().value()
+        cols = self._visible(data.n_cols, sx, self.label_w, view.width(), self.cell_w)
+        rows = self._visible(data.n_rows, sy, self.header_h, view.height(), self.cell_h)
+        return ([(self.label_w - sx + c * self.cell_w, c) for c in cols],
+                [(self.header_h - sy + r * self.cell_h, r) for r in rows])
+
     def paintEvent(self, _event) -> None:
         data, theme = self.data, self._panel.theme
         p = QPainter(self.viewport())
         p.fillRect(self.viewport().rect(), theme.color("background"))
         if data is None:
             return
-        sx, sy = self.horizontalScrollBar().value(), self.verticalScrollBar().value()
-        view = self.viewport().size()
-        cols = self._visible(data.n_cols, sx, self.label_w, view.width(), self.cell_w)
-        rows = self._visible(data.n_rows, sy, self.header_h, view.height(), self.cell_h)
-        x0, y0 = self.label_w - sx, self.header_h - sy
-        paint_cells(p, theme, [(QRect(x0 + c * self.cell_w, y0 + r * self.cell_h, self.cell_w, self.cell_h),
-                                int(data.codes[c]), self._panel.cell_lines(r, c)) for r in rows for c in cols])
-        self._paint_layer_rules(p, rows, x0, y0, view.width())
-        self._paint_header(p, cols, x0, view.width())
-        self._paint_row_labels(p, rows, y0)
-        self._paint_written(p, x0, min(view.height(), y0 + data.n_rows * self.cell_h))
+        cols, rows = self.places()
+        paint_cells(p, theme, [(QRect(x, y, self.cell_w, self.cell_h), int(data.codes[c]), self._panel.cell_lines(r, c))
+                               for y, r in rows if r is not None for x, c in cols if c is not None])
+        self._paint_gaps(p, cols, rows)
+        right = cols[-1][0] + self.cell_w if cols else self.label_w
+        self._paint_layer_rules(p, rows, min(self.viewport().width(), right))
+        self._paint_header(p, cols)
+        self._paint_row_labels(p, rows)
+        self._paint_written(p, cols, min(self.viewport().height(), rows[-1][0] + self.cell_h if rows else 0))
 
-    def _paint_layer_rules(self, p, rows, x0, y0, width) -> None:
+    def _paint_gaps(self, p, cols, rows) -> None:
+        """"…" in the column and the row a slide leaves out."""
+        p.setPen(self._panel.theme.color("text"))
+        bottom = rows[-1][0] + self.cell_h if rows else self.header_h
+        right = cols[-1][0] + self.cell_w if cols else self.label_w
+        for x, c in cols:
+            if c is None:           # (its header says "…" too)
+                p.drawText(QRect(x, self.header_h, self.cell_w, bottom - self.header_h), Qt.AlignCenter, "…")
+        for y, r in rows:
+            if r is None:
+                p.drawText(QRect(0, y, right, self.cell_h), Qt.AlignCenter, "…")
+
+    def _paint_layer_rules(self, p, rows, right) -> None:
         """A rule under each layer's V row, so K/V pairs read as one layer."""
         p.setPen(QPen(self._panel.theme.color("text"), 1))
-        right = min(width, x0 + self.data.n_cols * self.cell_w)
-        for r in rows:
-            if r % 2:
-                y = y0 + (r + 1) * self.cell_h - 1
-                p.drawLine(self.label_w, y, right, y)
+        for y, r in rows:
+            if r is not None and r % 2:
+                p.drawLine(self.label_w, y + self.cell_h - 1, right, y + self.cell_h - 1)
 
-    def _paint_header(self, p, cols, x0, width) -> None:
-        theme, fm = self._panel.theme, QFontMetrics(self.font())
+    def _paint_header(self, p, cols) -> None:
+        theme, fm, width = self._panel.theme, QFontMetrics(self.font()), self.viewport().width()
         p.fillRect(QRect(0, 0, width, self.header_h), theme.color("background"))
         p.setPen(theme.color("text"))
-        for c in cols:
-            rect = QRect(x0 + c * self.cell_w, 0, self.cell_w, self.header_h)
-            piece = fm.elidedText(self.data.pieces[c], Qt.ElideRight, self.cell_w - 4)
-            p.drawText(rect, Qt.AlignHCenter | Qt.AlignTop, f"{piece}\n{c}")
+        for x, c in cols:
+            if c is not None:
+                piece = fm.elidedText(self.data.pieces[c], Qt.ElideRight, self.cell_w - 4)
+                p.drawText(QRect(x, 0, self.cell_w, self.header_h), Qt.AlignHCenter | Qt.AlignTop, f"{piece}\n{c}")
+            else:
+                p.drawText(QRect(x, 0, self.cell_w, self.header_h), Qt.AlignCenter, "…")
         p.setPen(QPen(theme.color("grid"), 1))
         p.drawLine(0, self.header_h - 1, width, self.header_h - 1)
 
-    def _paint_row_labels(self, p, rows, y0) -> None:
+    def _paint_row_labels(self, p, rows) -> None:
         theme, pad = self._panel.theme, max(2, QFontMetrics(self.font()).height() // 4)
         p.fillRect(QRect(0, self.header_h, self.label_w, self.viewport().height()), theme.color("background"))
         p.fillRect(QRect(0, 0, self.label_w, self.header_h), theme.color("background"))
@@ -284,21 +316,34 @@ class _GridView(QAbstractScrollArea):
                    self._panel.tr("kv.corner"))
         p.save()
         p.setClipRect(QRect(0, self.header_h, self.label_w, self.viewport().height()))
-        for r in rows:
-            rect = QRect(pad, y0 + r * self.cell_h, self.label_w - pad, self.cell_h)
-            p.drawText(rect, Qt.AlignLeft | Qt.AlignVCenter, self.data.row_labels[r])
+        for y, r in rows:
+            if r is not None:
+                p.drawText(QRect(pad, y, self.label_w - pad, self.cell_h), Qt.AlignLeft | Qt.AlignVCenter,
+                           self.data.row_labels[r])
         p.restore()
 
-    def _paint_written(self, p, x0, bottom) -> None:
+    def _paint_written(self, p, cols, bottom) -> None:
         """Thick outline around the columns the current forward writes (header included)."""
         if self.data.written is None:
             return
         first, last = self.data.written
-        rect = QRect(x0 + first * self.cell_w, 1, (last - first + 1) * self.cell_w, bottom - 2)
+        xs = [x for x, c in cols if c is not None and first <= c <= last]
+        if not xs:
+            return
+        rect = QRect(min(xs), 1, max(xs) + self.cell_w - min(xs), bottom - 2)
         p.setClipRect(QRect(self.label_w, 0, self.viewport().width(), self.viewport().height()))
         p.setPen(QPen(self._panel.theme.color("accent"), 4))
         p.setBrush(Qt.NoBrush)
         p.drawRect(rect.adjusted(2, 2, -2, -2))
+
+    def content_size(self, rows: int | None = None, cols: int | None = None, value_rows: int | None = None) -> QSize:
+        """Every row and column, unscrolled (or at most `rows` and `cols` of them, with
+        `value_rows` lines of numbers in each cell instead of those drawn now)."""
+        n_rows, n_cols = (self.data.n_rows, self.data.n_cols) if self.data else (0, 0)
+        rows, cols = min(n_rows, rows or n_rows), min(n_cols, cols or n_cols)
+        cell_h = self.cell_h if value_rows is None else self.line * (1 + value_rows) + self.pad
+        frame = 2 * self.frameWidth()
+        return QSize(self.label_w + cols * self.cell_w + frame, self.header_h + rows * cell_h + frame)
 
     # ---------------------------------------------------------------- hover
     def viewportEvent(self, event) -> bool:
@@ -371,6 +416,13 @@ class _Legend(QWidget):
             x += w + gap
         return placed
 
+    def entry_width(self) -> int:
+        """The width of the widest entry with its meaning on one line."""
+        fm = QFontMetrics(self.font())
+        entries = self.entries()
+        swatch = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
+        return swatch + 6 + max((fm.horizontalAdvance(meaning) for *_, meaning in entries), default=0)
+
     def full_height(self, width: int) -> int:
         """The height with every meaning written out, at this width."""
         return self._height(self._layout(width, False))
@@ -423,6 +475,8 @@ class _Legend(QWidget):
 class KVGridPanel(Panel):
     panel_id = "kv"
     title_key = "kv.title"
+    SLIDE_GROWTH = 2.0            # a small cache fills a slide with larger cells
+    SLIDE_ELIDES = True           # a long prompt or many layers: the first and the newest, around "…"
 
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
@@ -431,6 +485,7 @@ class KVGridPanel(Panel):
         self._legend = _Legend(self)
         self._view = _GridView(self)
         self._painted_font, self._painted_theme = None, None   # what the grid was last drawn with
+        self._values_on_slide = True      # on a slide: numbers in the cells (while they have room)
         layout = QVBoxLayout(self)
         layout.addWidget(self._status)
         layout.addWidget(self._view, 1)
@@ -440,6 +495,8 @@ class KVGridPanel(Panel):
 
     # ---------------------------------------------------------------- drawing
     def refresh(self) -> None:
+        if self.on_slide:
+            self._fit_values_to_slide()
         data, old = self._grid_data(), self._view.data
         restyled = self._view.font() != self._painted_font or self.theme is not self._painted_theme
         if old is None or restyled or not _same_grid(data, old):
@@ -460,7 +517,7 @@ class KVGridPanel(Panel):
         full = len(codes) <= FULL_LABEL_COLUMNS
         source = _source_of_positions(run.steps, len(codes))
         values = {}
-        if full and 0 < _vector_size(layers) <= VALUES_IN_CELLS:
+        if self._value_rows() and (not self.on_slide or self._values_on_slide):
             values = {(r, c): _value_lines(_vector(run.steps, source, r, c))
                       for r in range(2 * len(layers)) for c in np.flatnonzero(codes == 0)}
         return _GridData(
@@ -472,6 +529,14 @@ class KVGridPanel(Panel):
             source=source,
             written=_written_columns(session),
             values=values)
+
+    def _value_rows(self) -> int:
+        """Lines of numbers in a processed cell: its vector, for a tiny model (else none)."""
+        session = self.session
+        size = _vector_size(session.run.steps[0].trace.layers)
+        if len(session.frame.states) > FULL_LABEL_COLUMNS or not 0 < size <= VALUES_IN_CELLS:
+            return 0
+        return -(-size // VALUES_PER_LINE)
 
     def _status_text(self) -> str:
         frame, layers = self.session.frame, self.session.run.steps[0].trace.layers
@@ -525,6 +590,8 @@ class KVGridPanel(Panel):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        if self.on_slide and self._fit_values_to_slide():
+            self.refresh()
         self._fit_legend()
 
     def _fit_legend(self) -> None:
@@ -538,11 +605,47 @@ class KVGridPanel(Panel):
             chrome += view.horizontalScrollBar().height()
         room = self.height() - self._status.height() - legend.full_height(legend.width() or self.width()) - chrome
         rows = min(view.data.n_rows, 2) if view.data else 0
-        compact = room < view.header_h + rows * view.cell_h
+        compact = room < view.header_h + rows * view.cell_h and not self.on_slide
         if compact != legend.compact:
             self._legend.compact = compact
             self._legend.updateGeometry()
             self._legend.update()
+
+    # ---------------------------------------------------------------- slides
+    def show_on_slide(self) -> None:
+        """No scroll bars: what does not fit is left out around a "…" (`_GridView.places`)."""
+        self._view.setHorizontalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        self._view.setVerticalScrollBarPolicy(Qt.ScrollBarAlwaysOff)
+        super().show_on_slide()
+
+    def slide_content_size(self) -> QSize:
+        return self._slide_size(self._view.content_size(value_rows=self._value_rows()))
+
+    def slide_minimum_size(self) -> QSize:
+        """Three columns (the first, "…", the newest) and one layer's K and V rows, with
+        no numbers in the cells."""
+        return self._slide_size(self._view.content_size(rows=2, cols=3, value_rows=0))
+
+    def _fit_values_to_slide(self) -> bool:
+        """On a slide, the numbers stay in the cells only while every row has room for them;
+        True when that changed."""
+        view, layout = self._view, self.layout()
+        margins = layout.contentsMargins()
+        width = self.width() - margins.left() - margins.right()
+        room = (self.height() - margins.top() - margins.bottom() - 2 * layout.spacing() - 2 * view.frameWidth()
+                - self._status.heightForWidth(width) - self._legend.full_height(width))
+        rows = 2 * len(self.session.run.steps[0].trace.layers)
+        fits = view.header_h + rows * (view.line * (1 + self._value_rows()) + view.pad) <= room
+        changed, self._values_on_slide = fits != self._values_on_slide, fits
+        return changed
+
+    def _slide_size(self, grid: QSize) -> QSize:
+        margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
+        width = max(grid.width(), self._legend.entry_width())
+        legend = self._legend.full_height(width)
+        return QSize(width + margins.left() + margins.right(),
+                     margins.top() + margins.bottom() + 2 * spacing + self._status.heightForWidth(width)
+                     + grid.height() + legend)
 
     # ---------------------------------------------------------------- fonts
     def changeEvent(self, event) -> None:

@@ -3,7 +3,7 @@ redraws from what it holds. Subclasses implement `refresh()`."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent
+from PySide6.QtCore import QEvent, QSize
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from ..i18n import tr
@@ -24,6 +24,10 @@ def answer_tooltip(event, text: str, widget: QWidget) -> bool:
 class Panel(QWidget):
     panel_id = "panel"            # stable name for layouts, exports and tests
     title_key = "panel.panel"     # i18n key of the dock title
+    SLIDE_GROWTH = 1.0            # how much larger than the slide's body type a slide may draw it
+    SLIDE_STRETCHES = False       # True: a chart, drawn to fill whatever room it gets
+    SLIDE_ELIDES = False          # True: on a slide it leaves out what has no room, around a "…"
+    on_slide = False              # a copy drawn on a slide (`show_on_slide`)
 
     def __init__(self, session: Session, parent=None):
         super().__init__(parent)
@@ -54,6 +58,33 @@ class Panel(QWidget):
             for label, scale in self._emphasised_labels:
                 self._size_emphasised(label, scale)
             self.refresh()              # layouts sized from the headings' type follow it
+
+    # ------------------------------------------------------------------ slides
+    def show_on_slide(self) -> None:
+        """Draw from now on for a slide (this panel is a copy made for one): without the
+        controls, interaction hints and scroll bars a projected picture has no use for."""
+        self.on_slide = True
+        for widget in self.slide_chrome():
+            widget.hide()
+        self.refresh()
+
+    def slide_chrome(self) -> list[QWidget]:
+        """The panel's controls and hints, hidden on a slide."""
+        return []
+
+    def slide_content_size(self) -> QSize:
+        """The size the panel's content needs at its current type: a slide gives the type
+        up to SLIDE_GROWTH times more size until the content fills the panel's room, and
+        draws a panel that needs more than its room smaller (or the panel elides)."""
+        return self.minimumSizeHint()
+
+    def slide_growth_size(self) -> QSize:
+        """What must fit its place for the panel's type to grow (default: all its content)."""
+        return self.slide_content_size()
+
+    def slide_minimum_size(self) -> QSize:
+        """For a panel that elides (SLIDE_ELIDES): the least it needs, with most left out."""
+        return self.slide_content_size()
 
     def tr(self, key: str, **values) -> str:
         return tr(key, self.session.lang, **values)

@@ -6,12 +6,12 @@ and how fast the Run was: time to first token (the Prefill) against time per out
 
 from __future__ import annotations
 
-from PySide6.QtCore import QRectF, Qt, Signal
+from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QPainter, QPen
 from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableWidget,
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
-from ..core.elide import ENDS, elided, elided_list
+from ..core.elide import ENDS, elided, elided_indexes, elided_list
 from ..i18n import add_messages, tr
 from ..session.narration import finish_text
 from .panel import Panel
@@ -76,8 +76,23 @@ class StepStrip(QWidget):
         self._colors = ("#0072B2", "#E69F00", "#ffffff", "#1a1a1a")
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
 
+    def sizeHint(self) -> QSize:
+        return QSize(self.chips_width(), self.fontMetrics().height() + 14)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self.sizeHint().height())
+
+    def chips_width(self) -> int:
+        """The width of every chip side by side (nothing slid out of view)."""
+        fm = self.fontMetrics()
+        return 8 + sum(fm.horizontalAdvance(label) + 18 + self.GAP for label in self._labels)
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.updateGeometry()             # the chips' height follows the type
+
     def set_chips(self, labels: list[str], current: int, colors) -> None:
-        self.setMinimumHeight(self.fontMetrics().height() + 14)
         if (labels, current, colors) != (self._labels, self._current, self._colors):
             self._labels, self._current, self._colors = labels, current, colors
             self.update()
@@ -135,9 +150,23 @@ class StepStrip(QWidget):
         p.end()
 
 
+def shared_widths(natural: dict[int, int], least: dict[int, int], room: int) -> dict[int, int]:
+    """Column widths that fit `room`: each its natural width, except that the widest are cut
+    to one common width, as large as the room allows, but none below its `least`."""
+    def widths(cap: int) -> dict[int, int]:
+        return {c: max(least[c], min(w, cap)) for c, w in natural.items()}
+    low, high = 0, max(natural.values(), default=0)
+    while low < high:                            # the largest cap whose widths fit the room
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if sum(widths(mid).values()) <= room else (low, mid - 1)
+    return widths(low)
+
+
 class TimelinePanel(Panel):
     panel_id = "timeline"
     title_key = "timeline.title"
+    SLIDE_GROWTH = 1.6            # a short table fills a slide with larger type
+    SLIDE_ELIDES = True           # many steps: the first and the latest rows, around a "…" row
     COLUMNS = ("time", "input", "positions", "kv", "chooser", "selected", "ms")
 
     def __init__(self, session, parent=None):
@@ -152,6 +181,7 @@ class TimelinePanel(Panel):
         self.speed = QLabel()
         self.speed.setObjectName("speed")
         self._timings_visible = True
+        self._n_rows = 0                  # rows of the current frame, before a slide leaves any out
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -173,6 +203,76 @@ class TimelinePanel(Panel):
         self._timings_visible = visible
         self.table.setColumnHidden(self.COLUMNS.index("ms"), not visible)
         self.speed.setVisible(visible)
+
+    def show_on_slide(self) -> None:
+        """No scroll bars and no times (they differ from run to run)."""
+        for bar in (self.table.setHorizontalScrollBarPolicy, self.table.setVerticalScrollBarPolicy):
+            bar(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setWordWrap(False)               # one line a row; a long cell ends in "…"
+        self.set_timings_visible(False)
+        super().show_on_slide()
+
+    def slide_content_size(self) -> QSize:
+        return self._slide_size(sum(self._natural_widths().values()))
+
+    def slide_growth_size(self) -> QSize:
+        """Every row, the columns as wide as their headings: a long cell ends in "…" at any type."""
+        header = self.table.horizontalHeader()
+        return self._slide_size(sum(header.sectionSizeHint(c) for c in self._natural_widths()))
+
+    def slide_minimum_size(self) -> QSize:
+        """Three rows (the first, "…", the latest) and the columns as wide as their headings."""
+        need = self.slide_growth_size()
+        return QSize(need.width(), need.height() - max(0, self._n_rows - 3) * self._row_height())
+
+    def _slide_size(self, columns: int) -> QSize:
+        table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
+        rows = self._n_rows * self._row_height()         # every row, also those a slide left out
+        width = max(columns + 2 * table.frameWidth(), self.strip.chips_width(), self.counts.sizeHint().width())
+        height = (margins.top() + margins.bottom() + 2 * spacing + self.strip.sizeHint().height()
+                  + self.counts.sizeHint().height() + table.horizontalHeader().sizeHint().height() + rows
+                  + 2 * table.frameWidth())
+        return QSize(width + margins.left() + margins.right(), height)
+
+    def _natural_widths(self) -> dict[int, int]:
+        """Column -> the width its heading and cells ask for (shown columns only)."""
+        table, header = self.table, self.table.horizontalHeader()
+        return {c: max(header.sectionSizeHint(c), table.sizeHintForColumn(c))
+                for c in range(table.columnCount()) if not table.isColumnHidden(c)}
+
+    def _fit_columns(self) -> None:
+        """On a slide, the columns share the table's width: the widest give way first, and a
+        cell that is then too long ends in "…" (there is no scroll bar to reach it)."""
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        natural = self._natural_widths()
+        least = {c: header.sectionSizeHint(c) for c in natural}      # a heading is never cut
+        for c, width in shared_widths(natural, least, self.table.viewport().width()).items():
+            header.resizeSection(c, width)
+
+    def _row_height(self) -> int:
+        """A row's height on a slide, its grid line included."""
+        return (self.table.sizeHintForRow(0) if self.table.rowCount() else self.fontMetrics().height()) + 1
+
+    def _rows_with_room(self, rows: list[list[str]]) -> list[list[str]]:
+        """On a slide, the rows the table has room for: the first and the latest around "…"."""
+        self._n_rows = len(rows)
+        if not self.on_slide or not rows:
+            return rows
+        room = self.table.viewport().height()
+        keep = elided_indexes(len(rows), max(1, room // max(1, self._row_height())), head=1)
+        return [rows[i] if i is not None else ["…"] + [""] * (len(self.COLUMNS) - 1) for i in keep]
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.on_slide:
+            self.refresh()                           # as many rows and as wide as the new size has room for
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self.on_slide:
+            self.refresh()                           # rows and columns measured in the new type
 
     # -------------------------------------------------------------- reading (tests, export)
     def row_texts(self) -> list[list[str]]:
@@ -227,7 +327,9 @@ class TimelinePanel(Panel):
         if frame.kind == "stop":
             rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len], ENDS), "",
                          finish_text(run, s.lang), ""])
-        self._fill(rows)
+        self._fill(self._rows_with_room(rows))
+        if self.on_slide:
+            self._fit_columns()
 
     def _fill(self, rows) -> None:
         table = self.table
@@ -245,7 +347,7 @@ class TimelinePanel(Panel):
                     item.setText(text)
         if rows and table.selectionModel().selectedRows() != [table.model().index(len(rows) - 1, 0)]:
             table.selectRow(len(rows) - 1)              # repaints the table even when unchanged
-        if rows:
+        if rows and not self.on_slide:              # a slide has room for the rows it keeps
             table.scrollToBottom()
 
     def _row_clicked(self, row: int) -> None:

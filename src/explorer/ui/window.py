@@ -237,7 +237,7 @@ class MainWindow(QMainWindow):
         self.errors: list[str] = []              # the last 100 problems shown, newest last
         self.ask_params_path = self._ask_params_path   # dialogs are attributes: tests replace them
         self.ask_export_frame = lambda: export_actions.ask_frame_choice(self)
-        self.ask_export_folder = lambda: export_actions.ask_folder(self)
+        self.ask_export_folder = lambda: export_actions.ask_lesson_choice(self)
         self.ask_lesson_path = self._ask_lesson_path
         self.ask_gguf_path = self._ask_gguf_path
         self.confirm_install = self._confirm_install          # (ModelSpec) -> bool; tests answer it
@@ -303,6 +303,12 @@ class MainWindow(QMainWindow):
         self._restore()
         self._shown_once = False
         self.retranslate()
+
+    @classmethod
+    def for_slide(cls, session: Session, settings: Settings, width: int) -> MainWindow:
+        """A window of its own for `--style window` slides, laid out for the slide's width
+        (never the screen of the machine exporting)."""
+        return cls(session, settings, compact=is_compact_width(width))
 
     @property
     def lesson(self) -> Lesson | None:

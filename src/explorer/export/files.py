@@ -1,0 +1,93 @@
+"""Writing an export's files into a folder: every file whole and all of them or none.
+
+Each file is written beside its target under a temporary name (".explorer-export-<pid>-
+<name>") and the names are swapped in together at the end; a failure, a cancel or Ctrl+C
+removes the temporary files on the way out. Nothing but a regular file (or a new name)
+is ever replaced. Temporary files or folders that a killed export left behind are removed
+by the next export into the same folder."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import stat
+from pathlib import Path
+
+from ..core.errors import ExplorerError
+
+STAGING_PREFIX = ".explorer-export-"
+
+
+def check_target(path: Path) -> None:
+    """Refuse to replace anything but a regular file: a folder, a link, a device, a pipe."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        raise ExplorerError(f"{path}: exists and is not a regular file (a folder, link or device); "
+                            f"it is not replaced and nothing was written")
+
+
+def remove_stale_staging(folder: Path) -> None:
+    """Remove what an export killed before it could clean up left in `folder`: temporary
+    files (and the staging folders of older versions) of processes that no longer run."""
+    try:
+        entries = list(os.scandir(folder))
+    except OSError:
+        return
+    for entry in entries:
+        if not entry.name.startswith(STAGING_PREFIX) or _owner_runs(entry.name):
+            continue
+        if entry.is_dir(follow_symlinks=False):
+            shutil.rmtree(entry.path, ignore_errors=True)
+        else:
+            Path(entry.path).unlink(missing_ok=True)
+
+
+def _owner_runs(name: str) -> bool:
+    pid = name[len(STAGING_PREFIX):].split("-", 1)[0]
+    if not pid.isdigit() or int(pid) == os.getpid():
+        return False
+    try:
+        os.kill(int(pid), 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True            # someone else's process: leave its files alone
+    return True
+
+
+class StagedFiles:
+    """`with StagedFiles(folder) as files: files.add(name, data); ...; paths = files.commit()`."""
+
+    def __init__(self, folder: Path):
+        self.folder = Path(folder)
+        self._staged: dict[str, Path] = {}      # final name -> temporary path
+
+    def __enter__(self) -> StagedFiles:
+        remove_stale_staging(self.folder)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        for tmp in self._staged.values():       # not committed: a failure, a cancel, Ctrl+C
+            tmp.unlink(missing_ok=True)
+        self._staged.clear()
+
+    def add(self, name: str, data: bytes) -> None:
+        check_target(self.folder / name)
+        tmp = self.folder / f"{STAGING_PREFIX}{os.getpid()}-{name}"
+        self._staged[name] = tmp
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
+
+    def commit(self) -> list[Path]:
+        """Swap every file into place, in name order; returns the final paths."""
+        for name in self._staged:
+            check_target(self.folder / name)      # nothing became a link or a folder meanwhile
+        done = []
+        for name in sorted(self._staged):
+            os.replace(self._staged.pop(name), self.folder / name)
+            done.append(self.folder / name)
+        return done

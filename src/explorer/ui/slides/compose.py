@@ -1,0 +1,207 @@
+"""A composed slide of the current frame: its title, the panels it points to (copies made
+for the slide, drawn by their own code with slide-sized type) and the caption strip."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from PySide6.QtCore import QPoint, QPointF, QRectF, QSizeF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QRegion
+from PySide6.QtWidgets import QApplication, QWidget
+
+from ...session import Session
+from ..attention import AttentionPanel
+from ..beam_panel import BeamPanel
+from ..distribution import DistributionPanel
+from ..kv_grid import KVGridPanel
+from ..panel import Panel
+from ..theme import Theme, text_on
+from ..timeline import TimelinePanel
+from .layout import BODY_PX, CAPTION_PX, TITLE_PX, SlideGeometry
+
+SLIDE_PANEL_CLASSES = {cls.panel_id: cls for cls in
+                       (TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel, BeamPanel)}
+SMALLEST_DRAWING = 0.6     # a panel whose content needs more than its room is drawn at least this large
+TITLE_SHRINK = 0.8         # a long title may be set this much smaller before it is cut short with "…"
+
+
+@dataclass(frozen=True)
+class SlideText:
+    """The words around the panels."""
+    title: str       # the frame's title
+    lesson: str      # lesson title
+    counter: str     # "3 / 10"
+    line: str        # one line of the explanation
+
+
+def settle(rounds: int = 4) -> None:
+    """Run the posted events until fonts, sizes and layouts have settled: a widget shown or
+    restyled posts layout requests, and laying one out can post the next."""
+    for _ in range(rounds):
+        QApplication.sendPostedEvents()
+        QApplication.processEvents()
+
+
+def slide_palette(theme: Theme) -> QPalette:
+    """Labels, tables and trees in the theme's colours (high contrast: light on black)."""
+    palette = QPalette(QApplication.palette())
+    bg, fg = QColor(theme.background), QColor(theme.text)
+    for role in (QPalette.ColorRole.Window, QPalette.ColorRole.Base, QPalette.ColorRole.AlternateBase,
+                 QPalette.ColorRole.Button):
+        palette.setColor(role, bg)
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.Text, QPalette.ColorRole.ButtonText):
+        palette.setColor(role, fg)
+    palette.setColor(QPalette.ColorRole.Highlight, QColor(theme.processed))
+    palette.setColor(QPalette.ColorRole.HighlightedText, QColor(text_on(theme.processed)))
+    palette.setColor(QPalette.ColorRole.PlaceholderText, QColor("#6e6e6e" if theme.name == "light" else "#a8a8a8"))
+    return palette
+
+
+def pixel_font(px: float, bold: bool = False) -> QFont:
+    font = QFont(QApplication.font())
+    font.setPixelSize(max(1, round(px)))
+    font.setBold(bold)
+    return font
+
+
+class SlideComposer:
+    """Slides of `session`'s current frame. `panel`: that one panel fills the body of every
+    slide; else each frame's own panels (`Frame.slide_panels`)."""
+
+    def __init__(self, session: Session, geometry: SlideGeometry, theme: Theme, panel: str | None = None):
+        self.session, self.geometry, self.theme, self.panel = session, geometry, theme, panel
+        self._panels: dict[str, Panel] = {}
+        self._laid_out = (None, [])      # (what the layout was made for, its placed panels)
+
+    def panel_ids(self) -> tuple[str, ...]:
+        """The panels on the current frame's slide."""
+        if self.panel is not None:
+            return (self.panel,)
+        s = self.session
+        return s.frame.slide_panels(has_layers=bool(s.run.steps[0].trace.layers), has_beam=s.beam is not None)
+
+    def panel_copy(self, pid: str) -> Panel:
+        """The slide's copy of a panel: its own widget, never shown on screen."""
+        if pid not in self._panels:
+            panel = SLIDE_PANEL_CLASSES[pid](self.session)
+            panel.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+            panel.setPalette(slide_palette(self.theme))
+            panel.set_theme(self.theme)
+            panel.show()
+            panel.show_on_slide()
+            panel.setUpdatesEnabled(False)        # never on screen: drawn only by `paint`, never repainted
+            self._panels[pid] = panel
+        return self._panels[pid]
+
+    def close(self) -> None:
+        for panel in self._panels.values():
+            panel.close()
+            panel.deleteLater()
+        self._panels.clear()
+
+    # ------------------------------------------------------------------ layout
+    def lay_out(self) -> list[tuple[Panel, QRectF, float]]:
+        """(panel, its place, the scale it is drawn at) for every panel of the current
+        frame, each sized for its place: the slide's body type,
+        larger where the content has room to fill (up to the panel's SLIDE_GROWTH); a panel
+        whose content needs more than its room is laid out larger and drawn smaller."""
+        s = self.session
+        made_for, (before, placed) = (s.run, s.cursor, s.lang), self._laid_out
+        if before is not None and before[0] is s.run and before[1:] == made_for[1:]:
+            return placed                         # a PNG and a PDF page of one frame: laid out once
+        g, ids = self.geometry, self.panel_ids()
+        base = g.px(BODY_PX)
+        panels = {pid: self.panel_copy(pid) for pid in ids}
+        for panel in panels.values():
+            _set_type(panel, base)
+        settle()
+        wants = {pid: None if p.SLIDE_STRETCHES else QSizeF(p.slide_content_size())
+                 for pid, p in panels.items()}
+        placed = []
+        for pid, rect in zip(ids, g.panel_rects(ids, wants)):
+            placed.append((panels[pid], rect, _fit(panels[pid], rect.size(), base)))
+        self._laid_out = (made_for, placed)
+        return placed
+
+    # ------------------------------------------------------------------ painting
+    def paint(self, painter: QPainter, text: SlideText) -> None:
+        """The whole slide of the current frame, in slide pixels (lays the panels out)."""
+        g, theme = self.geometry, self.theme
+        painter.fillRect(QRectF(0, 0, g.width, g.height), QColor(theme.background))
+        self._paint_title(painter, text.title)
+        for panel, rect, scale in self.lay_out():
+            painter.save()
+            painter.translate(rect.topLeft())
+            painter.scale(scale, scale)
+            panel.setUpdatesEnabled(True)         # render() draws nothing of a widget that takes no updates
+            panel.render(painter, QPoint(0, 0), QRegion(), QWidget.RenderFlag.DrawChildren)
+            panel.setUpdatesEnabled(False)
+            painter.restore()
+        if g.caption:
+            paint_caption(painter, g, theme, text)
+
+    def _paint_title(self, p: QPainter, title: str) -> None:
+        rect = self.geometry.title
+        font = pixel_font(self.geometry.px(TITLE_PX), bold=True)
+        width = QFontMetricsF(font).horizontalAdvance(title)
+        if width > rect.width():
+            font.setPixelSize(round(font.pixelSize() * max(TITLE_SHRINK, rect.width() / width)))
+        p.setFont(font)
+        p.setPen(QColor(self.theme.text))
+        elided = p.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight, int(rect.width()))
+        p.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, elided)
+
+
+def paint_caption(p: QPainter, g: SlideGeometry, theme: Theme, text: SlideText) -> None:
+    """The strip along the bottom: lesson and "n / N", then one line of the explanation."""
+    strip = g.caption_strip
+    p.save()
+    p.fillRect(strip, QColor(theme.background))
+    p.setPen(QPen(QColor(theme.accent), g.px(5)))
+    p.drawLine(strip.topLeft(), strip.topRight())
+    pad, line = g.px(36), g.px(CAPTION_PX * 1.5)
+    top = QRectF(QPointF(strip.left() + pad, strip.top() + g.px(12)), QSizeF(strip.width() - 2 * pad, line))
+    bottom = top.translated(0, line + g.px(4))
+    p.setFont(pixel_font(g.px(CAPTION_PX), bold=True))
+    room = top.width() - p.fontMetrics().horizontalAdvance(text.counter) - p.fontMetrics().height()
+    p.setPen(QColor(theme.text))
+    p.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+               p.fontMetrics().elidedText(text.lesson, Qt.TextElideMode.ElideRight, int(room)))
+    p.drawText(top, Qt.AlignmentFlag.AlignRight | Qt.AlignmentFlag.AlignVCenter, text.counter)
+    p.setFont(pixel_font(g.px(CAPTION_PX)))
+    p.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
+               p.fontMetrics().elidedText(text.line, Qt.TextElideMode.ElideRight, int(bottom.width())))
+    p.restore()
+
+
+def _set_type(panel: Panel, px: float) -> None:
+    """The panel's type at `px` slide pixels (in points, which the panels scale from)."""
+    font = QFont(QApplication.font())
+    font.setPointSizeF(px * 72.0 / panel.logicalDpiY())
+    if panel.font() != font:
+        panel.setFont(font)
+
+
+def _fit(panel: Panel, room: QSizeF, base: float) -> float:
+    """Type and size of `panel` for a place of `room`; returns the scale it is drawn at."""
+    panel.resize(room.toSize())
+    settle()
+    need = panel.slide_growth_size()
+    ratio = min(room.width() / max(1, need.width()), room.height() / max(1, need.height()))
+    if ratio > 1.05 and panel.SLIDE_GROWTH > 1:
+        for grow in (min(panel.SLIDE_GROWTH, 0.95 * ratio), 1.0):    # content grows about as the type
+            _set_type(panel, base * max(1.0, grow))
+            settle()
+            need = panel.slide_growth_size()
+            if need.width() <= room.width() and need.height() <= room.height():
+                break
+    need = panel.slide_content_size()
+    if panel.SLIDE_ELIDES:
+        need = panel.slide_minimum_size()
+    # a panel stays at least as large as its layout's minimum, whatever room it is given
+    need = need.expandedTo(panel.minimumSizeHint())
+    scale = max(SMALLEST_DRAWING, min(1.0, room.width() / max(1, need.width()), room.height() / max(1, need.height())))
+    if scale < 1.0:
+        panel.resize((room / scale).toSize())
+        settle()
+    return min(scale, room.width() / panel.width(), room.height() / panel.height())

@@ -1,0 +1,270 @@
+"""One export run: the chosen frames of a session as slides (PNG / SVG files, one PDF and
+one PowerPoint deck) plus its runs as CSV / JSON handouts, all written together at the end
+(`export.files.StagedFiles`): a failure or a cancel leaves the output folder as it was.
+
+Everything is drawn and encoded here, on the thread that runs Qt, one frame at a time; a
+cancel (the progress callback saying no, Ctrl+C) is noticed between two files."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+from typing import Callable
+
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRect, QSize, QSizeF, QUuid
+from PySide6.QtGui import QImage, QPageSize, QPainter, QPdfWriter
+from PySide6.QtSvg import QSvgGenerator
+
+from ...core.errors import ExplorerError
+from ...core.jsonfile import dumps_readable
+from ...export.files import StagedFiles
+from ...export.handouts import run_csv, run_json
+from ...export.pptx_deck import pptx_bytes, speaker_notes
+from ...export.spec import CANCELLED, ExportCancelled, ExportSpec
+from ...session import Session
+from ...session.narration import frame_explanation, frame_title
+from ..theme import THEMES
+from .compose import SlideComposer, SlideText
+from .layout import SlideGeometry
+from .window_style import WindowPicture, export_window, quiet_harmless_qt_messages
+
+Progress = Callable[[int, int, str], bool]    # (done, total, what) -> False to cancel
+Checks = tuple[tuple[str, str, str], ...]     # the lesson's self-checks: (when, question, answer)
+FIXED_DATE = b"D:20000101000000Z"             # PDF dates are fixed so equal input gives equal bytes
+FIXED_XMP_DATE = b"2000-01-01T00:00:00+00:00"
+PNG_QUALITY = 80      # zlib's fastest levels: half the time of Qt's default, files as small (flat slide colours)
+
+
+def file_stem(index: int, frame, total: int) -> str:
+    """'03-pick-step0': numbered like the player (1-based), zero-padded to sort."""
+    width = max(2, len(str(total)))
+    step = "" if frame.step is None else f"-step{frame.step}"
+    return f"{index + 1:0{width}d}-{frame.kind}{step}"
+
+
+def slide_text(session: Session, index: int, lang: str, lesson_title: str) -> SlideText:
+    """The words on frame `index`'s slide (the session is on that frame)."""
+    frame = session.frames[index]
+    run, model = session.run_at(index)
+    return SlideText(frame_title(frame, run, model.vocab, lang), lesson_title, f"{index + 1} / {len(session.frames)}",
+                     frame_explanation(frame, run, model.vocab, lang)["what"])
+
+
+def slide_pictures(session: Session, spec: ExportSpec, window=None):
+    """What draws the slides (in the export's language): a composer, or (`--style window`)
+    the given export window."""
+    session.set_lang(spec.lang)
+    geometry = SlideGeometry(spec.width, spec.height, spec.caption)
+    if spec.style == "window":
+        return WindowPicture(window, geometry)
+    return SlideComposer(session, geometry, THEMES[spec.theme], spec.panel)
+
+
+def slide_image(pictures, text: SlideText, spec: ExportSpec) -> QImage:
+    """The slide as pixels: width*scale x height*scale, drawn (not enlarged) at that size."""
+    image = QImage(spec.width * spec.scale, spec.height * spec.scale, QImage.Format.Format_RGB32)
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+    painter.scale(spec.scale, spec.scale)
+    pictures.paint(painter, text)
+    painter.end()
+    return image
+
+
+class ExportJob:
+    def __init__(self, session: Session, spec: ExportSpec, lesson_id: str, lesson_title: str,
+                 checks: Checks = (), window=None):
+        self.session, self.spec = session, spec
+        self.lesson_id, self.lesson_title, self.checks = lesson_id, lesson_title, checks
+        self.pictures = slide_pictures(session, spec, window)
+
+    def run(self, progress: Progress | None = None) -> list[Path]:
+        s = self.spec
+        indexes = s.frames if s.frames is not None else tuple(range(len(self.session.frames)))
+        with StagedFiles(s.out_dir) as files:
+            self._write_all(files, indexes, progress)
+            return files.commit()
+
+    def _write_all(self, files: StagedFiles, indexes, progress) -> None:
+        s = self.spec
+        runs = self.session.scenario_results()
+        per_frame = ("png" in s.formats) + ("svg" in s.formats) + any(f in s.formats for f in ("pdf", "pptx"))
+        total = len(indexes) * per_frame + ("pdf" in s.formats) + ("pptx" in s.formats) + len(runs) * (
+            ("csv" in s.formats) + ("json" in s.formats))
+        done = 0
+
+        def tick(what: str) -> None:
+            nonlocal done
+            done += 1
+            if progress is not None and progress(done, total, what) is False:
+                raise ExportCancelled(CANCELLED)
+
+        suffix = "" if s.panel is None else f"-{s.panel}"
+        deck = f"{self.lesson_id}{suffix}"
+        pdf = _PdfDeck(s, self.lesson_title) if "pdf" in s.formats else None
+        notes_slides: list[tuple[bytes, str]] = []
+        try:
+            for index in indexes:
+                self.session.go(index)
+                text = slide_text(self.session, index, s.lang, self.lesson_title)
+                stem = file_stem(index, self.session.frames[index], len(self.session.frames)) + suffix
+                if "png" in s.formats or "pptx" in s.formats:
+                    png = png_bytes(slide_image(self.pictures, text, s))
+                    if "png" in s.formats:
+                        files.add(f"{stem}.png", png)
+                        tick(f"{stem}.png")
+                    if "pptx" in s.formats:
+                        notes_slides.append((png, self.notes(index)))
+                if "svg" in s.formats:
+                    files.add(f"{stem}.svg", svg_bytes(self.pictures, text, s))
+                    tick(f"{stem}.svg")
+                if pdf is not None:
+                    pdf.add(self.pictures, text)
+                if pdf is not None or ("pptx" in s.formats and "png" not in s.formats):
+                    tick(f"{stem}: page {index + 1}")
+            if pdf is not None:
+                files.add(f"{deck}.pdf", pdf.finish())
+                tick(f"{deck}.pdf")
+            if notes_slides:
+                files.add(f"{deck}.pptx", pptx_bytes(notes_slides, s.width, s.height, self.lesson_title))
+                tick(f"{deck}.pptx")
+        finally:
+            if pdf is not None:
+                pdf.close()
+            self.pictures.close()
+        for k, ((run, _beam), scenario) in enumerate(zip(runs, self.session.scenarios), start=1):
+            stem = f"{self.lesson_id}-run" + (f"-{k}" if len(runs) > 1 else "")
+            vocab = scenario.model.vocab
+            if "csv" in s.formats:
+                files.add(f"{stem}.csv", run_csv(run, vocab).encode("utf-8"))
+                tick(f"{stem}.csv")
+            if "json" in s.formats:
+                data = run_json(run, vocab, s.intermediates)
+                files.add(f"{stem}.json", (dumps_readable(data) + "\n").encode("utf-8"))
+                tick(f"{stem}.json")
+
+    def notes(self, index: int) -> str:
+        """Speaker notes: the frame's explanation; the lesson's self-checks on the first
+        slide (before class) and the last (after class)."""
+        frame = self.session.frames[index]
+        run, model = self.session.run_at(index)
+        last = len(self.session.frames) - 1
+        checks = [c for c in self.checks if (c[0] == "before" and index == 0) or (c[0] == "after" and index == last)]
+        return speaker_notes(frame_explanation(frame, run, model.vocab, self.spec.lang), checks, self.spec.lang)
+
+
+def png_bytes(image: QImage) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    if not image.save(buffer, "PNG", PNG_QUALITY):
+        raise ExplorerError("PNG encoding failed")
+    buffer.close()
+    return bytes(data.data())
+
+
+def svg_bytes(pictures, text: SlideText, spec: ExportSpec) -> bytes:
+    data = QByteArray()
+    buffer = QBuffer(data)
+    buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+    generator = QSvgGenerator()
+    generator.setOutputDevice(buffer)
+    generator.setSize(QSize(spec.width, spec.height))
+    generator.setViewBox(QRect(0, 0, spec.width, spec.height))
+    painter = QPainter(generator)
+    pictures.paint(painter, text)
+    painter.end()
+    buffer.close()
+    return bytes(data.data())
+
+
+class _PdfDeck:
+    """A 16:9 PDF, one frame per page, drawn as vectors (text stays sharp at any zoom)."""
+
+    def __init__(self, spec: ExportSpec, title: str):
+        self.data = QByteArray()
+        self.buffer = QBuffer(self.data)
+        self.buffer.open(QIODevice.OpenModeFlag.WriteOnly)
+        self.writer = QPdfWriter(self.buffer)
+        self.writer.setPageSize(QPageSize(QSizeF(spec.width, spec.height), QPageSize.Unit.Point, "slide"))
+        self.writer.setPageMargins(QMarginsF(0, 0, 0, 0))
+        self.writer.setResolution(72)                          # 1 slide pixel = 1 point
+        self.writer.setDocumentId(QUuid("{00000000-0000-4000-8000-000000000000}"))
+        self.writer.setCreator("Token Explorer")
+        self.writer.setTitle(title)              # the deck names its lesson in its metadata
+        self.painter = QPainter()
+        self.pages = 0
+
+    def add(self, pictures, text: SlideText) -> None:
+        if self.pages == 0:
+            self.painter.begin(self.writer)
+        else:
+            self.writer.newPage()
+        pictures.paint(self.painter, text)
+        self.pages += 1
+
+    def close(self) -> None:
+        if self.painter.isActive():
+            self.painter.end()
+
+    def finish(self) -> bytes:
+        """The document, with the dates Qt writes fixed (equal input, equal bytes)."""
+        self.close()
+        data = bytes(self.data.data())
+        data = re.sub(rb"D:\d{14}Z", FIXED_DATE, data)
+        return re.sub(rb"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d[+-]\d\d:\d\d", FIXED_XMP_DATE, data)
+
+
+def export_session(session: Session, spec: ExportSpec, lesson_id: str, lesson_title: str,
+                   progress: Progress | None = None, checks: Checks = (), window_class=None) -> list[Path]:
+    """Draw `session`'s frames and write them. Needs a QApplication with the fonts registered;
+    `window_class` (the app's MainWindow) only for `--style window`."""
+    with quiet_harmless_qt_messages():
+        if spec.style == "window":
+            with export_window(window_class, session, spec) as window:
+                return ExportJob(session, spec, lesson_id, lesson_title, checks, window).run(progress)
+        return ExportJob(session, spec, lesson_id, lesson_title, checks).run(progress)
+
+
+def frame_image(session: Session, spec: ExportSpec, lesson_title: str, window_class=None) -> QImage:
+    """The current frame of `session` as a slide image (the clipboard copy, the dialog's preview)."""
+    with quiet_harmless_qt_messages():
+        text = slide_text(session, session.cursor, spec.lang, lesson_title)
+        if spec.style == "window":
+            with export_window(window_class, session, spec) as window:
+                return slide_image(WindowPicture(window, SlideGeometry(spec.width, spec.height, spec.caption)),
+                                   text, spec)
+        pictures = slide_pictures(session, spec)
+        try:
+            return slide_image(pictures, text, spec)
+        finally:
+            pictures.close()
+
+
+def frame_file_bytes(session: Session, spec: ExportSpec, fmt: str, lesson_title: str, checks: Checks = (),
+                     window_class=None) -> bytes:
+    """The current frame of `session` as one file of `fmt` (png, svg, pdf or a one-slide pptx)."""
+    with quiet_harmless_qt_messages():
+        if spec.style == "window":
+            with export_window(window_class, session, spec) as window:
+                return _frame_bytes(session, spec, fmt, lesson_title, checks, window)
+        return _frame_bytes(session, spec, fmt, lesson_title, checks)
+
+
+def _frame_bytes(session, spec, fmt, lesson_title, checks, window=None) -> bytes:
+    job = ExportJob(session, spec, "frame", lesson_title, checks, window)
+    text = slide_text(session, session.cursor, spec.lang, lesson_title)
+    try:
+        if fmt == "svg":
+            return svg_bytes(job.pictures, text, spec)
+        if fmt == "pdf":
+            pdf = _PdfDeck(spec, lesson_title)
+            pdf.add(job.pictures, text)
+            return pdf.finish()
+        png = png_bytes(slide_image(job.pictures, text, spec))
+        if fmt == "pptx":
+            return pptx_bytes([(png, job.notes(session.cursor))], spec.width, spec.height, lesson_title)
+        return png
+    finally:
+        job.pictures.close()

@@ -1,0 +1,172 @@
+"""Composed slides: every frame of every lesson, in both languages, laid out large with
+slide-sized type, no app chrome and nothing cut off."""
+
+from contextlib import contextmanager
+
+import pytest
+from PySide6.QtCore import QRect, QRectF
+from PySide6.QtWidgets import QAbstractButton, QAbstractSlider, QComboBox, QLabel, QLineEdit
+
+from explorer.export.spec import ExportSpec
+from explorer.lessons import lesson_names, load_lesson
+from explorer.ui.fonts import register_fonts
+from explorer.ui.slides.job import slide_pictures
+from explorer.ui.slides.layout import BODY_PX, SlideGeometry
+
+CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
+
+
+@pytest.fixture(scope="module")
+def sessions():
+    """lesson -> its session, built once (the real model's runs take a while): tests use copies."""
+    built = {}
+
+    def session_of(lesson):
+        if lesson not in built:
+            built[lesson] = load_lesson(lesson).build_session()
+        return built[lesson].copy()
+    return session_of
+
+
+@contextmanager
+def composer(session, lang="en", **spec):
+    """The slide composer of an export with these settings, closed afterwards."""
+    register_fonts()
+    pictures = slide_pictures(session, ExportSpec(None, lang=lang, **spec))
+    try:
+        yield pictures
+    finally:
+        pictures.close()
+
+
+def placed_on_every_frame(session, pictures):
+    for index in range(len(session.frames)):
+        session.go(index)
+        yield index, pictures.lay_out()
+
+
+def check_slide(where, frame, pictures, placed, unit=1.0):
+    body = pictures.geometry.body
+    ids = [panel.panel_id for panel, _, _ in placed]
+    named = [p for p in frame.panels if p in ids]
+    assert named == [p for p in frame.panels if p in ("timeline", "kv", "attention", "distribution", "beam")
+                     and p in ids], where                       # the frame's own panels, in its order
+    for k, (panel, rect, scale) in enumerate(placed):
+        assert body.adjusted(-0.5, -0.5, 0.5, 0.5).contains(rect), (where, panel.panel_id, rect)
+        for _, other, _ in placed[k + 1:]:
+            assert not rect.intersects(other), (where, panel.panel_id)
+        drawn = (panel.width() * scale, panel.height() * scale)        # inside its place, filling it
+        assert drawn[0] <= rect.width() + 1 and drawn[1] <= rect.height() + 1, (where, panel.panel_id)
+        assert drawn[0] >= rect.width() - 2 or drawn[1] >= rect.height() - 2, (where, panel.panel_id)
+        px = panel.font().pointSizeF() * panel.logicalDpiY() / 72 * scale
+        assert px >= (BODY_PX if scale == 1 else 22) * unit - 0.5, (where, panel.panel_id, px)
+        inside = QRect(0, 0, panel.width(), panel.height())
+        if panel.panel_id == "kv":              # the grid's own drawing: whole cells only
+            view = panel.grid_view()
+            cols, rows = view.places()
+            assert rows[-1][0] + view.cell_h <= view.viewport().height() + 1, (where, "kv rows cut")
+            assert cols[-1][0] + view.cell_w <= view.viewport().width() + 1, (where, "kv columns cut")
+        for kind in CHROME:
+            for widget in panel.findChildren(kind):
+                assert not widget.isVisibleTo(panel), (where, panel.panel_id, type(widget).__name__)
+        for label in panel.findChildren(QLabel):
+            if not label.isVisibleTo(panel) or not label.text():
+                continue
+            box = QRect(label.mapTo(panel, label.rect().topLeft()), label.size())
+            assert inside.contains(box), (where, panel.panel_id, label.text())
+            need = (label.heightForWidth(label.width()) if label.wordWrap()
+                    else label.sizeHint().height())
+            assert need <= label.height() + 1, (where, panel.panel_id, label.text(), need, label.height())
+            if not label.wordWrap():
+                assert label.sizeHint().width() <= label.width() + 1, (where, panel.panel_id, label.text())
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lesson", lesson_names())
+def test_every_frame_of_every_lesson_is_a_slide(qapp, sessions, lesson, lang):
+    session = sessions(lesson)
+    with composer(session, lang) as pictures:
+        for index, placed in placed_on_every_frame(session, pictures):
+            assert placed, (lesson, index)
+            check_slide(f"{lesson} {lang} frame {index + 1}", session.frames[index], pictures, placed)
+
+
+@pytest.mark.parametrize("lesson, lang", [("wo-ai-to-eos", "en"), ("prefill-decode", "zh")])
+def test_a_smaller_slide_has_smaller_type_in_proportion(qapp, sessions, lesson, lang):
+    session = sessions(lesson)
+    with composer(session, lang, width=1280, height=720) as pictures:
+        assert pictures.geometry == SlideGeometry(1280, 720, True)
+        for index, placed in placed_on_every_frame(session, pictures):
+            check_slide(f"720p {lesson} frame {index + 1}", session.frames[index], pictures, placed, unit=720 / 1080)
+
+
+def test_a_panel_slide_of_the_cache_fills_the_body(qapp):
+    """`--panel kv --frames 6`: the grid is drawn large, not in a corner."""
+    session = load_lesson("wo-ai-to-eos").build_session()
+    with composer(session, panel="kv") as pictures:
+        session.go(5)
+        ((panel, rect, scale),) = pictures.lay_out()
+        body = pictures.geometry.body
+        assert rect == body and scale == 1
+        content = panel.slide_content_size()
+        covered = min(content.width(), body.width()) * min(content.height(), body.height())
+        assert covered > 0.6 * body.width() * body.height()
+        assert panel.text_point_size() * panel.logicalDpiY() / 72 > 1.3 * BODY_PX   # grown to fill
+
+
+def test_thirty_layers_are_elided_around_a_visible_gap(qapp, sessions):
+    session = sessions("real-model")
+    with composer(session, panel="kv") as pictures:
+        session.go(1)                                     # the Prefill: 5 positions, 30 layers
+        pictures.lay_out()
+        panel = pictures.panel_copy("kv")
+        cols, rows = panel.grid_view().places()
+        drawn = [r for _, r in rows]
+        assert drawn[:2] == [0, 1] and drawn[-2:] == [58, 59] and None in drawn     # L0 K/V … L29 K/V
+        kept = [r for r in drawn if r is not None]
+        assert all(k % 2 == 0 and k + 1 == v for k, v in zip(kept[::2], kept[1::2]))   # whole K/V pairs
+        bottom = rows[-1][0] + panel.grid_view().cell_h
+        assert bottom <= panel.grid_view().viewport().height()      # the last row is whole, not cut
+        assert [c for _, c in cols] == [0, 1, 2, 3, 4]               # five positions have room
+
+
+def test_a_slide_has_no_interaction_hints(qapp):
+    session = load_lesson("wo-ai-to-eos").build_session()
+    with composer(session, panel="distribution") as pictures:
+        session.go(2)
+        ((panel, _, _),) = pictures.lay_out()
+        shown = " ".join(label.text() for label in panel.findChildren(QLabel) if label.isVisibleTo(panel))
+        assert "Click a bar" not in shown and "学习" in shown
+
+
+def test_panels_without_anything_to_show_stay_off_the_slide(qapp):
+    """A table model has no layers: no empty attention panel or cache grid on its slides;
+    before the first forward, no empty distribution (the beam lesson's first frame names one)."""
+    session = load_lesson("beam").build_session()
+    assert "distribution" in session.frames[0].panels
+    with composer(session) as pictures:
+        for index, placed in placed_on_every_frame(session, pictures):
+            shown = {p.panel_id for p, _, _ in placed}
+            assert not shown & {"attention", "kv"}
+            assert index > 0 or shown == {"timeline"}
+
+
+def test_an_empty_panel_asked_for_says_so_without_a_hint_to_click(qapp):
+    session = load_lesson("wo-ai-to-eos").build_session()
+    with composer(session, panel="distribution") as pictures:
+        session.go(0)
+        ((panel, _, _),) = pictures.lay_out()
+        assert panel.message_text() == "No logits yet: the prompt has not been through the model."
+
+
+def test_panel_rects_follow_the_content(qapp):
+    """The timeline spans the width above; a grid gets the width it asks for beside a chart."""
+    from PySide6.QtCore import QSizeF
+    g = SlideGeometry(1920, 1080, True)
+    timeline, kv, chart = g.panel_rects(("timeline", "kv", "distribution"),
+                                        {"timeline": QSizeF(1500, 300), "kv": QSizeF(600, 400), "distribution": None})
+    assert timeline.width() == g.body.width() and timeline.height() == pytest.approx(330)
+    assert kv.width() == pytest.approx(660) and chart.left() > kv.right()
+    assert chart.right() == pytest.approx(g.body.right())
+    assert g.panel_rects(("kv",), {"kv": QSizeF(10, 10)}) == [g.body]
+    assert isinstance(g.body, QRectF) and g.body.bottom() < g.caption_strip.top()
