@@ -127,7 +127,7 @@ def _stacked(parts):
     their storage differs (a file may quantise Q and V differently)."""
     if all(isinstance(p, np.ndarray) for p in parts):
         whole = np.concatenate(parts)
-    elif all(isinstance(p, BlockMatrix) for p in parts) and len({p.bits for p in parts}) == 1:
+    elif all(isinstance(p, BlockMatrix) for p in parts) and len({p.kind for p in parts}) == 1:
         whole = BlockMatrix.stack(parts)
     else:
         return None, parts
