@@ -51,6 +51,8 @@ class DecoderConfig:
     local_rope_base: float = 0.0  # rotary base of the windowed layers (0: rope_base)
     logit_rows: int = 0          # logits kept of a forward's last positions (0 = all): a
                                  # 262,144-token vocabulary is 1 MB per position
+    keep_scores: bool = True     # traces keep the attention scores beside the weights (Gemma 3
+                                 # does not: 72 MB at 500 positions that no panel draws)
 
     def window(self, layer: int) -> int:
         """Positions layer `layer` reads back from each query (itself included); 0 = all."""
@@ -219,8 +221,8 @@ class DecoderModel(StepwiseModel):
             ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp), lp.post_norm2)   # [n, d]
             x = x + ffn_out
             if keep:
-                traces.append(LayerTrace(x_in, q, k, v, scores, mask, weights, attn_out, ffn_out, x,
-                                         windows[i]))
+                traces.append(LayerTrace(x_in, q, k, v, scores if c.keep_scores else None, mask,
+                                         weights, attn_out, ffn_out, x, windows[i]))
         cache.commit(ids, positions)
         return x, tuple(traces)
 
@@ -247,10 +249,11 @@ class DecoderModel(StepwiseModel):
         else:
             qkv = x @ lp.wqkv                          # one product instead of three
             a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
+            v = qkv[:, b:].copy()      # its own array: a trace keeping V does not keep Q and K twice
             if lp.q_norm is None and tables is not None:
                 qk = self._rope(qkv[:, :b], tables)    # both turned at once
-                return qk[:, :a], qk[:, a:], qkv[:, b:]
-            q, k, v = qkv[:, :a], qkv[:, a:b], qkv[:, b:]
+                return qk[:, :a], qk[:, a:], v
+            q, k = qkv[:, :a], qkv[:, a:b]
         if lp.q_norm is not None:
             q, k = self._head_norm(q, lp.q_norm), self._head_norm(k, lp.k_norm)
         if tables is not None:

@@ -36,8 +36,19 @@ def rms_norm(x, gamma, eps=1e-5):  # [n, d], [d] -> [n, d]
     return x * (gamma / np.sqrt(mean_square + eps)[..., None])   # gamma / rms: [n, d]
 
 
-def gelu(x):  # [...] -> [...], the tanh approximation used by GPT-2
-    return 0.5 * x * (1 + np.tanh(np.sqrt(2 / np.pi) * (x + 0.044715 * x ** 3)))
+def gelu(x):  # [...] -> [...], the tanh approximation used by GPT-2 (and ggml's gelu)
+    """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in the dtype of x, in place in one
+    scratch array (a Gemma 3 Prefill of 500 tokens takes it of 18 x 1M numbers)."""
+    t = x * x
+    t *= 0.044715
+    t += 1
+    t *= x
+    t *= math.sqrt(2 / math.pi)    # a Python float: float32 stays float32
+    np.tanh(t, out=t)
+    t += 1
+    t *= x
+    t *= 0.5
+    return t
 
 
 def silu(x):  # [...] -> [...]

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import heapq
 import re
+from array import array
 from dataclasses import dataclass, field
 
 from .errors import PromptError
@@ -36,7 +37,7 @@ class SentencePieceVocabulary(Vocabulary):
     tokens: the GGUF spelling ("▁capital", "<0xE6>"); scores: one per token, higher merges
     first; control: ids left out of decoded text; user_defined: the texts cut out first."""
     tokens: tuple[str, ...] = ()
-    scores: tuple[float, ...] = ()
+    scores: array = field(default_factory=lambda: array("f"))   # float32, one per token
     control: frozenset = frozenset()
     user_defined: tuple[str, ...] = ()     # longest first
     add_bos: bool = True
@@ -62,7 +63,7 @@ class SentencePieceVocabulary(Vocabulary):
         control = frozenset(i for i, kind in enumerate(types) if kind == CONTROL) | frozenset(specials.values())
         user = sorted((tokens[i] for i, kind in enumerate(types) if kind == USER_DEFINED and tokens[i]),
                       key=len, reverse=True)
-        return cls(tuple(pieces), dict(specials), tuple(tokens), tuple(float(s) for s in scores),
+        return cls(tuple(pieces), dict(specials), tuple(tokens), array("f", scores),
                    control, tuple(user), bool(add_bos), ids, tuple(byte_ids))
 
     def __repr__(self) -> str:

@@ -17,7 +17,8 @@ class LayerTrace:
     q: np.ndarray          # [h, n, e] queries of the new positions (after rotary, if any)
     k: np.ndarray          # [g, n, e] keys the new positions add to the cache
     v: np.ndarray          # [g, n, e] values the new positions add to the cache
-    scores: np.ndarray     # [h, n, t] q.k / sqrt(e), before the causal mask
+    scores: np.ndarray | None  # [h, n, t] q.k / sqrt(e), before the causal mask (None when
+                           # the model keeps only the weights: DecoderConfig.keep_scores)
     mask: np.ndarray       # [n, t] True where the query may attend to the key (causal, and
                            # inside the window of a sliding-window layer)
     weights: np.ndarray    # [h, n, t] attention weights; masked cells are exactly 0
