@@ -104,8 +104,11 @@ def softmax(logits: np.ndarray) -> np.ndarray:  # [V] -> [V] float64
 
 
 def top(llm) -> list[list]:
-    """[[id, probability], ...] of the next token after what llm has evaluated."""
-    p = softmax(np.asarray(llm.scores[llm.n_tokens - 1]))
+    """[[id, probability], ...] of the next token after what llm has evaluated (the one
+    row of logits llama.cpp computed for the last token of the last batch)."""
+    import llama_cpp
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
+    p = softmax(logits.copy())
     ids = np.argsort(-p, kind="stable")[:TOP]
     return [[int(i), round(float(p[i]), 6)] for i in ids]
 
