@@ -28,7 +28,6 @@ so that rotary positions act on adjacent pairs, the layout `layers.rope` uses.
 
 from __future__ import annotations
 
-import ctypes
 from pathlib import Path
 
 import numpy as np
@@ -36,6 +35,7 @@ import numpy as np
 from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .gguf import GGUFError, GGUFFile
+from .heap import return_freed_memory
 from .quantized import QUANTISED, BlockMatrix, prepare
 from .spm import SentencePieceVocabulary
 from .vocab import Vocabulary
@@ -64,17 +64,8 @@ def load_llama(path, name: str | None = None) -> DecoderModel:
         raise GGUFError(f"{gf.path}: the tokenizer has {len(vocab)} tokens but token_embd has "
                         f"{config.vocab_size} rows")
     params = llama_params(gf, config)
-    _return_freed_memory()
+    return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
     return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32)
-
-
-def _return_freed_memory() -> None:
-    """Give the memory the load freed (the file's lists, the blocks' unpacking) back to the
-    system: glibc keeps freed heap pages otherwise, 80 MB after loading Gemma 3."""
-    try:
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):       # not glibc: nothing to do
-        pass
 
 
 def llama_config(gf: GGUFFile) -> DecoderConfig:
