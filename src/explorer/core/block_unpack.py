@@ -37,8 +37,7 @@ def half(pairs: np.ndarray) -> np.ndarray:  # [..., 2] uint8 little-endian float
 
 def q5_0(raw, rows: int, cols: int):  # -> q [rows, cols] int8, scale [rows, cols/32], None
     b = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, 22)        # [r, nb, 22]
-    high = np.ascontiguousarray(b[..., 2:6]).view("<u4")                  # [r, nb, 1]
-    high = ((high >> np.arange(32, dtype=np.uint32)) & 1).astype(np.uint8)   # [r, nb, 32]
+    high = np.unpackbits(b[..., 2:6], axis=-1, bitorder="little")         # [r, nb, 32]: bit j of qh
     qs = b[..., 6:]                                                       # [r, nb, 16]
     low = np.concatenate([qs & 15, qs >> 4], axis=-1)                     # [r, nb, 32]
     q = (low | (high << 4)).astype(np.int8) - np.int8(16)

@@ -49,17 +49,14 @@ class SentencePieceVocabulary(Vocabulary):
         """From the GGUF lists: tokens, scores, token types; specials {role: id}."""
         tokens = list(tokens)
         types = [int(t) for t in types]
-        ids = {}
-        for i, tok in enumerate(tokens):
-            ids.setdefault(tok, i)
-        pieces, byte_ids = [], [None] * 256
-        for i, (tok, kind) in enumerate(zip(tokens, types)):
-            hit = _BYTE_TOKEN.fullmatch(tok) if kind == BYTE else None
+        ids = dict(zip(reversed(tokens), range(len(tokens) - 1, -1, -1)))   # the first id of a text
+        pieces = [tok.replace(SPACE, " ").encode("utf-8") for tok in tokens]
+        byte_ids = [None] * 256
+        for i in (i for i, kind in enumerate(types) if kind == BYTE):
+            hit = _BYTE_TOKEN.fullmatch(tokens[i])
             if hit:
                 byte_ids[int(hit.group(1), 16)] = i
-                pieces.append(bytes([int(hit.group(1), 16)]))
-            else:
-                pieces.append(tok.replace(SPACE, " ").encode("utf-8"))
+                pieces[i] = bytes([int(hit.group(1), 16)])
         control = frozenset(i for i, kind in enumerate(types) if kind == CONTROL) | frozenset(specials.values())
         user = sorted((tokens[i] for i, kind in enumerate(types) if kind == USER_DEFINED and tokens[i]),
                       key=len, reverse=True)
