@@ -41,6 +41,16 @@ def random_blocks(rng, rows, cols, kind, bad_scale=None):
     return raw, quants.dequantize(raw, kind).reshape(rows, cols).astype(np.float32)
 
 
+def check_product(rng, m: BlockMatrix, w: np.ndarray, n: int) -> None:
+    """n random rows times m.T against a float64 product over m's unpacked weights w."""
+    x = rng.standard_normal((n, w.shape[1])).astype(np.float32)
+    got = x @ m.T
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    assert got.dtype == np.float32 and got.shape == (n, w.shape[0])
+    # float32 sums of 32-512 terms: a few units in the last place of the largest term
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * (np.abs(x) @ np.abs(w).T).max())
+
+
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
 def test_unpacking_equals_llama_cpps_dequantiser_bit_for_bit(kind):
     rng = np.random.default_rng(int(kind))
@@ -85,12 +95,7 @@ def test_a_nan_scale_shows_as_nan_in_its_block_not_as_zero(kind):
 def test_k_quant_products_equal_a_float64_product_over_the_unpacked_weights(kind, rows, supers, n, seed):
     rng = np.random.default_rng(seed)
     raw, w = random_blocks(rng, rows, 256 * supers, kind)
-    m = BlockMatrix.from_gguf(raw, kind, (rows, 256 * supers))
-    x = rng.standard_normal((n, 256 * supers)).astype(np.float32)
-    got = x @ m.T
-    want = x.astype(np.float64) @ w.T.astype(np.float64)
-    assert got.dtype == np.float32 and got.shape == (n, rows)
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * (np.abs(x) @ np.abs(w).T).max())
+    check_product(rng, BlockMatrix.from_gguf(raw, kind, (rows, 256 * supers)), w, n)
 
 
 @settings(max_examples=60, deadline=None)
@@ -98,13 +103,7 @@ def test_k_quant_products_equal_a_float64_product_over_the_unpacked_weights(kind
        n=st.integers(1, 7), seed=st.integers(0, 2**16))
 def test_products_equal_a_float64_product_over_the_unpacked_weights(kind, rows, blocks, n, seed):
     rng = np.random.default_rng(seed)
-    m, w = quantised(rng, rows, 32 * blocks, kind)
-    x = rng.standard_normal((n, 32 * blocks)).astype(np.float32)
-    got = x @ m.T
-    want = x.astype(np.float64) @ w.T.astype(np.float64)
-    assert got.dtype == np.float32 and got.shape == (n, rows)
-    # float32 sums of 32-128 terms: a few units in the last place of the largest term
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * (np.abs(x) @ np.abs(w).T).max())
+    check_product(rng, *quantised(rng, rows, 32 * blocks, kind), n)
 
 
 def test_a_row_gives_the_same_result_alone_or_with_others():
