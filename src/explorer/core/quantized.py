@@ -126,11 +126,11 @@ class BlockMatrix:
         one = x.shape[0] == 1                            # a decode step
         with _LAUNCH:
             if self.offset is None:
-                shift = self.group.bit_length() - 1          # element t's scale: t >> shift
+                matvec, matmul = k.EIGHT_BIT[self.group.bit_length() - 1]   # t's scale: t >> shift
                 if one:
-                    k.matvec_8bit(x[0], self.q, self.scale, shift, out[0])
+                    matvec(x[0], self.q, self.scale, out[0])
                 else:
-                    k.matmul_8bit(x, self.q, self.scale, shift, out)
+                    matmul(x, self.q, self.scale, out)
             elif one:
                 k.matvec_4bit(nibble_order(x)[0], self.q, self.scale, self.offset, out[0])
             else:
@@ -163,8 +163,8 @@ def prepare() -> None:
     so that the first load does not wait for the compiler."""
     one = np.ones((1, 1), np.float32)                                          # a block's scale
     for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
-              BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None)):          # 8-bit [1, 32]
-        # (one compiled 8-bit loop serves a scale per 32 and per 16: the shift is an argument)
+              BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None),           # 8-bit [1, 32]
+              BlockMatrix(np.zeros((1, BLOCK), np.int8), np.ones((1, 2), np.float32), None)):  # per 16
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
 
