@@ -90,7 +90,7 @@ PROMPTS = {
     "zh-long": "".join(CHINESE_PARAGRAPHS) + "读完这些段落，我最喜欢的是",
     "en-long": " ".join(ENGLISH_PARAGRAPHS[:3]) + " The next morning, the lighthouse keeper",
     # longer than the 512-position window: the local layers no longer read its beginning
-    "mixed-past-window": ("\n\n".join(ENGLISH_PARAGRAPHS + CHINESE_PARAGRAPHS + ENGLISH_PARAGRAPHS[:3])
+    "mixed-past-window": ("\n\n".join(ENGLISH_PARAGRAPHS + CHINESE_PARAGRAPHS)
                           + "\n\nIn one sentence, the first paragraph was about"),
 }
 GREEDY_STEPS = 8
