@@ -1,6 +1,12 @@
-"""SmolLM2-135M-Instruct in numpy: load time, resident memory, Prefill and Decode timings.
+"""SmolLM2-135M-Instruct and Gemma 3 270M in numpy: load time, memory, Prefill and Decode.
 
-    python benchmarks/bench_real_model.py [--json] [--loads 3] [--steps 20]
+    python benchmarks/bench_real_model.py [--json] [--loads 3] [--steps 20] [--peer PYTHON]
+
+Gemma 3 rows (when its file is installed): load in a fresh process, resident memory after
+a 500-token Prefill in that process (target <= 600 MB), and Decode ms/token at positions
+10 and 600 (past the 512-position window), each beside llama.cpp on the same file in the
+same run (`--peer`: a Python with llama-cpp-python, by default /tmp/peer/bin/python or
+$TOKEN_EXPLORER_PEER_PYTHON; the rows say "no peer" without one). Target: <= 2x llama.cpp.
 
 Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores.
 The last rows time opening the shipped real-model lesson with the model already loaded,
@@ -44,13 +50,87 @@ print(json.dumps({"seconds": seconds, "rss_mb": kb("VmRSS") / 1024, "peak_mb": k
 """
 
 
-def load_in_fresh_processes(n: int) -> list[dict]:
+GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
+GEMMA3_CHILD = r"""
+import json, sys, time
+start = time.perf_counter()
+from explorer.models import load_model
+model = load_model(sys.argv[1])
+seconds = time.perf_counter() - start
+ids = model.vocab.encode("The lighthouse keeper climbed the stairs at dusk. " * 60)[:500]
+start = time.perf_counter()
+trace, cache = model.prefill(ids)      # held, as the window holds a Run
+prefill = time.perf_counter() - start
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+kb = lambda key: int(status[key].split()[0])
+print(json.dumps({"seconds": seconds, "prefill": prefill, "rss_mb": kb("VmRSS") / 1024,
+                  "peak_mb": kb("VmHWM") / 1024}))
+"""
+# llama.cpp on the same file: Decode steps timed one token at a time after a Prefill
+PEER_CHILD = r"""
+import json, sys, time
+import llama_cpp
+path, position, steps = sys.argv[1], int(sys.argv[2]), int(sys.argv[3])
+prompt = json.loads(sys.stdin.read())
+llm = llama_cpp.Llama(model_path=path, n_ctx=2048, n_batch=1024, n_threads=2, verbose=False)
+llm.eval(prompt)
+times, token = [], prompt[-1]
+for i in range(steps + 2):
+    start = time.perf_counter()
+    llm.eval([token])
+    if i >= 2:
+        times.append(time.perf_counter() - start)
+print(json.dumps(times))
+"""
+
+
+def load_in_fresh_processes(n: int, child: str = CHILD, *args: str) -> list[dict]:
     out = []
     for _ in range(n):
-        done = subprocess.run([sys.executable, "-c", CHILD], capture_output=True, text=True, check=True,
-                              env=child_env())
+        done = subprocess.run([sys.executable, "-c", child, *args], capture_output=True, text=True,
+                              check=True, env=child_env())
         out.append(json.loads(done.stdout.strip().splitlines()[-1]))
     return out
+
+
+def peer_python(option: str | None) -> str | None:
+    """The Python that has llama-cpp-python, or None."""
+    for candidate in (option, os.environ.get("TOKEN_EXPLORER_PEER_PYTHON"), "/tmp/peer/bin/python"):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    return None
+
+
+def peer_decode_times(python: str, path, prompt: list[int], steps: int) -> list[float]:
+    done = subprocess.run([python, "-c", PEER_CHILD, str(path), str(len(prompt)), str(steps)],
+                          input=json.dumps(prompt), capture_output=True, text=True, check=True)
+    return json.loads(done.stdout.strip().splitlines()[-1])
+
+
+def gemma3_rows(loads: int, steps: int, peer: str | None) -> list[dict]:
+    """Load, memory after a 500-token Prefill, Decode at positions 10 and 600 beside llama.cpp."""
+    path = models.cache_dir() / GEMMA3_FILE
+    if not path.is_file():
+        return []
+    fresh = load_in_fresh_processes(loads, GEMMA3_CHILD, str(path))
+    rows = [summary("gemma3: load (fresh process)", [r["seconds"] for r in fresh], target="<= 1500 ms"),
+            summary("gemma3: Prefill 500 tokens, then resident", [r["prefill"] for r in fresh],
+                    rss_mb=statistics.median(r["rss_mb"] for r in fresh),
+                    peak_mb=statistics.median(r["peak_mb"] for r in fresh), target="<= 600 MB")]
+    model = models.load_model(path)
+    for position in (10, 600):
+        before = conditions()
+        ours = decode_times(model, position, steps)[0]
+        extra = {"target": "<= 2x llama.cpp", **before}
+        if peer is not None:
+            prompt = np.random.default_rng(position).integers(100, len(model.vocab), position).tolist()
+            theirs = peer_decode_times(peer, path, prompt, steps)
+            extra.update(llama_cpp_ms=statistics.median(theirs) * 1000,
+                         vs_llama_cpp=statistics.median(ours) / statistics.median(theirs))
+        else:
+            extra["llama_cpp_ms"] = "no peer"
+        rows.append(summary(f"gemma3: decode at position {position}", ours, **extra))
+    return rows
 
 
 def decode_times(model, position: int, steps: int, after=None) -> tuple[list[float], list]:
@@ -95,6 +175,7 @@ def main() -> None:
     p = parser(__doc__)
     p.add_argument("--loads", type=int, default=3, help="fresh processes that load the model")
     p.add_argument("--steps", type=int, default=20, help="Decode steps timed per position")
+    p.add_argument("--peer", help="a Python with llama-cpp-python, for the Gemma 3 rows")
     args = p.parse_args()
     models.require_installed("smollm2")
     loads = load_in_fresh_processes(args.loads)
@@ -114,6 +195,7 @@ def main() -> None:
                         vs_floor=statistics.median(d / f for d, f in zip(decode, floor))))
     rows.append(summary("open the real-model lesson (model loaded)", measure(open_real_lesson, repeat=5, warmup=1)))
     rows.append(summary("real-model lesson: a new seed in sampling mode", lesson_changes(seeds=7)))
+    rows += gemma3_rows(args.loads, args.steps, peer_python(args.peer))
     report(rows, args.json)
 
 

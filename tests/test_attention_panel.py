@@ -152,10 +152,11 @@ def test_chinese_labels(panel, session):
     assert panel.caption_text().startswith("Prefill：")
 
 
-def rope_session(prompt, n_layers=1, max_new_tokens=1):
-    """A random 50-token rotary model (2 query heads, 1 K/V head) on `prompt`."""
+def rope_session(prompt, n_layers=1, max_new_tokens=1, windows=()):
+    """A random 50-token rotary model (2 query heads, 1 K/V head) on `prompt`; `windows`:
+    how many of the latest positions each layer reads (0 = all), as Gemma 3's layers."""
     config = DecoderConfig(vocab_size=50, d_model=8, n_layers=n_layers, n_heads=2, n_kv_heads=1,
-                           head_dim=4, d_ff=8, positions="rope", max_positions=1024)
+                           head_dim=4, d_ff=8, positions="rope", max_positions=1024, windows=windows)
     model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
                          Vocabulary(tuple(f"t{i}" for i in range(50)), {"eos": 49}))
     return Session(model, prompt, SamplingConfig(max_new_tokens=max_new_tokens), check_recompute=False)
@@ -257,3 +258,26 @@ def test_the_colour_bar_writes_only_as_many_weights_as_fit(qtbot, session):
     assert not panel.query_axis_titled()              # "queries (token·position)" would be cut
     panel.resize(900, 500)
     qtbot.waitUntil(panel.query_axis_titled)
+
+
+def test_a_sliding_window_layer_hatches_the_keys_it_no_longer_reads(qtbot):
+    """Layer 0 reads only the latest 4 positions (Gemma 3's local layers read 512), layer 1
+    every position: the keys outside the window are masked cells, not zero weights, and
+    the picker, the legend and the tooltip say why."""
+    session = rope_session(list(range(8)), n_layers=2, windows=(4, 0))
+    panel = make_panel(qtbot, session)
+    session.next()                                                 # Prefill: 8 x 8
+    assert [panel.layer_picker.itemText(i) for i in range(2)] == ["layer 0 · local 4", "layer 1 · global"]
+    lt = session.step.trace.layers[0]
+    image = panel.image_array()
+    assert np.isnan(image[7, :4]).all() and np.isfinite(image[7, 4:]).all()   # query 7 reads 4..7
+    assert lt.weights[:, 7, :4].max() == 0 and np.allclose(lt.weights[:, 7].sum(-1), 1)
+    assert "reads only the latest 4 positions" in panel.legend_text()
+    assert panel.tip_at(panel.cell_center(7, 2)) == ("query t7·7 → key t2·2: masked (older than this "
+                                                     "layer's window of the latest 4 positions, not a zero weight)")
+    assert "a future position" in panel.tip_at(panel.cell_center(2, 7))
+    panel.layer_picker.setCurrentIndex(1)                          # the global layer reads all
+    assert np.isfinite(panel.image_array()[7]).all()
+    assert "window" not in panel.legend_text()
+    session.set_lang("zh")
+    assert panel.layer_picker.itemText(0) == "第0层 · 局部4"

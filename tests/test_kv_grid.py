@@ -299,3 +299,28 @@ def test_at_its_minimum_height_the_panel_still_shows_a_layers_k_and_v_rows(qtbot
     need = view.header_h + 2 * view.cell_h                         # the header, L0 K, L0 V
     qtbot.waitUntil(lambda: view.viewport().height() >= need)     # once the legend gave way
     assert panel.legend_is_compact() and panel.height() == panel.minimumSizeHint().height()
+
+
+def test_sliding_window_layers_are_marked_and_what_they_no_longer_read_is_hatched(qtbot):
+    """Layer 0 reads only the latest 3 positions (as Gemma 3's local layers read 512), layer 1
+    all: after a 6-token Prefill the last query, at position 5, read positions 3..5, so
+    layer 0 no longer reads positions 0..2 (they stay in the cache)."""
+    config = DecoderConfig(vocab_size=50, d_model=8, n_layers=2, n_heads=2, n_kv_heads=1, head_dim=4,
+                           d_ff=8, positions="rope", max_positions=64, windows=(3, 0))
+    model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
+                         Vocabulary(tuple(f"t{i}" for i in range(50)), {"eos": 49}), name="windowed")
+    session = Session(model, list(range(6)), SamplingConfig(max_new_tokens=2), check_recompute=False)
+    panel = KVGridPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(900, 500)
+    session.next()
+    assert panel.row_labels() == ["L0 K · 3", "L0 V · 3", "L1 K · all", "L1 V · all"]
+    assert panel._view.data.unread == (3, 3, 0, 0)
+    assert "1 local layers (· 3) read only the latest 3 positions, 1 global ones" in panel.counts_text()
+    assert "no longer read by it" in panel.tooltip_text(0, 1)
+    assert "no longer read" not in panel.tooltip_text(0, 4) and "no longer read" not in panel.tooltip_text(2, 1)
+    while session.frame.cache_len < 7:                             # on to Decode 1
+        session.next()
+    assert panel._view.data.unread == (4, 4, 0, 0)
+    session.set_lang("zh")
+    assert panel.row_labels()[2] == "L1 K · 全部" and "只读最近3个位置" in panel.counts_text()

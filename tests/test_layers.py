@@ -38,6 +38,14 @@ def test_causal_mask_lets_a_query_see_itself_and_the_past():
     assert mask.tolist() == [[True, True, True, False], [True, True, True, True]]
 
 
+def test_a_sliding_window_mask_keeps_only_the_latest_positions():
+    # window 3: query 5 reads 3, 4, 5 (llama.cpp masks a key when query - key >= window)
+    mask = L.causal_mask([4, 5], [0, 1, 2, 3, 4, 5], window=3)
+    assert mask.tolist() == [[False, False, True, True, True, False],
+                             [False, False, False, True, True, True]]
+    assert (L.causal_mask([5], range(6), window=0) == L.causal_mask([5], range(6))).all()
+
+
 def test_attention_masked_weights_are_exactly_zero_and_rows_sum_to_one():
     rng = np.random.default_rng(0)
     q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(1, 3, 4)), rng.normal(size=(1, 3, 4))
@@ -97,3 +105,22 @@ def test_grouped_attention_equals_a_per_head_reference():
         w /= w.sum(axis=1, keepdims=True)
         assert np.allclose(scores[head], s) and np.allclose(weights[head], w)
         assert np.allclose(out[head], w @ v[kv])
+
+
+def test_rope_halves_turns_the_pairs_i_and_i_plus_half_as_rope_turns_adjacent_ones():
+    """NeoX's layout (Gemma's): pair (x[i], x[i + e/2]) turns by the angle of pair i. Moving
+    each second half next to its first half (interleaving) gives llama's layout, and `rope`
+    on that is the same rotation."""
+    rng = np.random.default_rng(4)
+    n, heads, e = 3, 2, 8
+    x = rng.normal(size=(n, heads * e)).astype(np.float32)             # [n, heads*e]
+    tables = L.rope_tables([0, 7, 600], e, base=10000.0, dtype=np.float32)
+    out = L.rope_halves(x, tables)
+    assert out.dtype == np.float32 and out.shape == x.shape
+    interleave = np.arange(heads * e).reshape(heads, 2, e // 2).transpose(0, 2, 1).reshape(-1)
+    np.testing.assert_allclose(out[:, interleave], L.rope(x[:, interleave], tables), rtol=0, atol=1e-6)
+    np.testing.assert_array_equal(out[0], x[0])                        # position 0: no turn
+    # a head's first dimension and its dimension e/2 turn by position * 1 radian
+    a, b = x[1, 0], x[1, e // 2]
+    np.testing.assert_allclose([out[1, 0], out[1, e // 2]],
+                               [a * np.cos(7) - b * np.sin(7), a * np.sin(7) + b * np.cos(7)], atol=1e-5)

@@ -15,12 +15,40 @@ from explorer.core.gguf import dequantize
 from explorer.core.quantized import BlockMatrix, nibble_order
 
 KINDS = (Q.Q4_0, Q.Q4_1, Q.Q8_0)
+K_QUANTS = (Q.Q5_0, Q.Q4_K, Q.Q6_K)      # a Q4_K_M file's other types (Gemma 3's)
+# where each K-quant block keeps its float16 scales: byte offsets in the block
+F16_AT = {Q.Q5_0: (0,), Q.Q4_K: (0, 2), Q.Q6_K: (208,)}
 
 
 def quantised(rng, rows, cols, kind, scale=1.0):
     """(BlockMatrix, its float32 values as llama.cpp's own dequantiser reads them)."""
     raw = quants.quantize((rng.standard_normal((rows, cols)) * scale).astype(np.float32), kind)
     return BlockMatrix.from_gguf(raw, kind, (rows, cols)), quants.dequantize(raw, kind).astype(np.float32)
+
+
+def random_blocks(rng, rows, cols, kind, bad_scale=None):
+    """Raw bytes of random blocks of `kind` (every bit pattern of the integers and 6-bit
+    scales) with finite float16 scales, or `bad_scale` in the first block's first one;
+    with the values the `gguf` package's dequantiser reads from them."""
+    block, size = quants.GGML_QUANT_SIZES[kind]
+    raw = rng.integers(0, 256, (rows * cols // block, size), dtype=np.uint8)      # [blocks, bytes]
+    for at in F16_AT[kind]:
+        scales = (rng.standard_normal(len(raw)) * 0.05).astype("<f2")
+        raw[:, at:at + 2] = scales.view(np.uint8).reshape(-1, 2)
+    if bad_scale is not None:
+        raw[0, F16_AT[kind][0]:F16_AT[kind][0] + 2] = np.array([bad_scale], "<f2").view(np.uint8)
+    raw = raw.reshape(-1)
+    return raw, quants.dequantize(raw, kind).reshape(rows, cols).astype(np.float32)
+
+
+def check_product(rng, m: BlockMatrix, w: np.ndarray, n: int) -> None:
+    """n random rows times m.T against a float64 product over m's unpacked weights w."""
+    x = rng.standard_normal((n, w.shape[1])).astype(np.float32)
+    got = x @ m.T
+    want = x.astype(np.float64) @ w.T.astype(np.float64)
+    assert got.dtype == np.float32 and got.shape == (n, w.shape[0])
+    # float32 sums of 32-512 terms: a few units in the last place of the largest term
+    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * (np.abs(x) @ np.abs(w).T).max())
 
 
 @pytest.mark.parametrize("kind", KINDS, ids=lambda k: k.name)
@@ -34,18 +62,48 @@ def test_unpacking_equals_llama_cpps_dequantiser_bit_for_bit(kind):
     np.testing.assert_array_equal(m[[0, 36, 5, 5]], want[[0, 36, 5, 5]])   # the embedding lookup
 
 
+@pytest.mark.parametrize("kind", K_QUANTS, ids=lambda k: k.name)
+def test_k_quant_unpacking_equals_the_gguf_packages_dequantiser_bit_for_bit(kind):
+    rng = np.random.default_rng(100 + int(kind))
+    raw, want = random_blocks(rng, 13, 512, kind)
+    m = BlockMatrix.from_gguf(raw, kind, (13, 512))
+    assert m.shape == (13, 512) and m.bits == (4 if kind == Q.Q4_K else 8)
+    assert m.group == (16 if kind == Q.Q6_K else 32)
+    np.testing.assert_array_equal(m.dense(), want)
+    np.testing.assert_array_equal(dequantize(raw, int(kind)).reshape(want.shape), want)
+    np.testing.assert_array_equal(m[[12, 0, 3]], want[[12, 0, 3]])
+    one = np.zeros((1, 512), np.float32)
+    one[0, 300] = 1                                         # a decode step's loop: column 300
+    np.testing.assert_array_equal((one @ m.T)[0], want[:, 300])
+
+
+@pytest.mark.parametrize("kind", K_QUANTS, ids=lambda k: k.name)
+def test_a_nan_scale_shows_as_nan_in_its_block_not_as_zero(kind):
+    raw, want = random_blocks(np.random.default_rng(7), 2, 256, kind, bad_scale=np.nan)
+    m = BlockMatrix.from_gguf(raw, kind, (2, 256))
+    block = 32 if kind == Q.Q5_0 else 256                   # what the bad scale covers
+    got = m.dense()        # (unpacked through the products: a nan weight spreads along its row)
+    assert np.isnan(want[0, :block]).all() and np.isnan(got[0, :block]).all()
+    assert np.isfinite(want[1]).all() and np.isfinite(got[1]).all()
+    out = np.ones((2, 256), np.float32) @ m.T
+    assert np.isnan(out[:, 0]).all() and np.isfinite(out[:, 1]).all()
+
+
+@settings(max_examples=60, deadline=None)
+@given(kind=st.sampled_from(K_QUANTS), rows=st.integers(1, 11), supers=st.integers(1, 2),
+       n=st.integers(1, 5), seed=st.integers(0, 2**16))
+def test_k_quant_products_equal_a_float64_product_over_the_unpacked_weights(kind, rows, supers, n, seed):
+    rng = np.random.default_rng(seed)
+    raw, w = random_blocks(rng, rows, 256 * supers, kind)
+    check_product(rng, BlockMatrix.from_gguf(raw, kind, (rows, 256 * supers)), w, n)
+
+
 @settings(max_examples=60, deadline=None)
 @given(kind=st.sampled_from(KINDS), rows=st.integers(1, 41), blocks=st.integers(1, 4),
        n=st.integers(1, 7), seed=st.integers(0, 2**16))
 def test_products_equal_a_float64_product_over_the_unpacked_weights(kind, rows, blocks, n, seed):
     rng = np.random.default_rng(seed)
-    m, w = quantised(rng, rows, 32 * blocks, kind)
-    x = rng.standard_normal((n, 32 * blocks)).astype(np.float32)
-    got = x @ m.T
-    want = x.astype(np.float64) @ w.T.astype(np.float64)
-    assert got.dtype == np.float32 and got.shape == (n, rows)
-    # float32 sums of 32-128 terms: a few units in the last place of the largest term
-    np.testing.assert_allclose(got, want, rtol=0, atol=1e-5 * (np.abs(x) @ np.abs(w).T).max())
+    check_product(rng, *quantised(rng, rows, 32 * blocks, kind), n)
 
 
 def test_a_row_gives_the_same_result_alone_or_with_others():

@@ -14,12 +14,15 @@ A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
            and element 32b + 16 + k (high nibble); value = nibble * scale + offset
            (Q4_1: offset = the block's minimum; Q4_0: offset = -8 * scale)
     8-bit  q [rows, cols] int8; value = q * scale
-    scale, offset [rows, cols/32] float32, one per block
+    scale, offset [rows, cols/32] float32, one per block (8-bit rows made from Q6_K have
+    a scale per 16 elements: their own pair of 8-bit loops, `EIGHT_BIT[4]`)
+Q5_0, Q4_K and Q6_K blocks are rewritten in these layouts at load (`block_unpack`).
 A 4-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
 0..cols/2-1), then the high nibbles. That is one long loop the compiler vectorises; the
 input rows are permuted to the same order (`quantized.nibble_order`) once per product.
 
-Unpacking is exact: a 4- or 8-bit integer times a float16 scale fits a float32 exactly,
+Unpacking is exact: a 4- or 8-bit integer times a float16 scale (or a K-quant's float16
+times its 6- or 8-bit sub-scale) fits a float32 exactly,
 so nibble * scale + offset rounds once, fused or not. The dot products reassociate their
 sums (fastmath "reassoc", which lets them vectorise), so they round differently from a
 BLAS product over the dequantised matrix, as two BLAS builds would.
@@ -73,17 +76,6 @@ def matvec_4bit(x, q, scale, offset, out):
             d, m = scale[j, t >> 4], offset[j, t >> 4]
             s += (x[t] * (np.float32(np.uint8(v & low)) * d + m)
                   + x[half + t] * (np.float32(np.uint8(v >> shift)) * d + m))
-        out[j] = s
-
-
-@_compiled(parallel=True)
-def matvec_8bit(x, q, scale, out):
-    """out = w @ x for one input row: x [cols] float32, q [rows, cols] int8,
-    scale [rows, cols/32] -> out [rows]."""
-    for j in nb.prange(q.shape[0]):
-        s = np.float32(0)
-        for t in range(q.shape[1]):
-            s += x[t] * (np.float32(q[j, t]) * scale[j, t >> 5])
         out[j] = s
 
 
@@ -147,15 +139,35 @@ def matmul_4bit(x, q, scale, offset, out):
         _dots(x, w, j0, min(GROUP, rows - j0), out)
 
 
-@_compiled(parallel=True)
-def matmul_8bit(x, q, scale, out):
-    """out = x @ w.T: x [n, cols] float32, q [rows, cols] int8, scale [rows, cols/32]
-    -> out [n, rows]."""
-    rows, cols = q.shape
-    for g in nb.prange((rows + GROUP - 1) // GROUP):
-        w = np.empty((GROUP, cols), np.float32)          # as in matmul_4bit
-        j0 = g * GROUP
-        for r in range(min(GROUP, rows - j0)):
-            for t in range(cols):
-                w[r, t] = np.float32(q[j0 + r, t]) * scale[j0 + r, t >> 5]
-        _dots(x, w, j0, min(GROUP, rows - j0), out)
+def _eight_bit_loops(shift: int):
+    """The two 8-bit loops for rows with a scale per 1 << shift elements (5: per 32, 4: per
+    16, Q6_K's). The shift is a constant of each pair, folded in when it compiles: passed as
+    an argument it kept the loops from vectorising (a 262,144-row product: 138 ms, not 24)."""
+
+    @_compiled(parallel=True)
+    def matvec_8bit(x, q, scale, out):
+        """out = w @ x for one input row: x [cols] float32, q [rows, cols] int8,
+        scale [rows, cols >> shift] -> out [rows]."""
+        for j in nb.prange(q.shape[0]):
+            s = np.float32(0)
+            for t in range(q.shape[1]):
+                s += x[t] * (np.float32(q[j, t]) * scale[j, t >> shift])
+            out[j] = s
+
+    @_compiled(parallel=True)
+    def matmul_8bit(x, q, scale, out):
+        """out = x @ w.T: x [n, cols] float32, q [rows, cols] int8, scale [rows, cols >> shift]
+        -> out [n, rows]."""
+        rows, cols = q.shape
+        for g in nb.prange((rows + GROUP - 1) // GROUP):
+            w = np.empty((GROUP, cols), np.float32)          # as in matmul_4bit
+            j0 = g * GROUP
+            for r in range(min(GROUP, rows - j0)):
+                for t in range(cols):
+                    w[r, t] = np.float32(q[j0 + r, t]) * scale[j0 + r, t >> shift]
+            _dots(x, w, j0, min(GROUP, rows - j0), out)
+
+    return matvec_8bit, matmul_8bit
+
+
+EIGHT_BIT = {5: _eight_bit_loops(5), 4: _eight_bit_loops(4)}    # shift -> (matvec, matmul)

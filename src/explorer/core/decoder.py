@@ -1,8 +1,10 @@
 """A general decoder-only transformer in numpy, with a KV cache and a full trace.
 
-The teaching model (d 4, one layer, one head, tanh FFN, no norm, no positions) and a
-llama-shaped model (RMSNorm, rotary positions, grouped K/V heads, SwiGLU) are two
-configurations of the same code.
+The teaching model (d 4, one layer, one head, tanh FFN, no norm, no positions), a
+llama-shaped model (RMSNorm, rotary positions, grouped K/V heads, SwiGLU) and a Gemma 3
+(a scaled embedding, per-head norms on queries and keys, norms after attention and after
+the FFN, GeGLU, and layers that read only the latest positions with their own rotary
+base) are configurations of the same code.
 """
 
 from __future__ import annotations
@@ -21,7 +23,8 @@ from .vocab import Vocabulary
 
 NORMS = ("none", "layer", "rms")
 POSITIONS = ("none", "learned", "rope")
-FFNS = ("tanh", "gelu", "swiglu")
+FFNS = ("tanh", "gelu", "swiglu", "geglu")
+ROPE_PAIRS = ("adjacent", "halves")
 
 
 @dataclass(frozen=True)
@@ -41,6 +44,19 @@ class DecoderConfig:
     norm_eps: float = 1e-5       # added under the square root of every norm
     output_bias: bool = True     # the teaching head has a bias per vocabulary item
     tied_output: bool = False    # reuse the embedding as the output head (llama-style)
+    embed_scale: float = 1.0     # the embedding is multiplied by it (Gemma: sqrt(d_model))
+    rope_pairs: str = "adjacent"  # rotated pairs: "adjacent" (llama) or "halves" (NeoX, Gemma)
+    windows: tuple = ()          # per layer, how many of the latest positions it reads
+                                 # (0 = all: a global layer); () = every layer global
+    local_rope_base: float = 0.0  # rotary base of the windowed layers (0: rope_base)
+    logit_rows: int = 0          # logits kept of a forward's last positions (0 = all): a
+                                 # 262,144-token vocabulary is 1 MB per position
+    keep_scores: bool = True     # traces keep the attention scores beside the weights (Gemma 3
+                                 # does not: 72 MB at 500 positions that no panel draws)
+
+    def window(self, layer: int) -> int:
+        """Positions layer `layer` reads back from each query (itself included); 0 = all."""
+        return self.windows[layer] if self.windows else 0
 
     def __post_init__(self):
         if self.norm not in NORMS:
@@ -53,6 +69,10 @@ class DecoderConfig:
             raise ValueError(f"n_heads = {self.n_heads} is not a multiple of n_kv_heads = {self.n_kv_heads}")
         if self.positions == "rope" and self.head_dim % 2:
             raise ValueError(f"head_dim = {self.head_dim}: rotary positions need an even head size")
+        if self.rope_pairs not in ROPE_PAIRS:
+            raise ValueError(f"rope_pairs = {self.rope_pairs!r}: expected one of {ROPE_PAIRS}")
+        if self.windows and len(self.windows) != self.n_layers:
+            raise ValueError(f"windows has {len(self.windows)} entries for {self.n_layers} layers")
 
 
 @dataclass(frozen=True)
@@ -69,15 +89,19 @@ class LayerParams:
     wk: np.ndarray                 # [d, g*e]
     wv: np.ndarray                 # [d, g*e]
     wo: np.ndarray                 # [h*e, d]
-    w1: np.ndarray                 # [d, f]  (SwiGLU: the gate)
+    w1: np.ndarray                 # [d, f]  (SwiGLU, GeGLU: the gate)
     w2: np.ndarray                 # [f, d]
-    w3: np.ndarray | None = None   # [d, f]  SwiGLU up projection
+    w3: np.ndarray | None = None   # [d, f]  SwiGLU / GeGLU up projection
     b1: np.ndarray | None = None   # [f]
     b2: np.ndarray | None = None   # [d]
     norm1: tuple | None = None     # ([d] gamma, [d] beta or None) before attention
     norm2: tuple | None = None     # ([d] gamma, [d] beta or None) before the FFN
     wqkv: np.ndarray | None = None  # [d, (h+2g)*e] = [wq | wk | wv], those three its views
     w13: np.ndarray | None = None   # [d, 2f] = [w1 | w3], those two its views
+    q_norm: tuple | None = None     # ([e] gamma, None): RMSNorm of every query head (Gemma 3)
+    k_norm: tuple | None = None     # ([e] gamma, None): RMSNorm of every key head
+    post_norm1: tuple | None = None  # ([d] gamma, None) on the attention output (Gemma)
+    post_norm2: tuple | None = None  # ([d] gamma, None) on the FFN output
 
     def __post_init__(self):
         if self.wqkv is not None and not _column_blocks(self.wqkv, (self.wq, self.wk, self.wv)):
@@ -147,8 +171,10 @@ class DecoderModel(StepwiseModel):
         embeddings = self._embed(ids, positions)                           # [n, d]
         x, traces = self._layers(embeddings, ids, positions, cache, keep=True)
         final = self._norm(x, self.params.norm_f)                          # [n, d]
+        rows = self.config.logit_rows                  # the positions whose logits are looked at
+        logits = self._head(final[-rows:] if rows else final)               # [m, V]
         return ForwardTrace(ids, positions, key_ids, key_positions, embeddings, traces,
-                            final, self._head(final), time.perf_counter() - start)
+                            final, logits, time.perf_counter() - start)
 
     def reference_logits(self, ids, last: int) -> np.ndarray:  # -> [last, V]
         """`full_forward(ids).logits[-last:]` without the trace: no layer keeps its
@@ -164,32 +190,39 @@ class DecoderModel(StepwiseModel):
         if c.positions == "learned" and positions[-1] >= c.max_positions:
             raise PromptError(f"position {positions[-1]} is beyond max_positions = {c.max_positions}")
         x = p.embed[ids]
+        if c.embed_scale != 1:
+            x = x * x.dtype.type(c.embed_scale)
         return x + p.pos_embed[positions] if c.positions == "learned" else x
 
     def _layers(self, x, ids, positions, cache: KVCache, keep: bool):  # [n, d] -> [n, d], traces
         """Every layer on the embeddings `x`, extending `cache`; each layer's LayerTrace
         when `keep`, else none."""
         c = self.config
-        mask = L.causal_mask(positions, np.concatenate([cache.positions, positions]))   # [n, t]
-        tables = None                   # the same rotations in every layer: computed once
+        key_positions = np.concatenate([cache.positions, positions])                  # [t]
+        windows = [c.window(i) for i in range(c.n_layers)]
+        masks = {w: L.causal_mask(positions, key_positions, w) for w in set(windows)}   # [n, t] each
+        tables = {}                     # the same rotations in every layer of a kind: computed once
         if c.positions == "rope":
-            tables = L.rope_tables(positions, c.head_dim, c.rope_base, x.dtype)   # [n, e/2]
+            bases = {w: c.local_rope_base if w and c.local_rope_base else c.rope_base for w in masks}
+            tables = {w: L.rope_tables(positions, c.head_dim, base, x.dtype)     # [n, e/2]
+                      for w, base in bases.items()}
         traces = []
         for i, lp in enumerate(self.params.layers):
-            x_in = x
+            x_in, mask = x, masks[windows[i]]
             a_in = self._norm(x, lp.norm1)
-            q, k, v = self._qkv(a_in, lp, tables)                          # [n, h*e], [n, g*e] x2
+            q, k, v = self._qkv(a_in, lp, tables.get(windows[i]))         # [n, h*e], [n, g*e] x2
             q = L.split_heads(q, c.n_heads)                                # [h, n, e]
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
             scores, weights, heads = L.attention(q, k_all, v_all, mask)
-            attn_out = L.merge_heads(heads) @ lp.wo                        # [n, d]
+            attn_out = self._norm(L.merge_heads(heads) @ lp.wo, lp.post_norm1)   # [n, d]
             x = x + attn_out
-            ffn_out = self._ffn(self._norm(x, lp.norm2), lp)               # [n, d]
+            ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp), lp.post_norm2)   # [n, d]
             x = x + ffn_out
             if keep:
-                traces.append(LayerTrace(x_in, q, k, v, scores, mask, weights, attn_out, ffn_out, x))
+                traces.append(LayerTrace(x_in, q, k, v, scores if c.keep_scores else None, mask,
+                                         weights, attn_out, ffn_out, x, windows[i]))
         cache.commit(ids, positions)
         return x, tuple(traces)
 
@@ -207,28 +240,42 @@ class DecoderModel(StepwiseModel):
             return L.rms_norm(x, gamma, c.norm_eps)
         return L.layer_norm(x, gamma, beta, c.norm_eps)
 
-    @staticmethod
-    def _qkv(x, lp: LayerParams, tables):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
-        """Queries, keys and values; queries and keys turned by the rotary `tables`
-        ([n, e/2], or None without rotary positions)."""
+    def _qkv(self, x, lp: LayerParams, tables):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
+        """Queries, keys and values; queries and keys normalised per head if the layer
+        has those norms (Gemma 3), then turned by the rotary `tables` ([n, e/2], or None
+        without rotary positions)."""
         if lp.wqkv is None:
             q, k, v = x @ lp.wq, x @ lp.wk, x @ lp.wv
-            if tables is not None:
-                q, k = L.rope(q, tables), L.rope(k, tables)
-            return q, k, v
-        qkv = x @ lp.wqkv                              # one product instead of three
-        a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
-        qk = qkv[:, :b] if tables is None else L.rope(qkv[:, :b], tables)   # both turned at once
-        return qk[:, :a], qk[:, a:], qkv[:, b:]
+        else:
+            qkv = x @ lp.wqkv                          # one product instead of three
+            a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
+            v = qkv[:, b:].copy()      # its own array: a trace keeping V does not keep Q and K twice
+            if lp.q_norm is None and tables is not None:
+                qk = self._rope(qkv[:, :b], tables)    # both turned at once
+                return qk[:, :a], qk[:, a:], v
+            q, k = qkv[:, :a], qkv[:, a:b]
+        if lp.q_norm is not None:
+            q, k = self._head_norm(q, lp.q_norm), self._head_norm(k, lp.k_norm)
+        if tables is not None:
+            q, k = self._rope(q, tables), self._rope(k, tables)
+        return q, k, v
+
+    def _head_norm(self, x, norm):  # [n, heads*e] -> [n, heads*e], each head normalised alone
+        n, e = x.shape[0], self.config.head_dim
+        return self._norm(x.reshape(n, -1, e), norm).reshape(n, -1)
+
+    def _rope(self, x, tables):  # [n, heads*e] -> [n, heads*e]
+        return (L.rope if self.config.rope_pairs == "adjacent" else L.rope_halves)(x, tables)
 
     def _ffn(self, x, lp: LayerParams):  # [n, d] -> [n, d]
         act = self.config.ffn
-        if act == "swiglu":
+        if act in ("swiglu", "geglu"):                 # gate(x) * up(x), gated by SiLU or GELU
+            gate = L.silu if act == "swiglu" else L.gelu
             if lp.w13 is None:
-                return (L.silu(x @ lp.w1) * (x @ lp.w3)) @ lp.w2
+                return (gate(x @ lp.w1) * (x @ lp.w3)) @ lp.w2
             gate_up = x @ lp.w13                       # [n, 2f], one product instead of two
             f = lp.w1.shape[1]
-            return (L.silu(gate_up[:, :f]) * gate_up[:, f:]) @ lp.w2
+            return (gate(gate_up[:, :f]) * gate_up[:, f:]) @ lp.w2
         hidden = x @ lp.w1 + (0 if lp.b1 is None else lp.b1)             # [n, f]
         hidden = np.tanh(hidden) if act == "tanh" else L.gelu(hidden)
         return hidden @ lp.w2 + (0 if lp.b2 is None else lp.b2)

@@ -179,7 +179,7 @@ def cache_from_traces(model: LanguageModel, traces) -> KVCache:
 
 def _recompute_diff(model, processed_ids, trace: ForwardTrace) -> float:
     """max |logits of this cached forward - logits of a full recompute of the prefix|."""
-    full = model.reference_logits(processed_ids, len(trace.ids))      # [n, V]
+    full = model.reference_logits(processed_ids, len(trace.logits))   # [m, V], the rows kept
     both = np.isfinite(full) & np.isfinite(trace.logits)
     if not np.array_equal(both, np.isfinite(full) | np.isfinite(trace.logits)):
         return float("inf")

@@ -19,6 +19,7 @@ Block layouts (exactly as ggml; 32 elements per block):
     Q4_0: f16 d, 16 bytes                     value = (nibble - 8) * d
     Q4_1: f16 d, f16 m, 16 bytes              value = nibble * d + m
   where byte j holds element j in its low nibble and element j + 16 in its high nibble.
+Q5_0, Q4_K and Q6_K (a Q4_K_M file's other types) are described in `block_unpack`.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from pathlib import Path
 
 import numpy as np
 
+from .block_unpack import UNPACK, dense
 from .errors import ExplorerError
 from .limits import MAX_GGUF_BYTES, MAX_NESTING
 from .userfile import open_regular
@@ -46,12 +48,12 @@ _NUMPY = {UINT8: "<u1", INT8: "<i1", UINT16: "<u2", INT16: "<i2", UINT32: "<u4",
           FLOAT32: "<f4", BOOL: "?", UINT64: "<u8", INT64: "<i8", FLOAT64: "<f8"}
 
 # ggml tensor types this reader dequantises: id -> (name, elements per block, bytes per block)
-F32, F16, Q4_0, Q4_1, Q8_0 = 0, 1, 2, 3, 8
+F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K = 0, 1, 2, 3, 6, 8, 12, 14
 TYPES = {F32: ("F32", 1, 4), F16: ("F16", 1, 2), Q4_0: ("Q4_0", 32, 18),
-         Q4_1: ("Q4_1", 32, 20), Q8_0: ("Q8_0", 32, 34)}
+         Q4_1: ("Q4_1", 32, 20), Q5_0: ("Q5_0", 32, 22), Q8_0: ("Q8_0", 32, 34),
+         Q4_K: ("Q4_K", 256, 144), Q6_K: ("Q6_K", 256, 210)}
 # names of the ggml types it does not read, for the error message
-_OTHER_TYPES = {6: "Q5_0", 7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 12: "Q4_K", 13: "Q5_K",
-                14: "Q6_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S",
+_OTHER_TYPES = {7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 13: "Q5_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S",
                 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16",
                 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0"}
 
@@ -279,6 +281,9 @@ def dequantize(raw: np.ndarray, ggml_type: int) -> np.ndarray:  # [nbytes] uint8
     if ggml_type == F16:
         return raw.view("<f2").astype(np.float32)
     name, block, size = TYPES[ggml_type]
+    if ggml_type in UNPACK:
+        n = raw.size // size * block                         # one row of all the elements
+        return dense(*UNPACK[ggml_type](raw, 1, n)).reshape(-1)
     blocks = raw.reshape(-1, size)                           # [nb, bytes per block]
     nb = blocks.shape[0]
     out = np.empty((nb, block), np.float32)                  # [nb, 32]

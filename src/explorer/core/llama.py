@@ -1,5 +1,15 @@
 """A llama-family model from a GGUF file, as a DecoderModel (float32 arithmetic throughout).
 
+Two architectures (`general.architecture`): "llama" (SmolLM2) and "gemma3" (Gemma 3),
+which reads the same tensors plus four norms per layer:
+    blk.N.attn_q_norm, attn_k_norm      [e]      RMSNorm of every query / key head
+    blk.N.post_attention_norm           [d]      RMSNorm of the attention output
+    blk.N.post_ffw_norm                 [d]      RMSNorm of the FFN output (GeGLU)
+and scales its embedding by sqrt(d), rotates (x[i], x[i + e/2]) pairs (NeoX), and lets
+five layers of every six read only the latest `sliding_window` positions, with rotary base
+10,000 (llama.cpp's value; the file's `rope.freq_base` is the global layers'). Gemma's
+norms multiply by (1 + w); the converter stored 1 + w, so they are plain RMSNorms here.
+
 Tensor names (llama.cpp's):
     token_embd                          [V, d]   token embedding (also the output head if
                                                  there is no `output` tensor)
@@ -12,8 +22,8 @@ Tensor names (llama.cpp's):
     output                              [V, d]   optional
 (shapes in numpy order: GGUF's ne = [in, out] is stored row-major as [out, in]). A layer
 multiplies by their transposes [d_in, d_out]: float32 arrays, or `BlockMatrix` views
-for quantised ones (see `quantized`). The converter already permuted Q and K so that
-rotary positions act on adjacent pairs, the layout `layers.rope` uses.
+for quantised ones (see `quantized`). For llama the converter already permuted Q and K
+so that rotary positions act on adjacent pairs, the layout `layers.rope` uses.
 """
 
 from __future__ import annotations
@@ -26,9 +36,19 @@ from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .gguf import GGUFError, GGUFFile
 from .gguf_checks import check_model_metadata
+from .heap import return_freed_memory
 from .quantized import QUANTISED, BlockMatrix, prepare
+from .spm import SentencePieceVocabulary
+from .vocab import Vocabulary
 
-ARCHITECTURES = ("llama",)
+ARCHITECTURES = ("llama", "gemma3")
+# Gemma 3 as llama.cpp builds it: five sliding-window layers, then a global one; the
+# windowed layers' rotary base (llama.cpp: rope_freq_base_train_swa)
+GEMMA3_PATTERN, GEMMA3_LOCAL_ROPE_BASE = 6, 10000.0
+# Gemma 3's extra norms: LayerParams field -> tensor, and whether it spans a head (e) or d
+GEMMA3_NORMS = {"q_norm": ("attn_q_norm", "head"), "k_norm": ("attn_k_norm", "head"),
+                "post_norm1": ("post_attention_norm", "model"), "post_norm2": ("post_ffw_norm", "model")}
+TOKENIZERS = ("gpt2", "llama")   # tokenizer.ggml.model: byte-level BPE, SentencePiece-style
 CONTROL, USER_DEFINED = 3, 4     # tokenizer.ggml.token_type values recognised in text
 # control tokens that end a turn, as llama.cpp also stops on them when the file names no
 # end-of-turn id (SmolLM2: EOS is <|im_end|>, a plain continuation may end <|endoftext|>)
@@ -36,7 +56,8 @@ END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "
 
 
 def load_llama(path, name: str | None = None) -> DecoderModel:
-    """Read a llama-architecture GGUF file into a DecoderModel (float32 activations) with its tokenizer."""
+    """Read a llama- or gemma3-architecture GGUF file into a DecoderModel (float32
+    activations) with its tokenizer."""
     gf = GGUFFile(path)
     check_model_metadata(gf)             # sizes and layer count believable before anything is allocated
     config = llama_config(gf)
@@ -45,6 +66,7 @@ def load_llama(path, name: str | None = None) -> DecoderModel:
         raise GGUFError(f"{gf.path}: the tokenizer has {len(vocab)} tokens but token_embd has "
                         f"{config.vocab_size} rows")
     params = llama_params(gf, config)
+    return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
     return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32)
 
 
@@ -65,7 +87,7 @@ def llama_config(gf: GGUFFile) -> DecoderConfig:
     if scaling not in ("none", None):
         raise GGUFError(f"{gf.path}: rope scaling {scaling!r} is not supported")
     vocab = gf.info("token_embd.weight").shape[0]
-    return DecoderConfig(
+    settings = dict(
         vocab_size=vocab, d_model=d, n_layers=int(gf.require(f"{arch}.block_count")),
         n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim,
         d_ff=int(gf.require(f"{arch}.feed_forward_length")), ffn="swiglu", norm="rms",
@@ -73,6 +95,33 @@ def llama_config(gf: GGUFFile) -> DecoderConfig:
         rope_base=float(gf.get(f"{arch}.rope.freq_base", 10000.0)),
         norm_eps=float(gf.get(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)),
         output_bias=False, tied_output="output.weight" not in gf.tensors)
+    if arch == "gemma3":
+        settings.update(_gemma3_settings(gf, settings["n_layers"], d, vocab))
+    return DecoderConfig(**settings)
+
+
+def _gemma3_settings(gf: GGUFFile, layers: int, d: int, vocab: int) -> dict:
+    """What Gemma 3 adds to a llama configuration (see the module doc)."""
+    value_length = gf.get("gemma3.attention.value_length")
+    key_length = gf.get("gemma3.attention.key_length")
+    if value_length is not None and value_length != key_length:
+        raise GGUFError(f"{gf.path}: gemma3.attention.value_length = {value_length} differs from "
+                        f"key_length = {key_length} (not supported)")
+    window = int(gf.require("gemma3.attention.sliding_window"))
+    if window <= 0:
+        raise GGUFError(f"{gf.path}: gemma3.attention.sliding_window = {window}, expected a positive number")
+    pattern = gf.get("gemma3.attention.sliding_window_pattern", GEMMA3_PATTERN)
+    if np.ndim(pattern):          # one flag per layer
+        local = [bool(x) for x in pattern]
+        if len(local) != layers:
+            raise GGUFError(f"{gf.path}: gemma3.attention.sliding_window_pattern has {len(local)} "
+                            f"entries for {layers} layers")
+    else:                         # a period: the last layer of every period is global
+        local = [int(pattern) == 0 or i % int(pattern) < int(pattern) - 1 for i in range(layers)]
+    return dict(ffn="geglu", embed_scale=float(np.sqrt(np.float32(d))), rope_pairs="halves",
+                windows=tuple(window if lo else 0 for lo in local),
+                local_rope_base=float(gf.get("gemma3.rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)),
+                logit_rows=1, keep_scores=False)
 
 
 def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
@@ -82,6 +131,7 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
     Each layer's Q, K, V and its gate and up projections are stacked when they share a
     storage kind, so a step reads them with one product per group instead of five."""
     d, f, q_out, kv_out = c.d_model, c.d_ff, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
+    extra = GEMMA3_NORMS if c.ffn == "geglu" else {}
     expected = {"token_embd.weight": (c.vocab_size, d), "output_norm.weight": (d,)}
     if not c.tied_output:
         expected["output.weight"] = (c.vocab_size, d)
@@ -92,6 +142,8 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
             b + "attn_q.weight": (q_out, d), b + "attn_k.weight": (kv_out, d),
             b + "attn_v.weight": (kv_out, d), b + "attn_output.weight": (d, q_out),
             b + "ffn_gate.weight": (f, d), b + "ffn_up.weight": (f, d), b + "ffn_down.weight": (d, f)})
+        expected.update({f"{b}{kind}.weight": (c.head_dim,) if span == "head" else (d,)
+                         for kind, span in extra.values()})
     for name, shape in expected.items():
         info = gf.info(name)                     # GGUFError naming a missing tensor
         if info.shape != shape:
@@ -110,7 +162,8 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
         return LayerParams(wq=wq.T, wk=wk.T, wv=wv.T, wo=w("attn_output").T, w1=w1.T, w3=w3.T,
                            w2=w("ffn_down").T, wqkv=None if qkv is None else qkv.T,
                            w13=None if w13 is None else w13.T,
-                           norm1=(w("attn_norm"), None), norm2=(w("ffn_norm"), None))
+                           norm1=(w("attn_norm"), None), norm2=(w("ffn_norm"), None),
+                           **{field: (w(kind), None) for field, (kind, _) in extra.items()})
 
     return DecoderParams(embed=stored["token_embd.weight"], layers=tuple(map(layer, range(c.n_layers))),
                          w_out=None if c.tied_output else stored["output.weight"].T,
@@ -129,7 +182,7 @@ def _stacked(parts):
     their storage differs (a file may quantise Q and V differently)."""
     if all(isinstance(p, np.ndarray) for p in parts):
         whole = np.concatenate(parts)
-    elif all(isinstance(p, BlockMatrix) for p in parts) and len({p.bits for p in parts}) == 1:
+    elif all(isinstance(p, BlockMatrix) for p in parts) and len({p.kind for p in parts}) == 1:
         whole = BlockMatrix.stack(parts)
     else:
         return None, parts
@@ -138,27 +191,44 @@ def _stacked(parts):
                    for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def vocabulary_from_gguf(gf: GGUFFile) -> BPEVocabulary:
-    """The byte-level BPE tokenizer stored in the file's `tokenizer.ggml.*` metadata."""
+def vocabulary_from_gguf(gf: GGUFFile) -> Vocabulary:
+    """The tokenizer stored in the file's `tokenizer.ggml.*` metadata: byte-level BPE
+    ("gpt2", SmolLM2's) or SentencePiece-style ("llama", Gemma's)."""
     kind = gf.require("tokenizer.ggml.model")
-    if kind != "gpt2":
-        raise GGUFError(f"{gf.path}: tokenizer {kind!r} is not supported (only byte-level BPE, 'gpt2')")
+    if kind not in TOKENIZERS:
+        raise GGUFError(f"{gf.path}: tokenizer {kind!r} is not supported "
+                        f"(supported: {', '.join(TOKENIZERS)})")
+    tokens = gf.require("tokenizer.ggml.tokens")
+    types = gf.get("tokenizer.ggml.token_type")
+    specials = _special_ids(gf, tokens, types)
+    if kind == "llama":
+        scores = gf.require("tokenizer.ggml.scores")
+        if types is None or len(scores) != len(tokens) or len(types) != len(tokens):
+            raise GGUFError(f"{gf.path}: tokenizer.ggml.scores and token_type must have one entry "
+                            f"per token ({len(tokens)})")
+        return SentencePieceVocabulary.build(tokens, scores.tolist(), types.tolist(), specials,
+                                             add_bos=bool(gf.get("tokenizer.ggml.add_bos_token", True)))
     pre = gf.get("tokenizer.ggml.pre", "gpt-2")
     if pre not in PRE_TOKENIZERS:
         raise GGUFError(f"{gf.path}: pre-tokenizer {pre!r} is not supported "
                         f"(supported: {', '.join(PRE_TOKENIZERS)})")
-    tokens = gf.require("tokenizer.ggml.tokens")
     merges = gf.require("tokenizer.ggml.merges")
-    types = gf.get("tokenizer.ggml.token_type")
     control = [] if types is None else np.flatnonzero((types == CONTROL) | (types == USER_DEFINED)).tolist()
+    return BPEVocabulary.build(tokens, merges, specials, control, split_digits=PRE_TOKENIZERS[pre],
+                               chat_system=template_system_prompt(gf.get("tokenizer.chat_template")))
+
+
+def _special_ids(gf: GGUFFile, tokens, types) -> dict:
+    """{role: id} of the tokens the file names (bos, eos, eot, ...), plus an end-of-turn
+    control token (END_MARKERS) when it names none."""
     specials = {}
     for role in ("bos", "eos", "eot", "eom", "pad", "unknown"):
         tid = gf.get(f"tokenizer.ggml.{role}_token_id")
         if tid is not None and 0 <= int(tid) < len(tokens):
             specials["unk" if role == "unknown" else role] = int(tid)
-    if "eot" not in specials:
-        marked = [i for i in control if tokens[i] in END_MARKERS and i != specials.get("eos")]
+    if "eot" not in specials and types is not None:
+        marked = [i for i in np.flatnonzero((types == CONTROL) | (types == USER_DEFINED)).tolist()
+                  if tokens[i] in END_MARKERS and i != specials.get("eos")]
         if marked:
             specials["eot"] = marked[0]
-    return BPEVocabulary.build(tokens, merges, specials, control, split_digits=PRE_TOKENIZERS[pre],
-                               chat_system=template_system_prompt(gf.get("tokenizer.chat_template")))
+    return specials

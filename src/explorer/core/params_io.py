@@ -24,6 +24,11 @@ VERSION = 1
 
 # ---------------------------------------------------------------- writing
 
+# settings only the architectures read from GGUF files use (Gemma 3's), written when set
+GGUF_ONLY = ("embed_scale", "rope_pairs", "windows", "local_rope_base", "logit_rows", "keep_scores")
+_DEFAULTS = {f.name: f.default for f in dataclasses.fields(DecoderConfig)}
+
+
 def params_document(model: DecoderModel, fit: dict | None = None, description: str = "") -> dict:
     """The JSON document of a model; tensors are written with their float64 repr."""
     c, p = model.config, model.params
@@ -33,7 +38,8 @@ def params_document(model: DecoderModel, fit: dict | None = None, description: s
         "name": model.name,
         "description": description,
         "vocabulary": vocabulary_document(model.vocab),
-        "config": dataclasses.asdict(c),
+        "config": {name: value for name, value in dataclasses.asdict(c).items()
+                   if name not in GGUF_ONLY or value != _DEFAULTS[name]},
     }
     if fit is not None:
         doc["fit"] = fit

@@ -2,7 +2,8 @@
 
 A decode step multiplies one row by every weight of the model, so it costs what it
 reads: SmolLM2-135M's matrices are 538 MB as float32 but 111 MB in the file's Q4_1 and
-Q8_0 blocks. `BlockMatrix` keeps a matrix [rows, cols] (GGUF's [out, in]) in its blocks;
+Q8_0 blocks. (Gemma 3's Q5_0, Q4_K and Q6_K blocks are rewritten as 8- and 4-bit rows of
+these loops when they are read: `block_unpack`.) `BlockMatrix` keeps a matrix [rows, cols] (GGUF's [out, in]) in its blocks;
 its transpose `m.T` is what a layer multiplies by:
 
     x @ m.T     x [n, cols] float32 -> [n, rows] float32, by compiled loops that unpack
@@ -21,10 +22,11 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .gguf import Q4_0, Q4_1, Q8_0, TYPES
+from .block_unpack import UNPACK, half
+from .gguf import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0, TYPES
 
 BLOCK = 32
-QUANTISED = (Q4_0, Q4_1, Q8_0)
+QUANTISED = (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K)
 # numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
 # loops at once; the window computes on a worker thread and the UI thread, so launches
 # take turns (a lock costs well under a microsecond next to a product's milliseconds)
@@ -41,7 +43,7 @@ class BlockMatrix:
     """A float32 matrix [rows, cols] stored in 32-element blocks along each row."""
 
     q: np.ndarray                  # [rows, cols/2] uint8 (4-bit) or [rows, cols] int8 (8-bit)
-    scale: np.ndarray              # [rows, cols/32] float32
+    scale: np.ndarray              # [rows, cols/32] float32 ([rows, cols/16] for Q6_K's 8-bit rows)
     offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
 
     __array_ufunc__ = None         # numpy must not turn it into an object array
@@ -50,23 +52,26 @@ class BlockMatrix:
 
     @classmethod
     def from_gguf(cls, raw: np.ndarray, ggml_type: int, shape: tuple[int, int]) -> "BlockMatrix":
-        """From a tensor's raw bytes (GGUFFile.raw) of type Q4_0, Q4_1 or Q8_0, numpy
-        shape [rows, cols]; copies out of the file, which may then close."""
+        """From a tensor's raw bytes (GGUFFile.raw) of one of the QUANTISED types, numpy
+        shape [rows, cols]; copies out of the file, which may then close. Q5_0 and Q6_K
+        become 8-bit rows, Q4_K 4-bit ones (`block_unpack`)."""
         rows, cols = shape
+        if ggml_type in UNPACK:
+            return cls(*UNPACK[ggml_type](raw, rows, cols))
         _, _, size = TYPES[ggml_type]
         blocks = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, size)   # [r, c/32, bytes]
-        scale = _half(blocks[..., 0:2])                                        # [r, c/32]
+        scale = half(blocks[..., 0:2])                                         # [r, c/32]
         if ggml_type == Q8_0:
             return cls(np.ascontiguousarray(blocks[..., 2:]).view(np.int8).reshape(rows, cols), scale, None)
         q = np.ascontiguousarray(blocks[..., -16:]).reshape(rows, cols // 2)
         if ggml_type == Q4_1:
-            return cls(q, scale, _half(blocks[..., 2:4]))
+            return cls(q, scale, half(blocks[..., 2:4]))
         assert ggml_type == Q4_0
         return cls(q, scale, scale * np.float32(-8))    # (nibble - 8) * d = nibble * d - 8d
 
     @classmethod
     def stack(cls, parts) -> "BlockMatrix":
-        """The rows of `parts` (all 4-bit or all 8-bit) one after another."""
+        """The rows of `parts` (all of one `kind`) one after another."""
         offsets = [p.offset for p in parts]
         return cls(np.concatenate([p.q for p in parts]), np.concatenate([p.scale for p in parts]),
                    None if offsets[0] is None else np.concatenate(offsets))
@@ -77,7 +82,17 @@ class BlockMatrix:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.scale.shape[0], self.scale.shape[1] * BLOCK
+        return self.q.shape[0], self.q.shape[1] * (1 if self.offset is None else 2)
+
+    @property
+    def group(self) -> int:
+        """Elements per scale: 32, or 16 (Q6_K's)."""
+        return self.shape[1] // self.scale.shape[1]
+
+    @property
+    def kind(self) -> tuple[int, int]:
+        """(bits, group): matrices of one kind can be stacked and multiplied by one loop."""
+        return self.bits, self.group
 
     @property
     def nbytes(self) -> int:
@@ -111,10 +126,11 @@ class BlockMatrix:
         one = x.shape[0] == 1                            # a decode step
         with _LAUNCH:
             if self.offset is None:
+                matvec, matmul = k.EIGHT_BIT[self.group.bit_length() - 1]   # t's scale: t >> shift
                 if one:
-                    k.matvec_8bit(x[0], self.q, self.scale, out[0])
+                    matvec(x[0], self.q, self.scale, out[0])
                 else:
-                    k.matmul_8bit(x, self.q, self.scale, out)
+                    matmul(x, self.q, self.scale, out)
             elif one:
                 k.matvec_4bit(nibble_order(x)[0], self.q, self.scale, self.offset, out[0])
             else:
@@ -147,7 +163,8 @@ def prepare() -> None:
     so that the first load does not wait for the compiler."""
     one = np.ones((1, 1), np.float32)                                          # a block's scale
     for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
-              BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None)):          # 8-bit [1, 32]
+              BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None),           # 8-bit [1, 32]
+              BlockMatrix(np.zeros((1, BLOCK), np.int8), np.ones((1, 2), np.float32), None)):  # per 16
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
 
@@ -157,7 +174,3 @@ def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bi
     in which `block_kernels` unpacks a 4-bit row (low nibbles, then high ones)."""
     n, cols = x.shape
     return np.ascontiguousarray(x.reshape(n, cols // BLOCK, 2, 16).transpose(0, 2, 1, 3)).reshape(n, cols)
-
-
-def _half(pairs: np.ndarray) -> np.ndarray:  # [..., 2] uint8 little-endian float16 -> [...] float32
-    return np.ascontiguousarray(pairs).view("<f2")[..., 0].astype(np.float32)

@@ -48,7 +48,7 @@ def trace_dict(trace: ForwardTrace) -> dict:
         "key_ids": trace.key_ids.tolist(), "key_positions": trace.key_positions.tolist(),
         "embeddings": _plain(trace.embeddings),
         "layers": [{"x_in": _plain(lt.x_in), "q": _plain(lt.q), "k": _plain(lt.k), "v": _plain(lt.v),
-                    "scores": _plain(lt.scores), "mask": lt.mask.tolist(), "weights": _plain(lt.weights),
+                    "scores": None if lt.scores is None else _plain(lt.scores), "mask": lt.mask.tolist(), "weights": _plain(lt.weights),
                     "attn_out": _plain(lt.attn_out), "ffn_out": _plain(lt.ffn_out),
                     "hidden": _plain(lt.hidden)} for lt in trace.layers],
         "final_hidden": _plain(trace.final_hidden),

@@ -33,6 +33,8 @@ BAR_TICKS = ((0, 1), (0, 0.5, 1), (0, 0.25, 0.5, 0.75, 1), (0, 0.2, 0.4, 0.6, 0.
 add_messages({
     "attention.title": {"en": "Attention", "zh": "注意力"},
     "attention.layer": {"en": "layer {i}", "zh": "第{i}层"},
+    "attention.layer_local": {"en": "layer {i} · local {w}", "zh": "第{i}层 · 局部{w}"},
+    "attention.layer_global": {"en": "layer {i} · global", "zh": "第{i}层 · 全局"},
     "attention.head": {"en": "head {i}", "zh": "头{i}"},
     "attention.kv_head": {"en": "query head {h} reads K/V head {g} (shared by heads {first}–{last})",
                           "zh": "查询头{h}读取K/V头{g}（头{first}–{last}共用）"},
@@ -52,6 +54,13 @@ add_messages({
                       "zh": "查询 {query} → 键 {cell_key}：权重 {weight:.4f}"},
     "attention.tip_masked": {"en": "query {query} → key {cell_key}: masked (a future position, not a zero weight)",
                              "zh": "查询 {query} → 键 {cell_key}：被遮蔽（未来位置，不是权重为0）"},
+    "attention.legend_window": {"en": "grey hatched = masked: a future position, or one older than this layer's "
+                                      "window (it reads only the latest {w} positions); not a zero weight",
+                                "zh": "灰色斜线 = 被遮蔽：未来位置，或超出本层窗口的旧位置（本层只读最近{w}个位置）；"
+                                      "不是权重为0"},
+    "attention.tip_window": {"en": "query {query} → key {cell_key}: masked (older than this layer's window of the "
+                                   "latest {w} positions, not a zero weight)",
+                             "zh": "查询 {query} → 键 {cell_key}：被遮蔽（超出本层最近{w}个位置的窗口，不是权重为0）"},
     "attention.not_run": {"en": "the model has not run yet", "zh": "模型还没有运行"},
     "attention.no_layers": {"en": "this model has no attention layers", "zh": "该模型没有注意力层"},
 })
@@ -292,6 +301,11 @@ class AttentionPanel(Panel):
             return stacked_matrix(self.session.run.steps[:step.index + 1], layer, head)
         return step_matrix(step, layer, head)
 
+    def _window(self) -> int:
+        """How many of the latest positions the picked layer reads (0: all, a global layer)."""
+        layers = self.session.run.steps[0].trace.layers
+        return layers[max(0, self.layer_picker.currentIndex())].window if layers else 0
+
     def _counts(self) -> tuple[int, int, int]:
         """Layers, query heads and K/V heads of the model the run used."""
         layers = self.session.run.steps[0].trace.layers
@@ -300,7 +314,11 @@ class AttentionPanel(Panel):
     def _update_pickers(self) -> None:
         """One item per layer / head; shown only when there is a choice."""
         n_layers, n_heads, _ = self._counts()
-        _fill(self.layer_picker, [self.tr("attention.layer", i=i) for i in range(n_layers)])
+        layers = self.session.run.steps[0].trace.layers
+        windowed = any(lt.window for lt in layers)      # a model with sliding-window layers
+        _fill(self.layer_picker, [self.tr("attention.layer", i=i) if not windowed else
+                                  self.tr("attention.layer_local", i=i, w=lt.window) if lt.window else
+                                  self.tr("attention.layer_global", i=i) for i, lt in enumerate(layers)])
         _fill(self.head_picker, [self.tr("attention.head", i=i) for i in range(n_heads)])
         self.layer_picker.setVisible(n_layers > 1 and not self.on_slide)
         self.head_picker.setVisible(n_heads > 1 and not self.on_slide)
@@ -444,6 +462,9 @@ class AttentionPanel(Panel):
         query = _token_label(self._piece, m.row_ids[row], m.row_positions[row])
         key = _token_label(self._piece, m.key_ids[col], m.key_positions[col])
         if not m.mask[row, col]:
+            window = self._window()
+            if window and m.key_positions[col] <= m.row_positions[row] - window:
+                return self.tr("attention.tip_window", query=query, cell_key=key, w=window)
             return self.tr("attention.tip_masked", query=query, cell_key=key)
         return self.tr("attention.tip", query=query, cell_key=key, weight=float(m.weights[row, col]))
 
@@ -472,7 +493,8 @@ class AttentionPanel(Panel):
         self._plot.setLabel("left", self.tr("attention.query"), **{"font-size": size})
         self._plot.setLabel("bottom", self.tr("attention.key"), **{"font-size": size})
         self.full_matrix_toggle.setText(self.tr("attention.full"))
-        self._legend.setText(self.tr("attention.legend"))
+        window = self._window()
+        self._legend.setText(self.tr("attention.legend_window", w=window) if window else self.tr("attention.legend"))
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

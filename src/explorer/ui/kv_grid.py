@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout, QWidget
 
 from ..core.elide import elided_indexes
@@ -66,6 +66,16 @@ add_messages({
     "kv.no_layers": {"en": "this model has no layers: it stores no K/V",
                      "zh": "该模型没有层：不存储K/V"},
     "kv.corner": {"en": "token\nposition", "zh": "Token\n位置"},
+    "kv.row": {"en": "L{i} {kv}", "zh": "L{i} {kv}"},
+    "kv.row_local": {"en": "L{i} {kv} · {w}", "zh": "L{i} {kv} · {w}"},
+    "kv.row_global": {"en": "L{i} {kv} · all", "zh": "L{i} {kv} · 全部"},
+    "kv.windows": {"en": "{local} local layers (· {w}) read only the latest {w} positions, {glob} global ones "
+                         "(· all) read every position; hatched: no longer read",
+                   "zh": "{local}个局部层（· {w}）只读最近{w}个位置，{glob}个全局层（· 全部）读所有位置；"
+                         "斜线：已不再被读取"},
+    "kv.tip.unread": {"en": "layer {i} reads only the latest {w} positions: position {pos} is no longer read "
+                            "by it (its K/V stay in the cache)",
+                      "zh": "第{i}层只读最近{w}个位置：它已不再读取位置{pos}（其K/V仍留在缓存中）"},
     "kv.tip.vector": {"en": "{row} of {piece} at position {pos}",
                       "zh": "{piece}（位置{pos}）的{row}"},
     "kv.tip.head": {"en": "K/V head {g}", "zh": "K/V头{g}"},
@@ -113,7 +123,8 @@ class _GridData:
     codes: np.ndarray            # [c] state code per column (0 processed, 1 selected, 2 pending)
     pieces: tuple[str, ...]      # [c] token piece per column
     split: tuple[str, ...]       # [c] characters the column's token holds only some bytes of ("" none)
-    row_labels: tuple[str, ...]  # [2L] "L0 K", "L0 V", ...
+    row_labels: tuple[str, ...]  # [2L] "L0 K", "L0 V", ... ("L0 K · 512" with sliding windows)
+    unread: tuple[int, ...]      # [2L] leading columns the row's layer no longer reads (its window)
     labels: tuple[str, ...]      # state code -> label drawn in the cell
     source: np.ndarray           # [c, 2] (step index, row in that step's forward) per processed column
     written: tuple[int, int] | None   # first, last column written by the current forward
@@ -268,6 +279,7 @@ class _GridView(QAbstractScrollArea):
         cols, rows = self.places()
         paint_cells(p, theme, [(QRect(x, y, self.cell_w, self.cell_h), int(data.codes[c]), self._panel.cell_lines(r, c))
                                for y, r in rows if r is not None for x, c in cols if c is not None])
+        self._paint_unread(p, cols, rows)
         self._paint_gaps(p, cols, rows)
         right = cols[-1][0] + self.cell_w if cols else self.label_w
         self._paint_layer_rules(p, rows, min(self.viewport().width(), right))
@@ -286,6 +298,19 @@ class _GridView(QAbstractScrollArea):
         for y, r in rows:
             if r is None:
                 p.drawText(QRect(0, y, right, self.cell_h), Qt.AlignCenter, "…")
+
+    def _paint_unread(self, p, cols, rows) -> None:
+        """Hatching over the cells a sliding-window layer no longer reads (they stay cached)."""
+        hatch = QColor(self._panel.theme.color("text"))
+        hatch.setAlpha(140)                          # the cell's label and numbers stay readable
+        p.setPen(Qt.NoPen)
+        p.setBrush(QBrush(hatch, Qt.BDiagPattern))
+        for y, r in rows:
+            if r is None:
+                continue
+            for x, c in cols:
+                if c is not None and c < self.data.unread[r]:
+                    p.drawRect(QRect(x, y, self.cell_w, self.cell_h))
 
     def _paint_layer_rules(self, p, rows, right) -> None:
         """A rule under each layer's V row, so K/V pairs read as one layer."""
@@ -524,7 +549,8 @@ class KVGridPanel(Panel):
             codes=codes,
             pieces=tuple(vocab.display_piece(t) for t in frame.visible_ids),
             split=tuple(vocab.split_characters(frame.visible_ids)),
-            row_labels=tuple(f"L{i} {kv}" for i in range(len(layers)) for kv in "KV"),
+            row_labels=self._row_labels(layers),
+            unread=tuple(max(0, frame.cache_len - lt.window) if lt.window else 0 for lt in layers for _ in "KV"),
             labels=tuple(self.tr(f"kv.{'state' if full else 'short'}.{s}") for s in STATES),
             source=source,
             written=_written_columns(session),
@@ -537,6 +563,13 @@ class KVGridPanel(Panel):
         if len(session.frame.states) > FULL_LABEL_COLUMNS or not 0 < size <= VALUES_IN_CELLS:
             return 0
         return -(-size // VALUES_PER_LINE)
+
+    def _row_labels(self, layers) -> tuple[str, ...]:
+        """"L0 K", or with sliding-window layers "L0 K · 512" (reads the latest 512) and "L5 K · all"."""
+        if not any(lt.window for lt in layers):
+            return tuple(self.tr("kv.row", i=i, kv=kv) for i in range(len(layers)) for kv in "KV")
+        return tuple(self.tr("kv.row_local", i=i, kv=kv, w=lt.window) if lt.window else
+                     self.tr("kv.row_global", i=i, kv=kv) for i, lt in enumerate(layers) for kv in "KV")
 
     def _status_text(self) -> str:
         frame, layers = self.session.frame, self.session.run.steps[0].trace.layers
@@ -557,6 +590,10 @@ class KVGridPanel(Panel):
             parts.append(self.tr(key, first=written[0], last=written[1]))
         if not self._view.data.n_rows:
             parts.append(self.tr("kv.no_layers"))
+        windows = [lt.window for lt in layers]
+        if any(windows):
+            parts.append(self.tr("kv.windows", local=sum(1 for w in windows if w), w=max(windows),
+                                 glob=windows.count(0)))
         return "   ".join(parts)
 
     def cell_lines(self, row: int, col: int) -> list[str]:
@@ -582,6 +619,9 @@ class KVGridPanel(Panel):
         if state != "processed":
             return self.token_tooltip(col)
         lines = [self.tr("kv.tip.vector", row=data.row_labels[row], piece=piece, pos=col), *self._split_line(col)]
+        if col < data.unread[row]:
+            window = self.session.run.steps[0].trace.layers[row // 2].window
+            lines.append(self.tr("kv.tip.unread", i=row // 2, w=window, pos=col))
         for g, head in enumerate(_vector(self.session.run.steps, data.source, row, col)):
             values = [f"{x:.3f}" for x in head]
             chunks = [", ".join(values[i:i + TOOLTIP_PER_LINE]) for i in range(0, len(values), TOOLTIP_PER_LINE)]
@@ -710,6 +750,7 @@ class KVGridPanel(Panel):
 def _same_grid(a: _GridData, b: _GridData) -> bool:
     """Whether two grids draw the same (a rerun that changed nothing here repaints nothing)."""
     return (a.pieces == b.pieces and a.row_labels == b.row_labels and a.labels == b.labels
+            and a.unread == b.unread
             and a.written == b.written and a.values == b.values
             and np.array_equal(a.codes, b.codes) and np.array_equal(a.source, b.source))
 

@@ -1,0 +1,95 @@
+"""GGUF's Q5_0, Q4_K and Q6_K blocks rewritten, at load, in the layouts the block loops read.
+
+The compiled loops (`block_kernels`) multiply two kinds of row: 4-bit (two elements per
+byte, one float32 scale and offset per 32 elements) and 8-bit (one int8 per element, one
+float32 scale per 16 or 32 elements). The other block types of a Q4_K_M file map onto
+them without losing a bit:
+
+    Q5_0  f16 d | uint32 qh | 16 bytes qs   (32 elements)
+          element j: (low nibble of qs[j] | bit j of qh << 4) - 16, j + 16: the high
+          nibble and bit j + 16; value = q * d                  -> 8-bit, scale per 32
+    Q4_K  f16 d | f16 dmin | 12 bytes of 6-bit scales and minimums | 128 bytes qs
+          (256 elements in 8 sub-blocks of 32); 32 bytes of qs hold two sub-blocks, the
+          first in the low nibbles; value = q * (d * sc) - dmin * m
+                                                                -> 4-bit, offset -(dmin * m)
+    Q6_K  128 bytes ql (low 4 bits) | 64 bytes qh (high 2 bits) | 16 int8 scales | f16 d
+          (256 elements, a scale per 16); value = (q - 32) * (d * sc)
+                                                                -> 8-bit, scale per 16
+A 4- or 6-bit integer times a float16 scale times a 6- or 8-bit scale fits a float32
+exactly, so each value is rounded at most once (by the offset), as in the `gguf`
+package's dequantiser: the tests hold the two equal bit for bit.
+
+Each function takes a tensor's raw bytes and its numpy shape [rows, cols] and returns
+(q, scale, offset); offset is None for 8-bit rows. Shapes are in the comments.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+BLOCK = 32       # elements per Q5_0 block and per 4-bit row block of the loops
+SUPER = 256      # elements per K-quant block
+
+
+def half(pairs: np.ndarray) -> np.ndarray:  # [..., 2] uint8 little-endian float16 -> [...] float32
+    return np.ascontiguousarray(pairs).view("<f2")[..., 0].astype(np.float32)
+
+
+def q5_0(raw, rows: int, cols: int):  # -> q [rows, cols] int8, scale [rows, cols/32], None
+    b = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, 22)        # [r, nb, 22]
+    high = np.unpackbits(b[..., 2:6], axis=-1, bitorder="little")         # [r, nb, 32]: bit j of qh
+    qs = b[..., 6:]                                                       # [r, nb, 16]
+    low = np.concatenate([qs & 15, qs >> 4], axis=-1)                     # [r, nb, 32]
+    q = (low | (high << 4)).astype(np.int8) - np.int8(16)
+    return q.reshape(rows, cols), half(b[..., 0:2]), None
+
+
+def _scales_and_minimums(s: np.ndarray):  # [..., 12] uint8 -> sc, m [..., 8] uint8
+    """Q4_K's eight 6-bit scales and minimums: bytes 0-3 hold scales 0-3 (and the top
+    bits of scales 4-7), bytes 4-7 minimums 0-3 (and the top bits of minimums 4-7),
+    bytes 8-11 the low 4 bits of scales 4-7 (low nibble) and minimums 4-7 (high)."""
+    sc_low, m_low, rest = s[..., 0:4], s[..., 4:8], s[..., 8:12]
+    sc = np.concatenate([sc_low & 63, (rest & 15) | ((sc_low >> 2) & 48)], axis=-1)
+    m = np.concatenate([m_low & 63, (rest >> 4) | ((m_low >> 2) & 48)], axis=-1)
+    return sc, m
+
+
+def q4_k(raw, rows: int, cols: int):  # -> q [rows, cols/2] uint8, scale, offset [rows, cols/32]
+    nb = cols // SUPER
+    b = np.asarray(raw, np.uint8).reshape(rows, nb, 144)                  # [r, nb, 144]
+    d, dmin = half(b[..., 0:2]), half(b[..., 2:4])                        # [r, nb]
+    sc, m = _scales_and_minimums(b[..., 4:16])                            # [r, nb, 8]
+    scale = d[..., None] * sc.astype(np.float32)                          # [r, nb, 8]
+    offset = -(dmin[..., None] * m.astype(np.float32))
+    qs = b[..., 16:].reshape(rows, nb, 4, 1, 32)                          # 4 pairs of sub-blocks
+    elements = (qs >> np.array([0, 4], np.uint8).reshape(2, 1)) & 15      # [r, nb, 4, 2, 32]
+    elements = elements.reshape(rows, cols // BLOCK, BLOCK)               # [r, sub-blocks, 32]
+    q = elements[..., :16] | (elements[..., 16:] << 4)                    # the loops' byte order
+    return (q.reshape(rows, cols // 2), scale.reshape(rows, cols // BLOCK),
+            offset.reshape(rows, cols // BLOCK))
+
+
+def q6_k(raw, rows: int, cols: int):  # -> q [rows, cols] int8, scale [rows, cols/16], None
+    nb = cols // SUPER
+    b = np.asarray(raw, np.uint8).reshape(rows, nb, 210)                  # [r, nb, 210]
+    ql = b[..., :128].reshape(rows, nb, 2, 64)                            # two halves of 128
+    qh = b[..., 128:192].reshape(rows, nb, 2, 32)
+    low = np.concatenate([ql & 15, ql >> 4], axis=-1)                     # [r, nb, 2, 128]
+    high = np.concatenate([(qh >> s) & 3 for s in (0, 2, 4, 6)], axis=-1)  # [r, nb, 2, 128]
+    q = (low | (high << 4)).astype(np.int8) - np.int8(32)
+    scale = half(b[..., 208:210])[..., None] * b[..., 192:208].view(np.int8).astype(np.float32)
+    return q.reshape(rows, cols), scale.reshape(rows, cols // 16), None
+
+
+UNPACK = {6: q5_0, 12: q4_k, 14: q6_k}     # ggml type id -> its function
+
+
+def dense(q: np.ndarray, scale: np.ndarray, offset) -> np.ndarray:  # -> [rows, cols] float32
+    """Every value of an unpacked matrix (what `gguf.dequantize` returns for these types)."""
+    rows = q.shape[0]
+    if offset is None:                                                    # 8-bit
+        groups = q.reshape(rows, scale.shape[1], -1).astype(np.float32)
+        return (groups * scale[..., None]).reshape(rows, -1)
+    blocks = q.reshape(rows, -1, 16)                                      # [r, nb, 16]
+    values = np.concatenate([blocks & 15, blocks >> 4], axis=-1).astype(np.float32)   # [r, nb, 32]
+    return (values * scale[..., None] + offset[..., None]).reshape(rows, -1)
