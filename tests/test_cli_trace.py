@@ -8,6 +8,7 @@ import pytest
 
 from explorer.cli import main
 from explorer.core.elide import elided, elided_list
+from explorer.lessons import lesson_names, load_lesson
 
 
 def run_cli(capsys, *argv):
@@ -151,3 +152,29 @@ def test_a_lesson_with_several_scenarios_names_each_block(capsys):
     assert "情景“tool”" in out
     code, out, _ = run_cli(capsys, "trace", "--lesson", "wo-ai-to-eos")         # one scenario: no header
     assert code == 0 and out.startswith("prompt: ")
+
+
+TABLE_LESSONS = [name for name in lesson_names() if name != "real-model"]      # the real-model lesson: tests/test_real_lesson.py
+
+
+@pytest.mark.parametrize("lesson", TABLE_LESSONS)
+def test_every_lesson_traces_with_each_scenarios_own_vocabulary(capsys, lesson):
+    """--json and the table, both languages; a logits lesson's candidates are named by the pieces
+    its own scenario lists (a scenario with other pieces must not borrow the first one's)."""
+    specs = load_lesson(lesson).scenarios
+    code, out, err = run_cli(capsys, "trace", "--lesson", lesson, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    runs = data if isinstance(data, list) else [data]
+    assert len(runs) == len(specs)
+    for (name, spec), run in zip(specs, runs):
+        if "pieces" in spec.model:                       # a logits / projection model: "…" then the pieces
+            pieces = ["…", *spec.model["pieces"]]
+            for step in run["steps"]:
+                assert step["selected_text"] == pieces[step["selected_id"]], (name, step["selected_id"])
+                assert all(c["text"] == pieces[c["id"]] for c in step["candidates"]), name
+    for lang in ("en", "zh"):
+        code, out, err = run_cli(capsys, "trace", "--lesson", lesson, "--lang", lang)
+        header = "scenario “" if lang == "en" else "情景“"
+        assert code == 0 and out.strip(), err
+        assert sum(line.startswith(header) for line in out.splitlines()) == (len(specs) if len(specs) > 1 else 0)

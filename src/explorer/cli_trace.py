@@ -58,21 +58,25 @@ def _session(args) -> Session:
 
 
 def run(args) -> int:
-    session = _session(args)
+    print(trace_output(_session(args), args.lang, args.json, args.top))
+    return 0
+
+
+def trace_output(session: Session, lang: str = "en", as_json: bool = False, top: int = 10) -> str:
+    """What `explorer trace` prints for a session: every scenario's Run as the step table (or
+    as JSON), each with its own model's vocabulary."""
     results = session.scenario_results()
-    if args.json:
-        data = [run_to_dict(r, session.model.vocab, args.top) for r, _ in results]
-        print(json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2))
-        return 0
+    vocabs = [scenario.model.vocab for scenario in session.scenarios]
+    if as_json:
+        data = [run_to_dict(r, vocab, top) for (r, _), vocab in zip(results, vocabs)]
+        return json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2)
     # a lesson with several scenarios: each block says which one it is
     names = [name for name, _ in session.content.scenarios] if len(results) > 1 and session.content else []
     blocks = []
-    for i, ((run, beam), scenario) in enumerate(zip(results, session.scenarios)):
-        vocab = scenario.model.vocab
-        block = format_tree(beam, vocab, args.lang) if beam is not None else format_run(run, vocab, args.lang)
-        blocks.append(f"{tr('scenario', args.lang, name=names[i])}\n{block}" if names else block)
-    print("\n\n".join(blocks))
-    return 0
+    for i, ((run, beam), vocab) in enumerate(zip(results, vocabs)):
+        block = format_tree(beam, vocab, lang) if beam is not None else format_run(run, vocab, lang)
+        blocks.append(f"{tr('scenario', lang, name=names[i])}\n{block}" if names else block)
+    return "\n\n".join(blocks)
 
 
 def parse_forces(items) -> dict[int, int]:
