@@ -39,7 +39,7 @@ def test_trace_json_of_the_default_prompt(capsys):
 def test_trace_table_in_chinese(capsys):
     code, out, _ = run_cli(capsys, "trace", "--prompt", "我爱", "--lang", "zh")
     assert code == 0
-    for text in ("时刻", "本次输入", "结束后KV包含", "位置1的logits", "Decode 2", "可见Token：5", "已进缓存：4",
+    for text in ("时刻", "本次输入", "结束后KV包含", "位置1的logits", "Decode 2", "可见序列：5个Token", "已进缓存：4",
                  "结束原因：eos"):
         assert text in out
 
@@ -48,7 +48,7 @@ def test_trace_table_in_english_marks_length_as_incomplete(capsys):
     code, out, _ = run_cli(capsys, "trace", "--prompt-ids", "1,2,3", "--max-new-tokens", "2",
                            "--force", "0:4", "--force", "1:5")
     assert code == 0
-    assert "visible tokens: 5   in cache: 4" in out
+    assert "visible sequence: 5 tokens   in cache: 4   text shown: 2 characters" in out
     assert "INCOMPLETE" in out and "(forced)" in out
 
 

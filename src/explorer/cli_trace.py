@@ -11,12 +11,14 @@ from .core.elide import ENDS, elided, elided_list
 from .core.errors import ExplorerError, SettingError
 from .core.generate import Run
 from .core.run_dict import run_to_dict
+from .core.usage import count_usage
 from .core.teaching import load_teaching_model
 from .core.vocab import Vocabulary
 from .i18n import tr
 from .lessons import load_lesson
 from .session import Session
-from .session.narration import finish_text
+from .session.frames import frames_of_run
+from .session.narration import finish_text, shown_text
 from .texttable import format_table
 
 
@@ -96,6 +98,8 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     """The course's step table plus the counts and the finish reason. Long token sequences
     are shortened in the table's cells; the prompt and output lines list them whole."""
     pieces = vocab.display_pieces
+    usage = count_usage(run.prompt_ids, run.output_ids, vocab)
+    shown = shown_text(frames_of_run(run)[-1], run, vocab, usage)
     rows = []
     for s in run.steps:
         kv_after = run.visible_ids[:s.cache_len_after]
@@ -115,7 +119,8 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
         format_table(headers, rows, align_right=(6,)),
         "",
         f"{tr('output', lang)}: {pieces(run.output_ids)} {list(run.output_ids)}  \u2192 {run.output_text!r}",
-        tr("counts", lang, visible=len(run.visible_ids), cache=run.cache_len),
+        tr("counts", lang, visible=len(run.visible_ids), cache=run.cache_len, chars=len(shown)),
+        tr("usage", lang, **usage.as_dict()),
         tr("not_processed", lang, piece=vocab.display_piece(run.output_ids[-1])),
         tr("finish", lang, reason=finish_text(run, lang)),
     ]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 from .generate import Run, Step
+from .usage import count_usage
 from .vocab import Vocabulary
 
 
@@ -47,6 +48,7 @@ def run_to_dict(run: Run, vocab: Vocabulary, top_n: int = 10) -> dict:
         "stop_match": None if stop is None else {"text": stop.text, "char_index": stop.char_index,
                                                  "step": stop.step},
         "visible_count": len(run.visible_ids), "cache_len": run.cache_len,
+        "usage": count_usage(run.prompt_ids, run.output_ids, vocab).as_dict(),
         "settings": _settings(run),
         "steps": steps,
     }

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
+from ..core.usage import Usage, count_usage
 from ..core.vocab import Vocabulary, one_line
 from ..i18n import MESSAGES, add_messages, tr
 from .frames import Frame
@@ -139,6 +140,23 @@ add_messages({
 })
 
 
+def frame_usage(frame: Frame, run: Run, vocab: Vocabulary) -> Usage:
+    """The usage (prompt, reasoning and answer tokens) of the sequence a frame shows."""
+    return count_usage(run.prompt_ids, frame.visible_ids[len(run.prompt_ids):], vocab)
+
+
+def shown_text(frame: Frame, run: Run, vocab: Vocabulary, usage: Usage | None = None) -> str:
+    """The text a chat window shows at this frame: the answer so far, without reasoning
+    segments or special tokens, an incomplete last character held back, and on the stop
+    frame of a stop-string run the stop text and what follows it cut off."""
+    usage = usage or frame_usage(frame, run, vocab)
+    text = vocab.decode(usage.answer_ids)
+    stop = run.stop_match
+    if frame.kind == "stop" and stop is not None and stop.text in text:
+        text = text[:text.index(stop.text)]
+    return text
+
+
 def _diff(value, lang: str) -> str:
     return tr("diff.unchecked", lang) if value is None else f"{value:.1e}"
 
@@ -151,6 +169,9 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
               "ids": elided_list(frame.visible_ids), "n": len(run.prompt_ids),
               "pieces": vocab.display_pieces(run.prompt_ids, ENDS),
               "text": vocab.decode(frame.visible_ids[len(run.prompt_ids):])}
+    usage = frame_usage(frame, run, vocab)
+    answer = shown_text(frame, run, vocab, usage)
+    values |= usage.as_dict() | {"answer": answer, "chars": len(answer)}
     if step is not None:
         dist = step.distribution
         how = ("how.forced" if step.forced else "how.greedy" if dist.greedy else "how.sample")
