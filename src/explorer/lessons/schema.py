@@ -24,6 +24,7 @@ VERSION = 1
 FRAME_KINDS = ("input", "prefill", "decode", "pick", "stop")
 VIEWS = ("attention_full",)
 CHECK_TIMES = ("before", "after")
+MODEL_CHOICE = "model"      # a scenario's `forces = { "0" = "model" }`: the model's own pick at step 0
 
 
 class LessonError(ExplorerError):
@@ -44,6 +45,7 @@ class ScenarioSpec:
     prompt_ids: tuple[int, ...] | None = None
     settings: dict = field(default_factory=dict)
     forces: dict = field(default_factory=dict)     # step -> id
+    cancel_after: int | None = None                # the user cancels after this many steps
 
 
 @dataclass(frozen=True)
@@ -125,7 +127,8 @@ class Lesson:
         model = build_model(spec.model, self.path)
         vocab = model.vocab
         prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
-        return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())))
+        return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())),
+                        spec.cancel_after)
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -188,7 +191,7 @@ class _Reader:
 
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
             "settings", "forces", "scenarios", "frames", "checks")
-SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces")
+SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after")
 FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
@@ -264,10 +267,17 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -
     for step, token in given.items():
         if not step.isdigit():
             r.fail(at(f"forces.{step}"), 'expected a step number as the key, e.g. "0" = 4')
+        if token == MODEL_CHOICE and base is not None:      # a scenario takes back a base force
+            forces.pop(int(step), None)
+            continue
         if not isinstance(token, int) or isinstance(token, bool):
-            r.fail(at(f"forces.{step}"), "expected a token id")
+            r.fail(at(f"forces.{step}"), "expected a token id" + (f' or "{MODEL_CHOICE}"' if base else ""))
         forces[int(step)] = token
-    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces)
+    cancel_after = d.get("cancel_after")
+    if cancel_after is not None and (not isinstance(cancel_after, int) or isinstance(cancel_after, bool)
+                                     or cancel_after < 1):
+        r.fail(at("cancel_after"), f"{cancel_after!r}: expected a number of steps >= 1 (the user cancels after them)")
+    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after)
 
 
 def _plan(r: _Reader, fd, where: str, scenario_names: list[str]) -> FramePlan:

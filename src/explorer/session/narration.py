@@ -25,7 +25,7 @@ add_messages({
                           "zh": "在位置{pos}人为指定{piece}（编号{id}，假设实验）"},
     "frame.stop": {"en": "Stop ({short}): {visible} visible, {cache} in cache",
                    "zh": "停止（{short}）：可见{visible}个，缓存{cache}个"},
-    "incomplete": {"en": "incomplete", "zh": "不完整"},
+    "incomplete_after": {"en": ", incomplete", "zh": "，不完整"},     # after a finish reason code
     "diff.unchecked": {"en": "not checked on this run", "zh": "本次未检查"},   # {diff} without a recompute
     "section.what": {"en": "What happened", "zh": "发生了什么"},
     "section.why": {"en": "Why it matters", "zh": "为什么重要"},
@@ -187,7 +187,7 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
         if frame.attention is not None:
             values |= _attended(step, frame.attention, vocab)
     if frame.kind == "stop":
-        short = run.finish_reason + (f", {tr('incomplete', lang)}" if run.incomplete else "")
+        short = run.finish_reason + (tr("incomplete_after", lang) if run.incomplete else "")
         values |= {"reason": finish_text(run, lang), "short": short, "ids": elided_list(run.output_ids),
                    "caches": elided_list(s.cache_len_after for s in run.steps),
                    "diff": _diff(run.max_recompute_diff, lang)}

@@ -49,6 +49,7 @@ class Scenario:
     prompt_ids: tuple[int, ...]
     config: SamplingConfig
     overrides: tuple[tuple[int, int], ...] = ()      # (step, forced id), sorted
+    cancel_after: int | None = None                  # the user cancels after this many steps (a lesson's case)
 
 
 @dataclass(frozen=True)
@@ -398,7 +399,8 @@ class Session:
                           if k.model is s.model and k.prompt_ids == s.prompt_ids), None)
             progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
             runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
-                               check_recompute=check, reuse=reuse, cancel=cancel, on_step=progress)
+                               check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
+                               on_step=progress)
             done += s.config.max_new_tokens
             if s.config.mode == "beam":
                 beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
@@ -425,7 +427,16 @@ def _apply_user(s: Scenario, u: _UserLayer) -> Scenario:
     config = s.config.with_(**u.config) if u.config else s.config
     overrides = dict(s.overrides) | u.overrides
     return Scenario(u.model or s.model, u.prompt if u.prompt is not None else s.prompt_ids,
-                    config, tuple(sorted(overrides.items())))
+                    config, tuple(sorted(overrides.items())), s.cancel_after)
+
+
+def _cancel_after(steps: int | None, cancel: Callable[[], bool] | None) -> Callable[[], bool] | None:
+    """`cancel` (the window's Cancel button), or also True from the `steps`-th call on: generate
+    asks after every step, so the run ends "cancelled" with `steps` tokens (a lesson's case)."""
+    if steps is None:
+        return cancel
+    asked = iter(range(1, 1 << 62))
+    return lambda: next(asked) >= steps or (cancel is not None and cancel())
 
 
 def _pick(derived: tuple[Frame, ...], plan: FramePlan, index: int, strict: bool) -> Frame:

@@ -17,7 +17,7 @@ add_messages({
     "beam.title": {"en": "Beam search", "zh": "束搜索"},
     "beam.off": {"en": "Beam search is off. Choose the mode \"beam\" in the sampling controls to see the "
                        "tree of prefixes it keeps and prunes.",
-                 "zh": "束搜索未开启。在采样设置中选择“beam”模式，即可看到它保留和剪掉的前缀树。"},
+                 "zh": "束搜索未开启。在抽样设置中选择“beam”模式，即可看到它保留和剪掉的前缀树。"},
     "beam.caption": {"en": "prompt {prompt} · width {w} · at most {n} new tokens · length penalty {lp}",
                      "zh": "提示 {prompt} · 宽度 {w} · 最多 {n} 个新Token · 长度惩罚 {lp}"},
     "beam.col.token": {"en": "token", "zh": "Token"},
