@@ -69,6 +69,22 @@ class SearchResult:
 
 
 @dataclass(frozen=True)
+class SearchSpec:
+    """A search a lesson asks for: its evaluator's scores, the width, branches and depth."""
+
+    evaluator: str                           # the evaluator's name (the lesson says what judge it stands for)
+    scores: tuple[tuple[str, float], ...]    # state (new pieces joined by spaces) -> score
+    default: float                           # the score of a state not listed
+    width: int
+    branches: int
+    depth: int
+
+    def run(self, model: LanguageModel, prompt_ids) -> SearchResult:
+        return evaluator_search(model, prompt_ids, TableEvaluator(dict(self.scores), self.default, model.vocab),
+                                self.width, self.branches, self.depth)
+
+
+@dataclass(frozen=True)
 class TableEvaluator:
     """Scores written out: a state's new pieces joined by spaces -> score; `default` otherwise."""
 

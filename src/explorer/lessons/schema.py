@@ -11,6 +11,7 @@ from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..core.sampling import SamplingConfig
+from ..core.search import SearchSpec
 from ..export.spec import PANELS
 from ..i18n import LANGS
 from ..models import MODELS, installed_path
@@ -112,7 +113,7 @@ class Lesson:
             _check_texts(_Reader(self.path), self, shown)
 
     def build_scenarios(self) -> tuple[Scenario, ...]:
-        return tuple(self._scenario(spec) for _, spec in self.scenarios)
+        return tuple(self._scenario(name, spec) for name, spec in self.scenarios)
 
     @contextmanager
     def _errors_named(self):
@@ -123,12 +124,12 @@ class Lesson:
         except ExplorerError as exc:
             raise LessonError(f"{self.path.name}: {exc}") from None
 
-    def _scenario(self, spec: ScenarioSpec) -> Scenario:
+    def _scenario(self, name: str, spec: ScenarioSpec) -> Scenario:
         model = build_model(spec.model, self.path)
         vocab = model.vocab
         prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
         return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())),
-                        spec.cancel_after)
+                        spec.cancel_after, name)
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -190,9 +191,10 @@ class _Reader:
 
 
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
-            "settings", "forces", "scenarios", "frames", "checks")
+            "settings", "forces", "scenarios", "evaluators", "frames", "checks")
 SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after")
-FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention")
+FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search")
+SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
 
@@ -208,7 +210,14 @@ def parse_lesson(path: Path) -> Lesson:
             r.fail(f"{where}.name", f"{sd['name']!r} is used twice")
         scenarios.append((sd["name"], _scenario_spec(r, sd, where, base)))
     names = [n for n, _ in scenarios]
-    plans = tuple(_plan(r, fd, f"frames[{i}]", names) for i, fd in enumerate(_list(r, data, "frames")))
+    evaluators = {}
+    for i, ed in enumerate(_list(r, data, "evaluators")):
+        name, scores, default = _evaluator(r, ed, f"evaluators[{i}]")
+        if name in evaluators:
+            r.fail(f"evaluators[{i}].name", f"{name!r} is used twice")
+        evaluators[name] = (scores, default)
+    plans = tuple(_plan(r, fd, f"frames[{i}]", names, evaluators)
+                  for i, fd in enumerate(_list(r, data, "frames")))
     if not plans:
         r.fail("frames", "expected at least one frame")
     checks = tuple(_check(r, cd, f"checks[{i}]") for i, cd in enumerate(data.get("checks", [])))
@@ -280,7 +289,53 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -
     return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after)
 
 
-def _plan(r: _Reader, fd, where: str, scenario_names: list[str]) -> FramePlan:
+def _number(r: _Reader, value, where: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        r.fail(where, f"{value!r}: expected a number")
+    return float(value)
+
+
+def _positive(r: _Reader, value, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        r.fail(where, f"{value!r}: expected an integer >= 1")
+    return value
+
+
+def _evaluator(r: _Reader, ed, where: str) -> tuple[str, tuple[tuple[str, float], ...], float]:
+    """[[evaluators]]: name, default (the score of a state not listed), scores (state -> score,
+    a state written as its new pieces joined by spaces)."""
+    r.table(ed, where, ("name", "default", "scores"), ("name", "default", "scores"))
+    if not isinstance(ed["name"], str) or not ed["name"]:
+        r.fail(f"{where}.name", "expected a name")
+    scores = ed["scores"]
+    if not isinstance(scores, dict):
+        r.fail(f"{where}.scores", 'expected a table of "state" = score')
+    return (ed["name"], tuple((state, _number(r, v, f"{where}.scores.{state}")) for state, v in scores.items()),
+            _number(r, ed["default"], f"{where}.default"))
+
+
+def _computations(r: _Reader, fd, where: str, kind: str, evaluators: dict) -> dict:
+    """A frame's `samples` (seeds of a self-consistency vote) and `search` (an evaluator search)."""
+    extras = {}
+    if ("samples" in fd or "search" in fd) and kind == "input":
+        r.fail(f"{where}.{'samples' if 'samples' in fd else 'search'}", "an input frame comes before any run")
+    if "samples" in fd:
+        seeds = r.ints(fd["samples"], f"{where}.samples")
+        if not seeds or any(seed < 0 for seed in seeds):
+            r.fail(f"{where}.samples", "expected a list of seeds (integers >= 0), one per sample")
+        extras["samples"] = seeds
+    if "search" in fd:
+        sd = r.table(fd["search"], f"{where}.search", SEARCH_KEYS, SEARCH_KEYS)
+        if sd["evaluator"] not in evaluators:
+            r.fail(f"{where}.search.evaluator", f"{sd['evaluator']!r} is not an evaluator "
+                                                f"(known: {', '.join(evaluators) or 'none: add [[evaluators]]'})")
+        scores, default = evaluators[sd["evaluator"]]
+        extras["search"] = SearchSpec(sd["evaluator"], scores, default,
+                                      *(_positive(r, sd[k], f"{where}.search.{k}") for k in SEARCH_KEYS[1:]))
+    return extras
+
+
+def _plan(r: _Reader, fd, where: str, scenario_names: list[str], evaluators: dict) -> FramePlan:
     r.table(fd, where, FRAME_KEYS, ("show",))
     kind = r.kind(fd["show"], f"{where}.show", FRAME_KINDS)
     step = fd.get("step")
@@ -312,6 +367,7 @@ def _plan(r: _Reader, fd, where: str, scenario_names: list[str]) -> FramePlan:
             if not isinstance(items, list):
                 r.fail(f"{where}.{key}", "expected a list")
             extras[key] = tuple(r.kind(v, f"{where}.{key}", choices) for v in items)
+    extras |= _computations(r, fd, where, kind, evaluators)
     return FramePlan(scenario_names.index(scenario), kind, step, extras)
 
 
