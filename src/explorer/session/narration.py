@@ -30,7 +30,7 @@ add_messages({
     "list.sep": {"en": ", ", "zh": "，"},
     "vote.sample": {"en": "seed {seed} → {answer} ({tokens} tokens)", "zh": "种子{seed} → {answer}（{tokens}个Token）"},
     "vote.count": {"en": "{answer} × {n}", "zh": "{answer} × {n}"},
-    "search.level": {"en": "depth {depth}: {items}", "zh": "第{depth}层：{items}"},
+    "search.level": {"en": "Depth {depth}: {items}", "zh": "第{depth}层：{items}"},
     "search.levels_sep": {"en": "; ", "zh": "；"},
     "search.node": {"en": "{piece} {score} {status}", "zh": "{piece} {score} {status}"},
     "search.kept": {"en": "kept", "zh": "保留"},
