@@ -71,6 +71,13 @@ class Vocabulary:
             raise PromptError(f"{what}: empty, expected at least one token")
         return np.asarray(checked, np.int64)
 
+    def piece_id(self, piece: str, what: str = "piece") -> int:
+        """The id of a text piece, written as the vocabulary spells it."""
+        try:
+            return self.pieces.index(piece)
+        except ValueError:
+            raise PromptError(f"{what}: not a piece of the vocabulary") from None
+
     def piece_text(self, token_id: int) -> str:
         """A piece's text as it is (what JSON carries), or `<0xE5>` for bytes that are not
         a whole character."""

@@ -4,6 +4,7 @@ naming the file and the key path (`wo-ai-to-eos.toml: frames[3].explain.why: mis
 from __future__ import annotations
 
 import dataclasses
+from dataclasses import replace
 import tomllib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -11,7 +12,9 @@ from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..core.sampling import SamplingConfig
+from ..core.generate import generate
 from ..core.search import SearchSpec
+from ..core.tools import continue_after_tool
 from ..export.spec import PANELS
 from ..i18n import LANGS
 from ..models import MODELS, installed_path
@@ -47,6 +50,7 @@ class ScenarioSpec:
     settings: dict = field(default_factory=dict)
     forces: dict = field(default_factory=dict)     # step -> id
     cancel_after: int | None = None                # the user cancels after this many steps
+    after_tool: tuple[str, tuple] | None = None    # (scenario whose tool call the host answered, result tokens)
 
 
 @dataclass(frozen=True)
@@ -127,9 +131,25 @@ class Lesson:
     def _scenario(self, name: str, spec: ScenarioSpec) -> Scenario:
         model = build_model(spec.model, self.path)
         vocab = model.vocab
+        if spec.after_tool is not None:
+            return replace(self._scenario(name, replace(spec, after_tool=None)),
+                           prompt_ids=self._after_tool(name, spec.after_tool, vocab))
         prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
         return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())),
                         spec.cancel_after, name)
+
+
+    def _after_tool(self, name: str, after: tuple[str, tuple], vocab) -> tuple[int, ...]:
+        """The prompt after the host answered the tool call of scenario `after[0]` with the
+        result tokens `after[1]` (pieces or ids): that scenario's run as written, then the result."""
+        called, result = after
+        s = self._scenario(called, dict(self.scenarios)[called])
+        run = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides), check_recompute=False)
+        ids = [t if isinstance(t, int) else vocab.piece_id(t, f"after_tool.result: {t!r}") for t in result]
+        try:
+            return continue_after_tool(run, ids, vocab)
+        except ExplorerError as exc:
+            raise ExplorerError(f"scenario {name!r}: after_tool: {exc}") from None
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -192,7 +212,7 @@ class _Reader:
 
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
             "settings", "forces", "scenarios", "evaluators", "frames", "checks")
-SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after")
+SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool")
 FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search")
 SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
@@ -208,7 +228,7 @@ def parse_lesson(path: Path) -> Lesson:
         r.table(sd, where, SCENARIO_KEYS, ("name",))
         if sd["name"] in dict(scenarios):
             r.fail(f"{where}.name", f"{sd['name']!r} is used twice")
-        scenarios.append((sd["name"], _scenario_spec(r, sd, where, base)))
+        scenarios.append((sd["name"], _scenario_spec(r, sd, where, base, [n for n, _ in scenarios])))
     names = [n for n, _ in scenarios]
     evaluators = {}
     for i, ed in enumerate(_list(r, data, "evaluators")):
@@ -243,7 +263,8 @@ def _list(r: _Reader, data: dict, key: str) -> list:
     return value
 
 
-def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -> ScenarioSpec:
+def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None,
+                   known: list[str] | None = None) -> ScenarioSpec:
     at = (lambda k: f"{where}.{k}") if where else (lambda k: k)
     model = d.get("model", None if base is None else base.model)
     if model is None:
@@ -282,11 +303,23 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -
         if not isinstance(token, int) or isinstance(token, bool):
             r.fail(at(f"forces.{step}"), "expected a token id" + (f' or "{MODEL_CHOICE}"' if base else ""))
         forces[int(step)] = token
+    after_tool = None
+    if "after_tool" in d:
+        ad = r.table(d["after_tool"], at("after_tool"), ("scenario", "result"), ("scenario", "result"))
+        if ad["scenario"] not in (known or ()):
+            r.fail(at("after_tool.scenario"), f"{ad['scenario']!r}: expected a scenario named before this one "
+                                              f"(known: {', '.join(known or ())})")
+        if (not isinstance(ad["result"], list) or not ad["result"]
+                or not all(isinstance(t, (str, int)) and not isinstance(t, bool) for t in ad["result"])):
+            r.fail(at("after_tool.result"), "expected a list of the result's tokens (pieces or ids)")
+        if "prompt" in d or "prompt_ids" in d:
+            r.fail(at("after_tool"), "the prompt follows from the tool call: leave prompt and prompt_ids out")
+        after_tool = (ad["scenario"], tuple(ad["result"]))
     cancel_after = d.get("cancel_after")
     if cancel_after is not None and (not isinstance(cancel_after, int) or isinstance(cancel_after, bool)
                                      or cancel_after < 1):
         r.fail(at("cancel_after"), f"{cancel_after!r}: expected a number of steps >= 1 (the user cancels after them)")
-    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after)
+    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool)
 
 
 def _number(r: _Reader, value, where: str) -> float:
