@@ -20,7 +20,10 @@ COURSE_LESSONS = {          # id -> order: the lessons written from the course t
     "stop-reasons": 6, "output-projection": 7, "tokens-not-characters": 8,
 }
 REAL_MODEL_LESSONS = {"real-model": 9}     # on SmolLM2 (`explorer model install smollm2`)
-AUTHORED = {**COURSE_LESSONS, **REAL_MODEL_LESSONS}
+Q016_LESSONS = {            # Q016's four kinds of extra compute (and the reasoning-token follow-ups)
+    "reasoning-budget": 10, "self-consistency": 11, "search-evaluator": 12, "tool-evidence": 13,
+}
+AUTHORED = {**COURSE_LESSONS, **REAL_MODEL_LESSONS, **Q016_LESSONS}
 SHIPPED = ["wo-ai-to-eos", *AUTHORED]
 
 

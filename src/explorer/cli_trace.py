@@ -10,7 +10,9 @@ from .core.beam import format_tree
 from .core.elide import ENDS, elided, elided_list
 from .core.errors import ExplorerError, SettingError
 from .core.generate import Run
-from .core.run_dict import run_to_dict
+from .core.run_dict import run_to_dict, search_to_dict, vote_to_dict
+from .core.search import SearchResult, SearchSpec
+from .core.vote import Vote
 from .core.usage import count_usage
 from .core.teaching import load_teaching_model
 from .core.vocab import Vocabulary
@@ -66,19 +68,66 @@ def run(args) -> int:
 
 def trace_output(session: Session, lang: str = "en", as_json: bool = False, top: int = 10) -> str:
     """What `explorer trace` prints for a session: every scenario's Run as the step table (or
-    as JSON), each with its own model's vocabulary."""
+    as JSON), each with its own model's vocabulary, then the votes and searches its frames
+    ask for (with the forward time they took)."""
     results = session.scenario_results()
     vocabs = [scenario.model.vocab for scenario in session.scenarios]
+    extra = _computations(session, [run for run, _ in results])
     if as_json:
         data = [run_to_dict(r, vocab, top) for (r, _), vocab in zip(results, vocabs)]
+        for k, items in extra.items():
+            votes = [vote_to_dict(v) for kind, v in items if kind == "vote"]
+            searches = [search_to_dict(v, vocabs[k], spec.evaluator) for kind, (spec, v) in
+                        ((kind, item) for kind, item in items if kind == "search")]
+            data[k] |= ({"self_consistency": votes} if votes else {}) | ({"searches": searches} if searches else {})
         return json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2)
     # a lesson with several scenarios: each block says which one it is
     names = [name for name, _ in session.content.scenarios] if len(results) > 1 and session.content else []
     blocks = []
     for i, ((run, beam), vocab) in enumerate(zip(results, vocabs)):
         block = format_tree(beam, vocab, lang) if beam is not None else format_run(run, vocab, lang)
+        for kind, item in extra.get(i, []):
+            block += "\n\n" + (format_vote(item, lang) if kind == "vote" else format_search(*item, vocab, lang))
         blocks.append(f"{tr('scenario', lang, name=names[i])}\n{block}" if names else block)
     return "\n\n".join(blocks)
+
+
+def _computations(session: Session, runs: list[Run]) -> dict[int, list[tuple]]:
+    """Scenario index -> [("vote", Vote) | ("search", (SearchSpec, SearchResult))] its frames ask
+    for, each once, in frame order."""
+    out: dict[int, list[tuple]] = {}
+    for i, frame in enumerate(session.frames):
+        k = next(j for j, r in enumerate(runs) if r is session.run_at(i)[0])
+        items = out.setdefault(k, [])
+        for item in ((("vote", frame.vote),) if frame.vote is not None else ()) + (
+                (("search", (frame.search, frame.search_result)),) if frame.search_result is not None else ()):
+            if all(item[1] is not seen[1] for seen in items):
+                items.append(item)
+    return {k: v for k, v in out.items() if v}
+
+
+def format_vote(vote: Vote, lang: str = "en") -> str:
+    """Each seeded sample's answer, tokens and measured forward time, then the vote and its cost."""
+    lines = [tr("trace.vote", lang, n=len(vote.samples))]
+    lines += [tr("trace.vote.sample", lang, seed=s.seed, answer=s.answer, tokens=s.tokens,
+                 ms=f"{sum(step.seconds for step in s.run.steps) * 1000:.2f}") for s in vote.samples]
+    lines.append(tr("trace.vote.result", lang, majority=vote.majority, votes=vote.majority_votes, n=len(vote.samples),
+                    tokens=vote.tokens, ms=f"{vote.seconds * 1000:.2f}"))
+    return "\n".join(lines)
+
+
+def format_search(spec: SearchSpec, result: SearchResult, vocab: Vocabulary, lang: str = "en") -> str:
+    """The search tree by depth (score and status of every state), the best state and the cost."""
+    lines = [tr("trace.search", lang, evaluator=spec.evaluator, width=result.width, branches=result.branches,
+                depth=result.depth)]
+    for node in result.nodes[1:]:
+        lines.append("   " * node.depth + tr("trace.search.node", lang, piece=vocab.display_piece(node.token_id),
+                                                 prob=f"{node.prob:.2f}", score=f"{node.score:.4f}",
+                                                 status=tr(f"search.{node.status}", lang)))
+    best = result.best
+    lines.append(tr("trace.search.result", lang, best=vocab.display_pieces(result.path(best.node_id)),
+                    score=f"{best.score:.4f}", forwards=result.forwards, evaluations=result.evaluations))
+    return "\n".join(lines)
 
 
 def parse_forces(items) -> dict[int, int]:
