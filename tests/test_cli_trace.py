@@ -147,7 +147,7 @@ def test_a_lesson_with_several_scenarios_names_each_block(capsys):
     code, out, _ = run_cli(capsys, "trace", "--lesson", "stop-reasons")
     headers = [line for line in out.splitlines() if line.startswith("scenario ")]
     assert code == 0 and headers == ["scenario “base”", "scenario “stop-string”", "scenario “length”",
-                                     "scenario “tool”", "scenario “after-tool”"]
+                                     "scenario “cancelled”", "scenario “tool”", "scenario “after-tool”"]
     code, out, _ = run_cli(capsys, "trace", "--lesson", "stop-reasons", "--lang", "zh")
     assert "情景“tool”" in out
     code, out, _ = run_cli(capsys, "trace", "--lesson", "wo-ai-to-eos")         # one scenario: no header

@@ -38,4 +38,4 @@ def test_trace_json_has_a_usage_block_on_every_run(capsys):
     assert data["usage"] == {"prompt_tokens": 2, "reasoning_tokens": 0, "output_tokens": 3, "total_tokens": 5}
     assert main(["trace", "--lesson", "stop-reasons", "--json"]) == 0
     runs = json.loads(capsys.readouterr().out)
-    assert [r["usage"]["total_tokens"] for r in runs] == [9, 8, 5, 6, 12]    # prompt + every generated token
+    assert [r["usage"]["total_tokens"] for r in runs] == [9, 8, 5, 5, 6, 12]    # prompt + every generated token
