@@ -39,3 +39,10 @@ def test_trace_json_has_a_usage_block_on_every_run(capsys):
     assert main(["trace", "--lesson", "stop-reasons", "--json"]) == 0
     runs = json.loads(capsys.readouterr().out)
     assert [r["usage"]["total_tokens"] for r in runs] == [9, 8, 5, 5, 6, 12]    # prompt + every generated token
+
+
+def test_a_byte_level_vocabulary_finds_its_think_pieces():
+    """A GGUF's byte-level vocabulary stores pieces as bytes; its <think> markers are found too."""
+    bpe = Vocabulary((b"<eos>", b"<think>", b"x", b"</think>"), {"eos": 0})
+    assert bpe.reasoning_markers == (1, 3)
+    assert count_usage([2], [1, 2, 3, 2, 0], bpe).as_dict()["reasoning_tokens"] == 3

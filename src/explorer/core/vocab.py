@@ -45,8 +45,11 @@ class Vocabulary:
         has no such markers (its generations have no reasoning tokens)."""
         if all(role in self.specials for role in REASONING_ROLES):
             return self.specials[REASONING_ROLES[0]], self.specials[REASONING_ROLES[1]]
-        index = {p: i for i, p in enumerate(self.pieces) if isinstance(p, str) and p.startswith("<")
-                 and p.endswith(">") and "think" in p}
+        index = {}                  # "<think>"-like pieces (text, or the bytes of a byte-level vocabulary) -> id
+        for i, p in enumerate(self.pieces):
+            text = p.decode("utf-8", "replace") if isinstance(p, bytes) else p
+            if "think" in text and text.startswith("<") and text.endswith(">"):
+                index.setdefault(text, i)
         return next(((index[a], index[b]) for a, b in REASONING_PIECES if a in index and b in index), None)
 
     def is_special(self, token_id: int) -> bool:
