@@ -298,3 +298,12 @@ def test_the_real_lesson_traces_in_both_languages_with_its_own_vocabulary(sessio
     for lang, header in (("en", "scenario “"), ("zh", "情景“")):
         text = trace_output(session, lang)
         assert sum(line.startswith(header) for line in text.splitlines()) == len(runs)
+
+
+def test_the_real_stop_frame_says_where_the_stop_matched_counting_from_0(session):
+    """' Paris.' matches '.' at index 6 (' Paris' is 6 characters: 0..5); the text shown leaves it out."""
+    index = next(i for i, f in enumerate(session.frames) if f.kind == "stop" and session.run_at(i)[0] is session.run)
+    session.go(index)
+    en, zh = (frame_explanation(session.frame, session.run, session.model.vocab, lang)["what"] for lang in ("en", "zh"))
+    assert "matched at index 6, counting from 0" in en and "the text shown is “ Paris”, 6 characters" in en
+    assert "在下标6（从0数起）处匹配到'.'" in zh
