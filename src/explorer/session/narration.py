@@ -267,7 +267,8 @@ def _authored(texts: dict, lang: str, values: dict) -> str:
 
 def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     values = placeholder_values(frame, run, vocab, lang)
-    values["text"] = one_line(values["text"])          # a heading: a line break in the text shows as ↵
+    for key in ("text", "answer"):                     # a heading: a line break in the text shows as ↵
+        values[key] = one_line(values[key])
     if frame.title:
         return _authored(frame.title, lang, values)
     if frame.kind == "pick" and run.steps[frame.step].forced:
