@@ -315,3 +315,14 @@ def test_the_beam_panel_shows_a_frames_search_tree_and_its_vote(qtbot, lessons):
     answers = [voting.tree.topLevelItem(i).text(1) for i in range(voting.tree.topLevelItemCount())]
     assert answers == [s.answer for s in session.frame.vote.samples] and len(answers) == 5
     assert voting.final_text().startswith(f"Votes: {session.frame.vote.counts[0][0]} × ")
+
+
+def test_greedy_settings_give_every_seed_the_same_answer(lessons):
+    """A teacher switching the vote's lesson to greedy is not refused: five equal runs, one answer."""
+    lesson, session = lessons["self-consistency"]
+    greedy = session.copy()
+    greedy.go(next(i for i, f in enumerate(greedy.frames) if f.vote is not None))
+    greedy.set_sampling(mode="greedy")
+    vote = greedy.frame.vote
+    assert {s.run.output_ids for s in vote.samples} == {vote.samples[0].run.output_ids}
+    assert vote.counts == (("11", 5),)            # greedy: 先算乘法 (0.50) -> 4×2=8 -> 3+8=11
