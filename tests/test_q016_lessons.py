@@ -326,3 +326,12 @@ def test_greedy_settings_give_every_seed_the_same_answer(lessons):
     vote = greedy.frame.vote
     assert {s.run.output_ids for s in vote.samples} == {vote.samples[0].run.output_ids}
     assert vote.counts == (("11", 5),)            # greedy: 先算乘法 (0.50) -> 4×2=8 -> 3+8=11
+
+
+@pytest.mark.parametrize("name", ["reasoning-budget", "self-consistency", "search-evaluator", "tool-evidence"])
+def test_each_new_lesson_exports_a_chinese_slide(qapp, capsys, tmp_path, name):
+    """The English decks are exported by tests/test_export.py; here one Chinese slide each."""
+    assert main(["export", "--lesson", name, "--lang", "zh", "--frames", "4", "--format", "png",
+                 "--out", str(tmp_path)]) == 0, capsys.readouterr().err
+    (png,) = tmp_path.glob("04-*.png")
+    assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n" and png.stat().st_size > 10_000
