@@ -8,6 +8,7 @@ import pytest
 
 from explorer.cli import main
 from explorer.core.elide import elided, elided_list
+from explorer.lessons import lesson_names, load_lesson
 
 
 def run_cli(capsys, *argv):
@@ -38,7 +39,7 @@ def test_trace_json_of_the_default_prompt(capsys):
 def test_trace_table_in_chinese(capsys):
     code, out, _ = run_cli(capsys, "trace", "--prompt", "我爱", "--lang", "zh")
     assert code == 0
-    for text in ("时刻", "本次输入", "结束后KV包含", "位置1的logits", "Decode 2", "可见Token：5", "已进缓存：4",
+    for text in ("时刻", "本次输入", "结束后KV包含", "位置1的logits", "Decode 2", "可见序列：5个Token", "已进缓存：4",
                  "结束原因：eos"):
         assert text in out
 
@@ -47,7 +48,7 @@ def test_trace_table_in_english_marks_length_as_incomplete(capsys):
     code, out, _ = run_cli(capsys, "trace", "--prompt-ids", "1,2,3", "--max-new-tokens", "2",
                            "--force", "0:4", "--force", "1:5")
     assert code == 0
-    assert "visible tokens: 5   in cache: 4" in out
+    assert "visible sequence: 5 tokens   in cache: 4   text shown: 2 characters" in out
     assert "INCOMPLETE" in out and "(forced)" in out
 
 
@@ -146,8 +147,34 @@ def test_a_lesson_with_several_scenarios_names_each_block(capsys):
     code, out, _ = run_cli(capsys, "trace", "--lesson", "stop-reasons")
     headers = [line for line in out.splitlines() if line.startswith("scenario ")]
     assert code == 0 and headers == ["scenario “base”", "scenario “stop-string”", "scenario “length”",
-                                     "scenario “tool”", "scenario “after-tool”"]
+                                     "scenario “cancelled”", "scenario “tool”", "scenario “after-tool”"]
     code, out, _ = run_cli(capsys, "trace", "--lesson", "stop-reasons", "--lang", "zh")
     assert "情景“tool”" in out
     code, out, _ = run_cli(capsys, "trace", "--lesson", "wo-ai-to-eos")         # one scenario: no header
     assert code == 0 and out.startswith("prompt: ")
+
+
+TABLE_LESSONS = [name for name in lesson_names() if name != "real-model"]      # the real-model lesson: tests/test_real_lesson.py
+
+
+@pytest.mark.parametrize("lesson", TABLE_LESSONS)
+def test_every_lesson_traces_with_each_scenarios_own_vocabulary(capsys, lesson):
+    """--json and the table, both languages; a logits lesson's candidates are named by the pieces
+    its own scenario lists (a scenario with other pieces must not borrow the first one's)."""
+    specs = load_lesson(lesson).scenarios
+    code, out, err = run_cli(capsys, "trace", "--lesson", lesson, "--json")
+    assert code == 0, err
+    data = json.loads(out)
+    runs = data if isinstance(data, list) else [data]
+    assert len(runs) == len(specs)
+    for (name, spec), run in zip(specs, runs):
+        if "pieces" in spec.model:                       # a logits / projection model: "…" then the pieces
+            pieces = ["…", *spec.model["pieces"]]
+            for step in run["steps"]:
+                assert step["selected_text"] == pieces[step["selected_id"]], (name, step["selected_id"])
+                assert all(c["text"] == pieces[c["id"]] for c in step["candidates"]), name
+    for lang in ("en", "zh"):
+        code, out, err = run_cli(capsys, "trace", "--lesson", lesson, "--lang", lang)
+        header = "scenario “" if lang == "en" else "情景“"
+        assert code == 0 and out.strip(), err
+        assert sum(line.startswith(header) for line in out.splitlines()) == (len(specs) if len(specs) > 1 else 0)

@@ -64,14 +64,14 @@ def test_one_off_rule_at_the_first_pick(panel, session):
     assert panel.row_labels() == ["L0 K", "L0 V"]
     assert shown_states(panel) == ["processed", "processed", "selected"]
     assert panel.column_labels() == ["我·0", "爱·1", "学习·2"]
-    assert "visible: 3" in panel.counts_text() and "in cache: 2" in panel.counts_text()
+    assert "visible sequence: 3" in panel.counts_text() and "in cache: 2" in panel.counts_text()
     assert panel.cell_text(0, 2) == "selected"        # empty cell: a label, no numbers
 
 
 def test_the_end_keeps_the_last_selected_token_out_of_the_cache(panel, session):
     session.last()
     assert shown_states(panel) == ["processed"] * 4 + ["selected"]
-    assert "visible: 5" in panel.counts_text() and "in cache: 4" in panel.counts_text()
+    assert "visible sequence: 5" in panel.counts_text() and "in cache: 4" in panel.counts_text()
 
 
 def test_input_frame_is_all_pending(panel, session):
@@ -151,7 +151,7 @@ def test_a_rerun_updates_the_grid(panel, session):
 def test_chinese_labels(panel, session):
     session.go(2)
     session.set_lang("zh")
-    assert "可见：3" in panel.counts_text() and "已缓存：2" in panel.counts_text()
+    assert "可见序列：3" in panel.counts_text() and "已缓存：2" in panel.counts_text()
     assert panel.cell_text(0, 2) == "已选中"
     assert any("缓存" in t for t in panel.legend_texts())
 

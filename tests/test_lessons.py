@@ -20,7 +20,10 @@ COURSE_LESSONS = {          # id -> order: the lessons written from the course t
     "stop-reasons": 6, "output-projection": 7, "tokens-not-characters": 8,
 }
 REAL_MODEL_LESSONS = {"real-model": 9}     # on SmolLM2 (`explorer model install smollm2`)
-AUTHORED = {**COURSE_LESSONS, **REAL_MODEL_LESSONS}
+Q016_LESSONS = {            # Q016's four kinds of extra compute (and the reasoning-token follow-ups)
+    "reasoning-budget": 10, "self-consistency": 11, "search-evaluator": 12, "tool-evidence": 13,
+}
+AUTHORED = {**COURSE_LESSONS, **REAL_MODEL_LESSONS, **Q016_LESSONS}
 SHIPPED = ["wo-ai-to-eos", *AUTHORED]
 
 
@@ -128,12 +131,13 @@ def test_prefill_decode_positions_and_cache_lengths(sessions):
 
 def test_selected_not_processed_ends_with_5_visible_and_4_cached(sessions):
     session = sessions["selected-not-processed"]
+    session.go(0)
     run = session.run
     assert run.prompt_ids == (1, 2, 3) and run.output_ids == (4, 5)
     assert run.finish_reason == "length" and run.incomplete
     shown = [(f.kind, f.visible_count, f.cache_len) for f in session.frames]
     assert shown == [("input", 3, 0), ("prefill", 3, 3), ("pick", 4, 3), ("decode", 4, 4), ("pick", 5, 4),
-                     ("stop", 5, 4)]
+                     ("stop", 5, 4), ("pick", 4, 3), ("stop", 5, 4)]    # then F15's table model: 4, EOS
     assert [s.cache_len_after for s in run.steps] == [3, 4]
     assert run.steps[1].input_ids == (4,)
 
@@ -221,6 +225,7 @@ STOPS = {  # scenario -> (finish reason, incomplete, shown output text)
     "base": ("eos", False, "要点是缓存。END"),
     "stop-string": ("stop_string", False, "要点是缓存。"),
     "length": ("length", True, "要点是缓存"),
+    "cancelled": ("cancelled", True, "要点是缓存"),            # Cancel after three new tokens
     "tool": ("tool_call", False, "<tool>read_filenotes.txt</tool>"),
     "after-tool": ("eos", False, "笔记讲缓存。"),
 }
@@ -236,6 +241,59 @@ def test_stop_reasons_each_scenario_stops_its_own_way(sessions):
     assert [session.model.vocab.display_piece(t) for t in run.output_ids[-2:]] == ["EN", "D"]  # across 2 tokens
     assert len(frame_on(lesson, session, "length", "stop").run.output_ids) == 3
     assert frame_on(lesson, session, "base", "stop").run.config.max_new_tokens == 100
+
+
+def test_stop_reasons_count_the_visible_sequence_the_characters_and_what_a_cancel_billed(sessions):
+    lesson, session = load_lesson("stop-reasons"), sessions["stop-reasons"]
+    frame_on(lesson, session, "base", "pick", 6)
+    assert "six tokens" in texts_of(session, session.cursor)["en"][1]["what"]   # 要点 是 缓存 。 EN D
+    frame_on(lesson, session, "base", "stop")
+    en, zh = (texts_of(session, session.cursor)[lang][1]["what"] for lang in ("en", "zh"))
+    # 2 prompt tokens + 6 text tokens + the selected end token; "要点是缓存。END" is 9 characters
+    assert "The visible sequence has 9 tokens" in en and "9 characters" in en and "cache 8" in en
+    assert "可见序列有9个Token" in zh and "共9个字符" in zh
+    frame_on(lesson, session, "cancelled", "stop")
+    en, zh = (texts_of(session, session.cursor)[lang] for lang in ("en", "zh"))
+    assert "2 prompt + 3 output = 5 tokens" in en[1]["what"] and "cancelled, incomplete" in en[0]
+    assert "（cancelled，不完整）" in zh[0]                      # full-width punctuation in Chinese
+    frame_on(lesson, session, "stop-string", "stop")
+    assert "下标6（从0数起）" in texts_of(session, session.cursor)["zh"][1]["what"]   # 要点是缓存。 is 0..5
+
+
+def test_f15_greedy_picks_4_at_0_6_then_stops_on_eos(sessions):
+    lesson, session = load_lesson("selected-not-processed"), sessions["selected-not-processed"]
+    pick = frame_on(lesson, session, "f15", "pick", 0)
+    step = pick.run.steps[0]
+    assert step.selected_id == 4 and not step.forced and abs(step.distribution.probs[4] - 0.6) < 1e-12
+    assert [round(float(step.distribution.probs[i]), 12) for i in (4, 5, 6)] == [0.6, 0.3, 0.1]
+    assert (pick.frame.visible_count, pick.frame.cache_len) == (4, 3)
+    stop = frame_on(lesson, session, "f15", "stop")
+    assert stop.run.output_ids == (4, 6) and stop.run.finish_reason == "eos"
+    assert (stop.frame.visible_count, stop.frame.cache_len) == (5, 4)
+
+
+def test_sampling_frame_explains_the_float64_boundary_of_the_reverse_top_p_test(sessions):
+    assert 0.55 + 0.25 == 0.8 and 1 - 0.8 == 0.19999999999999996 and 0.05 + 0.15 == 0.2   # float64 facts
+    lesson, session = load_lesson("sampling"), sessions["sampling"]
+    frame_on(lesson, session, "course-p08", "pick", 0)
+    en = texts_of(session, session.cursor)["en"][1]
+    assert "0.55 + 0.25 is exactly 0.8" in en["how"] and "0.19999999999999996" in en["misconception"]
+
+
+CJK_ASCII_PUNCT = re.compile(r"[\u4e00-\u9fff][,;:!?]|[,;:!?] ?[\u4e00-\u9fff]|\([\u4e00-\u9fff]")
+
+
+@pytest.mark.parametrize("name", [n for n in SHIPPED if n not in REAL_MODEL_LESSONS])
+def test_chinese_texts_use_full_width_punctuation_and_one_word_for_sampling(sessions, name):
+    session, lesson = sessions[name], load_lesson(name)
+    texts = [lesson.title["zh"], lesson.summary["zh"]] + [t for c in lesson.checks for t in (c.question["zh"],
+                                                                                           c.answer["zh"])]
+    for i in range(len(session.frames)):
+        title, explain = texts_of(session, i)["zh"]
+        texts += [title, *explain.values()]
+    for text in texts:
+        assert not CJK_ASCII_PUNCT.search(text), (name, text)
+        assert "采样" not in text, (name, text)                  # 抽样, as the course's opening says
 
 
 def test_output_projection_scores_and_the_padding_pitfall(sessions):
@@ -313,6 +371,8 @@ BAD = {  # name -> (edit of a good lesson, what the message must say)
                                ["frames[3].attention.head: missing"]),
     "attention-on-input": (('show = "input"\n', 'show = "input"\nattention = { layer = 0, head = 0 }\n'),
                            ["frames[0].attention: an input frame has no attention to show"]),
+    "cancel-after-zero": (('name = "f15"\n', 'name = "f15"\ncancel_after = 0\n'),
+                          ["scenarios[0].cancel_after: 0: expected a number of steps >= 1"]),
     "attended-without-a-choice": (("Cache {cache} = prompt length {n}.", "Cache {cache} = prompt length {attended}."),
                                   ["frames[1].explain.check.en: unknown placeholder", "'attended'"]),
 }
@@ -322,7 +382,8 @@ BAD = {  # name -> (edit of a good lesson, what the message must say)
 def test_malformed_lessons_name_the_file_and_the_key(tmp_path, case):
     (old, new), parts = BAD[case]
     path = tmp_path / f"bad-{case}.toml"
-    path.write_text(_edit(GOOD.read_text(encoding="utf-8"), old, new), encoding="utf-8")
+    good = GOOD.read_text(encoding="utf-8").replace('"../tables/', f'"{GOOD.parents[1] / "tables"}/')
+    path.write_text(_edit(good, old, new), encoding="utf-8")
     with pytest.raises(LessonError) as info:
         load_lesson(path)
     message = str(info.value)

@@ -280,3 +280,28 @@ def test_a_line_break_in_the_text_shows_as_a_mark_in_the_title(session):
     title = frame_title(sampled.frame, sampled.run, sampled.model.vocab, "en")
     assert "\n" not in title and text.replace("\n", "↵") in title
     assert "\n" in frame_explanation(sampled.frame, sampled.run, sampled.model.vocab, "en")["what"]
+
+
+def test_the_real_lesson_traces_in_both_languages_with_its_own_vocabulary(session, smollm2):
+    """What `explorer trace --lesson real-model [--json] [--lang zh]` prints, on the session built
+    above (a second build would rerun every recompute check)."""
+    import json
+
+    from explorer.cli_trace import trace_output
+    runs = json.loads(trace_output(session, "en", as_json=True))
+    assert [len(r["prompt_ids"]) for r in runs][0] == len(PROMPT_IDS)
+    assert runs[0]["steps"][0]["selected_text"] == " Paris"
+    assert all(c["text"] == smollm2.vocab.piece_text(c["id"]) for r in runs for s in r["steps"]
+               for c in s["candidates"])
+    for lang, header in (("en", "scenario “"), ("zh", "情景“")):
+        text = trace_output(session, lang)
+        assert sum(line.startswith(header) for line in text.splitlines()) == len(runs)
+
+
+def test_the_real_stop_frame_says_where_the_stop_matched_counting_from_0(session):
+    """' Paris.' matches '.' at index 6 (' Paris' is 6 characters: 0..5); the text shown leaves it out."""
+    index = next(i for i, f in enumerate(session.frames) if f.kind == "stop" and session.run_at(i)[0] is session.run)
+    session.go(index)
+    en, zh = (frame_explanation(session.frame, session.run, session.model.vocab, lang)["what"] for lang in ("en", "zh"))
+    assert "matched at index 6, counting from 0" in en and "the text shown is “ Paris”, 6 characters" in en
+    assert "在下标6（从0数起）处匹配到'.'" in zh

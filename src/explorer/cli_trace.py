@@ -11,13 +11,17 @@ from .core.elide import ENDS, elided, elided_list
 from .core.errors import ExplorerError, SettingError
 from .core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, shown
 from .core.generate import Run
-from .core.run_dict import run_to_dict
+from .core.run_dict import run_to_dict, search_to_dict, vote_to_dict
+from .core.search import SearchResult, SearchSpec
+from .core.vote import Vote
+from .core.usage import count_usage
 from .core.teaching import load_teaching_model
 from .core.vocab import Vocabulary
 from .i18n import tr
 from .lessons import load_lesson
 from .session import Session
-from .session.narration import finish_text
+from .session.frames import frames_of_run
+from .session.narration import finish_text, shown_text
 from .texttable import format_table
 
 
@@ -61,23 +65,75 @@ def _session(args) -> Session:
 def run(args) -> int:
     check_count("--top", args.top, 1, MAX_TOP)
     session = _session(args)
-    results = session.scenario_results()
-    for run, _ in results:              # a what-if the run never reaches would vanish without a word
+    for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
-    if args.json:
-        data = [run_to_dict(r, session.model.vocab, args.top) for r, _ in results]
-        print(json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2))
-        return 0
+    print(trace_output(session, args.lang, args.json, args.top))
+    return 0
+
+
+def trace_output(session: Session, lang: str = "en", as_json: bool = False, top: int = 10) -> str:
+    """What `explorer trace` prints for a session: every scenario's Run as the step table (or
+    as JSON), each with its own model's vocabulary, then the votes and searches its frames
+    ask for (with the forward time they took)."""
+    results = session.scenario_results()
+    vocabs = [scenario.model.vocab for scenario in session.scenarios]
+    extra = _computations(session, [run for run, _ in results])
+    if as_json:
+        data = [run_to_dict(r, vocab, top) for (r, _), vocab in zip(results, vocabs)]
+        for k, items in extra.items():
+            votes = [vote_to_dict(v) for kind, v in items if kind == "vote"]
+            searches = [search_to_dict(v, vocabs[k], spec.evaluator) for kind, (spec, v) in
+                        ((kind, item) for kind, item in items if kind == "search")]
+            data[k] |= ({"self_consistency": votes} if votes else {}) | ({"searches": searches} if searches else {})
+        return json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2)
     # a lesson with several scenarios: each block says which one it is
     names = [name for name, _ in session.content.scenarios] if len(results) > 1 and session.content else []
     blocks = []
-    for i, ((run, beam), scenario) in enumerate(zip(results, session.scenarios)):
-        vocab = scenario.model.vocab
-        block = format_tree(beam, vocab, args.lang) if beam is not None else format_run(run, vocab, args.lang)
-        blocks.append(f"{tr('scenario', args.lang, name=names[i])}\n{block}" if names else block)
-    print("\n\n".join(blocks))
-    return 0
+    for i, ((run, beam), vocab) in enumerate(zip(results, vocabs)):
+        block = format_tree(beam, vocab, lang) if beam is not None else format_run(run, vocab, lang)
+        for kind, item in extra.get(i, []):
+            block += "\n\n" + (format_vote(item, lang) if kind == "vote" else format_search(*item, vocab, lang))
+        blocks.append(f"{tr('scenario', lang, name=names[i])}\n{block}" if names else block)
+    return "\n\n".join(blocks)
+
+
+def _computations(session: Session, runs: list[Run]) -> dict[int, list[tuple]]:
+    """Scenario index -> [("vote", Vote) | ("search", (SearchSpec, SearchResult))] its frames ask
+    for, each once, in frame order."""
+    out: dict[int, list[tuple]] = {}
+    for i, frame in enumerate(session.frames):
+        k = next(j for j, r in enumerate(runs) if r is session.run_at(i)[0])
+        items = out.setdefault(k, [])
+        for item in ((("vote", frame.vote),) if frame.vote is not None else ()) + (
+                (("search", (frame.search, frame.search_result)),) if frame.search_result is not None else ()):
+            if all(item[1] is not seen[1] for seen in items):
+                items.append(item)
+    return {k: v for k, v in out.items() if v}
+
+
+def format_vote(vote: Vote, lang: str = "en") -> str:
+    """Each seeded sample's answer, tokens and measured forward time, then the vote and its cost."""
+    lines = [tr("trace.vote", lang, n=len(vote.samples))]
+    lines += [tr("trace.vote.sample", lang, seed=s.seed, answer=s.answer, tokens=s.tokens,
+                 ms=f"{sum(step.seconds for step in s.run.steps) * 1000:.2f}") for s in vote.samples]
+    lines.append(tr("trace.vote.result", lang, majority=vote.majority, votes=vote.majority_votes, n=len(vote.samples),
+                    tokens=vote.tokens, ms=f"{vote.seconds * 1000:.2f}"))
+    return "\n".join(lines)
+
+
+def format_search(spec: SearchSpec, result: SearchResult, vocab: Vocabulary, lang: str = "en") -> str:
+    """The search tree by depth (score and status of every state), the best state and the cost."""
+    lines = [tr("trace.search", lang, evaluator=spec.evaluator, width=result.width, branches=result.branches,
+                depth=result.depth)]
+    for node in result.nodes[1:]:
+        lines.append("   " * node.depth + tr("trace.search.node", lang, piece=vocab.display_piece(node.token_id),
+                                                 prob=f"{node.prob:.2f}", score=f"{node.score:.4f}",
+                                                 status=tr(f"search.{node.status}", lang)))
+    best = result.best
+    lines.append(tr("trace.search.result", lang, best=vocab.display_pieces(result.path(best.node_id)),
+                    score=f"{best.score:.4f}", forwards=result.forwards, evaluations=result.evaluations))
+    return "\n".join(lines)
 
 
 def parse_forces(items) -> dict[int, int]:
@@ -102,6 +158,8 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     """The course's step table plus the counts and the finish reason. Long token sequences
     are shortened in the table's cells; the prompt and output lines list them whole."""
     pieces = vocab.display_pieces
+    usage = count_usage(run.prompt_ids, run.output_ids, vocab)
+    shown = shown_text(frames_of_run(run)[-1], run, vocab, usage)
     rows = []
     for s in run.steps:
         kv_after = run.visible_ids[:s.cache_len_after]
@@ -121,7 +179,8 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
         format_table(headers, rows, align_right=(6,)),
         "",
         f"{tr('output', lang)}: {pieces(run.output_ids)} {list(run.output_ids)}  \u2192 {run.output_text!r}",
-        tr("counts", lang, visible=len(run.visible_ids), cache=run.cache_len),
+        tr("counts", lang, visible=len(run.visible_ids), cache=run.cache_len, chars=len(shown)),
+        tr("usage", lang, **usage.as_dict()),
         tr("not_processed", lang, piece=vocab.display_piece(run.output_ids[-1])),
         tr("finish", lang, reason=finish_text(run, lang)),
     ]

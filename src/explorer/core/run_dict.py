@@ -5,6 +5,9 @@ from __future__ import annotations
 import math
 
 from .generate import Run, Step
+from .search import SearchResult
+from .usage import count_usage
+from .vote import Vote
 from .vocab import Vocabulary
 
 
@@ -47,6 +50,7 @@ def run_to_dict(run: Run, vocab: Vocabulary, top_n: int = 10) -> dict:
         "stop_match": None if stop is None else {"text": stop.text, "char_index": stop.char_index,
                                                  "step": stop.step},
         "visible_count": len(run.visible_ids), "cache_len": run.cache_len,
+        "usage": count_usage(run.prompt_ids, run.output_ids, vocab).as_dict(),
         "settings": _settings(run),
         "steps": steps,
     }
@@ -59,3 +63,25 @@ def _settings(run: Run) -> dict:
             "order": list(c.order), "max_new_tokens": c.max_new_tokens,
             "stop_strings": list(c.stop_strings),
             "overrides": {str(k): v for k, v in sorted(run.overrides.items())}}
+
+
+def vote_to_dict(vote: Vote) -> dict:
+    """A self-consistency vote: each seeded sample's answer and cost, the counts, the majority."""
+    return {"seeds": [s.seed for s in vote.samples],
+            "samples": [{"seed": s.seed, "answer": s.answer, "output_ids": list(s.run.output_ids),
+                         "finish_reason": s.run.finish_reason, "tokens": s.tokens,
+                         "forward_ms": sum(step.seconds for step in s.run.steps) * 1000} for s in vote.samples],
+            "counts": dict(vote.counts), "majority": vote.majority, "majority_votes": vote.majority_votes,
+            "tokens": vote.tokens, "forward_ms": vote.seconds * 1000}
+
+
+def search_to_dict(result: SearchResult, vocab: Vocabulary, evaluator: str) -> dict:
+    """An evaluator search: every node (kept, pruned or finished) and what it cost."""
+    best = result.best
+    return {"evaluator": evaluator, "width": result.width, "branches": result.branches, "depth": result.depth,
+            "forwards": result.forwards, "evaluations": result.evaluations,
+            "best": {"ids": list(result.path(best.node_id)), "score": best.score,
+                     "pieces": [vocab.piece_text(t) for t in result.path(best.node_id)]},
+            "nodes": [{"id": n.node_id, "parent": n.parent_id, "token_id": n.token_id,
+                       "text": None if n.token_id is None else vocab.piece_text(n.token_id), "depth": n.depth,
+                       "prob": n.prob, "score": n.score, "status": n.status} for n in result.nodes]}

@@ -8,6 +8,7 @@ turns a sequence of ids into text, holding back an incomplete trailing character
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from functools import cached_property
 
 import numpy as np
 
@@ -15,6 +16,8 @@ from .elide import elided
 from .errors import PromptError
 
 END_ROLES = ("eos", "eot", "eom")   # special roles whose token ends generation
+REASONING_ROLES = ("think", "think_end")   # special roles of the markers around a reasoning segment
+REASONING_PIECES = (("<think>", "</think>"),)   # marker pieces of models that do not name the roles
 
 
 def check_text(text: str) -> None:
@@ -50,6 +53,20 @@ class Vocabulary:
         if the vocabulary names one (SmolLM2's `<|endoftext|>` beside its EOS `<|im_end|>`)."""
         return frozenset(self.specials[role] for role in END_ROLES if role in self.specials)
 
+    @cached_property
+    def reasoning_markers(self) -> tuple[int, int] | None:
+        """(opening id, closing id) of a reasoning segment: the special roles "think" and
+        "think_end", else the first pair of REASONING_PIECES the vocabulary holds; None if it
+        has no such markers (its generations have no reasoning tokens)."""
+        if all(role in self.specials for role in REASONING_ROLES):
+            return self.specials[REASONING_ROLES[0]], self.specials[REASONING_ROLES[1]]
+        index = {}                  # "<think>"-like pieces (text, or the bytes of a byte-level vocabulary) -> id
+        for i, p in enumerate(self.pieces):
+            text = p.decode("utf-8", "replace") if isinstance(p, bytes) else p
+            if "think" in text and text.startswith("<") and text.endswith(">"):
+                index.setdefault(text, i)
+        return next(((index[a], index[b]) for a, b in REASONING_PIECES if a in index and b in index), None)
+
     def is_special(self, token_id: int) -> bool:
         return token_id in self.specials.values()
 
@@ -71,6 +88,13 @@ class Vocabulary:
         if not checked:
             raise PromptError(f"{what}: empty, expected at least one token")
         return np.asarray(checked, np.int64)
+
+    def piece_id(self, piece: str, what: str = "piece") -> int:
+        """The id of a text piece, written as the vocabulary spells it."""
+        try:
+            return self.pieces.index(piece)
+        except ValueError:
+            raise PromptError(f"{what}: not a piece of the vocabulary") from None
 
     def piece_text(self, token_id: int) -> str:
         """A piece's text as it is (what JSON carries), or `<0xE5>` for bytes that are not

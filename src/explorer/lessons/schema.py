@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import re
 import string
+from dataclasses import replace
 import tomllib
 from contextlib import contextmanager
 from dataclasses import dataclass, field
@@ -15,6 +16,9 @@ from ..core.errors import ExplorerError
 from ..core.limits import MAX_FORCE_STEP, MAX_LESSON_BYTES
 from ..core.userfile import check_nesting, parse_problem, read_user_text
 from ..core.sampling import SamplingConfig
+from ..core.generate import generate
+from ..core.search import SearchSpec
+from ..core.tools import continue_after_tool
 from ..i18n import LANGS
 from ..models import MODELS, installed_path
 from ..session import Session
@@ -28,6 +32,7 @@ VERSION = 1
 FRAME_KINDS = ("input", "prefill", "decode", "pick", "stop")
 VIEWS = ("attention_full",)
 CHECK_TIMES = ("before", "after")
+MODEL_CHOICE = "model"      # a scenario's `forces = { "0" = "model" }`: the model's own pick at step 0
 
 
 class LessonError(ExplorerError):
@@ -48,6 +53,8 @@ class ScenarioSpec:
     prompt_ids: tuple[int, ...] | None = None
     settings: dict = field(default_factory=dict)
     forces: dict = field(default_factory=dict)     # step -> id
+    cancel_after: int | None = None                # the user cancels after this many steps
+    after_tool: tuple[str, tuple] | None = None    # (scenario whose tool call the host answered, result tokens)
 
 
 @dataclass(frozen=True)
@@ -114,7 +121,7 @@ class Lesson:
             _check_texts(_Reader(self.path), self, shown)
 
     def build_scenarios(self) -> tuple[Scenario, ...]:
-        return tuple(self._scenario(spec) for _, spec in self.scenarios)
+        return tuple(self._scenario(name, spec) for name, spec in self.scenarios)
 
     @contextmanager
     def _errors_named(self):
@@ -125,11 +132,28 @@ class Lesson:
         except ExplorerError as exc:
             raise LessonError(f"{self.path.name}: {exc}") from None
 
-    def _scenario(self, spec: ScenarioSpec) -> Scenario:
+    def _scenario(self, name: str, spec: ScenarioSpec) -> Scenario:
         model = build_model(spec.model, self.path)
         vocab = model.vocab
+        if spec.after_tool is not None:
+            return replace(self._scenario(name, replace(spec, after_tool=None)),
+                           prompt_ids=self._after_tool(name, spec.after_tool, vocab))
         prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
-        return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())))
+        return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())),
+                        spec.cancel_after, name)
+
+
+    def _after_tool(self, name: str, after: tuple[str, tuple], vocab) -> tuple[int, ...]:
+        """The prompt after the host answered the tool call of scenario `after[0]` with the
+        result tokens `after[1]` (pieces or ids): that scenario's run as written, then the result."""
+        called, result = after
+        s = self._scenario(called, dict(self.scenarios)[called])
+        run = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides), check_recompute=False)
+        ids = [t if isinstance(t, int) else vocab.piece_id(t, f"after_tool.result: {t!r}") for t in result]
+        try:
+            return continue_after_tool(run, ids, vocab)
+        except ExplorerError as exc:
+            raise ExplorerError(f"scenario {name!r}: after_tool: {exc}") from None
 
 
 # ---------------------------------------------------------------------------- parsing
@@ -199,9 +223,10 @@ def lesson_id(path: Path) -> str:
 
 
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
-            "settings", "forces", "scenarios", "frames", "checks")
-SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces")
-FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention")
+            "settings", "forces", "scenarios", "evaluators", "frames", "checks")
+SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool")
+FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search")
+SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
 
@@ -217,9 +242,16 @@ def parse_lesson(path: Path) -> Lesson:
             r.fail(f"{where}.name", "expected a non-empty string")
         if sd["name"] in dict(scenarios):
             r.fail(f"{where}.name", f"{sd['name']!r} is used twice")
-        scenarios.append((sd["name"], _scenario_spec(r, sd, where, base)))
+        scenarios.append((sd["name"], _scenario_spec(r, sd, where, base, [n for n, _ in scenarios])))
     names = [n for n, _ in scenarios]
-    plans = tuple(_plan(r, fd, f"frames[{i}]", names) for i, fd in enumerate(_list(r, data, "frames")))
+    evaluators = {}
+    for i, ed in enumerate(_list(r, data, "evaluators")):
+        name, scores, default = _evaluator(r, ed, f"evaluators[{i}]")
+        if name in evaluators:
+            r.fail(f"evaluators[{i}].name", f"{name!r} is used twice")
+        evaluators[name] = (scores, default)
+    plans = tuple(_plan(r, fd, f"frames[{i}]", names, evaluators)
+                  for i, fd in enumerate(_list(r, data, "frames")))
     if not plans:
         r.fail("frames", "expected at least one frame")
     checks = tuple(_check(r, cd, f"checks[{i}]") for i, cd in enumerate(data.get("checks", [])))
@@ -245,7 +277,8 @@ def _list(r: _Reader, data: dict, key: str) -> list:
     return value
 
 
-def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -> ScenarioSpec:
+def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None,
+                   known: list[str] | None = None) -> ScenarioSpec:
     at = (lambda k: f"{where}.{k}") if where else (lambda k: k)
     model = d.get("model", None if base is None else base.model)
     if model is None:
@@ -279,13 +312,78 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None) -
         if not (step.isascii() and step.isdigit()) or len(step) > len(str(MAX_FORCE_STEP)) or int(step) > MAX_FORCE_STEP:
             r.fail(at(f"forces.{step[:20]}"),
                    f'expected a step number from 0 to {MAX_FORCE_STEP} as the key, e.g. "0" = 4')
+        if token == MODEL_CHOICE and base is not None:      # a scenario takes back a base force
+            forces.pop(int(step), None)
+            continue
         if not isinstance(token, int) or isinstance(token, bool):
-            r.fail(at(f"forces.{step}"), "expected a token id")
+            r.fail(at(f"forces.{step}"), "expected a token id" + (f' or "{MODEL_CHOICE}"' if base else ""))
         forces[int(step)] = token
-    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces)
+    after_tool = None
+    if "after_tool" in d:
+        ad = r.table(d["after_tool"], at("after_tool"), ("scenario", "result"), ("scenario", "result"))
+        if ad["scenario"] not in (known or ()):
+            r.fail(at("after_tool.scenario"), f"{ad['scenario']!r}: expected a scenario named before this one "
+                                              f"(known: {', '.join(known or ())})")
+        if (not isinstance(ad["result"], list) or not ad["result"]
+                or not all(isinstance(t, (str, int)) and not isinstance(t, bool) for t in ad["result"])):
+            r.fail(at("after_tool.result"), "expected a list of the result's tokens (pieces or ids)")
+        if "prompt" in d or "prompt_ids" in d:
+            r.fail(at("after_tool"), "the prompt follows from the tool call: leave prompt and prompt_ids out")
+        after_tool = (ad["scenario"], tuple(ad["result"]))
+    cancel_after = d.get("cancel_after")
+    if cancel_after is not None and (not isinstance(cancel_after, int) or isinstance(cancel_after, bool)
+                                     or cancel_after < 1):
+        r.fail(at("cancel_after"), f"{cancel_after!r}: expected a number of steps >= 1 (the user cancels after them)")
+    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool)
 
 
-def _plan(r: _Reader, fd, where: str, scenario_names: list[str]) -> FramePlan:
+def _number(r: _Reader, value, where: str) -> float:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        r.fail(where, f"{value!r}: expected a number")
+    return float(value)
+
+
+def _positive(r: _Reader, value, where: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
+        r.fail(where, f"{value!r}: expected an integer >= 1")
+    return value
+
+
+def _evaluator(r: _Reader, ed, where: str) -> tuple[str, tuple[tuple[str, float], ...], float]:
+    """[[evaluators]]: name, default (the score of a state not listed), scores (state -> score,
+    a state written as its new pieces joined by spaces)."""
+    r.table(ed, where, ("name", "default", "scores"), ("name", "default", "scores"))
+    if not isinstance(ed["name"], str) or not ed["name"]:
+        r.fail(f"{where}.name", "expected a name")
+    scores = ed["scores"]
+    if not isinstance(scores, dict):
+        r.fail(f"{where}.scores", 'expected a table of "state" = score')
+    return (ed["name"], tuple((state, _number(r, v, f"{where}.scores.{state}")) for state, v in scores.items()),
+            _number(r, ed["default"], f"{where}.default"))
+
+
+def _computations(r: _Reader, fd, where: str, kind: str, evaluators: dict) -> dict:
+    """A frame's `samples` (seeds of a self-consistency vote) and `search` (an evaluator search)."""
+    extras = {}
+    if ("samples" in fd or "search" in fd) and kind == "input":
+        r.fail(f"{where}.{'samples' if 'samples' in fd else 'search'}", "an input frame comes before any run")
+    if "samples" in fd:
+        seeds = r.ints(fd["samples"], f"{where}.samples")
+        if not seeds or any(seed < 0 for seed in seeds):
+            r.fail(f"{where}.samples", "expected a list of seeds (integers >= 0), one per sample")
+        extras["samples"] = seeds
+    if "search" in fd:
+        sd = r.table(fd["search"], f"{where}.search", SEARCH_KEYS, SEARCH_KEYS)
+        if sd["evaluator"] not in evaluators:
+            r.fail(f"{where}.search.evaluator", f"{sd['evaluator']!r} is not an evaluator "
+                                                f"(known: {', '.join(evaluators) or 'none: add [[evaluators]]'})")
+        scores, default = evaluators[sd["evaluator"]]
+        extras["search"] = SearchSpec(sd["evaluator"], scores, default,
+                                      *(_positive(r, sd[k], f"{where}.search.{k}") for k in SEARCH_KEYS[1:]))
+    return extras
+
+
+def _plan(r: _Reader, fd, where: str, scenario_names: list[str], evaluators: dict) -> FramePlan:
     r.table(fd, where, FRAME_KEYS, ("show",))
     kind = r.kind(fd["show"], f"{where}.show", FRAME_KINDS)
     step = fd.get("step")
@@ -317,6 +415,7 @@ def _plan(r: _Reader, fd, where: str, scenario_names: list[str]) -> FramePlan:
             if not isinstance(items, list):
                 r.fail(f"{where}.{key}", "expected a list")
             extras[key] = tuple(r.kind(v, f"{where}.{key}", choices) for v in items)
+    extras |= _computations(r, fd, where, kind, evaluators)
     return FramePlan(scenario_names.index(scenario), kind, step, extras)
 
 

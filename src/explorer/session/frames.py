@@ -12,6 +12,9 @@ from dataclasses import dataclass
 from enum import Enum
 
 from ..core.generate import Run
+from ..core.search import SearchResult, SearchSpec
+from ..core.usage import Usage
+from ..core.vote import Vote
 
 
 PANELS = ("player", "timeline", "kv", "attention", "distribution", "controls", "explanation", "lesson",
@@ -43,6 +46,12 @@ class Frame:
     panels: tuple[str, ...] = ()    # panels that matter for this frame (ids from PANELS)
     view: tuple[str, ...] = ()      # display hints, e.g. "attention_full" (stack every step)
     attention: tuple[int, int] | None = None   # (layer, head) the attention panel turns to
+    samples: tuple[int, ...] = ()   # seeds of a self-consistency vote over this frame's scenario
+    search: SearchSpec | None = None           # an evaluator search over this frame's scenario
+    # Computed by the session for a lesson frame (None / empty: not asked for)
+    vote: Vote | None = None
+    search_result: SearchResult | None = None
+    usages: tuple[tuple[str, Usage], ...] = ()   # (scenario name, usage of its whole run), every scenario
 
     @property
     def visible_count(self) -> int:

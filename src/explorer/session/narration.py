@@ -5,6 +5,9 @@ from __future__ import annotations
 
 from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
+from ..core.search import SearchResult
+from ..core.usage import Usage, count_usage
+from ..core.vote import Vote
 from ..core.vocab import Vocabulary, one_line
 from ..i18n import MESSAGES, add_messages, tr
 from .frames import Frame
@@ -24,7 +27,16 @@ add_messages({
                           "zh": "在位置{pos}人为指定{piece}（编号{id}，假设实验）"},
     "frame.stop": {"en": "Stop ({short}): {visible} visible, {cache} in cache",
                    "zh": "停止（{short}）：可见{visible}个，缓存{cache}个"},
-    "incomplete": {"en": "incomplete", "zh": "不完整"},
+    "list.sep": {"en": ", ", "zh": "，"},
+    "vote.sample": {"en": "seed {seed} → {answer} ({tokens} tokens)", "zh": "种子{seed} → {answer}（{tokens}个Token）"},
+    "vote.count": {"en": "{answer} × {n}", "zh": "{answer} × {n}"},
+    "search.level": {"en": "Depth {depth}: {items}", "zh": "第{depth}层：{items}"},
+    "search.levels_sep": {"en": "; ", "zh": "；"},
+    "search.node": {"en": "{piece} {score} {status}", "zh": "{piece} {score} {status}"},
+    "search.kept": {"en": "kept", "zh": "保留"},
+    "search.pruned": {"en": "pruned", "zh": "剪掉"},
+    "search.finished": {"en": "finished", "zh": "已结束"},
+    "incomplete_after": {"en": ", incomplete", "zh": "，不完整"},     # after a finish reason code
     "diff.unchecked": {"en": "not checked on this run", "zh": "本次未检查"},   # {diff} without a recompute
     "section.what": {"en": "What happened", "zh": "发生了什么"},
     "section.why": {"en": "Why it matters", "zh": "为什么重要"},
@@ -139,6 +151,23 @@ add_messages({
 })
 
 
+def frame_usage(frame: Frame, run: Run, vocab: Vocabulary) -> Usage:
+    """The usage (prompt, reasoning and answer tokens) of the sequence a frame shows."""
+    return count_usage(run.prompt_ids, frame.visible_ids[len(run.prompt_ids):], vocab)
+
+
+def shown_text(frame: Frame, run: Run, vocab: Vocabulary, usage: Usage | None = None) -> str:
+    """The text a chat window shows at this frame: the answer so far, without reasoning
+    segments or special tokens, an incomplete last character held back, and on the stop
+    frame of a stop-string run the stop text and what follows it cut off."""
+    usage = usage or frame_usage(frame, run, vocab)
+    text = vocab.decode(usage.answer_ids)
+    stop = run.stop_match
+    if frame.kind == "stop" and stop is not None and stop.text in text:
+        text = text[:text.index(stop.text)]
+    return text
+
+
 def _diff(value, lang: str) -> str:
     return tr("diff.unchecked", lang) if value is None else f"{value:.1e}"
 
@@ -151,6 +180,15 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
               "ids": elided_list(frame.visible_ids), "n": len(run.prompt_ids),
               "pieces": vocab.display_pieces(run.prompt_ids, ENDS),
               "text": vocab.decode(frame.visible_ids[len(run.prompt_ids):])}
+    usage = frame_usage(frame, run, vocab)
+    answer = shown_text(frame, run, vocab, usage)
+    values |= usage.as_dict() | {"answer": answer, "chars": len(answer)}
+    for name, whole in frame.usages:              # {total_tokens@tool}: another scenario's whole run
+        values |= {f"{key}@{name}": n for key, n in whole.as_dict().items()}
+    if frame.vote is not None:
+        values |= _vote_values(frame.vote, lang)
+    if frame.search_result is not None:
+        values |= _search_values(frame.search_result, vocab, lang)
     if step is not None:
         dist = step.distribution
         how = ("how.forced" if step.forced else "how.greedy" if dist.greedy else "how.sample")
@@ -166,11 +204,42 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
         if frame.attention is not None:
             values |= _attended(step, frame.attention, vocab)
     if frame.kind == "stop":
-        short = run.finish_reason + (f", {tr('incomplete', lang)}" if run.incomplete else "")
+        short = run.finish_reason + (tr("incomplete_after", lang) if run.incomplete else "")
         values |= {"reason": finish_text(run, lang), "short": short, "ids": elided_list(run.output_ids),
                    "caches": elided_list(s.cache_len_after for s in run.steps),
                    "diff": _diff(run.max_recompute_diff, lang)}
     return values
+
+
+def _vote_values(vote: Vote, lang: str) -> dict:
+    """{n_samples} {seeds} {answers} {samples} {vote_counts} {majority} {majority_votes} {sample_tokens}."""
+    return {"n_samples": len(vote.samples), "seeds": elided_list(s.seed for s in vote.samples),
+            "answers": tr("list.sep", lang).join(s.answer for s in vote.samples),
+            "samples": tr("list.sep", lang).join(tr("vote.sample", lang, seed=s.seed, answer=s.answer, tokens=s.tokens)
+                                                 for s in vote.samples),
+            "vote_counts": tr("list.sep", lang).join(tr("vote.count", lang, answer=a, n=n) for a, n in vote.counts),
+            "majority": vote.majority, "majority_votes": vote.majority_votes, "sample_tokens": vote.tokens}
+
+
+def _search_values(result: SearchResult, vocab: Vocabulary, lang: str) -> dict:
+    """{search_best} {search_score} {search_levels} {search_forwards} {search_evaluations}
+    {search_width} {search_branches} {search_depth}."""
+    def state(node) -> str:
+        return " ".join(vocab.display_piece(t) for t in result.path(node.node_id))
+
+    levels = []
+    for depth in range(1, result.depth + 1):
+        nodes = result.level(depth)
+        if nodes:
+            items = tr("list.sep", lang).join(tr("search.node", lang, piece=vocab.display_piece(n.token_id),
+                                                 score=f"{n.score:.2f}", status=tr(f"search.{n.status}", lang))
+                                              for n in nodes)
+            levels.append(tr("search.level", lang, depth=depth, items=items))
+    best = result.best
+    return {"search_best": state(best), "search_score": f"{best.score:.2f}",
+            "search_levels": tr("search.levels_sep", lang).join(levels), "search_forwards": result.forwards,
+            "search_evaluations": result.evaluations, "search_width": result.width,
+            "search_branches": result.branches, "search_depth": result.depth}
 
 
 def _attended(step, attention: tuple[int, int], vocab: Vocabulary) -> dict:
@@ -198,7 +267,8 @@ def _authored(texts: dict, lang: str, values: dict) -> str:
 
 def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     values = placeholder_values(frame, run, vocab, lang)
-    values["text"] = one_line(values["text"])          # a heading: a line break in the text shows as ↵
+    for key in ("text", "answer"):                     # a heading: a line break in the text shows as ↵
+        values[key] = one_line(values[key])
     if frame.title:
         return _authored(frame.title, lang, values)
     if frame.kind == "pick" and run.steps[frame.step].forced:

@@ -33,6 +33,8 @@ from ..core.errors import SettingError
 from ..core.generate import Run, Step, generate
 from ..core.model import LanguageModel
 from ..core.sampling import SamplingConfig
+from ..core.usage import count_usage
+from ..core.vote import self_consistency
 from ..i18n import LANGS
 from .events import Emitter
 from .frames import Frame, frames_of_run
@@ -49,6 +51,8 @@ class Scenario:
     prompt_ids: tuple[int, ...]
     config: SamplingConfig
     overrides: tuple[tuple[int, int], ...] = ()      # (step, forced id), sorted
+    cancel_after: int | None = None                  # the user cancels after this many steps (a lesson's case)
+    name: str = ""                                   # a lesson's name for it ("base", ...); "" otherwise
 
 
 @dataclass(frozen=True)
@@ -398,7 +402,8 @@ class Session:
                           if k.model is s.model and k.prompt_ids == s.prompt_ids), None)
             progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
             runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
-                               check_recompute=check, reuse=reuse, cancel=cancel, on_step=progress)
+                               check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
+                               on_step=progress)
             done += s.config.max_new_tokens
             if s.config.mode == "beam":
                 beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
@@ -407,8 +412,12 @@ class Session:
         frames, owners = [], []
         if not plans:
             frames, owners = list(derived[effective[0]]), [0] * len(derived[effective[0]])
+        usages = tuple((s.name, count_usage(runs[s].prompt_ids, runs[s].output_ids, s.model.vocab))
+                       for s in effective) if plans else ()
+        computed: dict = {}                  # (kind, scenario, spec) -> Vote | SearchResult, once per change
         for i, plan in enumerate(plans):
-            frames.append(replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras))
+            frame = replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages)
+            frames.append(_computed(frame, effective[plan.scenario], computed, i))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,
                        effective, runs, beams, tuple(frames), tuple(owners))
@@ -425,7 +434,35 @@ def _apply_user(s: Scenario, u: _UserLayer) -> Scenario:
     config = s.config.with_(**u.config) if u.config else s.config
     overrides = dict(s.overrides) | u.overrides
     return Scenario(u.model or s.model, u.prompt if u.prompt is not None else s.prompt_ids,
-                    config, tuple(sorted(overrides.items())))
+                    config, tuple(sorted(overrides.items())), s.cancel_after, s.name)
+
+
+def _cancel_after(steps: int | None, cancel: Callable[[], bool] | None) -> Callable[[], bool] | None:
+    """`cancel` (the window's Cancel button), or also True from the `steps`-th call on: generate
+    asks after every step, so the run ends "cancelled" with `steps` tokens (a lesson's case)."""
+    if steps is None:
+        return cancel
+    asked = iter(range(1, 1 << 62))
+    return lambda: next(asked) >= steps or (cancel is not None and cancel())
+
+
+def _computed(frame: Frame, s: Scenario, done: dict, index: int) -> Frame:
+    """A lesson frame with the vote and the search it asks for, computed on its scenario as
+    the teacher's changes left it (a slider moves the vote too)."""
+    if frame.samples:
+        key = ("vote", s, frame.samples)
+        if key not in done:
+            try:
+                done[key] = self_consistency(s.model, s.prompt_ids, s.config, frame.samples, dict(s.overrides))
+            except SettingError as exc:
+                raise SettingError(f"frames[{index}].samples: {exc}") from None
+        frame = replace(frame, vote=done[key])
+    if frame.search is not None:
+        key = ("search", s, frame.search)
+        if key not in done:
+            done[key] = frame.search.run(s.model, s.prompt_ids)
+        frame = replace(frame, search_result=done[key])
+    return frame
 
 
 def _pick(derived: tuple[Frame, ...], plan: FramePlan, index: int, strict: bool) -> Frame:

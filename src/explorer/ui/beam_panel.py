@@ -1,8 +1,11 @@
 """Beam search panel: the tree of prefixes the search expanded (session.beam), one row per
 node with its token, P(token | prefix), the joint probability of the new tokens and its
 status in words (kept / pruned / finished), the greedy path marked, and the final beams
-with their joint probability. Outside beam mode, a short note. The panel shows the
-BeamResult core computed; it computes no model math."""
+with their joint probability. Outside beam mode, a short note. On a lesson frame that asks
+for an evaluator search, its tree (token, P(token | state), the evaluator's score, status)
+and its cost; on a frame that asks for a vote, the samples side by side (seed, answer,
+tokens) and the majority. The panel shows the records core computed; it computes no model
+math."""
 
 from __future__ import annotations
 
@@ -18,7 +21,7 @@ add_messages({
     "beam.title": {"en": "Beam search", "zh": "束搜索"},
     "beam.off": {"en": "Beam search is off. Choose the mode \"beam\" in the sampling controls to see the "
                        "tree of prefixes it keeps and prunes.",
-                 "zh": "束搜索未开启。在采样设置中选择“beam”模式，即可看到它保留和剪掉的前缀树。"},
+                 "zh": "束搜索未开启。在抽样设置中选择“beam”模式，即可看到它保留和剪掉的前缀树。"},
     "beam.caption": {"en": "prompt {prompt} · width {w} · at most {n} new tokens · length penalty {lp}",
                      "zh": "提示 {prompt} · 宽度 {w} · 最多 {n} 个新Token · 长度惩罚 {lp}"},
     "beam.col.token": {"en": "token", "zh": "Token"},
@@ -35,6 +38,21 @@ add_messages({
     "beam.beam_line": {"en": "{i}. {pieces}: joint probability {p}", "zh": "{i}. {pieces}：联合概率 {p}"},
     "beam.greedy_line": {"en": "Greedy (width 1): {pieces}: joint probability {p}",
                          "zh": "贪心（宽度 1）：{pieces}：联合概率 {p}"},
+    "search.caption": {"en": "evaluator search · evaluator “{evaluator}” · width {w} · {b} branches · depth {d}",
+                       "zh": "带评价器的搜索 · 评价器“{evaluator}” · 宽度 {w} · {b} 个分支 · 深度 {d}"},
+    "search.col.score": {"en": "evaluator score", "zh": "评价器得分"},
+    "search.col.prob": {"en": "P(token|state)", "zh": "P(Token|状态)"},
+    "search.final": {"en": "Best: {pieces} (score {score}) · {forwards} model calls, {evaluations} evaluations",
+                     "zh": "最佳：{pieces}（得分 {score}）· 模型调用 {forwards} 次，评价 {evaluations} 次"},
+    "vote.caption": {"en": "self-consistency · {n} samples of the same prompt, one per seed",
+                     "zh": "自洽 · 同一提示抽样 {n} 次，每个种子一次"},
+    "vote.col.seed": {"en": "sample", "zh": "样本"},
+    "vote.col.answer": {"en": "answer", "zh": "答案"},
+    "vote.col.tokens": {"en": "tokens", "zh": "Token数"},
+    "vote.col.finish": {"en": "finish reason", "zh": "结束原因"},
+    "vote.seed": {"en": "seed {seed}", "zh": "种子 {seed}"},
+    "vote.final": {"en": "Votes: {counts} · majority {majority} ({votes} of {n}) · {tokens} tokens in all",
+                   "zh": "票数：{counts} · 多数票 {majority}（{n} 票中 {votes} 票）· 共 {tokens} 个Token"},
     "beam.partial": {"en": "Large vocabulary: each beam was expanded over its top {k} tokens only.",
                      "zh": "词表较大：每条候选只展开了概率最高的 {k} 个Token。"},
 })
@@ -115,7 +133,8 @@ class BeamPanel(Panel):
 
     # ------------------------------------------------------------------ drawing
     def refresh(self) -> None:
-        result = self.session.beam
+        frame = self.session.frame
+        result = frame.search_result or frame.vote or self.session.beam
         vocab = self.session.model.vocab
         key = (self.session.lang, self.palette().placeholderText().color().name(), self.font().pointSizeF())
         if self._shown is not None and self._shown[0] is result and self._shown[1:] == key:
@@ -123,6 +142,12 @@ class BeamPanel(Panel):
         self._shown = (result, *key)
         self.tree.setHeaderLabels([self.tr(f"beam.col.{c}") for c in COLUMNS])
         self.tree.clear()
+        if result is frame.search_result and result is not None:
+            self._show_search(frame.search.evaluator, result, vocab)
+            return
+        if result is frame.vote and result is not None:
+            self._show_vote(result)
+            return
         on = result is not None
         for w in (self.caption, self.tree, self.final):
             w.setVisible(on)
@@ -157,9 +182,7 @@ class BeamPanel(Panel):
                 item.setForeground(0, self.palette().placeholderText())
             items[node.parent_id].addChild(item)
             items[node.node_id] = item
-        self.tree.expandAll()
-        for c in range(len(COLUMNS)):
-            self.tree.resizeColumnToContents(c)
+        self._fit_columns()
 
         def pieces(ids):
             return " ".join(vocab.display_piece(t) for t in ids)
@@ -169,3 +192,53 @@ class BeamPanel(Panel):
         lines.append("◆ " + self.tr("beam.greedy_line", pieces=pieces(result.greedy.ids),
                                        p=_num(result.greedy.prob)))
         self.final.setText("\n".join(lines))
+
+    def _show_on(self) -> None:
+        for w in (self.caption, self.tree, self.final):
+            w.setVisible(True)
+        self.note.setVisible(False)
+
+    def _fit_columns(self) -> None:
+        self.tree.expandAll()
+        for c in range(len(COLUMNS)):
+            self.tree.resizeColumnToContents(c)
+
+    def _show_search(self, evaluator: str, result, vocab) -> None:
+        """An evaluator search: the tree with each state's model probability and score."""
+        self._show_on()
+        self.tree.setHeaderLabels([self.tr("beam.col.token"), self.tr("search.col.prob"),
+                                   self.tr("search.col.score"), self.tr("beam.col.status")])
+        self.caption.setText(self.tr("search.caption", evaluator=evaluator, w=result.width, b=result.branches,
+                                     d=result.depth))
+        prompt = " ".join(vocab.display_piece(t) for t in result.prompt_ids[-8:])
+        items = {0: QTreeWidgetItem([prompt, "", "", self.tr("beam.status.root")])}
+        self.tree.addTopLevelItem(items[0])
+        for node in result.nodes[1:]:
+            item = QTreeWidgetItem([vocab.display_piece(node.token_id), _num(node.prob), f"{node.score:.4f}",
+                                    self.tr(f"beam.status.{node.status}")])
+            if node.status == "pruned":
+                item.setForeground(0, self.palette().placeholderText())
+            items[node.parent_id].addChild(item)
+            items[node.node_id] = item
+        self._fit_columns()
+        best = result.best
+        self.final.setText(self.tr("search.final", pieces=" ".join(vocab.display_piece(t) for t in
+                                                                   result.path(best.node_id)),
+                                   score=f"{best.score:.4f}", forwards=result.forwards,
+                                   evaluations=result.evaluations))
+
+    def _show_vote(self, vote) -> None:
+        """A self-consistency vote: one row per seeded sample, the answers side by side."""
+        self._show_on()
+        self.tree.setHeaderLabels([self.tr(f"vote.col.{c}") for c in ("seed", "answer", "tokens", "finish")])
+        self.caption.setText(self.tr("vote.caption", n=len(vote.samples)))
+        for sample in vote.samples:
+            item = QTreeWidgetItem([self.tr("vote.seed", seed=sample.seed), sample.answer, str(sample.tokens),
+                                    sample.run.finish_reason])
+            if sample.answer != vote.majority:
+                item.setForeground(1, self.palette().placeholderText())
+            self.tree.addTopLevelItem(item)
+        self._fit_columns()
+        self.final.setText(self.tr("vote.final", counts=", ".join(f"{a} × {n}" for a, n in vote.counts),
+                                   majority=vote.majority, votes=vote.majority_votes, n=len(vote.samples),
+                                   tokens=vote.tokens))

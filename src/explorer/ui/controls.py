@@ -38,10 +38,10 @@ NUMBERS = {
 HINTED = {*NUMBERS, "stop_strings"}   # rows with a "0 = off"-style hint below them
 
 add_messages({
-    "controls.title": {"en": "Sampling", "zh": "采样设置"},
+    "controls.title": {"en": "Sampling", "zh": "抽样设置"},
     "controls.mode": {"en": "Mode", "zh": "方式"},
     "controls.mode.greedy": {"en": "greedy", "zh": "贪心"},
-    "controls.mode.sample": {"en": "sample", "zh": "随机采样"},
+    "controls.mode.sample": {"en": "sample", "zh": "抽样"},
     "controls.mode.beam": {"en": "beam search", "zh": "束搜索"},
     "controls.temperature": {"en": "Temperature", "zh": "温度"},
     "controls.temperature.hint": {"en": "0 = greedy", "zh": "0 = 贪心"},

@@ -50,10 +50,10 @@ add_messages({
     "kv.legend.written": {"en": "thick outline: K/V written by this forward",
                           "zh": "粗框：本次前向刚写入的K/V"},
     "kv.legend.written_short": {"en": "written now", "zh": "本次写入"},
-    "kv.counts": {"en": "visible: {visible} · in cache: {cache}",
-                  "zh": "可见：{visible} · 已缓存：{cache}"},
-    "kv.counts_bytes": {"en": "visible: {visible} · in cache: {cache} ({size})",
-                        "zh": "可见：{visible} · 已缓存：{cache}（{size}）"},
+    "kv.counts": {"en": "visible sequence: {visible} · in cache: {cache}",
+                  "zh": "可见序列：{visible} · 已缓存：{cache}"},
+    "kv.counts_bytes": {"en": "visible sequence: {visible} · in cache: {cache} ({size})",
+                        "zh": "可见序列：{visible} · 已缓存：{cache}（{size}）"},
     "kv.bytes.tip": {"en": "Bytes per cached position = 2 (K and V) × {layers} (layers) × {heads} (K/V heads) × "
                            "{dim} (head size) × {item} ({dtype}) = {per:,}.\n{cache} positions: {total:,} bytes. "
                            "Every token fed in adds {per:,} bytes.",

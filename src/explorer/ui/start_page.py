@@ -13,6 +13,7 @@ from ..i18n import add_messages, tr
 from ..lessons import Lesson, all_lessons, lessons_dir
 from ..lessons.schema import parse_lesson
 from ..models import MODELS
+from .lesson_panel import builds_on_names
 from .units import byte_size
 
 add_messages({
@@ -91,11 +92,15 @@ class StartPage(QDialog):
         title.setFont(font)
         summary = QLabel(lesson.summary[lang], wordWrap=True)
         facts = QLabel(tr("start.frames", lang, n=len(lesson.plans), checks=len(lesson.checks)))
+        names = builds_on_names(lesson, lang)
+        prerequisites = [QLabel(tr("lesson.builds_on", lang, items=" · ".join(names)), wordWrap=True)] if names else []
+        if prerequisites:
+            prerequisites[0].setObjectName(f"builds-on-{lesson.id}")
         button = QPushButton(tr("start.current" if current else "start.open", lang))
         button.clicked.connect(lambda _c=False, l=lesson: self.open_lesson(l))
         self.open_buttons[lesson.id] = button
         text = QVBoxLayout()
-        for w in (title, summary, facts, *self._model_notes(lesson, lang, button)):
+        for w in (title, summary, *prerequisites, facts, *self._model_notes(lesson, lang, button)):
             text.addWidget(w)
         row = QHBoxLayout(frame)
         row.addLayout(text, 1)

@@ -1,7 +1,8 @@
 """Timeline: Prefill, Decode 1 … and the stop as a clickable strip, and the course's
 table (time, tokens fed in, positions, KV contents after, which logits choose the next
-token), filled row by row as the player advances. Visible and cached counts side by side,
-and how fast the Run was: time to first token (the Prefill) against time per output token
+token), filled row by row as the player advances. The visible sequence (prompt and output so
+far, a selected end token included), the cached count and the characters shown as text side
+by side; the usage (prompt, reasoning and output tokens, as serving APIs bill them); and how fast the Run was: time to first token (the Prefill) against time per output token
 (the mean Decode step), which is what a real model makes visible. Exports hide the times."""
 
 from __future__ import annotations
@@ -13,7 +14,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePoli
 
 from ..core.elide import ENDS, elided, elided_indexes, elided_list
 from ..i18n import add_messages, tr
-from ..session.narration import finish_text
+from ..session.narration import finish_text, frame_usage, shown_text
 from .panel import Panel
 from .theme import text_on
 
@@ -30,7 +31,17 @@ add_messages({
     "timeline.decode": {"en": "Decode {n}", "zh": "Decode {n}"},
     "timeline.stop": {"en": "Stop: {reason}", "zh": "停止：{reason}"},
     "timeline.chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
-    "timeline.counts": {"en": "visible {visible}  ·  in cache {cache}", "zh": "可见 {visible}  ·  已进缓存 {cache}"},
+    "timeline.counts": {"en": "visible sequence {visible}  ·  in cache {cache}  ·  text shown {chars} characters",
+                        "zh": "可见序列 {visible}  ·  已进缓存 {cache}  ·  显示文字 {chars}个字符"},
+    "timeline.usage": {"en": "usage: prompt {prompt_tokens} + reasoning {reasoning_tokens} + output {output_tokens} "
+                             "= {total_tokens} tokens",
+                       "zh": "用量：提示{prompt_tokens} + 推理{reasoning_tokens} + 输出{output_tokens} = "
+                             "共{total_tokens}个Token"},
+    "timeline.usage.tip": {"en": "Counted apart as serving APIs report them. Reasoning tokens are selected, "
+                                 "processed, cached and paid for like any other; the chat window just does not "
+                                 "show them.",
+                           "zh": "按推理服务的用量字段分开计数。推理Token和其他Token一样被选出、被处理、进入缓存、"
+                                 "需要计费，只是聊天窗口不显示它们。"},
     "timeline.forced": {"en": " (forced)", "zh": "（人为指定）"},
     "timeline.not_yet": {"en": "…", "zh": "…"},
     "timeline.speed": {"en": "Prefill {prefill} ms ({n} tok) · Decode {decode} ms/token ≈ {rate} tok/s",
@@ -178,6 +189,8 @@ class TimelinePanel(Panel):
         font = self.counts.font()
         font.setBold(True)
         self.counts.setFont(font)
+        self.usage = QLabel()
+        self.usage.setObjectName("usage")
         self.speed = QLabel()
         self.speed.setObjectName("speed")
         self._timings_visible = True
@@ -194,6 +207,7 @@ class TimelinePanel(Panel):
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.strip)
         layout.addWidget(self.counts)
+        layout.addWidget(self.usage)
         layout.addWidget(self.speed)
         layout.addWidget(self.table)
         self.refresh()
@@ -308,7 +322,11 @@ class TimelinePanel(Panel):
         current = -2 if frame.step is None else (len(labels) - 1 if frame.kind == "stop" else frame.step)
         t = self.theme
         self.strip.set_chips(labels, current, (t.processed, t.selected, t.background, t.text))
-        self.counts.setText(self.tr("timeline.counts", visible=frame.visible_count, cache=frame.cache_len))
+        usage = frame_usage(frame, run, vocab)
+        self.counts.setText(self.tr("timeline.counts", visible=frame.visible_count, cache=frame.cache_len,
+                                    chars=len(shown_text(frame, run, vocab, usage))))
+        self.usage.setText(self.tr("timeline.usage", **usage.as_dict()))
+        self.usage.setToolTip(self.tr("timeline.usage.tip"))
         self.speed.setText(speed_text(run, s.lang))
         self.speed.setToolTip(self.tr("timeline.speed.tip"))
 
