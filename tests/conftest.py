@@ -17,9 +17,24 @@ def smollm2():
     return models.load_model("smollm2")
 
 
+@pytest.fixture(autouse=True)
+def application_look_restored():
+    """What a window sets for the whole application (the type size of its zoom or presentation
+    mode, the high-contrast palette) is put back after every test: the next test, in any
+    order, starts from the same application."""
+    from PySide6.QtWidgets import QApplication
+    app = QApplication.instance()
+    before = (app.font(), app.palette()) if app is not None else None
+    yield
+    if before is not None:
+        app.setFont(before[0])
+        app.setPalette(before[1])
+
+
 @pytest.fixture
 def window(qtbot, tmp_path):
-    """The explorer window on the default lesson, shown offscreen, with its own settings file."""
+    """The explorer window on the default lesson, shown offscreen, with its own settings file
+    (its zoom, language, theme and layouts are this test's alone)."""
     from explorer.ui.app import build_window
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)

@@ -4,6 +4,7 @@ elsewhere without echoing back, and name a rejected value in red without changin
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 
 from explorer.core.teaching import load_teaching_model
 from explorer.session import Session
@@ -96,7 +97,8 @@ def test_an_empty_stop_string_is_named_in_red_and_changes_nothing(qtbot, control
     qtbot.keyClick(controls.stop_edit, Qt.Key.Key_Return)
     assert controls.error_text().startswith("Stop strings: not applied.")
     assert "stop_strings" in controls.error_text()
-    assert "color: #C00000" in controls.error_label.styleSheet()
+    label = controls.error_label                                # drawn in the theme's red
+    assert label.palette().color(label.foregroundRole()) == QColor(controls.theme.error) == QColor("#C00000")
     assert session.config is before_config and session.run is before_run
     controls.stop_edit.setText("！")                          # fixed: applied, message gone
     qtbot.keyClick(controls.stop_edit, Qt.Key.Key_Return)

@@ -212,7 +212,8 @@ def shown_window(qtbot, path):
 
 
 def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_back(qtbot, window):
-    window.session.go(2)                         # a pick: the distribution and the KV cache matter
+    with qtbot.waitSignal(window.fit_settled, timeout=20000):    # the desk as the teacher sees it
+        window.session.go(2)                     # a pick: the distribution and the KV cache matter
     qtbot.keyClick(window, Qt.Key.Key_Escape)    # at the desk, Escape does not enter it
     assert not window.presenting
     desk = {pid: dock.geometry() for pid, dock in window.docks.items() if in_sight(window, pid)}
@@ -296,26 +297,30 @@ def test_an_exported_slide_is_laid_out_for_its_width_not_the_screen(tmp_path):
 
 
 def test_a_window_never_asks_for_more_height_than_the_screen_has(qtbot, window):
-    screen = window.screen().availableGeometry().height()           # 800 offscreen
     chart = window.panels["distribution"].chart
 
-    def fits():
-        return window.minimumSizeHint().height() <= screen
+    def fits():                                      # the window's own limit: the screen less its frame
+        return window.minimumSizeHint().height() <= window.screen_room()
 
-    window.session.go(2)
-    qtbot.waitUntil(lambda: len(chart.rows) == 2)
-    qtbot.wait(300)                                  # fonts and layouts settled
+    def settled_after(change):
+        """`change`, then wait until the window has checked it fits and changed nothing more."""
+        with qtbot.waitSignal(window.fit_settled, timeout=20000):
+            change()
+        assert not window.fit_pending
+
+    settled_after(lambda: window.session.go(2))
+    assert len(chart.rows) == 2 and fits()
     few = chart.minimumSizeHint().height()           # greedy: all it needs
-    window.session.set_sampling(mode="sample", temperature=0.8, top_k=3, top_p=0.9, min_p=0.01)
-    qtbot.waitUntil(lambda: len(chart.rows) == 6 and fits())     # raw, four stages, final
+    settled_after(lambda: window.session.set_sampling(mode="sample", temperature=0.8, top_k=3, top_p=0.9,
+                                                      min_p=0.01))
+    assert len(chart.rows) == 6 and fits()           # raw, four stages, final
     many = chart.minimumSizeHint().height()
-    window.zoom(1)                               # larger type: every other panel asks for more
-    qtbot.waitUntil(lambda: chart.minimumSizeHint().height() < many and fits())
-    window.zoom(-1)
-    window.session.set_sampling(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0)   # room again
-    qtbot.waitUntil(lambda: len(chart.rows) == 2)                # the chart asks for all it needs
-    qtbot.waitUntil(lambda: chart.minimumSizeHint().height() == few)
-    assert fits()
+    settled_after(lambda: qtbot.keyClick(window, Qt.Key.Key_Equal, Qt.KeyboardModifier.ControlModifier))
+    assert chart.minimumSizeHint().height() < many and fits()    # larger type: the chart's rows give way
+    settled_after(lambda: qtbot.keyClick(window, Qt.Key.Key_Minus, Qt.KeyboardModifier.ControlModifier))
+    settled_after(lambda: window.session.set_sampling(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0))
+    assert len(chart.rows) == 2 and fits()           # room again: the chart asks for all it needs
+    assert chart.minimumSizeHint().height() == few
 
 
 def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk(qtbot, tmp_path):

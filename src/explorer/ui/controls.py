@@ -19,7 +19,7 @@ from ..core.bpe import BPEVocabulary
 from ..core.errors import ExplorerError
 from ..core.sampling import MODES, ORDER_PRESETS
 from ..i18n import add_messages
-from .distribution import ERROR_COLOR, stage_label
+from .distribution import stage_label
 from .panel import Panel
 
 SEED_MAX = 2**31 - 1          # what a QSpinBox holds
@@ -130,8 +130,7 @@ class SamplingControls(Panel):
         for preset in ORDER_PRESETS:
             self.order_combo.addItem(preset, preset)
         self.order_text = QLabel(wordWrap=True)
-        self.error_label = QLabel(wordWrap=True)
-        self.error_label.setStyleSheet(f"color: {ERROR_COLOR};")
+        self.error_label = self.tinted(QLabel(wordWrap=True), "error")
         self._labels: dict[str, QLabel] = {}
         self._hints: dict[str, QLabel] = {}
         self._layout()
@@ -166,8 +165,7 @@ class SamplingControls(Panel):
                 grid.addWidget(widget, r, 1, 1, 2)
             r += 1
             if name in HINTED:
-                self._hints[name] = QLabel()
-                self._hints[name].setStyleSheet("color: palette(dark);")
+                self._hints[name] = self.tinted(QLabel(wordWrap=True), "muted")
                 grid.addWidget(self._hints[name], r, 1, 1, 2)
                 r += 1
         grid.addWidget(self.order_text, r, 1, 1, 2)

@@ -36,7 +36,6 @@ from .theme import Theme
 N_SHOWN = 20            # candidate columns for a big vocabulary; the rest is one "other" bar
 NUMBERS_UP_TO = 12      # print every bar's probability when there are at most this many bars
 NUMBERED_LEADERS = 3    # with more bars, print the probabilities of the first (most likely) few
-ERROR_COLOR = "#C00000"
 SHORT_ROW_PX = ROW_MIN_PX / 2   # rows shorter than this: the secondary lines give the chart their room
 
 add_messages({
@@ -122,8 +121,7 @@ class DistributionPanel(Panel):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         self._status = QLabel(wordWrap=True)
-        self._error = QLabel(wordWrap=True)
-        self._error.setStyleSheet(f"color: {ERROR_COLOR};")
+        self._error = self.tinted(QLabel(wordWrap=True), "error")
         self._message = QLabel(alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
         self.chart = StageChart()
         self.chart.clicked.connect(self._clicked_at)
