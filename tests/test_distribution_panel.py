@@ -88,9 +88,10 @@ def test_each_removed_candidate_is_named_by_the_stage_that_removed_it(panel, ses
         if stage not in panel.shown_stages():
             continue
         for token, label in zip(ids, panel.value_labels(stage)):
-            by = dist.removed_by[token]
-            assert label == ("✕ top-k" if by == "top_k" and not kept[token] else label)
-            assert label.startswith("✕") == (not kept[token])
+            if kept[token]:
+                assert not label.startswith("✕")
+            else:                                        # "✕ top-k": the stage that removed it, in words
+                assert label == "✕ " + dist.removed_by[token].replace("_", "-")
     assert sum(label == "✕ top-k" for label in panel.value_labels("final")) == 4
     raw = panel.value_labels("raw")
     assert all(label.count(".") == 1 and len(label) == 5 for label in raw)   # "0.470": 3 decimals
