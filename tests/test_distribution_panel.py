@@ -182,12 +182,6 @@ def test_clicking_a_bar_forces_it_and_back_and_undo_restore(qtbot, session, pane
     assert panel.marked_id() == 4 and panel.back_button.isEnabled()
 
 
-def test_a_click_between_bars_forces_nothing(qtbot, session, panel):
-    go_to(session, "pick", 0)
-    panel._clicked_at(0.5)
-    assert session.overrides == {}
-
-
 # ---------------------------------------------------------------------------- big vocabulary
 
 def big_session(**config):

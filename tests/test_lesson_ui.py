@@ -16,6 +16,7 @@ from explorer.session import Session
 from explorer.ui.beam_panel import BeamPanel
 from explorer.ui.settings import Settings
 from explorer.ui.window import MATTERS_MARK, PANELS, MainWindow
+from teacher import enter_prompt
 
 LOGITS_LESSON = """
 format = "token-explorer/lesson"
@@ -324,13 +325,11 @@ def test_logits_entered_after_a_prompt_typed_on_another_scenario_keep_the_contex
     s = window.session
     s.go(2)                                                    # the "valid" scenario's Prefill
     assert s.model.name == "teaching" and not window.editing_logits
-    window.prompt_edit.setText("你爱我")
-    window._prompt_entered()
+    enter_prompt(qtbot, window, "你爱我")
     assert window.errors == [] and s.prompt_ids == (4, 2, 1)
     s.go(0)                                                    # the base scenario: logits
     assert window.editing_logits
-    window.prompt_edit.setText("1, 2, 3")
-    window._prompt_entered()
+    enter_prompt(qtbot, window, "1, 2, 3")
     assert window.errors == [] and s.prompt_ids == (0,) and s.model.vocab.pieces == ("…", "甲", "乙", "丙")
     assert s.run.output_ids == (3,)                            # 丙 has the largest logit
 
@@ -340,8 +339,7 @@ def test_logits_entered_after_a_prompt_typed_on_another_scenario_keep_the_contex
 def test_bad_logits_are_reported_and_nothing_changes(qtbot, logits_window, text, problem):
     w = logits_window
     model = w.session.model
-    w.prompt_edit.setText(text)
-    w._prompt_entered()
+    enter_prompt(qtbot, w, text)
     assert problem in w.errors[-1]
     assert w.session.model is model and w.prompt_edit.text() == "2, 1, 0"
 

@@ -3,14 +3,14 @@
 import json
 
 import pytest
-from PySide6.QtCore import QEvent, QRect, Qt
-from PySide6.QtGui import QKeyEvent
+from PySide6.QtCore import QRect, Qt
 from PySide6.QtWidgets import QApplication
 
 from explorer.core.teaching import default_params_path
 from explorer.i18n import tr
 from explorer.lessons import DEFAULT_LESSON_ID, load_lesson
 from explorer.ui.app import build_window
+from teacher import enter_prompt, type_text
 
 
 def press(qtbot, window, key, times=1):
@@ -45,13 +45,6 @@ def test_space_plays_and_stops_at_the_last_frame(qtbot, window):
     assert player.playing
     qtbot.waitUntil(lambda: window.session.at_end and not player.playing, timeout=5000)
     assert player.counter.text() == f"Frame {len(window.session.frames)} / {len(window.session.frames)}"
-
-
-def test_clicking_a_timeline_row_goes_to_that_step(qtbot, window):
-    window.session.last()
-    timeline = window.panels["timeline"]
-    timeline._row_clicked(1)
-    assert window.session.frame.step == 1 and window.session.frame.kind == "decode"
 
 
 def test_language_switch_changes_the_visible_strings(qtbot, window):
@@ -90,23 +83,6 @@ def test_open_good_parameters_switches_model(qtbot, window):
     assert window.session.run.output_ids == (3, 5, 6)
 
 
-def test_bad_prompt_is_reported_and_the_old_prompt_stays(qtbot, window):
-    window.prompt_edit.setText("我恨")
-    window._prompt_entered()
-    assert "'恨'" in window.errors[-1]
-    assert window.session.prompt_ids == (1, 2)
-    window.prompt_edit.setText("我爱学习")
-    window._prompt_entered()
-    assert window.session.prompt_ids == (1, 2, 3)
-
-
-def type_text(widget, text: str) -> None:
-    """Key presses that carry `text`, as a keyboard or input method delivers them (QTest's
-    keyClicks only knows ASCII)."""
-    for key_type in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
-        QApplication.sendEvent(widget, QKeyEvent(key_type, Qt.Key.Key_unknown, Qt.KeyboardModifier.NoModifier, text))
-
-
 def test_a_prompt_typed_and_not_yet_entered_survives_other_changes(qtbot, window):
     """A teacher types a prompt, then sets the token budget before pressing Enter: the rerun
     with the budget keeps the typed text in the box, and Enter runs it."""
@@ -129,8 +105,7 @@ def test_a_prompt_typed_and_not_yet_entered_survives_other_changes(qtbot, window
 def test_a_long_prompts_title_keeps_to_its_two_lines(qtbot, window):
     """A 16-token prompt: its title lists the ends of the ids; narrowed, the title is cut
     short with "…" and shows itself whole on hover."""
-    window.prompt_edit.setText("我爱" * 8)
-    window._prompt_entered()
+    enter_prompt(qtbot, window, "我爱" * 8)
     window.session.go(0)
     title = window.panels["player"].title
     assert "[1, 2, 1, 2, 1, …(+6)…, 2, 1, 2, 1, 2]" in title.full_title()
@@ -161,7 +136,6 @@ def test_the_lesson_list_opens_at_a_first_start_only_without_a_choice(qtbot, tmp
 
 
 def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
-    from PySide6.QtWidgets import QApplication
     base = QApplication.font().pointSizeF()
     dist = window.panels["distribution"]
 
@@ -371,16 +345,3 @@ def test_settings_are_remembered_and_reset(qtbot, tmp_path):
     third = build_window(settings_path=path)
     qtbot.addWidget(third)
     assert third.session.lang == "en" and not third.actions["high_contrast"].isChecked()
-
-
-def test_exception_in_a_callback_is_shown(qtbot, window):
-    import sys
-
-    from explorer.ui.app import install_error_hook
-    old = sys.excepthook
-    try:
-        install_error_hook(window)
-        sys.excepthook(ValueError, ValueError("boom"), None)
-        assert "ValueError: boom" in window.errors[-1]
-    finally:
-        sys.excepthook = old
