@@ -5,6 +5,14 @@ import pytest
 # Qt tests run without a display; set before any Qt import.
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
+# A wait ends when its condition holds; its timeout only says when to give up. pytest-qt's
+# 5 s is short on a slow, busy machine (the suite must pass beside two busy processes), and it
+# has no setting for it: every wait without its own timeout gets 60 s.
+from pytestqt.qtbot import QtBot  # noqa: E402
+
+for _wait in (QtBot.waitUntil, QtBot.waitSignal, QtBot.waitExposed, QtBot.waitActive):
+    _wait.__kwdefaults__["timeout"] = 60_000
+
 
 @pytest.fixture(scope="session")
 def smollm2():

@@ -3,7 +3,7 @@ thing is drawn. Shared by the window tests (imported as a plain module from test
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
 from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QApplication
+from PySide6.QtWidgets import QApplication, QLabel
 
 CTRL = Qt.KeyboardModifier.ControlModifier
 CTRL_SHIFT = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
@@ -41,3 +41,20 @@ def click_bar(qtbot, distribution, row: int, column: int) -> None:
     """Click a distribution bar (row of the chart, candidate column) where it is drawn."""
     chart = distribution.chart
     click_at(qtbot, chart, chart.bar_center(row, column))
+
+
+def shown_texts(widget) -> list[str]:
+    """The text of every label `widget` shows (hidden ones left out), as a reader sees them."""
+    return [label.text() for label in widget.findChildren(QLabel) if label.isVisibleTo(widget) and label.text()]
+
+
+def shows(widget, fragment: str) -> bool:
+    """Does one of the labels `widget` shows hold `fragment`?"""
+    return any(fragment in text for text in shown_texts(widget))
+
+
+def label_showing(widget, fragment: str) -> QLabel:
+    """The one label of `widget` on show whose text holds `fragment`."""
+    (label,) = [label for label in widget.findChildren(QLabel)
+                if label.isVisibleTo(widget) and fragment in label.text()]
+    return label

@@ -180,7 +180,7 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert window.errors == [] and window.lesson.id == "real-model"
     # its own runs were checked; the teacher's changes are not (seconds per step on a real model)
     assert s.model is smollm2 and s.run.steps[1].recompute_max_abs_diff is not None and not s.check_recompute
-    assert window.model_picker.current_key() == "smollm2"
+    assert window.model_picker.currentData() == "smollm2"
     assert s.runner is window.runner                   # a slider drag computes in the background
     s.go(2)                                            # the first pick
     assert window.panels["distribution"].bar_labels()[0] == "␣Paris"

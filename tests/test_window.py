@@ -43,7 +43,7 @@ def test_space_plays_and_stops_at_the_last_frame(qtbot, window):
     player.dwell.setValue(0.2)
     press(qtbot, window, Qt.Key.Key_Space)
     assert player.playing
-    qtbot.waitUntil(lambda: window.session.at_end and not player.playing, timeout=5000)
+    qtbot.waitUntil(lambda: window.session.at_end and not player.playing)
     assert player.counter.text() == f"Frame {len(window.session.frames)} / {len(window.session.frames)}"
 
 
@@ -186,7 +186,7 @@ def shown_window(qtbot, path):
 
 
 def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_back(qtbot, window):
-    with qtbot.waitSignal(window.fit_settled, timeout=20000):    # the desk as the teacher sees it
+    with qtbot.waitSignal(window.fit_settled, timeout=60_000):    # the desk as the teacher sees it
         window.session.go(2)                     # a pick: the distribution and the KV cache matter
     qtbot.keyClick(window, Qt.Key.Key_Escape)    # at the desk, Escape does not enter it
     assert not window.presenting
@@ -278,7 +278,7 @@ def test_a_window_never_asks_for_more_height_than_the_screen_has(qtbot, window):
 
     def settled_after(change):
         """`change`, then wait until the window has checked it fits and changed nothing more."""
-        with qtbot.waitSignal(window.fit_settled, timeout=20000):
+        with qtbot.waitSignal(window.fit_settled, timeout=60_000):
             change()
         assert not window.fit_pending
 

@@ -250,9 +250,6 @@ class SamplingControls(Panel):
                 if combo.itemText(i) != self.tr(key):
                     combo.setItemText(i, self.tr(key))
 
-    def error_text(self) -> str:
-        return self.error_label.text() if self.error_label.isVisibleTo(self) else ""
-
 
 def _set_value(widget, value) -> None:
     """setValue only when it changes something: spin boxes repaint even on the same value."""

@@ -196,12 +196,6 @@ class DistributionPanel(Panel):
     def ruler_note(self) -> str:
         return "" if self._ruler is None else self._ruler.note
 
-    def status_text(self) -> str:
-        return self._status.text()
-
-    def error_text(self) -> str:
-        return self._error.text()
-
     def message_text(self) -> str:
         """The centred message, or "" when the chart is shown."""
         return self._message.text() if self._stack.currentWidget() is self._message else ""
