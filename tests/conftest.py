@@ -7,6 +7,14 @@ os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
 
 from fake_pip import fake_pip  # noqa: E402,F401  (fixture: a stand-in for pip download and PyPI)
 
+# A wait ends when its condition holds; its timeout only says when to give up. pytest-qt's
+# 5 s is short on a slow, busy machine (the suite must pass beside two busy processes), and it
+# has no setting for it: every wait without its own timeout gets 60 s.
+from pytestqt.qtbot import QtBot  # noqa: E402
+
+for _wait in (QtBot.waitUntil, QtBot.waitSignal, QtBot.waitExposed, QtBot.waitActive):
+    _wait.__kwdefaults__["timeout"] = 60_000
+
 
 @pytest.fixture(scope="session")
 def smollm2():
@@ -35,9 +43,24 @@ def gemma3():
     return models.load_model(path)
 
 
+@pytest.fixture(autouse=True)
+def application_look_restored():
+    """What a window sets for the whole application (the type size of its zoom or presentation
+    mode, the high-contrast palette) is put back after every test: the next test, in any
+    order, starts from the same application."""
+    from PySide6.QtWidgets import QApplication
+    app = QApplication.instance()
+    before = (app.font(), app.palette()) if app is not None else None
+    yield
+    if before is not None:
+        app.setFont(before[0])
+        app.setPalette(before[1])
+
+
 @pytest.fixture
 def window(qtbot, tmp_path):
-    """The explorer window on the default lesson, shown offscreen, with its own settings file."""
+    """The explorer window on the default lesson, shown offscreen, with its own settings file
+    (its zoom, language, theme and layouts are this test's alone)."""
     from explorer.ui.app import build_window
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)

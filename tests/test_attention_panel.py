@@ -17,6 +17,7 @@ from explorer.core.teaching import load_teaching_model, teaching_vocabulary
 from explorer.core.vocab import Vocabulary
 from explorer.session import Session
 from explorer.ui.attention import AttentionPanel
+from teacher import shown_texts, shows
 
 BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
 
@@ -91,7 +92,7 @@ def test_masked_cells_are_not_zero_weights(qtbot):
     image, masked = panel.image_array(), panel.masked_array()
     assert np.all(image[zero] == 0) and not masked[zero].any()
     assert np.all(np.isnan(image[~layer.mask])) and masked[~layer.mask].all()
-    assert "not a zero weight" in panel.legend_text()
+    assert shows(panel, "not a zero weight")
 
 
 def test_full_matrix_equals_the_full_recompute(panel, session):
@@ -130,7 +131,7 @@ def test_layer_and_head_pickers_change_the_image(qtbot):
     layer = session.step.trace.layers[1]
     np.testing.assert_array_equal(panel.image_array(), expected_image(layer, 1))
     assert not np.array_equal(before, panel.image_array(), equal_nan=True)
-    assert "query head 1 reads K/V head 0" in panel.kv_head_note()
+    assert shows(panel, "query head 1 reads K/V head 0")
 
 
 def test_pickers_are_kept_on_a_rerun(qtbot):
@@ -147,9 +148,9 @@ def test_chinese_labels(panel, session):
     session.set_lang("zh")
     assert panel.message_text() == "模型还没有运行"
     session.next()
-    assert "不是权重为0" in panel.legend_text()
+    assert shows(panel, "不是权重为0")
     assert panel.full_matrix_toggle.text().startswith("完整矩阵")
-    assert panel.caption_text().startswith("Prefill：")
+    assert any(text.startswith("Prefill：") for text in shown_texts(panel))
 
 
 def rope_session(prompt, n_layers=1, max_new_tokens=1, windows=()):
@@ -272,12 +273,12 @@ def test_a_sliding_window_layer_hatches_the_keys_it_no_longer_reads(qtbot):
     image = panel.image_array()
     assert np.isnan(image[7, :4]).all() and np.isfinite(image[7, 4:]).all()   # query 7 reads 4..7
     assert lt.weights[:, 7, :4].max() == 0 and np.allclose(lt.weights[:, 7].sum(-1), 1)
-    assert "reads only the latest 4 positions" in panel.legend_text()
+    assert shows(panel, "reads only the latest 4 positions")
     assert panel.tip_at(panel.cell_center(7, 2)) == ("query t7·7 → key t2·2: masked (older than this "
                                                      "layer's window of the latest 4 positions, not a zero weight)")
     assert "a future position" in panel.tip_at(panel.cell_center(2, 7))
     panel.layer_picker.setCurrentIndex(1)                          # the global layer reads all
     assert np.isfinite(panel.image_array()[7]).all()
-    assert "window" not in panel.legend_text()
+    assert not shows(panel, "window")
     session.set_lang("zh")
     assert panel.layer_picker.itemText(0) == "第0层 · 局部4"

@@ -4,10 +4,12 @@ elsewhere without echoing back, and name a rejected value in red without changin
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QColor
 
 from explorer.core.teaching import load_teaching_model
 from explorer.session import Session
 from explorer.ui.controls import SamplingControls, parse_stop_strings
+from teacher import label_showing, shows
 
 
 @pytest.fixture
@@ -94,20 +96,20 @@ def test_an_empty_stop_string_is_named_in_red_and_changes_nothing(qtbot, control
     before_config, before_run = session.config, session.run
     controls.stop_edit.setText("！,,你")
     qtbot.keyClick(controls.stop_edit, Qt.Key.Key_Return)
-    assert controls.error_text().startswith("Stop strings: not applied.")
-    assert "stop_strings" in controls.error_text()
-    assert "color: #C00000" in controls.error_label.styleSheet()
+    label = label_showing(controls, "not applied")              # drawn in the theme's red
+    assert label.text().startswith("Stop strings: not applied.") and "stop_strings" in label.text()
+    assert label.palette().color(label.foregroundRole()) == QColor(controls.theme.error) == QColor("#C00000")
     assert session.config is before_config and session.run is before_run
     controls.stop_edit.setText("！")                          # fixed: applied, message gone
     qtbot.keyClick(controls.stop_edit, Qt.Key.Key_Return)
-    assert session.config.stop_strings == ("！",) and controls.error_text() == ""
+    assert session.config.stop_strings == ("！",) and not shows(controls, "not applied")
 
 
 def test_a_value_the_widget_allows_but_the_run_cannot_take_is_refused(controls, session):
     session.force(2, 5)                                      # what-if at step 2 ...
     before = session.config
     controls.max_new_spin.setValue(2)                         # ... then only steps 0 and 1 remain
-    assert controls.error_text().startswith("Max new tokens: not applied.")
+    assert label_showing(controls, "not applied").text().startswith("Max new tokens: not applied.")
     assert session.config is before and session.overrides == {2: 5}
 
 

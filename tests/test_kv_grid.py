@@ -17,6 +17,7 @@ from explorer.core.vocab import Vocabulary
 from explorer.session import Session
 from explorer.ui.kv_grid import MIN_POINT_SIZE, KVGridPanel
 from explorer.ui.units import byte_size
+from teacher import label_showing, shows
 
 BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
 BYTES_TABLE = BEAM_TABLE.with_name("bytes-example.json")
@@ -64,19 +65,19 @@ def test_one_off_rule_at_the_first_pick(panel, session):
     assert panel.row_labels() == ["L0 K", "L0 V"]
     assert shown_states(panel) == ["processed", "processed", "selected"]
     assert panel.column_labels() == ["我·0", "爱·1", "学习·2"]
-    assert "visible sequence: 3" in panel.counts_text() and "in cache: 2" in panel.counts_text()
+    assert shows(panel, "visible sequence: 3") and shows(panel, "in cache: 2")
     assert panel.cell_text(0, 2) == "selected"        # empty cell: a label, no numbers
 
 
 def test_the_end_keeps_the_last_selected_token_out_of_the_cache(panel, session):
     session.last()
     assert shown_states(panel) == ["processed"] * 4 + ["selected"]
-    assert "visible sequence: 5" in panel.counts_text() and "in cache: 4" in panel.counts_text()
+    assert shows(panel, "visible sequence: 5") and shows(panel, "in cache: 4")
 
 
 def test_input_frame_is_all_pending(panel, session):
     assert shown_states(panel) == ["pending", "pending"]
-    assert "in cache: 0" in panel.counts_text()
+    assert shows(panel, "in cache: 0")
     assert panel.written_columns() == ()
 
 
@@ -87,7 +88,7 @@ def test_the_forward_columns_are_outlined(panel, session):
     assert panel.written_columns() == ()
     session.next()                                    # Decode 1 feeds 学习 at position 2
     assert panel.written_columns() == (2,)
-    assert "position 2" in panel.counts_text()
+    assert shows(panel, "position 2")
 
 
 def test_teaching_model_values_are_drawn_in_the_cells(panel, session):
@@ -145,13 +146,13 @@ def test_a_rerun_updates_the_grid(panel, session):
     session.go(4)                                           # pick at step 1
     session.set_sampling(max_new_tokens=1)                  # the run now stops after Prefill
     assert shown_states(panel) == ["processed", "processed", "selected"]
-    assert "in cache: 2" in panel.counts_text()
+    assert shows(panel, "in cache: 2")
 
 
 def test_chinese_labels(panel, session):
     session.go(2)
     session.set_lang("zh")
-    assert "可见序列：3" in panel.counts_text() and "已缓存：2" in panel.counts_text()
+    assert shows(panel, "可见序列：3") and shows(panel, "已缓存：2")
     assert panel.cell_text(0, 2) == "已选中"
     assert any("缓存" in t for t in panel.legend_texts())
 
@@ -179,7 +180,7 @@ def test_500_positions_by_30_layers_paints_only_what_is_visible(qtbot):
     assert not panel.grab().isNull()
     session.last()
     assert panel.cell_state(59, 500) == "selected"
-    assert "in cache: 500" in panel.counts_text()
+    assert shows(panel, "in cache: 500")
     assert not panel.grab().isNull()
     assert len(panel.findChildren(QWidget)) == len(small.findChildren(QWidget))
     assert "L29 V" in panel.tooltip_text(59, 499)
@@ -188,16 +189,16 @@ def test_500_positions_by_30_layers_paints_only_what_is_visible(qtbot):
 def test_the_counts_say_what_the_cache_weighs_and_the_tooltip_how(panel, session):
     """Teaching model: 1 layer x (K, V) x 1 head x 4 numbers x 8 bytes (float64) = 64 bytes a position."""
     session.last()                                    # 4 positions in the cache
-    assert "in cache: 4 (256 B)" in panel.counts_text()
-    tip = panel.counts_tooltip()
+    assert shows(panel, "in cache: 4 (256 B)")
+    tip = label_showing(panel, "in cache").toolTip()
     assert tip.startswith("Bytes per cached position = 2 (K and V) × 1 (layers) × 1 (K/V heads) × "
                           "4 (head size) × 8 (float64) = 64.")
     assert "4 positions: 256 bytes. Every token fed in adds 64 bytes." in tip
     session.first()
-    assert "in cache: 0 (0 B)" in panel.counts_text()
+    assert shows(panel, "in cache: 0 (0 B)")
     session.set_lang("zh")
     session.last()
-    assert "已缓存：4（256 B）" in panel.counts_text() and "每送入一个Token，增加64字节" in panel.counts_tooltip()
+    assert shows(panel, "已缓存：4（256 B）") and "每送入一个Token，增加64字节" in label_showing(panel, "已缓存").toolTip()
 
 
 def test_the_cache_weight_of_a_real_model(qtbot, smollm2):
@@ -207,8 +208,9 @@ def test_the_cache_weight_of_a_real_model(qtbot, smollm2):
     panel = KVGridPanel(session)
     qtbot.addWidget(panel)
     session.last()
-    assert session.frame.cache_len == 6 and "in cache: 6 (276 kB)" in panel.counts_text()   # 276,480 bytes
-    assert "= 46,080." in panel.counts_tooltip() and "6 positions: 276,480 bytes" in panel.counts_tooltip()
+    assert session.frame.cache_len == 6 and shows(panel, "in cache: 6 (276 kB)")   # 276,480 bytes
+    tip = label_showing(panel, "in cache").toolTip()
+    assert "= 46,080." in tip and "6 positions: 276,480 bytes" in tip
 
 
 @pytest.mark.parametrize("n, text", [(0, "0 B"), (999, "999 B"), (1000, "1 kB"), (276_480, "276 kB"),
@@ -224,8 +226,8 @@ def test_a_model_without_layers_shows_tokens_but_no_kv_rows(qtbot):
     qtbot.addWidget(panel)
     session.last()
     assert panel.row_labels() == [] and len(panel.column_labels()) == session.frame.visible_count
-    assert "no layers" in panel.counts_text() and " B)" not in panel.counts_text()
-    assert panel.counts_tooltip() == ""
+    assert shows(panel, "no layers") and not shows(panel, " B)")
+    assert label_showing(panel, "no layers").toolTip() == ""
     assert not panel.grab().isNull()
 
 
@@ -316,11 +318,11 @@ def test_sliding_window_layers_are_marked_and_what_they_no_longer_read_is_hatche
     session.next()
     assert panel.row_labels() == ["L0 K · 3", "L0 V · 3", "L1 K · all", "L1 V · all"]
     assert panel._view.data.unread == (3, 3, 0, 0)
-    assert "1 local layers (· 3) read only the latest 3 positions, 1 global ones" in panel.counts_text()
+    assert shows(panel, "1 local layers (· 3) read only the latest 3 positions, 1 global ones")
     assert "no longer read by it" in panel.tooltip_text(0, 1)
     assert "no longer read" not in panel.tooltip_text(0, 4) and "no longer read" not in panel.tooltip_text(2, 1)
     while session.frame.cache_len < 7:                             # on to Decode 1
         session.next()
     assert panel._view.data.unread == (4, 4, 0, 0)
     session.set_lang("zh")
-    assert panel.row_labels()[2] == "L1 K · 全部" and "只读最近3个位置" in panel.counts_text()
+    assert panel.row_labels()[2] == "L1 K · 全部" and shows(panel, "只读最近3个位置")

@@ -5,16 +5,6 @@ import numpy as np
 from explorer.core import layers as L
 
 
-def test_output_projection_example_from_the_course():
-    # F15: the last valid hidden state h = [1, 2] times a 2x6 teaching head.
-    h = np.array([1.0, 2.0])
-    w_out = np.array([[0, 1, 0, 1, -1, 0],
-                      [0, 0, 1, 1, 0, -1]], dtype=float)
-    scores = h @ w_out
-    assert scores.tolist() == [0, 1, 2, 3, -1, -2]
-    assert int(np.argmax(scores)) == 3
-
-
 def test_softmax_of_course_logits():
     assert np.allclose(L.softmax(np.array([2.0, 1.0, 0.0])), [0.6652, 0.2447, 0.0900], atol=1e-4)
 

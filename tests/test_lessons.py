@@ -3,6 +3,7 @@ give the course's numbers (written here as constants, never computed by the code
 test). Malformed lesson files and glossaries fail with the file and the key path.
 The glossary: terms, definitions, and how terms are found in explanation text."""
 
+import json
 import re
 from pathlib import Path
 
@@ -112,6 +113,42 @@ def test_cli_trace_and_export_list_exit_0(capsys, name):
 
 # ---------------------------------------------------------------------------- the course's numbers
 
+def reference_teaching_run(prompt_ids, max_new_tokens, eos=6):
+    """Greedy decoding of the teaching model in float64, written here from the course's
+    description (one causal head of width 4, residuals, a tanh feed-forward layer, an output
+    head with a bias; no norm, no positions) and read straight from params/teaching.json, a
+    full recompute of the whole prefix per token: the outputs and the last distribution, an
+    expectation the engine under test had no part in."""
+    from explorer.core.teaching import default_params_path
+    tensors = json.loads(default_params_path().read_text(encoding="utf-8"))["tensors"]
+    layer = {name: np.array(value, dtype=np.float64) for name, value in tensors["layers"][0].items()}
+    embed, w_out, b_out = (np.array(tensors[name], dtype=np.float64) for name in ("embed", "w_out", "b_out"))
+    ids = list(prompt_ids)
+    for _ in range(max_new_tokens):
+        x = embed[ids]                                                         # [n, 4]
+        q, k, v = x @ layer["wq"], x @ layer["wk"], x @ layer["wv"]            # [n, 4] each
+        scores = q @ k.T / np.sqrt(q.shape[1])                                 # [n, n]
+        scores[np.triu_indices(len(ids), 1)] = -np.inf                         # no look at later tokens
+        weights = np.exp(scores - scores.max(axis=1, keepdims=True))
+        weights /= weights.sum(axis=1, keepdims=True)
+        x = x + (weights @ v) @ layer["wo"]
+        x = x + np.tanh(x @ layer["w1"] + layer["b1"]) @ layer["w2"] + layer["b2"]
+        logits = x[-1] @ w_out + b_out                                         # [7]
+        probs = np.exp(logits - logits.max())
+        probs /= probs.sum()
+        ids.append(int(np.argmax(probs)))
+        if ids[-1] == eos:
+            break
+    return tuple(ids[len(prompt_ids):]), probs
+
+
+def test_the_float64_reference_reproduces_the_fitted_course_run():
+    """The reference is the model the course describes: on 我爱 it picks 学习, ！, EOS with the
+    stated target probabilities of params/teaching.json (0.47 for 学习)."""
+    outputs, _probs = reference_teaching_run((1, 2), 8)
+    assert outputs == (3, 5, 6)
+    assert reference_teaching_run((1, 2), 1)[1][3] == pytest.approx(0.47, abs=1e-3)
+
 def test_prefill_decode_positions_and_cache_lengths(sessions):
     session = sessions["prefill-decode"]
     run = session.run
@@ -121,7 +158,7 @@ def test_prefill_decode_positions_and_cache_lengths(sessions):
     assert [s.input_ids for s in run.steps] == [(1, 1, 3, 4), run.output_ids[:1], run.output_ids[1:2]]
     assert [s.cache_len_after for s in run.steps] == [4, 5, 6]
     assert [s.logits_position for s in run.steps] == [3, 4, 5]      # y0, y1, y2 chosen by these
-    assert run.output_ids == (3, 5, 3) and run.finish_reason == "length"
+    assert run.output_ids == reference_teaching_run((1, 1, 3, 4), 3)[0] and run.finish_reason == "length"
     assert not any(s.forced for s in run.steps)                      # the model's own picks
     shown = [(f.kind, f.step, f.visible_count, f.cache_len) for f in session.frames]
     assert shown[:7] == [("input", None, 4, 0), ("prefill", 0, 4, 4), ("pick", 0, 5, 4), ("decode", 1, 5, 5),
@@ -310,8 +347,10 @@ def test_output_projection_scores_and_the_padding_pitfall(sessions):
     assert valid.distribution.probs[4] == pytest.approx(0.26, abs=1e-4)  # 你, the runner-up
     padded = frame_on(lesson, session, "padded", "pick", 0).step
     assert padded.logits_position == 2 and padded.selected_id == 6       # <eos>, read from the pad
-    assert padded.distribution.probs[6] == pytest.approx(0.2966, abs=1e-4)
-    assert padded.distribution.probs[5] == pytest.approx(0.2100, abs=1e-4)
+    # the <pad> row's distribution is the model's own answer for the prefix 我 爱 <pad>
+    outputs, probs = reference_teaching_run((1, 2, 0), 1)
+    assert padded.selected_id == outputs[0]
+    np.testing.assert_allclose(padded.distribution.probs, probs, atol=1e-9)
     # the right answer is still there: position 1 of the padded row equals the unpadded last row
     np.testing.assert_allclose(padded.trace.logits[1], valid.trace.last_logits, atol=1e-12)
 

@@ -19,6 +19,7 @@ from explorer.lessons import LessonError, lessons_dir, load_lesson
 from explorer.session.narration import frame_explanation, frame_title
 from explorer.ui.kv_grid import KVGridPanel
 from explorer.ui.timeline import TimelinePanel
+from teacher import shows
 
 
 def scenario_frames(session, lesson, scenario, kind):
@@ -79,7 +80,7 @@ def test_the_timeline_and_the_kv_panel_show_the_usage_and_the_visible_sequence(q
     assert timeline.findChild(QLabel, "usage").text() == "usage: prompt 2 + reasoning 13 + output 4 = 19 tokens"
     assert timeline.findChild(QLabel, "counts").text().startswith("visible sequence 19  ·  in cache 18")
     assert "text shown 5 characters" in timeline.findChild(QLabel, "counts").text()
-    assert "visible sequence: 19" in kv.counts_text()
+    assert shows(kv, "visible sequence: 19")
     session.go(scenario_frames(session, lesson, "base", "decode")[0])             # Decode 4 feeds 10×3
     assert timeline.findChild(QLabel, "usage").text() == "usage: prompt 2 + reasoning 4 + output 0 = 6 tokens"
     session.set_lang("zh")

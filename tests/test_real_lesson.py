@@ -180,7 +180,7 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert window.errors == [] and window.lesson.id == "real-model"
     # its own runs were checked; the teacher's changes are not (seconds per step on a real model)
     assert s.model is smollm2 and s.run.steps[1].recompute_max_abs_diff is not None and not s.check_recompute
-    assert window.model_picker.current_key() == "smollm2"
+    assert window.model_picker.currentData() == "smollm2"
     assert s.runner is window.runner                   # a slider drag computes in the background
     s.go(2)                                            # the first pick
     assert window.panels["distribution"].bar_labels()[0] == "␣Paris"
@@ -270,16 +270,19 @@ def test_a_real_lesson_given_at_start_is_checked_as_written_and_answers_changes_
 
 
 def test_a_line_break_in_the_text_shows_as_a_mark_in_the_title(session):
-    """The stop title quotes the text; sampled on, SmolLM2 writes a line break into it."""
-    sampled = session.copy()
-    sampled.set_check_recompute(False)
-    sampled.set_sampling(mode="sample", seed=4)
-    sampled.go(5)                                                    # the stop frame
-    text = sampled.model.vocab.decode(sampled.frame.visible_ids[len(sampled.run.prompt_ids):])
-    assert "\n" in text
-    title = frame_title(sampled.frame, sampled.run, sampled.model.vocab, "en")
+    """The stop title quotes the text on one line: a line break in it (here a what-if line
+    break as the first output, whatever the model would pick) is drawn as ↵; the
+    explanation keeps the real line break."""
+    edited = session.copy()
+    edited.set_check_recompute(False)
+    (line_break,) = edited.model.vocab.encode("\n")
+    edited.force(0, line_break)
+    edited.go(next(i for i, f in enumerate(edited.frames) if f.kind == "stop"))
+    text = edited.model.vocab.decode(edited.frame.visible_ids[len(edited.run.prompt_ids):])
+    assert text.startswith("\n")
+    title = frame_title(edited.frame, edited.run, edited.model.vocab, "en")
     assert "\n" not in title and text.replace("\n", "↵") in title
-    assert "\n" in frame_explanation(sampled.frame, sampled.run, sampled.model.vocab, "en")["what"]
+    assert "\n" in frame_explanation(edited.frame, edited.run, edited.model.vocab, "en")["what"]
 
 
 def test_the_real_lesson_traces_in_both_languages_with_its_own_vocabulary(session, smollm2):

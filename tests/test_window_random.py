@@ -6,11 +6,11 @@ import random
 
 import pytest
 from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QKeyEvent
 from PySide6.QtWidgets import QApplication
 
 from explorer.core.teaching import load_teaching_model
 from explorer.lessons import lessons_dir, load_lesson
+from teacher import enter_prompt, type_text
 
 KEYS = (Qt.Key.Key_Right, Qt.Key.Key_Left, Qt.Key.Key_Home, Qt.Key.Key_End)
 PROMPTS = ("我爱", "我爱学习", "你爱我", "我")           # the teaching model's words
@@ -45,13 +45,10 @@ def random_action(rng: random.Random, window, qtbot) -> None:
     elif kind == "mode":
         controls.mode_combo.setCurrentIndex(rng.randrange(controls.mode_combo.count()))
     elif kind == "prompt" and (window.editing_logits or window.session.model.name == TEACHING):
-        window.prompt_edit.setText(rng.choice(LOGITS if window.editing_logits else PROMPTS))
-        window._prompt_entered()
+        enter_prompt(qtbot, window, rng.choice(LOGITS if window.editing_logits else PROMPTS))
     elif kind == "type":                       # typed into the prompt box, not (yet) entered
         window.prompt_edit.setFocus()
-        for key_type in (QEvent.Type.KeyPress, QEvent.Type.KeyRelease):
-            QApplication.sendEvent(window.prompt_edit,
-                                   QKeyEvent(key_type, Qt.Key.Key_unknown, Qt.KeyboardModifier.NoModifier, "爱"))
+        type_text(window.prompt_edit, "爱")
     elif kind == "lesson":
         assert window.switch_lesson(load_lesson(rng.choice(LESSONS)))
     elif kind == "presentation":

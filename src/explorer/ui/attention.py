@@ -554,18 +554,8 @@ class AttentionPanel(Panel):
         return {(int(item.pos().y()), int(item.pos().x())): item.textItem.toPlainText()
                 for item in self._value_items if item.isVisible()}
 
-    def kv_head_note(self) -> str:
-        """Which K/V head the chosen query head reads ("" when every head has its own)."""
-        return self._kv_note.text() if not self._kv_note.isHidden() else ""
-
     def message_text(self) -> str:
         return self._message.textItem.toPlainText() if self._message.isVisible() else ""
-
-    def caption_text(self) -> str:
-        return self._caption.text()
-
-    def legend_text(self) -> str:
-        return self._legend.text()
 
     def boundary_row(self) -> int | None:
         """Row index where Decode rows start in the full matrix, or None when not drawn."""

@@ -20,7 +20,7 @@ from ..core.errors import ExplorerError
 from ..core.limits import MAX_BEAMS, MAX_NEW_TOKENS, MAX_SEED
 from ..core.sampling import MODES, ORDER_PRESETS
 from ..i18n import add_messages
-from .distribution import ERROR_COLOR, stage_label
+from .distribution import stage_label
 from .panel import Panel
 
 STOP_EXAMPLES = {False: "！, 。", True: "., !"}   # the course's Chinese / a real model's English
@@ -128,8 +128,7 @@ class SamplingControls(Panel):
         for preset in ORDER_PRESETS:
             self.order_combo.addItem(preset, preset)
         self.order_text = QLabel(wordWrap=True)
-        self.error_label = QLabel(wordWrap=True)
-        self.error_label.setStyleSheet(f"color: {ERROR_COLOR};")
+        self.error_label = self.tinted(QLabel(wordWrap=True), "error")
         self._labels: dict[str, QLabel] = {}
         self._hints: dict[str, QLabel] = {}
         self._layout()
@@ -164,8 +163,7 @@ class SamplingControls(Panel):
                 grid.addWidget(widget, r, 1, 1, 2)
             r += 1
             if name in HINTED:
-                self._hints[name] = QLabel()
-                self._hints[name].setStyleSheet("color: palette(dark);")
+                self._hints[name] = self.tinted(QLabel(wordWrap=True), "muted")
                 grid.addWidget(self._hints[name], r, 1, 1, 2)
                 r += 1
         grid.addWidget(self.order_text, r, 1, 1, 2)
@@ -249,9 +247,6 @@ class SamplingControls(Panel):
             for i, key in enumerate(keys):
                 if combo.itemText(i) != self.tr(key):
                     combo.setItemText(i, self.tr(key))
-
-    def error_text(self) -> str:
-        return self.error_label.text() if self.error_label.isVisibleTo(self) else ""
 
 
 def _set_value(widget, value) -> None:

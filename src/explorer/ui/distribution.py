@@ -36,7 +36,6 @@ from .theme import Theme
 N_SHOWN = 20            # candidate columns for a big vocabulary; the rest is one "other" bar
 NUMBERS_UP_TO = 12      # print every bar's probability when there are at most this many bars
 NUMBERED_LEADERS = 3    # with more bars, print the probabilities of the first (most likely) few
-ERROR_COLOR = "#C00000"
 SHORT_ROW_PX = ROW_MIN_PX / 2   # rows shorter than this: the secondary lines give the chart their room
 
 add_messages({
@@ -123,8 +122,7 @@ class DistributionPanel(Panel):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         self._status = QLabel(wordWrap=True)
-        self._error = QLabel(wordWrap=True)
-        self._error.setStyleSheet(f"color: {ERROR_COLOR};")
+        self._error = self.tinted(QLabel(wordWrap=True), "error")
         self._message = QLabel(alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
         self.chart = StageChart()
         self.chart.clicked.connect(self._clicked_at)
@@ -198,12 +196,6 @@ class DistributionPanel(Panel):
 
     def ruler_note(self) -> str:
         return "" if self._ruler is None else self._ruler.note
-
-    def status_text(self) -> str:
-        return self._status.text()
-
-    def error_text(self) -> str:
-        return self._error.text()
 
     def message_text(self) -> str:
         """The centred message, or "" when the chart is shown."""

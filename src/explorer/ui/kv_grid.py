@@ -718,12 +718,6 @@ class KVGridPanel(Panel):
         written = self._view.data.written
         return tuple(range(written[0], written[1] + 1)) if written else ()
 
-    def counts_text(self) -> str:
-        return self._status.text()
-
-    def counts_tooltip(self) -> str:
-        return self._status.toolTip()
-
     def legend_texts(self) -> list[str]:
         return [meaning for *_, meaning in self._legend.entries()]
 

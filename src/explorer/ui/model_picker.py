@@ -89,9 +89,6 @@ class ModelPicker(QComboBox):
     def tooltip(self, key: str) -> str:
         return self.itemData(self.findData(key), Qt.ItemDataRole.ToolTipRole) or ""
 
-    def current_key(self) -> str:
-        return self.currentData()
-
     def _activated(self, index: int) -> None:
         key = self.itemData(index)
         if key != OTHER:

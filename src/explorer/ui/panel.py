@@ -4,6 +4,7 @@ redraws from what it holds. Subclasses implement `refresh()`."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QSize
+from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from ..i18n import tr
@@ -34,6 +35,7 @@ class Panel(QWidget):
         self.session = session
         self.theme: Theme = THEMES["light"]
         self._emphasised_labels: list[tuple[QWidget, float]] = []     # (label, type scale): see `emphasised`
+        self._tinted_labels: list[tuple[QWidget, str]] = []           # (label, theme colour): see `tinted`
         unsubscribe = [session.subscribe(e, self._on_change)
                        for e in ("run_changed", "cursor_changed", "lang_changed")]
         # a closure, not a method: the Python side may be half gone when Qt destroys the widget
@@ -51,6 +53,19 @@ class Panel(QWidget):
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * scale)
         label.setFont(font)
+
+    def tinted(self, label: QWidget, role: str) -> QWidget:
+        """`label`'s text in the theme's colour `role` ("muted", "error"), now and after every
+        theme change. A palette, not a style sheet: a styled widget keeps the font it was
+        built with and stops following zoom and presentation mode."""
+        self._tinted_labels.append((label, role))
+        self._tint(label, role)
+        return label
+
+    def _tint(self, label: QWidget, role: str) -> None:
+        palette = QPalette()
+        palette.setColor(QPalette.ColorRole.WindowText, self.theme.color(role))
+        label.setPalette(palette)
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -91,6 +106,8 @@ class Panel(QWidget):
 
     def set_theme(self, theme: Theme) -> None:
         self.theme = theme
+        for label, role in self._tinted_labels:
+            self._tint(label, role)
         self.refresh()
 
     def _on_change(self, _session) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtGui import QColor
+from PySide6.QtGui import QColor, QPalette
+from PySide6.QtWidgets import QApplication
 
 
 @dataclass(frozen=True)
@@ -22,6 +23,8 @@ class Theme:
     chosen: str        # the selected candidate's bar
     masked: str        # causally masked attention cell
     accent: str        # rulers, markers
+    muted: str         # secondary text (hints such as "0 = off"), still readable on `background`
+    error: str         # a problem's text on `background`
 
     def color(self, role: str) -> QColor:
         return QColor(getattr(self, role))
@@ -31,11 +34,13 @@ THEMES = {
     "light": Theme("light", background="#ffffff", text="#1a1a1a", grid="#d0d0d0",
                    processed="#0072B2", selected="#E69F00", pending="#d9d9d9",
                    removed="#c8c8c8", kept="#56B4E9", chosen="#D55E00",
-                   masked="#f0f0f0", accent="#009E73"),
+                   masked="#f0f0f0", accent="#009E73",
+                   muted="#595959", error="#C00000"),
     "high-contrast": Theme("high-contrast", background="#000000", text="#ffffff", grid="#808080",
                            processed="#00A0FF", selected="#FFD700", pending="#5a5a5a",
                            removed="#404040", kept="#7FDBFF", chosen="#FF6A00",
-                           masked="#1e1e1e", accent="#00FF9C"),
+                           masked="#1e1e1e", accent="#00FF9C",
+                           muted="#c8c8c8", error="#FF7070"),
 }
 
 
@@ -49,3 +54,30 @@ def text_on(background: str) -> str:
 
     lum = 0.2126 * channel(c.red()) + 0.7152 * channel(c.green()) + 0.0722 * channel(c.blue())
     return "#000000" if lum > 0.179 else "#ffffff"
+
+
+_platform_palette: list[QPalette] = []      # the application's palette before a theme first changed it
+
+
+def widget_palette(theme: Theme) -> QPalette:
+    """The colours of every widget (labels, buttons, boxes, menus, tooltips) in `theme`: the
+    platform's own palette for "light", the theme's colours for "high-contrast", so the
+    whole window, not only the painted panels, turns white on black."""
+    if not _platform_palette:
+        _platform_palette.append(QPalette(QApplication.palette()))
+    if theme.name == "light":
+        return QPalette(_platform_palette[0])
+    r, palette = QPalette.ColorRole, QPalette()
+    background, text, raised = QColor(theme.background), QColor(theme.text), QColor(theme.masked)
+    for role, color in ((r.Window, background), (r.Base, background), (r.AlternateBase, raised),
+                        (r.Button, raised), (r.ToolTipBase, background),
+                        (r.WindowText, text), (r.Text, text), (r.ButtonText, text), (r.ToolTipText, text),
+                        (r.BrightText, text), (r.PlaceholderText, QColor(theme.muted)),
+                        (r.Highlight, QColor(theme.selected)), (r.HighlightedText, QColor(text_on(theme.selected))),
+                        (r.Link, QColor(theme.kept)), (r.LinkVisited, QColor(theme.kept)),
+                        (r.Light, QColor(theme.grid)), (r.Midlight, QColor(theme.pending)),
+                        (r.Mid, QColor(theme.pending)), (r.Dark, QColor(theme.grid)), (r.Shadow, text)):
+        palette.setColor(role, color)
+    for role in (r.WindowText, r.Text, r.ButtonText):      # greyed, still readable on black
+        palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(theme.muted).darker(125))
+    return palette

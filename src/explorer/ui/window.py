@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 
-from PySide6.QtCore import QSize, Qt, QTimer
+from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
                            QShortcut)
 from PySide6.QtWidgets import (QApplication, QCheckBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel,
@@ -48,7 +48,7 @@ from .model_picker import OTHER, ModelPicker, model_choices
 from .player import PlayerPanel
 from .settings import Settings
 from .start_page import StartPage, shipped_lessons
-from .theme import THEMES, text_on
+from .theme import THEMES, text_on, widget_palette
 from .timeline import TimelinePanel
 from .units import byte_size
 from .worker import Jobs, SessionRunner, error_message, is_big
@@ -68,7 +68,7 @@ INSTALL_STEPS = 1000          # an install's progress bar counts in these steps 
 WORK_SHOWN_AFTER_MS = 300     # a computation shorter than this never shows the progress bar (no flicker,
                               # and a progress bar repaints itself at once on every value: costly while dragging)
 
-# name -> (i18n key, shortcut, menu); one table for menus, shortcuts and tests
+# name -> (i18n key, shortcut or shortcuts, menu); one table for menus, shortcuts and tests
 ACTIONS = {
     "open_params": ("action.open_params", QKeySequence.StandardKey.Open, "file"),
     "export_frame": ("action.export_frame", "Ctrl+E", "file"),
@@ -88,7 +88,8 @@ ACTIONS = {
     "lang_zh": ("action.lang_zh", None, "view"),
     "high_contrast": ("action.high_contrast", None, "view"),
     "presentation": ("action.presentation", "F11", "view"),
-    "zoom_in": ("action.zoom_in", QKeySequence.StandardKey.ZoomIn, "view"),
+    # the platform's Ctrl++ needs Shift on most keyboards: Ctrl+= is the key on the "+" key
+    "zoom_in": ("action.zoom_in", (QKeySequence.StandardKey.ZoomIn, "Ctrl+="), "view"),
     "zoom_out": ("action.zoom_out", QKeySequence.StandardKey.ZoomOut, "view"),
     "reset_layout": ("action.reset_layout", None, "view"),
 }
@@ -188,8 +189,7 @@ class DockTitle(QWidget):
         self.label.setContentsMargins(4, 1, 4, 1)     # no taller than Qt's own title bar
         self.float_button = QToolButton()
         self.float_button.setAutoRaise(True)
-        self.float_button.setIconSize(QSize(10, 10))
-        self.float_button.setStyleSheet("QToolButton { padding: 0px; border: none; }")  # a leaf: no font issue
+        self.float_button.setIconSize(QSize(10, 10))      # no style sheet: it would freeze its font
         self.float_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_TitleBarNormalButton))
         self.float_button.clicked.connect(lambda: dock.setFloating(not dock.isFloating()))
         layout = QHBoxLayout(self)
@@ -227,6 +227,10 @@ def is_compact_width(width: int) -> bool:
 
 
 class MainWindow(QMainWindow):
+    # a check that the window fits its screen ran and changed nothing: its size is settled
+    # until the next change of type, language, run, frame or screen (`fit_pending` meanwhile)
+    fit_settled = Signal()
+
     def __init__(self, session: Session, settings: Settings, lesson: Lesson | None = None,
                  compact: bool = False):
         """compact: the desk layout for a narrow screen or slide (`is_compact_width`)."""
@@ -444,7 +448,8 @@ class MainWindow(QMainWindow):
         for name, (_key, shortcut, _menu) in ACTIONS.items():
             action = QAction(self)
             if shortcut is not None:
-                action.setShortcut(QKeySequence(shortcut))
+                action.setShortcuts([QKeySequence(key) for key in
+                                     (shortcut if isinstance(shortcut, tuple) else (shortcut,))])
                 action.setShortcutContext(Qt.ShortcutContext.WindowShortcut)
             action.triggered.connect(lambda _checked=False, h=handlers[name]: h())
             self.addAction(action)
@@ -1061,12 +1066,9 @@ class MainWindow(QMainWindow):
         taller than the screen is brought back. Only on screen: an export sizes its window
         to the slide."""
         if not self.isVisible() or self.testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen):
+            self.fit_settled.emit()
             return
-        screen = self.screen()
-        if self.isFullScreen():
-            room = screen.geometry().height()
-        else:                                   # less the window manager's title bar
-            room = screen.availableGeometry().height() - (self.frameGeometry().height() - self.height())
+        room = self.screen_room()
         minimum = self.minimumSizeHint().height()
         excess = minimum - room
         if excess > 0 and self.height() <= minimum:
@@ -1079,6 +1081,21 @@ class MainWindow(QMainWindow):
             if self.height() > max(minimum, room):
                 self.resize(self.width(), max(minimum, room))
             self._pushed_past_screen = excess > 0
+        if not self._fit_timer.isActive():
+            self.fit_settled.emit()
+
+    def screen_room(self) -> int:
+        """The height the window may have on its screen: all of it in full screen, else the
+        available height less the window manager's title bar."""
+        screen = self.screen()
+        if self.isFullScreen():
+            return screen.geometry().height()
+        return screen.availableGeometry().height() - (self.frameGeometry().height() - self.height())
+
+    @property
+    def fit_pending(self) -> bool:
+        """Will the window check again that it fits its screen (`fit_settled` once it is done)?"""
+        return self._fit_timer.isActive()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
@@ -1145,7 +1162,12 @@ class MainWindow(QMainWindow):
         self.settings["lang"] = lang
 
     def set_theme(self, name: str) -> None:
+        """Colours of the painted panels and of every widget (the application's palette, as
+        zoom sets the application's font: floating docks and dialogs follow too)."""
         theme = self.theme = THEMES[name]
+        palette = widget_palette(theme)
+        if palette != QApplication.palette():        # a new palette repolishes every widget
+            QApplication.setPalette(palette)
         for panel in self.panels.values():
             panel.set_theme(theme)
         self.actions["high_contrast"].setChecked(name == "high-contrast")
