@@ -143,22 +143,27 @@ def first_window(args, settings_path: str | None = None):
 SIGNAL_POLL_MS = 200     # how often the event loop lets Python run a signal handler
 
 
-def stop_on_signals(app, window) -> None:
+def stop_on_signals(window) -> dict:
     """Ctrl+C or SIGTERM in the terminal that started the window closes it (its layout is
-    saved as on any close) and ends the event loop with 130 or 143, without a traceback.
-    Python runs signal handlers only between its own instructions, so a timer wakes it."""
+    saved as on any close), which ends the event loop as any last close does; the returned
+    record then holds the status, 130 or 143. The handler only asks the event loop to close
+    the window: closing inside whatever Python code the signal interrupted crashed Qt at
+    exit. Python runs signal handlers only between its own instructions, so a timer wakes it."""
     from PySide6.QtCore import QTimer
+
+    stopped = {"status": None}
 
     def stop(signum, _frame):
         print(f"token-explorer: {'terminated' if signum == signal.SIGTERM else 'interrupted'}", file=sys.stderr)
-        window.close()
-        app.exit(exit_status(signum))
+        stopped["status"] = exit_status(signum)
+        QTimer.singleShot(0, window.close)
 
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, stop)
     timer = QTimer(window)
     timer.timeout.connect(lambda: None)
     timer.start(SIGNAL_POLL_MS)
+    return stopped
 
 
 def run_app(args) -> int:
@@ -193,7 +198,7 @@ def run_app(args) -> int:
     server.received.connect(lambda later: apply_request(window, later))
     _open_files_from_the_system(app, window)
     install_error_hook(window)
-    stop_on_signals(app, window)
+    stopped = stop_on_signals(window)
     if window.settings["geometry"].isEmpty():
         # first start: the whole screen, as a projector wants it (sized too, for desktops
         # whose window manager does not maximise)
@@ -204,4 +209,5 @@ def run_app(args) -> int:
     if problem is not None:              # in the terminal, and in the window once it is shown
         print(f"token-explorer: error: {problem}", file=sys.stderr)
         QTimer.singleShot(0, lambda: window.report_error(problem))
-    return app.exec()
+    status = app.exec()
+    return stopped["status"] or status

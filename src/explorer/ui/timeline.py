@@ -98,6 +98,13 @@ class StepStrip(QWidget):
         fm = self.fontMetrics()
         return 8 + sum(fm.horizontalAdvance(label) + 18 + self.GAP for label in self._labels)
 
+    def least_width(self, shown: int = 4) -> int:
+        """Room for the "…" mark and the `shown` widest chips: a strip at least this wide
+        keeps the current chip in view and says that the others slid out of sight."""
+        fm = self.fontMetrics()
+        widest = sorted((fm.horizontalAdvance(label) + 18 + self.GAP for label in self._labels), reverse=True)
+        return min(self.chips_width(), 8 + fm.horizontalAdvance("…") + 8 + sum(widest[:shown]))
+
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
@@ -243,7 +250,7 @@ class TimelinePanel(Panel):
     def _slide_size(self, columns: int) -> QSize:
         table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
         rows = self._n_rows * self._row_height()         # every row, also those a slide left out
-        width = max(columns + 2 * table.frameWidth(), self.strip.chips_width(), self.counts.sizeHint().width())
+        width = max(columns + 2 * table.frameWidth(), self.strip.least_width(), self.counts.sizeHint().width())
         height = (margins.top() + margins.bottom() + 2 * spacing + self.strip.sizeHint().height()
                   + self.counts.sizeHint().height() + table.horizontalHeader().sizeHint().height() + rows
                   + 2 * table.frameWidth())
@@ -277,6 +284,17 @@ class TimelinePanel(Panel):
         room = self.table.viewport().height()
         keep = elided_indexes(len(rows), max(1, room // max(1, self._row_height())), head=1)
         return [rows[i] if i is not None else ["…"] + [""] * (len(self.COLUMNS) - 1) for i in keep]
+
+    def _drop_rows_without_room(self, rows: list[list[str]]) -> None:
+        """Rows measured in their own type can be taller than the first one: while the kept rows
+        overflow the table (the top ones would be cut at its edge), keep one fewer."""
+        room = self.table.viewport().height()
+        keep = self.table.rowCount()
+        while keep > 1 and self.table.verticalHeader().length() > room:
+            keep -= 1
+            self._fill([rows[i] if i is not None else ["…"] + [""] * (len(self.COLUMNS) - 1)
+                        for i in elided_indexes(len(rows), keep, head=1)])
+        self.table.scrollToTop()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -348,6 +366,7 @@ class TimelinePanel(Panel):
         self._fill(self._rows_with_room(rows))
         if self.on_slide:
             self._fit_columns()
+            self._drop_rows_without_room(rows)
 
     def _fill(self, rows) -> None:
         table = self.table
