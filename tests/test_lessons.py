@@ -19,7 +19,7 @@ COURSE_LESSONS = {          # id -> order: the lessons written from the course t
     "prefill-decode": 2, "selected-not-processed": 3, "sampling": 4, "beam": 5,
     "stop-reasons": 6, "output-projection": 7, "tokens-not-characters": 8,
 }
-REAL_MODEL_LESSONS = {"real-model": 9}     # on SmolLM2 (`explorer model install smollm2`)
+REAL_MODEL_LESSONS = {"real-model": 9, "gemma-wo-ai": 10}     # on SmolLM2 and Gemma 3 (`explorer model install`)
 AUTHORED = {**COURSE_LESSONS, **REAL_MODEL_LESSONS}
 SHIPPED = ["wo-ai-to-eos", *AUTHORED]
 
