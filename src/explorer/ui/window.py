@@ -1036,6 +1036,14 @@ class MainWindow(QMainWindow):
                         lambda prepared: self._lesson_prepared(lesson, prepared), self._work_failed)
         return True
 
+    def install_and_open(self, lesson: Lesson) -> bool:
+        """Open `lesson`, installing first each real model it runs on that is missing (one
+        after the other, each once the teacher agrees); False if nothing started."""
+        missing = lesson.missing_models()
+        if not missing:
+            return self.switch_lesson(lesson)
+        return self.install_model(missing[0], then=lambda: self.install_and_open(lesson))
+
     def _lesson_prepared(self, lesson: Lesson, prepared: tuple) -> None:
         self._loading = None
         self._hide_work()
