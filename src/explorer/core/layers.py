@@ -96,26 +96,38 @@ def causal_mask(query_positions, key_positions, window: int = 0):  # [n], [t] ->
     return (back >= 0) & (back < window) if window else back >= 0
 
 
-def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> scores, weights [h, n, t], out [h, n, e]
-    """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head i // (h/g)).
-
-    Returns the raw scores (before masking), the attention weights (masked cells are
-    exactly 0) and the per-head outputs. The query heads of a group are stacked against
-    their shared K/V head, so K and V are never copied per query head."""
-    h, n, e = q.shape
-    g, t = k.shape[0], k.shape[1]
-    qg = q.reshape(g, (h // g) * n, e)                                # [g, h/g*n, e]
-    scores = qg @ k.transpose(0, 2, 1)                                # [g, h/g*n, t]
+def group_scores(q, k):  # [m, n, e], [t, e] -> [m, n, t]
+    """q.k / sqrt(e) of the m query heads that share one K/V head (before any mask)."""
+    m, n, e = q.shape
+    scores = q.reshape(m * n, e) @ k.T                                # [m*n, t]
     scores *= 1 / math.sqrt(e)     # a Python float: float32 scores stay float32
-    scores = scores.reshape(h, n, t)                                  # [h, n, t]
-    if mask.all():     # a decode step's single query sees every key: no masking to do
-        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        weights /= weights.sum(axis=-1, keepdims=True)
-    else:
-        weights = np.where(mask[None], scores, -np.inf)              # [h, n, t]
-        softmax(weights, out=weights)
-    out = (weights.reshape(g, (h // g) * n, t) @ v).reshape(h, n, e)  # [h, n, e]
-    return scores, weights, out
+    return scores.reshape(m, n, -1)                                   # [m, n, t]
+
+
+def group_weights(q, k, mask):  # [m, n, e], [t, e], [n, t] -> [m, n, t]
+    """Attention weights of the m query heads that share one K/V head: a softmax of
+    `group_scores` over the keys each query may read (`mask`); masked cells are exactly 0.
+
+    The forward and `core.attention` (one head, when a panel shows it) both call this with
+    the same arrays, so the weights shown are bit for bit the ones the forward used."""
+    scores = group_scores(q, k)                                       # [m, n, t]
+    if not mask.all():             # a decode step's single query sees every key: nothing to mask
+        np.copyto(scores, -np.inf, where=~mask[None])
+    return softmax(scores, out=scores)
+
+
+def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
+    """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head
+    i // (h/g)), one K/V group at a time: the weights of a long Prefill exist for one
+    group only ([h/g, n, t]) and are not kept; `attention_weights` recomputes a head's."""
+    h, n, e = q.shape
+    g = k.shape[0]
+    m = h // g
+    out = np.empty(q.shape, q.dtype)                                  # [h, n, e]
+    for j in range(g):
+        weights = group_weights(q[j * m:(j + 1) * m], k[j], mask)     # [m, n, t]
+        out[j * m:(j + 1) * m] = (weights.reshape(m * n, -1) @ v[j]).reshape(m, n, e)
+    return out
 
 
 def split_heads(x, heads):  # [n, heads*e] -> [heads, n, e]
