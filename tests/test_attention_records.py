@@ -37,12 +37,13 @@ MODELS = {"teaching": lambda: (load_teaching_model(), [1, 2, 3]),
 
 
 def forward_weights(monkeypatch, run) -> list[np.ndarray]:
-    """Every [m, n, t] group of weights the forward passes in `run()` computed, in order."""
+    """Every [m, n, t] group of weights (the query heads of one K/V head) the forward
+    passes in `run()` computed, in order."""
     seen = []
 
     def spy(q, k, mask):
         weights = group_weights(q, k, mask)
-        seen.append(weights.copy())
+        seen.extend(weights.copy())            # [b, m, n, t]: b K/V heads computed together
         return weights
 
     group_weights = L.group_weights

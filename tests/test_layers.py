@@ -50,7 +50,7 @@ def test_attention_masked_weights_are_exactly_zero_and_rows_sum_to_one():
     rng = np.random.default_rng(0)
     q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(1, 3, 4)), rng.normal(size=(1, 3, 4))
     mask = L.causal_mask([0, 1, 2], [0, 1, 2])
-    weights, out = L.group_weights(q, k[0], mask), L.attention(q, k, v, mask)   # [2, 3, 3], [2, 3, 4]
+    weights, out = L.group_weights(q[None], k, mask)[0], L.attention(q, k, v, mask)   # [2, 3, 3], [2, 3, 4]
     assert weights[:, 0, 1:].tolist() == [[0.0, 0.0], [0.0, 0.0]]
     assert np.allclose(weights.sum(-1), 1)
     # the first query can only read the first value
@@ -104,10 +104,10 @@ def test_grouped_attention_equals_a_per_head_reference():
         s = q[head] @ k[kv].T / np.sqrt(e)
         w = np.exp(np.where(mask, s, -np.inf) - s.max(axis=1, keepdims=True))
         w /= w.sum(axis=1, keepdims=True)
-        group = slice(kv * (h // g), (kv + 1) * (h // g))      # the query heads sharing K/V head kv
+        group = L.grouped_queries(q, slice(kv, kv + 1), g)   # [1, h/g, n, e] the heads reading kv
         i = head % (h // g)
-        assert np.allclose(L.group_scores(q[group], k[kv])[i], s)
-        assert np.allclose(L.group_weights(q[group], k[kv], mask)[i], w)
+        assert np.allclose(L.group_scores(group, k[kv:kv + 1])[0, i], s)
+        assert np.allclose(L.group_weights(group, k[kv:kv + 1], mask)[0, i], w)
         assert np.allclose(out[head], w @ v[kv])
 
 

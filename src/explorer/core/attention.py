@@ -15,23 +15,24 @@ from . import layers as L
 from .trace import LayerTrace
 
 
-def _group(lt: LayerTrace, head: int):  # -> q [m, n, e] of the head's group, keys [t, e], index in it
-    h, g = lt.q.shape[0], lt.keys.shape[0]
+def _batch(lt: LayerTrace, head: int):  # -> q [b, m, n, e], keys [b, t, e], (K/V index, query index)
+    """The K/V heads the forward computed together with `head`'s, and where `head` is in them."""
+    h, g, n = lt.q.shape[0], lt.keys.shape[0], lt.q.shape[1]
     if not 0 <= head < h:
         raise IndexError(f"head {head}: this layer has query heads 0..{h - 1}")
     m = h // g                                  # query heads per K/V head
-    group = head // m
-    return lt.q[group * m:(group + 1) * m], lt.keys[group], head - group * m
+    kv = next(b for b in L.kv_batches(g, n) if b.start <= head // m < b.stop)
+    return L.grouped_queries(lt.q, kv, g), lt.keys[kv], (head // m - kv.start, head % m)
 
 
 def attention_weights(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
     """Query head `head`'s attention weights: each new position's row over every key it
     could read; masked cells (the future, and outside a sliding window) are exactly 0."""
-    q, keys, i = _group(lt, head)
-    return L.group_weights(q, keys, lt.mask)[i].copy()     # not a view holding the whole group
+    q, keys, at = _batch(lt, head)
+    return L.group_weights(q, keys, lt.mask)[at].copy()     # not a view holding the whole batch
 
 
 def attention_scores(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
     """Query head `head`'s q.k / sqrt(e) before the mask (the handouts print them)."""
-    q, keys, i = _group(lt, head)
-    return L.group_scores(q, keys)[i].copy()
+    q, keys, at = _batch(lt, head)
+    return L.group_scores(q, keys)[at].copy()
