@@ -10,6 +10,7 @@ from PySide6.QtCore import QEvent
 from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
+from explorer.core.attention import attention_weights
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.sampling import SamplingConfig
 from explorer.core.table_model import load_table_model
@@ -50,7 +51,7 @@ def two_by_two(scale=1.0, seed=1):
 
 
 def expected_image(layer_trace, head):  # [n, t], NaN where masked
-    return np.where(layer_trace.mask, layer_trace.weights[head], np.nan)
+    return np.where(layer_trace.mask, attention_weights(layer_trace, head), np.nan)
 
 
 def test_input_frame_shows_a_message_and_no_image(panel, session):
@@ -78,7 +79,7 @@ def test_prefill_is_lower_triangular_with_token_labels(panel, session):
 def test_decode_row_reads_every_cached_key(panel, session):
     session.go(3)                                                  # Decode 1 feeds 学习 at 2
     assert panel.tick_labels() == (["学习·2"], ["我·0", "爱·1", "学习·2"])
-    weights = session.run.steps[1].trace.layers[0].weights[0, 0]
+    weights = attention_weights(session.run.steps[1].trace.layers[0], 0)[0]
     assert panel.cell_texts() == {(0, c): f"{w:.2f}" for c, w in enumerate(weights)}
 
 
@@ -87,7 +88,7 @@ def test_masked_cells_are_not_zero_weights(qtbot):
     panel = make_panel(qtbot, session)
     session.next()
     layer = session.run.steps[0].trace.layers[0]
-    zero = layer.mask & (layer.weights[0] == 0)
+    zero = layer.mask & (attention_weights(layer, 0) == 0)
     assert zero.any(), "the test model should produce a genuine 0 weight"
     image, masked = panel.image_array(), panel.masked_array()
     assert np.all(image[zero] == 0) and not masked[zero].any()
@@ -169,7 +170,7 @@ def test_weights_stay_only_in_cells_wide_enough_for_them(qtbot):
     session = rope_session(list(range(11)), max_new_tokens=2)
     panel = make_panel(qtbot, session)
     session.go(3)
-    weights = session.step.trace.layers[0].weights[0, 0]           # [12]
+    weights = attention_weights(session.step.trace.layers[0], 0)[0]   # [12]
     assert panel.cell_texts() == {(0, c): f"{w:.2f}" for c, w in enumerate(weights)}
     panel.resize(320, 500)
     qtbot.waitUntil(lambda: panel.cell_texts() == {})
@@ -195,14 +196,14 @@ def test_hovering_a_cell_names_its_query_key_and_weight(qtbot):
     panel = make_panel(qtbot, session)
     panel.resize(320, 500)
     session.next()                                                 # Prefill: 11 x 11, lower triangle
-    weights = session.step.trace.layers[0].weights[0]              # [11, 11]
+    weights = attention_weights(session.step.trace.layers[0], 0)   # [11, 11]
     qtbot.waitUntil(lambda: panel.cell_texts() == {})
     assert panel.tip_at(panel.cell_center(7, 3)) == f"query t7·7 → key t3·3: weight {weights[7, 3]:.4f}"
     assert panel.tip_at(panel.cell_center(3, 7)) == ("query t3·3 → key t7·7: "
                                                      "masked (a future position, not a zero weight)")
     assert panel.tip_at(panel.cell_center(11, 3)) == ""           # below the last row
     panel.head_picker.setCurrentIndex(1)
-    assert panel.tip_at(panel.cell_center(7, 3)).endswith(f"{session.step.trace.layers[0].weights[1, 7, 3]:.4f}")
+    assert panel.tip_at(panel.cell_center(7, 3)).endswith(f"{attention_weights(session.step.trace.layers[0], 1)[7, 3]:.4f}")
     session.set_lang("zh")
     assert panel.tip_at(panel.cell_center(3, 7)).startswith("查询 t3·3 → 键 t7·7：被遮蔽")
     viewport = panel._plot_widget.viewport()
@@ -272,7 +273,9 @@ def test_a_sliding_window_layer_hatches_the_keys_it_no_longer_reads(qtbot):
     lt = session.step.trace.layers[0]
     image = panel.image_array()
     assert np.isnan(image[7, :4]).all() and np.isfinite(image[7, 4:]).all()   # query 7 reads 4..7
-    assert lt.weights[:, 7, :4].max() == 0 and np.allclose(lt.weights[:, 7].sum(-1), 1)
+    for head in range(lt.q.shape[0]):
+        row = attention_weights(lt, head)[7]                       # [8]
+        assert row[:4].max() == 0 and np.isclose(row.sum(), 1)
     assert shows(panel, "reads only the latest 4 positions")
     assert panel.tip_at(panel.cell_center(7, 2)) == ("query t7·7 → key t2·2: masked (older than this "
                                                      "layer's window of the latest 4 positions, not a zero weight)")

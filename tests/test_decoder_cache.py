@@ -5,6 +5,7 @@ from dataclasses import replace
 import numpy as np
 from hypothesis import given, settings, strategies as st
 
+from explorer.core.attention import attention_weights
 from explorer.core.decoder import DecoderConfig, DecoderModel, fused_layer, random_params
 from explorer.core.vocab import Vocabulary
 
@@ -50,7 +51,8 @@ def test_cached_decode_equals_full_recompute(config, seed, data):
         assert np.max(np.abs(trace.logits[-1] - reference.logits[-1])) < 1e-9
         # the decode row of the attention is the last row of the full matrix
         for lt, lr in zip(trace.layers, reference.layers):
-            assert np.allclose(lt.weights[:, -1], lr.weights[:, -1], atol=1e-12)
+            for head in range(config.n_heads):
+                assert np.allclose(attention_weights(lt, head)[-1], attention_weights(lr, head)[-1], atol=1e-12)
 
 
 @settings(max_examples=40, deadline=None)
@@ -73,10 +75,12 @@ def test_trace_shapes_for_grouped_heads():
     trace, cache = model.prefill([1, 2, 3])
     layer = trace.layers[1]
     assert layer.q.shape == (4, 3, 2) and layer.k.shape == (2, 3, 2)
-    assert layer.weights.shape == (4, 3, 3) and layer.mask.shape == (3, 3)
+    assert layer.keys.shape == (2, 3, 2) and layer.mask.shape == (3, 3)
+    assert {attention_weights(layer, head).shape for head in range(4)} == {(3, 3)}
     assert trace.logits.shape == (3, 11)
     trace, cache = model.decode(4, cache)
-    assert trace.layers[0].weights.shape == (4, 1, 4)
+    assert trace.layers[0].keys.shape == (2, 4, 2)
+    assert {attention_weights(trace.layers[0], head).shape for head in range(4)} == {(1, 4)}
     assert trace.key_ids.tolist() == [1, 2, 3, 4] and trace.positions.tolist() == [3]
     assert cache.ids.tolist() == [1, 2, 3, 4] and cache.positions.tolist() == [0, 1, 2, 3]
     assert cache.keys(1).shape == (2, 4, 2)
@@ -98,7 +102,7 @@ def test_a_position_adds_to_the_cache_the_bytes_the_trace_reports():
 def test_masked_future_cells_are_zero_weight_in_prefill():
     model = make_model(DecoderConfig(), 3)
     trace, _ = model.prefill([1, 2, 3])
-    w = trace.layers[0].weights[0]
+    w = attention_weights(trace.layers[0], 0)
     assert w[0, 1] == 0 and w[0, 2] == 0 and w[1, 2] == 0
     assert not trace.layers[0].mask[0, 1]
 

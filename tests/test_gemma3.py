@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from explorer.core.attention import attention_weights
 from explorer.core.generate import generate
 from explorer.core.layers import softmax
 from explorer.core.quantized import BlockMatrix
@@ -78,8 +79,8 @@ def replay(gemma3) -> dict:
     for name, case in PROMPTS.items():
         ids = gemma3.vocab.encode(case["text"])
         trace, cache = gemma3.prefill(ids)
-        facts = {"ids": ids, "logits_shape": trace.logits.shape, "scores": trace.layers[0].scores,
-                 "weights_shape": trace.layers[0].weights.shape, "ours": [], "picks": []}
+        facts = {"ids": ids, "logits_shape": trace.logits.shape, "first_layer": trace.layers[0],
+                 "ours": [], "picks": []}
         for step, top in enumerate(case["top5"]):
             p = probabilities(trace.last_logits)
             facts["ours"].append([p[token] for token, _ in top])
@@ -156,13 +157,20 @@ def test_cached_decode_equals_full_recompute_past_the_window(gemma3, replay):
     assert local.window == 512 and local.is_local and global_.window == 0 and not global_.is_local
     assert local.mask.sum() == 512 and not local.mask[0, :position - 511].any()
     assert global_.mask.all()
-    assert local.weights[:, 0, :position - 511].max() == 0 and global_.weights[:, 0, :10].min() > 0
+    for head in range(4):
+        assert attention_weights(local, head)[0, :position - 511].max() == 0
+        assert attention_weights(global_, head)[0, :10].min() > 0
 
 
 def test_a_long_prefill_keeps_logits_only_where_they_are_read(replay):
     """500 positions of 262,144 float32 logits would be 524 MB; the next token is chosen
-    from the last position's alone. The attention weights stay, their scores do not."""
+    from the last position's alone, and the layers keep their residual stream there only.
+    No [heads, n, n] attention record stays: a panel's head is recomputed from q and the keys."""
     facts = replay["zh-long"]
-    n = len(facts["ids"])
-    assert facts["logits_shape"] == (1, 262144) and facts["scores"] is None
-    assert facts["weights_shape"] == (4, n, n)
+    n, lt = len(facts["ids"]), facts["first_layer"]
+    assert facts["logits_shape"] == (1, 262144)
+    assert lt.x_in.shape == lt.attn_out.shape == lt.ffn_out.shape == lt.hidden.shape == (1, 640)
+    assert lt.q.shape == (4, n, 256) and lt.keys.shape == (1, n, 256)
+    assert not [name for name, a in vars(lt).items() if np.ndim(a) == 3 and np.shape(a)[1:] == (n, n)]
+    weights = attention_weights(lt, 3)                               # [n, n], a local layer
+    assert weights.shape == (n, n) and np.allclose(weights.sum(-1), 1)

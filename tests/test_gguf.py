@@ -22,6 +22,7 @@ from hypothesis import strategies as st
 
 from explorer import cli, models
 from explorer.core import gguf as G
+from explorer.core.attention import attention_weights
 from explorer.core.bpe import (BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, chat_turn, pre_tokenize,
                                speaks_chatml, template_system_prompt)
 from explorer.core.errors import ExplorerError
@@ -335,7 +336,7 @@ def test_loaded_model_matches_an_independent_forward(tmp_path, tied):
     assert c.tied_output == tied and c.norm == "rms" and c.ffn == "swiglu" and c.positions == "rope"
     stored = {name: GGUFFile(path).tensor(name) for name in tensors}   # dequantised weights
     ids = [1, 40, 77, 259, 261, 5, 200]
-    got = model.full_forward(ids).logits
+    got = model.reference_logits(ids, len(ids))        # every position (a trace keeps the last)
     want = reference_logits(stored, ids)
     np.testing.assert_allclose(got, want, rtol=1e-4, atol=1e-4 * np.abs(want).max())
 
@@ -358,12 +359,14 @@ def test_cached_decode_equals_full_recompute_and_stays_float32(tiny):
         traces.append(trace)
     assert len(cache) == len(ids)
     full = model.full_forward(ids)
-    cached = np.concatenate([tr.logits for tr in traces])
-    np.testing.assert_allclose(cached, full.logits, rtol=0, atol=1e-5 * np.abs(full.logits).max())
+    cached = np.concatenate([tr.logits for tr in traces])                 # [4, V]: positions 1..4
+    want = model.reference_logits(ids, len(ids) - 1)
+    np.testing.assert_allclose(cached, want, rtol=0, atol=1e-5 * np.abs(want).max())
     for tr in traces + [full]:
         arrays = [tr.embeddings, tr.final_hidden, tr.logits]
         for lt in tr.layers:
-            arrays += [lt.x_in, lt.q, lt.k, lt.v, lt.scores, lt.weights, lt.attn_out, lt.ffn_out, lt.hidden]
+            arrays += [lt.x_in, lt.q, lt.k, lt.v, lt.keys, attention_weights(lt, 0), lt.attn_out,
+                       lt.ffn_out, lt.hidden]
         assert {a.dtype for a in arrays} == {np.dtype(np.float32)}
     assert cache.keys(0).dtype == np.float32
 

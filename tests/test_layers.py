@@ -39,7 +39,8 @@ def test_a_sliding_window_mask_keeps_only_the_latest_positions():
 def test_attention_masked_weights_are_exactly_zero_and_rows_sum_to_one():
     rng = np.random.default_rng(0)
     q, k, v = rng.normal(size=(2, 3, 4)), rng.normal(size=(1, 3, 4)), rng.normal(size=(1, 3, 4))
-    scores, weights, out = L.attention(q, k, v, L.causal_mask([0, 1, 2], [0, 1, 2]))
+    mask = L.causal_mask([0, 1, 2], [0, 1, 2])
+    weights, out = L.group_weights(q[None], k, mask)[0], L.attention(q, k, v, mask)   # [2, 3, 3], [2, 3, 4]
     assert weights[:, 0, 1:].tolist() == [[0.0, 0.0], [0.0, 0.0]]
     assert np.allclose(weights.sum(-1), 1)
     # the first query can only read the first value
@@ -87,13 +88,16 @@ def test_grouped_attention_equals_a_per_head_reference():
     h, g, n, t, e = 6, 2, 3, 5, 4
     q, k, v = rng.normal(size=(h, n, e)), rng.normal(size=(g, t, e)), rng.normal(size=(g, t, e))
     mask = L.causal_mask([2, 3, 4], list(range(t)))
-    scores, weights, out = L.attention(q, k, v, mask)
+    out = L.attention(q, k, v, mask)
     for head in range(h):
         kv = head // (h // g)                                  # query head -> its K/V head
         s = q[head] @ k[kv].T / np.sqrt(e)
         w = np.exp(np.where(mask, s, -np.inf) - s.max(axis=1, keepdims=True))
         w /= w.sum(axis=1, keepdims=True)
-        assert np.allclose(scores[head], s) and np.allclose(weights[head], w)
+        group = L.grouped_queries(q, slice(kv, kv + 1), g)   # [1, h/g, n, e] the heads reading kv
+        i = head % (h // g)
+        assert np.allclose(L.group_scores(group, k[kv:kv + 1])[0, i], s)
+        assert np.allclose(L.group_weights(group, k[kv:kv + 1], mask)[0, i], w)
         assert np.allclose(out[head], w @ v[kv])
 
 

@@ -15,6 +15,7 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from explorer import models
+from explorer.core.attention import attention_weights
 from explorer.core.bpe import chat_message
 from explorer.lessons import LessonError, lessons_dir, load_lesson
 from explorer.lessons.glossary import load_glossary
@@ -93,7 +94,7 @@ def test_a_frame_names_the_head_that_looked_at_france(session, smollm2):
     session.go(3)
     frame = session.frame
     assert frame.kind == "pick" and frame.attention == (23, 4)
-    row = session.run.steps[0].trace.layers[23].weights[4, -1]          # [t]
+    row = attention_weights(session.run.steps[0].trace.layers[23], 4)[-1]   # [t]
     assert smollm2.vocab.display_piece(PROMPT_IDS[int(row.argmax())]) == "␣France" and row.max() > 0.5
     what = frame_explanation(frame, session.run, session.model.vocab, "en")["what"]
     assert f"In layer 23, head 4, {row.max():.2f} of its attention went to ␣France." in what

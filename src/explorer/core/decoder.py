@@ -49,10 +49,11 @@ class DecoderConfig:
     windows: tuple = ()          # per layer, how many of the latest positions it reads
                                  # (0 = all: a global layer); () = every layer global
     local_rope_base: float = 0.0  # rotary base of the windowed layers (0: rope_base)
-    logit_rows: int = 0          # logits kept of a forward's last positions (0 = all): a
-                                 # 262,144-token vocabulary is 1 MB per position
-    keep_scores: bool = True     # traces keep the attention scores beside the weights (Gemma 3
-                                 # does not: 72 MB at 500 positions that no panel draws)
+    kept_rows: int = 0           # positions whose logits and residual stream a trace keeps:
+                                 # the last `kept_rows` of each forward (0 = all). A real
+                                 # model chooses with the last one; all 2,000 of a long
+                                 # Prefill would be 390 MB of SmolLM2 logits and 550 MB of
+                                 # its layers' [n, d] records
 
     def window(self, layer: int) -> int:
         """Positions layer `layer` reads back from each query (itself included); 0 = all."""
@@ -170,11 +171,13 @@ class DecoderModel(StepwiseModel):
         key_ids = np.concatenate([cache.ids, ids])                         # [t]
         embeddings = self._embed(ids, positions)                           # [n, d]
         x, traces = self._layers(embeddings, ids, positions, cache, keep=True)
-        final = self._norm(x, self.params.norm_f)                          # [n, d]
-        rows = self.config.logit_rows                  # the positions whose logits are looked at
-        logits = self._head(final[-rows:] if rows else final)               # [m, V]
-        return ForwardTrace(ids, positions, key_ids, key_positions, embeddings, traces,
-                            final, logits, time.perf_counter() - start)
+        final = self._kept(self._norm(x, self.params.norm_f))              # [m, d]
+        return ForwardTrace(ids, positions, key_ids, key_positions, self._kept(embeddings), traces,
+                            final, self._head(final), time.perf_counter() - start)
+
+    def _kept(self, x):  # [n, ...] -> [m, ...] the rows a trace keeps (a copy: not a view of all n)
+        rows = self.config.kept_rows
+        return x[-rows:].copy() if rows and rows < len(x) else x
 
     def reference_logits(self, ids, last: int) -> np.ndarray:  # -> [last, V]
         """`full_forward(ids).logits[-last:]` without the trace: no layer keeps its
@@ -215,14 +218,16 @@ class DecoderModel(StepwiseModel):
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
-            scores, weights, heads = L.attention(q, k_all, v_all, mask)
+            heads = L.attention(q, k_all, v_all, mask)                     # [h, n, e]
             attn_out = self._norm(L.merge_heads(heads) @ lp.wo, lp.post_norm1)   # [n, d]
             x = x + attn_out
             ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp), lp.post_norm2)   # [n, d]
             x = x + ffn_out
             if keep:
-                traces.append(LayerTrace(x_in, q, k, v, scores if c.keep_scores else None, mask,
-                                         weights, attn_out, ffn_out, x, windows[i]))
+                n = len(ids)           # the new keys and values as views of the cache: kept once
+                traces.append(LayerTrace(self._kept(x_in), q, k_all[:, -n:], v_all[:, -n:], k_all, mask,
+                                         self._kept(attn_out), self._kept(ffn_out), self._kept(x),
+                                         windows[i]))
         cache.commit(ids, positions)
         return x, tuple(traces)
 
@@ -296,13 +301,13 @@ def random_params(config: DecoderConfig, rng: np.random.Generator, scale: float 
         beta = None if c.norm == "rms" else w(1, d)[0]
         return (1 + w(1, d)[0] * 0.1, beta)
 
-    swiglu = c.ffn == "swiglu"
+    gated = c.ffn in ("swiglu", "geglu")         # gate and up projections, no biases
     layer_list = tuple(
         LayerParams(
             wq=w(d, c.n_heads * e), wk=w(d, c.n_kv_heads * e), wv=w(d, c.n_kv_heads * e),
             wo=w(c.n_heads * e, d), w1=w(d, f), w2=w(f, d),
-            w3=w(d, f) if swiglu else None,
-            b1=None if swiglu else w(1, f)[0], b2=None if swiglu else w(1, d)[0],
+            w3=w(d, f) if gated else None,
+            b1=None if gated else w(1, f)[0], b2=None if gated else w(1, d)[0],
             norm1=norm(), norm2=norm())
         for _ in range(c.n_layers))
     return DecoderParams(

@@ -96,26 +96,56 @@ def causal_mask(query_positions, key_positions, window: int = 0):  # [n], [t] ->
     return (back >= 0) & (back < window) if window else back >= 0
 
 
-def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> scores, weights [h, n, t], out [h, n, e]
-    """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head i // (h/g)).
-
-    Returns the raw scores (before masking), the attention weights (masked cells are
-    exactly 0) and the per-head outputs. The query heads of a group are stacked against
-    their shared K/V head, so K and V are never copied per query head."""
-    h, n, e = q.shape
-    g, t = k.shape[0], k.shape[1]
-    qg = q.reshape(g, (h // g) * n, e)                                # [g, h/g*n, e]
-    scores = qg @ k.transpose(0, 2, 1)                                # [g, h/g*n, t]
+def group_scores(q, k):  # [b, m, n, e], [b, t, e] -> [b, m, n, t]
+    """q.k / sqrt(e) for b K/V heads, each read by m query heads (before any mask)."""
+    b, m, n, e = q.shape
+    scores = q.reshape(b, m * n, e) @ k.transpose(0, 2, 1)            # [b, m*n, t]
     scores *= 1 / math.sqrt(e)     # a Python float: float32 scores stay float32
-    scores = scores.reshape(h, n, t)                                  # [h, n, t]
-    if mask.all():     # a decode step's single query sees every key: no masking to do
-        weights = np.exp(scores - scores.max(axis=-1, keepdims=True))
-        weights /= weights.sum(axis=-1, keepdims=True)
-    else:
-        weights = np.where(mask[None], scores, -np.inf)              # [h, n, t]
-        softmax(weights, out=weights)
-    out = (weights.reshape(g, (h // g) * n, t) @ v).reshape(h, n, e)  # [h, n, e]
-    return scores, weights, out
+    return scores.reshape(b, m, n, -1)                                # [b, m, n, t]
+
+
+def group_weights(q, k, mask):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
+    """Attention weights for b K/V heads, each read by m query heads: a softmax of
+    `group_scores` over the keys each query may read (`mask`); masked cells are exactly 0.
+
+    The forward and `core.attention` (one head, when a panel shows it) both call this with
+    the same arrays (the same `kv_batches`), so the weights shown are bit for bit the ones
+    the forward used."""
+    scores = group_scores(q, k)                                       # [b, m, n, t]
+    if mask.all():                 # a decode step's single query sees every key: nothing to mask
+        scores -= scores.max(axis=-1, keepdims=True)
+        np.exp(scores, out=scores)
+        scores /= scores.sum(axis=-1, keepdims=True)
+        return scores
+    np.copyto(scores, -np.inf, where=~mask)
+    return softmax(scores, out=scores)
+
+
+def kv_batches(g: int, n: int) -> list[slice]:
+    """The K/V heads whose attention is computed together: all g for a single query (a
+    Decode step: fewer, larger calls), one at a time for a Prefill (its weights, [h/g, n, t]
+    per K/V head, exist for one head's group only)."""
+    return [slice(0, g)] if n == 1 else [slice(j, j + 1) for j in range(g)]
+
+
+def grouped_queries(q, kv: slice, g: int):  # [h, n, e] -> [b, h/g, n, e] the query heads of K/V heads kv
+    m = q.shape[0] // g
+    return q[kv.start * m:kv.stop * m].reshape(kv.stop - kv.start, m, *q.shape[1:])
+
+
+def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
+    """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head
+    i // (h/g)), the query heads of a K/V head stacked against it (K and V are never copied
+    per query head). The weights are not kept: `core.attention` recomputes a head's."""
+    h, n, e = q.shape
+    g = k.shape[0]
+    out = np.empty(q.shape, q.dtype)                                  # [h, n, e]
+    for kv in kv_batches(g, n):
+        weights = group_weights(grouped_queries(q, kv, g), k[kv], mask)   # [b, m, n, t]
+        b = weights.shape[0]
+        heads = weights.reshape(b, -1, weights.shape[-1]) @ v[kv]     # [b, m*n, e]
+        out[kv.start * (h // g):kv.stop * (h // g)] = heads.reshape(-1, n, e)
+    return out
 
 
 def split_heads(x, heads):  # [n, heads*e] -> [heads, n, e]

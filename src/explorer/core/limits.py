@@ -19,7 +19,7 @@ MAX_SEED = 2**31 - 1         # what the window's seed box (a QSpinBox) holds
 MAX_TOP = 1000               # candidates listed per step (--top): a table, not the whole vocabulary
 MAX_LENGTH_PENALTY = 10.0    # |x| in score / length**x; beyond it length**x overflows a float
 MAX_FORCE_STEP = MAX_NEW_TOKENS   # a what-if at a step no run can reach is refused
-MAX_PROMPT_TOKENS = 2048     # a page of text; the trace keeps every layer's [n, n] attention
+MAX_PROMPT_TOKENS = 2048     # a page of text; the trace keeps every layer's [h, n, e] queries
 
 # files read whole before they are checked: the most bytes each may hold
 MAX_LESSON_BYTES = 1 << 20           # 1 MiB: a lesson is a page of text and a few numbers

@@ -94,7 +94,8 @@ def llama_config(gf: GGUFFile) -> DecoderConfig:
         positions="rope", max_positions=int(gf.get(f"{arch}.context_length", 2048)),
         rope_base=float(gf.get(f"{arch}.rope.freq_base", 10000.0)),
         norm_eps=float(gf.get(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)),
-        output_bias=False, tied_output="output.weight" not in gf.tensors)
+        output_bias=False, tied_output="output.weight" not in gf.tensors,
+        kept_rows=1)     # the last position's logits choose a token: 49,152 numbers a position
     if arch == "gemma3":
         settings.update(_gemma3_settings(gf, settings["n_layers"], d, vocab))
     return DecoderConfig(**settings)
@@ -120,8 +121,7 @@ def _gemma3_settings(gf: GGUFFile, layers: int, d: int, vocab: int) -> dict:
         local = [int(pattern) == 0 or i % int(pattern) < int(pattern) - 1 for i in range(layers)]
     return dict(ffn="geglu", embed_scale=float(np.sqrt(np.float32(d))), rope_pairs="halves",
                 windows=tuple(window if lo else 0 for lo in local),
-                local_rope_base=float(gf.get("gemma3.rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)),
-                logit_rows=1, keep_scores=False)
+                local_rope_base=float(gf.get("gemma3.rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)))
 
 
 def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:

@@ -25,7 +25,7 @@ VERSION = 1
 # ---------------------------------------------------------------- writing
 
 # settings only the architectures read from GGUF files use (Gemma 3's), written when set
-GGUF_ONLY = ("embed_scale", "rope_pairs", "windows", "local_rope_base", "logit_rows", "keep_scores")
+GGUF_ONLY = ("embed_scale", "rope_pairs", "windows", "local_rope_base", "kept_rows")
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(DecoderConfig)}
 
 

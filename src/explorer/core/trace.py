@@ -1,7 +1,9 @@
 """ForwardTrace: every intermediate value of one forward pass, as the panels show it.
 
 Shapes: n = new positions fed in, t = positions the attention could read (cache + new),
-d = model width, h = query heads, g = K/V heads, e = head size, V = vocabulary size.
+m = the last positions whose residual stream and logits are kept (m = n unless the model
+keeps fewer: DecoderConfig.kept_rows), d = model width, h = query heads, g = K/V heads,
+e = head size, V = vocabulary size.
 """
 
 from __future__ import annotations
@@ -13,19 +15,22 @@ import numpy as np
 
 @dataclass(frozen=True)
 class LayerTrace:
-    x_in: np.ndarray       # [n, d] residual stream entering the layer
+    """One layer's records. The attention scores and weights ([h, n, t] each: 4 GB over a
+    2,000-token Prefill of SmolLM2) are not kept: `core.attention` recomputes one head's
+    from `q`, `keys` and `mask`."""
+
+    x_in: np.ndarray       # [m, d] residual stream entering the layer
     q: np.ndarray          # [h, n, e] queries of the new positions (after rotary, if any)
-    k: np.ndarray          # [g, n, e] keys the new positions add to the cache
+    k: np.ndarray          # [g, n, e] keys the new positions add to the cache (views of it)
     v: np.ndarray          # [g, n, e] values the new positions add to the cache
-    scores: np.ndarray | None  # [h, n, t] q.k / sqrt(e), before the causal mask (None when
-                           # the model keeps only the weights: DecoderConfig.keep_scores)
+    keys: np.ndarray       # [g, t, e] every key the new positions' queries read (cache + new;
+                           # a view of the cache's storage, the very array the forward used)
     mask: np.ndarray       # [n, t] True where the query may attend to the key (causal, and
                            # inside the window of a sliding-window layer)
-    weights: np.ndarray    # [h, n, t] attention weights; masked cells are exactly 0
-    attn_out: np.ndarray   # [n, d] attention output after the output projection (and its
+    attn_out: np.ndarray   # [m, d] attention output after the output projection (and its
                            # norm, Gemma's): what is added to the residual stream
-    ffn_out: np.ndarray    # [n, d] feed-forward output (after its norm, Gemma's)
-    hidden: np.ndarray     # [n, d] residual stream leaving the layer
+    ffn_out: np.ndarray    # [m, d] feed-forward output (after its norm, Gemma's)
+    hidden: np.ndarray     # [m, d] residual stream leaving the layer
     window: int = 0        # 0: a global layer, reads every earlier position; w: a sliding-
                            # window layer, reads only the latest w (query p: p-w+1 .. p)
 
@@ -40,12 +45,11 @@ class ForwardTrace:
     positions: np.ndarray      # [n] their positions
     key_ids: np.ndarray        # [t] token ids of every key position attention could read
     key_positions: np.ndarray  # [t]
-    embeddings: np.ndarray     # [n, d] token (+ learned position) embeddings
+    embeddings: np.ndarray     # [m, d] token (+ learned position) embeddings
     layers: tuple[LayerTrace, ...]
-    final_hidden: np.ndarray   # [n, d] after the final norm (if any): what the output head reads
+    final_hidden: np.ndarray   # [m, d] after the final norm (if any): what the output head reads
     logits: np.ndarray         # [m, V] scores of every vocabulary item for the next token, at
-                               # the last m of the n positions (m = n unless the model keeps
-                               # fewer: DecoderConfig.logit_rows)
+                               # the last m of the n positions
     seconds: float = 0.0       # wall time of the forward
 
     @property

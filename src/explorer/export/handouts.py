@@ -9,6 +9,7 @@ import math
 
 import numpy as np
 
+from ..core.attention import attention_scores, attention_weights
 from ..core.generate import Run
 from ..core.run_dict import run_to_dict, step_candidates
 from ..core.trace import ForwardTrace
@@ -42,13 +43,17 @@ def _plain(a: np.ndarray):
     return a.tolist()
 
 
+def _heads(record, lt) -> list:  # [h][n][t]: every query head's scores or weights, one at a time
+    return [_plain(record(lt, head)) for head in range(lt.q.shape[0])]
+
+
 def trace_dict(trace: ForwardTrace) -> dict:
     return {
         "ids": trace.ids.tolist(), "positions": trace.positions.tolist(),
         "key_ids": trace.key_ids.tolist(), "key_positions": trace.key_positions.tolist(),
         "embeddings": _plain(trace.embeddings),
         "layers": [{"x_in": _plain(lt.x_in), "q": _plain(lt.q), "k": _plain(lt.k), "v": _plain(lt.v),
-                    "scores": None if lt.scores is None else _plain(lt.scores), "mask": lt.mask.tolist(), "weights": _plain(lt.weights),
+                    "scores": _heads(attention_scores, lt), "mask": lt.mask.tolist(), "weights": _heads(attention_weights, lt),
                     "attn_out": _plain(lt.attn_out), "ffn_out": _plain(lt.ffn_out),
                     "hidden": _plain(lt.hidden)} for lt in trace.layers],
         "final_hidden": _plain(trace.final_hidden),
@@ -61,7 +66,7 @@ def run_json(run: Run, vocab: Vocabulary, intermediates: bool = False, top_n: in
     if intermediates:
         data["shapes"] = ("q [heads, new positions, head size]; k, v [kv heads, new positions, head size]; "
                           "scores, weights [heads, new positions, all positions]; "
-                          "everything else [new positions, width]")
+                          "everything else [new positions, width] (a real model keeps only the last position's)")
         for step_data, step in zip(data["steps"], run.steps):
             step_data["forward"] = trace_dict(step.trace)
     for step_data in data["steps"]:

@@ -3,6 +3,7 @@ numbers filled in. A lesson may supply authored text instead; this is the defaul
 
 from __future__ import annotations
 
+from ..core.attention import attention_weights
 from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
 from ..core.search import SearchResult
@@ -246,8 +247,7 @@ def _attended(step, attention: tuple[int, int], vocab: Vocabulary) -> dict:
     """{layer}, {head}, and where that head's last query row puts its largest weight:
     {attended} (the key's piece) and {attended_weight} (2 decimals)."""
     layer, head = attention
-    lt = step.trace.layers[layer]
-    row = lt.weights[head, -1]                                   # [t] the last query's weights
+    row = attention_weights(step.trace.layers[layer], head)[-1]   # [t] the last query's weights
     key = int(row.argmax())
     return {"layer": layer, "head": head, "attended": vocab.display_piece(int(step.trace.key_ids[key])),
             "attended_weight": f"{row[key]:.2f}"}

@@ -19,6 +19,7 @@ from PySide6.QtGui import QBrush, QColor, QFontMetrics, QImage, QPainter
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout, QLabel,
                                QVBoxLayout, QWidget)
 
+from ..core.attention import attention_weights
 from ..i18n import add_messages
 from .kv_grid import readable_font
 from .panel import Panel, answer_tooltip
@@ -85,7 +86,7 @@ class _Matrix:
 def step_matrix(step, layer: int, head: int) -> _Matrix:
     """One forward: its new positions' queries against every key they could read."""
     lt, tr = step.trace.layers[layer], step.trace
-    return _Matrix(lt.weights[head], lt.mask, tr.ids, tr.positions, tr.key_ids, tr.key_positions,
+    return _Matrix(attention_weights(lt, head), lt.mask, tr.ids, tr.positions, tr.key_ids, tr.key_positions,
                    len(tr.ids) if step.phase == "prefill" else 0)
 
 
@@ -164,6 +165,7 @@ class AttentionPanel(Panel):
     def __init__(self, session, parent=None):
         super().__init__(session, parent)
         self._matrix: _Matrix | None = None
+        self._computed = None              # (run, (step, layer, head, toggle), matrix) last recomputed
         self._shown = None                 # (theme, language, font, toggle) of the last drawing
         self._toggle_before_view = None    # the toggle as the teacher left it, while a frame's view overrides it
         self._pickers_before_view = None   # (layer, head) as the teacher left them, while a frame chooses
@@ -297,9 +299,13 @@ class AttentionPanel(Panel):
             return None
         layer = max(0, self.layer_picker.currentIndex())
         head = max(0, self.head_picker.currentIndex())
-        if self.full_matrix_toggle.isChecked():
-            return stacked_matrix(self.session.run.steps[:step.index + 1], layer, head)
-        return step_matrix(step, layer, head)
+        full, run = self.full_matrix_toggle.isChecked(), self.session.run
+        chosen = (step.index, layer, head, full)
+        if self._computed is not None and self._computed[0] is run and self._computed[1] == chosen:
+            return self._computed[2]       # the weights are recomputed on demand: once per choice
+        matrix = stacked_matrix(run.steps[:step.index + 1], layer, head) if full else step_matrix(step, layer, head)
+        self._computed = (run, chosen, matrix)
+        return matrix
 
     def _window(self) -> int:
         """How many of the latest positions the picked layer reads (0: all, a global layer)."""

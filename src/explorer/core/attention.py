@@ -1,0 +1,38 @@
+"""Attention records on demand: one head's scores and weights, recomputed from the queries
+and keys a LayerTrace keeps.
+
+A trace keeps no [heads, n, t] arrays (a 2,000-token Prefill of SmolLM2 would hold 4 GB of
+them); the panel, the slides, the handouts and the lessons ask here for the one head they
+show. `layers.group_weights` is the function the forward itself called on the same arrays,
+so the result is bit for bit what the forward used.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from . import layers as L
+from .trace import LayerTrace
+
+
+def _batch(lt: LayerTrace, head: int):  # -> q [b, m, n, e], keys [b, t, e], (K/V index, query index)
+    """The K/V heads the forward computed together with `head`'s, and where `head` is in them."""
+    h, g, n = lt.q.shape[0], lt.keys.shape[0], lt.q.shape[1]
+    if not 0 <= head < h:
+        raise IndexError(f"head {head}: this layer has query heads 0..{h - 1}")
+    m = h // g                                  # query heads per K/V head
+    kv = next(b for b in L.kv_batches(g, n) if b.start <= head // m < b.stop)
+    return L.grouped_queries(lt.q, kv, g), lt.keys[kv], (head // m - kv.start, head % m)
+
+
+def attention_weights(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
+    """Query head `head`'s attention weights: each new position's row over every key it
+    could read; masked cells (the future, and outside a sliding window) are exactly 0."""
+    q, keys, at = _batch(lt, head)
+    return L.group_weights(q, keys, lt.mask)[at].copy()     # not a view holding the whole batch
+
+
+def attention_scores(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
+    """Query head `head`'s q.k / sqrt(e) before the mask (the handouts print them)."""
+    q, keys, at = _batch(lt, head)
+    return L.group_scores(q, keys)[at].copy()
