@@ -29,7 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
                           help="remove what --install-launcher added")
     parser.add_argument("--lesson", help="open the window on this lesson (a name or a .toml file)")
     parser.add_argument("--params", help="open the window on this parameter file (prompt 我爱)")
-    parser.add_argument("--model", help="open the window on a model: teaching | smollm2 | a .gguf file "
+    parser.add_argument("--model", help="open the window on a model: teaching | smollm2 | gemma3-270m | a .gguf file "
                                         "(before a sub-command: that sub-command's --model)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub.choices           # name -> sub-command parser, filled below

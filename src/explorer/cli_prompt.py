@@ -15,7 +15,7 @@ def add_prompt_flags(parser, model_required: bool = False) -> None:
                                          "(default: 我爱, or a sentence for a real model)")
     source.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
     parser.add_argument("--model", required=model_required,
-                        help="teaching | smollm2 | a .gguf file (see: explorer model list)")
+                        help="teaching | smollm2 | gemma3-270m | a .gguf file (see: token-explorer model list)")
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
 
 

@@ -96,7 +96,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     src.add_argument("--logits", help="comma-separated logits, e.g. 2,1,0 (-inf = already removed)")
     src.add_argument("--probs", help="comma-separated probabilities summing to 1, e.g. 0.55,0.25,0.15,0.05")
     src.add_argument("--model", help="the next-token logits of a model after --prompt: "
-                                     "teaching | smollm2 | a .gguf file")
+                                     "teaching | smollm2 | gemma3-270m | a .gguf file")
     p.add_argument("--prompt", help="with --model: the text before the next token (default: the model's)")
     p.add_argument("--chat", action="store_true", help="with --model: wrap --prompt in the chat template")
     p.add_argument("--top", type=int, default=20, help="with --model: candidates per table (default 20)")
