@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from .cli_sample import parse_numbers
+from .cli_numbers import parse_numbers
 from .core.bpe import CHAT_MARKERS, chat_turn, speaks_chatml
 from .core.errors import ExplorerError
 from .core.limits import check_prompt_length

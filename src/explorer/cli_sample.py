@@ -13,8 +13,9 @@ import sys
 
 import numpy as np
 
+from .cli_numbers import parse_numbers
 from .core.errors import ExplorerError, SettingError
-from .core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count, shown
+from .core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count
 from .core.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, Distribution, SamplingConfig, distribution
 from .texttable import format_table
 
@@ -142,16 +143,6 @@ def _model_logits(args):
     ids = prompt_ids(args, model)
     trace, _ = model.prefill(ids)
     return trace.last_logits, model.vocab, ids
-
-
-def parse_numbers(text: str, flag: str, kind=float) -> list:
-    """Comma-separated numbers (float: also inf, -inf)."""
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    try:
-        return [kind(t) for t in items]
-    except ValueError:
-        noun = "integers" if kind is int else "numbers"
-        raise SettingError(f"{flag} = {shown(text)}: expected comma-separated {noun}") from None
 
 
 def _logits_from_args(args) -> np.ndarray:  # -> (V,)

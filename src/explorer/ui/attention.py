@@ -32,7 +32,6 @@ MAX_TICKS = 40                 # label at most this many positions per axis
 BAR_TICKS = ((0, 1), (0, 0.5, 1), (0, 0.25, 0.5, 0.75, 1), (0, 0.2, 0.4, 0.6, 0.8, 1))   # colour bar, by room
 
 add_messages({
-    "attention.title": {"en": "Attention", "zh": "注意力"},
     "attention.layer": {"en": "layer {i}", "zh": "第{i}层"},
     "attention.layer_local": {"en": "layer {i} · local {w}", "zh": "第{i}层 · 局部{w}"},
     "attention.layer_global": {"en": "layer {i} · global", "zh": "第{i}层 · 全局"},

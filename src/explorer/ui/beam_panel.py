@@ -18,7 +18,6 @@ from ..i18n import add_messages
 from .panel import Panel
 
 add_messages({
-    "beam.title": {"en": "Beam search", "zh": "束搜索"},
     "beam.off": {"en": "Beam search is off. Choose the mode \"beam\" in the sampling controls to see the "
                        "tree of prefixes it keeps and prunes.",
                  "zh": "束搜索未开启。在抽样设置中选择“beam”模式，即可看到它保留和剪掉的前缀树。"},

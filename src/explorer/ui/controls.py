@@ -38,7 +38,6 @@ NUMBERS = {
 HINTED = {*NUMBERS, "stop_strings"}   # rows with a "0 = off"-style hint below them
 
 add_messages({
-    "controls.title": {"en": "Sampling", "zh": "抽样设置"},
     "controls.mode": {"en": "Mode", "zh": "方式"},
     "controls.mode.greedy": {"en": "greedy", "zh": "贪心"},
     "controls.mode.sample": {"en": "sample", "zh": "抽样"},

@@ -39,7 +39,6 @@ NUMBERED_LEADERS = 3    # with more bars, print the probabilities of the first (
 SHORT_ROW_PX = ROW_MIN_PX / 2   # rows shorter than this: the secondary lines give the chart their room
 
 add_messages({
-    "distribution.title": {"en": "Next-token distribution", "zh": "下一个Token的概率分布"},
     "distribution.no_logits": {"en": "No logits yet: the prompt has not been through the model.",
                                "zh": "还没有logits：提示还没有送入模型。"},
     "distribution.no_logits_hint": {"en": "Step forward to Prefill to see the first distribution.",

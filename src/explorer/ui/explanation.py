@@ -13,14 +13,13 @@ from PySide6.QtCore import QUrl, Signal
 from PySide6.QtGui import QCursor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextBrowser, QToolTip, QVBoxLayout
 
-from ..i18n import add_messages, tr
+from ..i18n import tr
 from ..session.narration import frame_explanation
 from .glossary_panel import find_term, glossary, term_definition, term_name
 from .panel import Panel
 
 TERM_SCHEME = "term"          # links "term:kv-cache" in the explanation HTML
 
-add_messages({"explanation.title": {"en": "Explanation", "zh": "讲解"}})
 
 
 class ExplanationPanel(Panel):

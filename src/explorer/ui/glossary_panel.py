@@ -14,7 +14,6 @@ from ..i18n import add_messages
 from .panel import Panel
 
 add_messages({
-    "glossary.title": {"en": "Glossary", "zh": "术语表"},
     "glossary.filter": {"en": "Filter terms…", "zh": "筛选术语…"},
     "glossary.count": {"en": "{shown} of {total} terms", "zh": "共{total}个术语，显示{shown}个"},
     "glossary.missing": {"en": "The glossary is not available: {why}", "zh": "术语表不可用：{why}"},

@@ -35,7 +35,6 @@ FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enou
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
 
 add_messages({
-    "kv.title": {"en": "KV cache", "zh": "KV缓存"},
     "kv.state.processed": {"en": "processed", "zh": "已处理"},
     "kv.state.selected": {"en": "selected", "zh": "已选中"},
     "kv.state.pending": {"en": "pending", "zh": "待处理"},

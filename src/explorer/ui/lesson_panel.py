@@ -10,10 +10,10 @@ from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLay
 
 from ..i18n import add_messages, tr
 from ..lessons import Check, Lesson, all_lessons
+from ..session.frames import PANELS, panel_title
 from .panel import Panel
 
 add_messages({
-    "lesson.title": {"en": "Lesson", "zh": "课程"},
     "lesson.none": {"en": "No lesson is open: the explorer plays a free run of the current prompt.\n"
                           "Choose a lesson from the Lessons menu (or Lessons ▸ All lessons…).",
                     "zh": "当前没有打开课程：探索器正在自由运行当前的提示。\n"
@@ -32,8 +32,7 @@ add_messages({
 
 def panel_titles(lang: str) -> dict[str, str]:
     """Panel id -> its dock title in `lang`."""
-    from .window import PANELS          # the window imports this module
-    return {cls.panel_id: tr(cls.title_key, lang) for cls in PANELS}
+    return {pid: panel_title(pid, lang) for pid in PANELS}
 
 
 def builds_on_names(lesson: Lesson, lang: str) -> list[str]:

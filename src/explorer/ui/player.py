@@ -11,7 +11,6 @@ from ..session.narration import frame_title
 from .panel import Panel
 
 add_messages({
-    "player.title": {"en": "Player", "zh": "播放器"},
     "player.first": {"en": "|◀ First", "zh": "|◀ 第一步"},
     "player.prev": {"en": "◀ Previous", "zh": "◀ 上一步"},
     "player.play": {"en": "▶ Play", "zh": "▶ 播放"},

@@ -19,7 +19,6 @@ from .panel import Panel
 from .theme import text_on
 
 add_messages({
-    "timeline.title": {"en": "Timeline", "zh": "时间线"},
     "timeline.col.time": {"en": "Time", "zh": "时刻"},
     "timeline.col.input": {"en": "Fed into the model", "zh": "本次输入网络的Token"},
     "timeline.col.positions": {"en": "Positions computed", "zh": "本次计算位置"},
