@@ -66,6 +66,9 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
             cols, rows = view.places()
             assert rows[-1][0] + view.cell_h <= view.viewport().height() + 1, (where, "kv rows cut")
             assert cols[-1][0] + view.cell_w <= view.viewport().width() + 1, (where, "kv columns cut")
+        if panel.panel_id == "timeline":        # every row it keeps is whole
+            table = panel.table
+            assert table.verticalHeader().length() <= table.viewport().height() + 1, (where, "timeline rows cut")
         for kind in CHROME:
             for widget in panel.findChildren(kind):
                 assert not widget.isVisibleTo(panel), (where, panel.panel_id, type(widget).__name__)

@@ -250,9 +250,10 @@ class TimelinePanel(Panel):
         table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
         rows = self._n_rows * self._row_height()         # every row, also those a slide left out
         width = max(columns + 2 * table.frameWidth(), self.strip.least_width(), self.counts.sizeHint().width())
-        height = (margins.top() + margins.bottom() + 2 * spacing + self.strip.sizeHint().height()
-                  + self.counts.sizeHint().height() + table.horizontalHeader().sizeHint().height() + rows
-                  + 2 * table.frameWidth())
+        above = [w for w in (self.strip, self.counts, self.usage, self.speed) if not w.isHidden()]
+        height = (margins.top() + margins.bottom() + len(above) * spacing
+                  + sum(w.sizeHint().height() for w in above)
+                  + table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth())
         return QSize(width + margins.left() + margins.right(), height)
 
     def _natural_widths(self) -> dict[int, int]:
