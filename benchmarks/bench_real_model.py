@@ -35,14 +35,14 @@ import time
 import numpy as np
 
 from benchutil import child_env, measure, parser, report, summary
-from explorer import models
+from explorer import model_registry
 from explorer.lessons import lessons_dir
 from explorer.lessons.schema import parse_lesson
 
 CHILD = r"""
 import json, time
 start = time.perf_counter()
-from explorer.models import load_model
+from explorer.model_registry import load_model
 model = load_model("smollm2")
 seconds = time.perf_counter() - start
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
@@ -56,7 +56,7 @@ GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 PREFILL_CHILD = r"""
 import json, sys, time
 start = time.perf_counter()
-from explorer.models import load_model
+from explorer.model_registry import load_model
 model = load_model(sys.argv[1])
 seconds = time.perf_counter() - start
 n = int(sys.argv[2])
@@ -113,7 +113,7 @@ def peer_decode_times(python: str, path, prompt: list[int], steps: int) -> list[
 
 def gemma3_rows(loads: int, steps: int, peer: str | None) -> list[dict]:
     """Load, memory after a 500-token Prefill, Decode at positions 10 and 600 beside llama.cpp."""
-    path = models.cache_dir() / GEMMA3_FILE
+    path = model_registry.cache_dir() / GEMMA3_FILE
     if not path.is_file():
         return []
     fresh = load_in_fresh_processes(loads, PREFILL_CHILD, str(path), "500")
@@ -121,7 +121,7 @@ def gemma3_rows(loads: int, steps: int, peer: str | None) -> list[dict]:
             summary("gemma3: Prefill 500 tokens, then resident", [r["prefill"] for r in fresh],
                     rss_mb=statistics.median(r["rss_mb"] for r in fresh),
                     peak_mb=statistics.median(r["peak_mb"] for r in fresh), target="<= 600 MB")]
-    model = models.load_model(path)
+    model = model_registry.load_model(path)
     for position in (10, 600):
         before = conditions()
         ours = decode_times(model, position, steps)[0]
@@ -181,12 +181,12 @@ def main() -> None:
     p.add_argument("--steps", type=int, default=20, help="Decode steps timed per position")
     p.add_argument("--peer", help="a Python with llama-cpp-python, for the Gemma 3 rows")
     args = p.parse_args()
-    models.require_installed("smollm2")
+    model_registry.require_installed("smollm2")
     loads = load_in_fresh_processes(args.loads)
     rows = [summary("load (fresh process)", [r["seconds"] for r in loads],
                     rss_mb=statistics.median(r["rss_mb"] for r in loads),
                     peak_mb=statistics.median(r["peak_mb"] for r in loads), target="< 1500 ms, < 800 MB")]
-    model = models.load_model("smollm2")
+    model = model_registry.load_model("smollm2")
     text = model.vocab.encode("The capital of France is Paris. " * 80)
     for n, repeat in ((64, 7), (500, 3)):
         rows.append(summary(f"prefill {n} tokens", measure(lambda: model.prefill(text[:n]), repeat=repeat, warmup=1)))

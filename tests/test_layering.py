@@ -25,7 +25,7 @@ def test_core_imports_without_qt():
 
 TEACHING_ONLY = """
 import sys
-from explorer.models import load_model
+from explorer.model_registry import load_model
 from explorer.core.generate import generate
 from explorer.core.sampling import SamplingConfig
 model = load_model("teaching")

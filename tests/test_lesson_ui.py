@@ -311,7 +311,7 @@ def test_logits_editor_rebuilds_the_model_and_the_bars_follow(qtbot, logits_wind
 def test_entered_logits_give_way_to_another_model_with_the_same_prompt(qtbot, logits_window):
     """Once entered, the box's numbers are the model's; a new model (another frame's numbers)
     shows its own even while the box keeps the keyboard focus."""
-    from explorer.lessons.models import logits_model
+    from explorer.lessons.lesson_models import logits_model
     w = logits_window
     w.prompt_edit.setFocus()
     w.prompt_edit.setText("1 1 1")

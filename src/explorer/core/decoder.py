@@ -17,7 +17,7 @@ import numpy as np
 from . import layers as L
 from .errors import PromptError
 from .kvcache import KVCache
-from .model import StepwiseModel
+from .protocol import StepwiseModel
 from .trace import ForwardTrace, LayerTrace
 from .vocab import Vocabulary
 

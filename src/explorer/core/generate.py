@@ -16,7 +16,7 @@ import numpy as np
 from .errors import SettingError
 from .kvcache import KVCache
 from .limits import check_prompt_length
-from .model import LanguageModel
+from .protocol import LanguageModel
 from .sampling import Distribution, SamplingConfig, distribution, forced
 from .stopping import INCOMPLETE, StopMatch, ends_with_any, find_stop_string
 from .trace import ForwardTrace

@@ -26,7 +26,7 @@ import numpy as np
 
 from .errors import SettingError
 from .layers import softmax
-from .model import LanguageModel
+from .protocol import LanguageModel
 from .vocab import Vocabulary
 
 Evaluator = Callable[[tuple[int, ...]], float]      # new token ids of a state -> score

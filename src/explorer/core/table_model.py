@@ -55,7 +55,7 @@ from .errors import ParamsError
 from .jsonfile import read_json
 from .kvcache import KVCache
 from .limits import MAX_TABLE_MODEL_BYTES
-from .model import StepwiseModel
+from .protocol import StepwiseModel
 from .trace import ForwardTrace
 from .vocab import Vocabulary
 

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 
 from .errors import SettingError
 from .generate import Run, generate
-from .model import LanguageModel
+from .protocol import LanguageModel
 from .sampling import SamplingConfig
 from .usage import count_usage
 

@@ -20,12 +20,12 @@ from ..core.generate import generate
 from ..core.search import SearchSpec
 from ..core.tools import continue_after_tool
 from ..i18n import LANGS
-from ..models import MODELS, installed_path
+from ..model_registry import MODELS, installed_path
 from ..session import Session
 from ..session.narration import SECTIONS, placeholder_values
 from ..session.frames import PANELS
 from ..session.session import FramePlan, Scenario
-from .models import build_model, installed_name
+from .lesson_models import build_model, installed_name
 
 FORMAT = "token-explorer/lesson"
 VERSION = 1

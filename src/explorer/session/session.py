@@ -31,7 +31,7 @@ from typing import Callable
 from ..core.beam import BeamResult, beam_search
 from ..core.errors import SettingError
 from ..core.generate import Run, Step, generate
-from ..core.model import LanguageModel
+from ..core.protocol import LanguageModel
 from ..core.sampling import SamplingConfig
 from ..core.usage import count_usage
 from ..core.vote import self_consistency

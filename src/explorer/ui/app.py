@@ -12,7 +12,7 @@ from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..interrupts import exit_status
 from ..lessons import DEFAULT_LESSON_ID, load_lesson
-from ..models import default_prompt, load_model
+from ..model_registry import default_prompt, load_model
 from ..session import Session
 
 

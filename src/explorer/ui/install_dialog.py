@@ -11,7 +11,7 @@ import html
 from PySide6.QtWidgets import QCheckBox, QDialog, QDialogButtonBox, QLabel, QTextBrowser, QVBoxLayout
 
 from ..i18n import add_messages, tr
-from ..models import ModelSpec, cache_dir
+from ..model_registry import ModelSpec, cache_dir
 from .units import byte_size
 
 add_messages({

@@ -12,7 +12,7 @@ from PySide6.QtCore import QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import QComboBox
 
 from ..i18n import add_messages, tr
-from ..models import MODELS, TEACHING, installed_path
+from ..model_registry import MODELS, TEACHING, installed_path
 
 add_messages({
     "picker.teaching": {"en": "Teaching model", "zh": "教学模型"},

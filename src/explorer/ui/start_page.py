@@ -12,7 +12,7 @@ from ..core.errors import ExplorerError
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, all_lessons, lessons_dir
 from ..lessons.schema import parse_lesson
-from ..models import MODELS
+from ..model_registry import MODELS
 from .lesson_panel import builds_on_names
 from .units import byte_size
 

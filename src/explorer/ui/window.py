@@ -27,9 +27,9 @@ from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
-from ..lessons.models import CONTEXT, CONTEXT_ID, logits_model
+from ..lessons.lesson_models import CONTEXT, CONTEXT_ID, logits_model
 from ..model_install import ASSEMBLE, InstallCancelled, fetch_terms, install, terms_html
-from ..models import MODELS, TEACHING, default_prompt, installed_path, load_model
+from ..model_registry import MODELS, TEACHING, default_prompt, installed_path, load_model
 from ..session import Session
 from ..session.narration import frame_title
 from ..session.session import Scenario

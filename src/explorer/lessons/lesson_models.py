@@ -14,7 +14,7 @@ from ..core.params_io import load_params
 from ..core.table_model import TableModel, load_table_model
 from ..core.teaching import load_teaching_model
 from ..core.vocab import Vocabulary
-from ..models import load_model
+from ..model_registry import load_model
 
 CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
 CONTEXT_ID = 0       # its id: a logits model's prompt is always (CONTEXT_ID,)
