@@ -43,13 +43,6 @@ add_messages({
                                "zh": "还没有logits：提示还没有送入模型。"},
     "distribution.no_logits_hint": {"en": "Step forward to Prefill to see the first distribution.",
                                     "zh": "前进到Prefill，就能看到第一个概率分布。"},
-    "distribution.stage.raw": {"en": "raw", "zh": "原始"},
-    "distribution.stage.repetition_penalty": {"en": "penalty", "zh": "重复惩罚"},
-    "distribution.stage.temperature": {"en": "temperature", "zh": "温度"},
-    "distribution.stage.top_k": {"en": "top-k", "zh": "top-k"},
-    "distribution.stage.top_p": {"en": "top-p", "zh": "top-p"},
-    "distribution.stage.min_p": {"en": "min-p", "zh": "min-p"},
-    "distribution.stage.final": {"en": "final", "zh": "最终"},
     "distribution.raw_note": {"en": "softmax", "zh": "softmax"},
     "distribution.off": {"en": "Off (no effect): {stages}", "zh": "未启用（不起作用）：{stages}"},
     "distribution.all_on": {"en": "Every stage is on.", "zh": "所有步骤都已启用。"},
@@ -85,7 +78,7 @@ add_messages({
 
 def stage_label(name: str, lang: str) -> str:
     """Short display name of a stage ("raw", a STAGE_NAMES entry or "final")."""
-    return tr(f"distribution.stage.{name}", lang)
+    return tr(f"stage.{name}", lang)
 
 
 # ---------------------------------------------------------------------------- what to show
