@@ -10,23 +10,20 @@ from __future__ import annotations
 
 import os
 import shutil
-import stat
 from pathlib import Path
 
 from ..core.errors import ExplorerError
+from ..core.userfile import check_replaceable
 
 STAGING_PREFIX = ".explorer-export-"
 
 
 def check_target(path: Path) -> None:
-    """Refuse to replace anything but a regular file: a folder, a link, a device, a pipe."""
+    """Refuse to replace anything but a regular file or a new name (`check_replaceable`)."""
     try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode):
-        raise ExplorerError(f"{path}: exists and is not a regular file (a folder, link or device); "
-                            f"it is not replaced and nothing was written")
+        check_replaceable(path)
+    except ExplorerError as exc:
+        raise ExplorerError(f"{exc}; nothing was written") from None
 
 
 def remove_stale_staging(folder: Path) -> None:
