@@ -36,7 +36,7 @@ from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .gguf import GGUFError, GGUFFile
 from .gguf_checks import check_model_metadata
-from .heap import return_freed_memory
+from .heap import keep_freed_arrays, return_freed_memory
 from .quantized import QUANTISED, BlockMatrix, prepare
 from .spm import SentencePieceVocabulary
 from .vocab import Vocabulary
@@ -58,6 +58,7 @@ END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "
 def load_llama(path, name: str | None = None) -> DecoderModel:
     """Read a llama- or gemma3-architecture GGUF file into a DecoderModel (float32
     activations) with its tokenizer."""
+    keep_freed_arrays()          # its 262,144-id sampling steps: 0.9 ms instead of 11 (heap, not fresh pages)
     gf = GGUFFile(path)
     check_model_metadata(gf)             # sizes and layer count believable before anything is allocated
     config = llama_config(gf)
