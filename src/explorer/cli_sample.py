@@ -1,8 +1,5 @@
-"""`explorer sample`: push one logits (or probability) vector through the sampling stages.
-
-Also home of the sampling flags that `explorer trace` shares (`add_sampling_flags`,
-`config_from_args`). No Qt here.
-"""
+"""`explorer sample`: one logits (or probability) vector through the sampling stages, and
+the sampling flags `explorer trace` shares (`add_sampling_flags`)."""
 
 from __future__ import annotations
 

@@ -1,24 +1,4 @@
-"""Beam search over any LanguageModel, keeping the whole tree of expanded prefixes.
-
-The score of a sequence is the sum of the natural-log probabilities of its new tokens;
-its joint probability is exp(score). At each depth every live beam is expanded over
-every next token with probability > 0 (for vocabularies bigger than FULL_EXPANSION_VOCAB
-only over its top 2*num_beams tokens, as Hugging Face does: no other token could be
-among the best num_beams children). All children of the depth are ranked by score, the
-best survive and the rest are pruned. A surviving child that ends with EOS is a finished
-hypothesis: it stays in the tree, is not expanded, and keeps its slot, so from then on
-one beam fewer is live (finished + live never exceed num_beams). The search stops
-after max_new_tokens or when no beam is live. (Hugging Face instead keeps num_beams live
-beams and sets finished ones aside; the two agree until the first beam finishes.)
-
-Final hypotheses are ranked by score / length ** length_penalty (the Hugging Face
-convention; length counts every new token, a final EOS included). When all hypotheses
-have the same length, as in the course's example, the ranking does not depend on it.
-
-Caches are forked with `KVCache.copy()`, and a surviving child is fed to the model
-(`decode`) only when it will be expanded: as in generation, the last selected token
-of a sequence is never processed.
-"""
+"""Beam search over any LanguageModel, keeping the whole tree of expanded prefixes."""
 
 from __future__ import annotations
 
@@ -80,7 +60,24 @@ def beam_search(model: LanguageModel, prompt_ids, num_beams: int, max_new_tokens
     """Beam search of width `num_beams` after `prompt_ids`, with the tree it explored.
 
     A beam ends when it selects one of `end_ids`, by default the vocabulary's
-    `end_ids` (none: every beam runs to max_new_tokens)."""
+    `end_ids` (none: every beam runs to max_new_tokens).
+
+    The score of a sequence is the sum of the natural-log probabilities of its new tokens;
+    its joint probability is exp(score). At each depth every live beam is expanded over
+    every next token with probability > 0 (for vocabularies bigger than FULL_EXPANSION_VOCAB
+    only over its top 2*num_beams tokens, as Hugging Face does: no other token could be
+    among the best num_beams children). All children of the depth are ranked by score, the
+    best survive and the rest are pruned. A surviving child that ends with EOS is a finished
+    hypothesis: it stays in the tree, is not expanded, and keeps its slot, so from then on
+    one beam fewer is live (finished + live never exceed num_beams). The search stops
+    after max_new_tokens or when no beam is live. (Hugging Face instead keeps num_beams live
+    beams and sets finished ones aside; the two agree until the first beam finishes.)
+
+    Final hypotheses are ranked by score / length ** length_penalty (the Hugging Face
+    convention; length counts every new token, a final EOS included). Caches are forked
+    with `KVCache.copy()`, and a surviving child is fed to the model (`decode`) only when it
+    will be expanded: as in generation, the last selected token of a sequence is never
+    processed."""
     # the same limits and words as SamplingConfig: a caller may come without one
     SamplingConfig(num_beams=num_beams, max_new_tokens=max_new_tokens, length_penalty=length_penalty)
     ends = frozenset(model.vocab.end_ids if end_ids is None else end_ids)

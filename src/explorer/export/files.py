@@ -1,10 +1,4 @@
-"""Writing an export's files into a folder: every file whole and all of them or none.
-
-Each file is written beside its target under a temporary name (".explorer-export-<pid>-
-<name>") and the names are swapped in together at the end; a failure, a cancel or Ctrl+C
-removes the temporary files on the way out. Nothing but a regular file (or a new name)
-is ever replaced. Temporary files or folders that a killed export left behind are removed
-by the next export into the same folder."""
+"""Writing an export's files into a folder: every file whole, and all of them or none."""
 
 from __future__ import annotations
 
@@ -56,7 +50,13 @@ def _owner_runs(name: str) -> bool:
 
 
 class StagedFiles:
-    """`with StagedFiles(folder) as files: files.add(name, data); ...; paths = files.commit()`."""
+    """`with StagedFiles(folder) as files: files.add(name, data); ...; paths = files.commit()`.
+
+    Each file is written beside its target under a temporary name (".explorer-export-<pid>-
+    <name>") and the names are swapped in together at the end; a failure, a cancel or Ctrl+C
+    removes the temporary files on the way out. Nothing but a regular file (or a new name)
+    is ever replaced. Temporary files a killed export left behind are removed by the next
+    export into the same folder."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)

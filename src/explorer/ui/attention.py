@@ -1,12 +1,5 @@
-"""Attention heatmap: rows = query positions of the current step's forward, columns = key
-positions it could read, colour = attention weight of the chosen layer and head.
-
-Causally masked cells (future keys) hold NaN in the image, so they are transparent, and a
-grey hatched overlay covers them: a masked cell never looks like a zero weight. The
-"full matrix" toggle stacks the rows of every forward up to the current step (Prefill
-rows, then one row per Decode step): the class sees that the cached rows equal a full
-recompute. The panel draws the weights core recorded; it computes no model math.
-"""
+"""Attention panel: a heatmap of one layer and head's weights, query positions against the
+key positions they could read; causally masked cells are hatched, never a zero colour."""
 
 from __future__ import annotations
 

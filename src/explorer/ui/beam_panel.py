@@ -1,11 +1,5 @@
-"""Beam search panel: the tree of prefixes the search expanded (session.beam), one row per
-node with its token, P(token | prefix), the joint probability of the new tokens and its
-status in words (kept / pruned / finished), the greedy path marked, and the final beams
-with their joint probability. Outside beam mode, a short note. On a lesson frame that asks
-for an evaluator search, its tree (token, P(token | state), the evaluator's score, status)
-and its cost; on a frame that asks for a vote, the samples side by side (seed, answer,
-tokens) and the majority. The panel shows the records core computed; it computes no model
-math."""
+"""Beam search panel: the tree of prefixes a beam search kept and pruned, with the greedy
+path and the final beams; on lesson frames, an evaluator search's tree or a vote's samples."""
 
 from __future__ import annotations
 

@@ -1,16 +1,5 @@
-"""Distribution panel: how the next token was chosen, stage by stage.
-
-One row of bars per stage (raw -> every active stage of the configured order -> final),
-the same candidate in the same column on every row, so a teacher sees at a glance which
-stage removed which candidate: a removed candidate stays as a hatched grey ghost at the
-height it had when it was cut, labelled "✕ top-k" (text, never colour alone). Below, the
-cumulative "ruler": the final intervals [lo, hi) and the uniform draw u that falls in
-one of them. The selected bar is marked only on "pick" and "stop" frames, so the class
-sees the distribution before it sees the answer. Clicking a bar forces that token
-(what-if). Big vocabularies show the top N candidates plus one "other" bar.
-
-The panel draws Distribution records that core produced; it computes no model math.
-"""
+"""Distribution panel: how the next token was chosen, stage by stage, with the cumulative
+ruler and the uniform draw; clicking a bar forces that token (what-if)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,5 @@
-"""Lesson panel: what the lesson is (title, summary), what it builds on (glossary terms,
-earlier lessons), which panels matter on the current frame, and the self-check questions,
-"Before you start" and "After class", each with a button that shows (and hides again)
-the reference answer. A free session (no lesson) says so and points to the Lessons menu."""
+"""Lesson panel: what the lesson is, what it builds on, which panels matter on this frame,
+and the self-check questions with their answers."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Timeline: Prefill, Decode 1 … and the stop as a clickable strip, and the course's
-table (time, tokens fed in, positions, KV contents after, which logits choose the next
-token), filled row by row as the player advances. The visible sequence (prompt and output so
-far, a selected end token included), the cached count and the characters shown as text side
-by side; the usage (prompt, reasoning and output tokens, as serving APIs bill them); and how fast the Run was: time to first token (the Prefill) against time per output token
-(the mean Decode step), which is what a real model makes visible. Exports hide the times."""
+"""Timeline panel: Prefill, Decode 1 … and the stop as a clickable strip, the course's step
+table, the token counts and usage, and the Run's speed (time to first token, per token)."""
 
 from __future__ import annotations
 
