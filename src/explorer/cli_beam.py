@@ -7,7 +7,7 @@ import math
 from .core.beam import BeamNode, BeamResult, Hypothesis
 from .core.errors import SettingError
 from .core.vocab import Vocabulary
-from .i18n import LANGS, add_messages, tr
+from .i18n import LANGS, MESSAGES, add_messages, tr
 from .texttable import display_width
 
 add_messages({
@@ -18,7 +18,7 @@ add_messages({
     "beam.tree.col.joint": {"en": "joint P", "zh": "联合概率"},
     "beam.tree.col.status": {"en": "status", "zh": "状态"},
     "beam.tree.root": {"en": "prompt", "zh": "提示词"},
-    "beam.tree.kept": {"en": "kept", "zh": "保留"},
+    "beam.tree.kept": MESSAGES["status.kept"],
     "beam.tree.pruned": {"en": "pruned", "zh": "剪枝"},
     "beam.tree.finished": {"en": "finished (EOS)", "zh": "完成（EOS）"},
     "beam.tree.beams": {"en": "final beams, best first:", "zh": "最终候选（从好到差）："},

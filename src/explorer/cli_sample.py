@@ -14,7 +14,7 @@ from .cli_numbers import parse_numbers
 from .core.errors import ExplorerError, SettingError
 from .core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count
 from .core.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, Distribution, SamplingConfig, distribution
-from .i18n import add_messages, tr
+from .i18n import MESSAGES, add_messages, tr
 from .texttable import format_table
 
 PROBS_TOLERANCE = 1e-6   # how far from 1 the sum of --probs may be
@@ -32,7 +32,7 @@ add_messages({
     "sample.col.logit": {"en": "logit", "zh": "分数(logit)"},
     "sample.col.prob": {"en": "probability", "zh": "概率"},
     "sample.col.status": {"en": "status", "zh": "状态"},
-    "sample.kept": {"en": "kept", "zh": "保留"},
+    "sample.kept": MESSAGES["status.kept"],
     "sample.removed_by": {"en": "removed by {name}", "zh": "被{name}移除"},
     "sample.u": {"en": "u = {u}", "zh": "u = {u}"},
     "sample.greedy": {"en": "no draw: greedy choice (argmax of the final logits)",

@@ -5,7 +5,10 @@ from __future__ import annotations
 LANGS = ("en", "zh")
 
 MESSAGES = {
-    "list.separator": {"en": ", ", "zh": "、"},     # between the items of a list in running text
+    "list.names": {"en": ", ", "zh": "、"},     # between short names in running text (panel titles)
+    # a search's verdict on a candidate (beam search, evaluator search, a sampling stage)
+    "status.kept": {"en": "kept", "zh": "保留"},
+    "status.pruned": {"en": "pruned", "zh": "剪掉"},
     # trace table
     "col.time": {"en": "time", "zh": "时刻"},
     "col.input": {"en": "tokens fed in", "zh": "本次输入"},

@@ -160,7 +160,7 @@ class BPEVocabulary(Vocabulary):
     1. control tokens written in the text (`<|im_start|>`, `<|im_end|>`, ...) become their ids;
     2. the rest is pre-tokenised: SmolLM first isolates every number character (digits are
        split one by one), then applies GPT-2's rule
-       `'s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+`;
+       `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`;
     3. each pre-token's bytes are merged pair by pair, lowest merge rank first."""
     tokens: tuple[str, ...] = ()
     merges: tuple[str, ...] = ()

@@ -8,7 +8,7 @@ import math
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout
 
-from ..i18n import add_messages
+from ..i18n import MESSAGES, add_messages
 from .panel import Panel
 
 add_messages({
@@ -23,8 +23,8 @@ add_messages({
     "beam.col.status": {"en": "status", "zh": "状态"},
     "beam.root": {"en": "{pieces}", "zh": "{pieces}"},
     "beam.status.root": {"en": "start", "zh": "起点"},
-    "beam.status.kept": {"en": "kept", "zh": "保留"},
-    "beam.status.pruned": {"en": "pruned", "zh": "剪掉"},
+    "beam.status.kept": MESSAGES["status.kept"],
+    "beam.status.pruned": MESSAGES["status.pruned"],
     "beam.status.finished": {"en": "finished (end token)", "zh": "已结束（结束Token）"},
     "beam.greedy_mark": {"en": "greedy", "zh": "贪心"},
     "beam.final": {"en": "Final beams, best first:", "zh": "最终候选（从好到差）："},

@@ -170,7 +170,7 @@ class LessonPanel(Panel):
         self.builds_on.setText(self.tr("lesson.builds_on", items=" · ".join(names)))
         titles = panel_titles(lang)
         panels = [titles.get(p, p) for p in self.session.frame.panels]
-        self.matters.setText(self.tr("lesson.matters", panels=self.tr("list.separator").join(panels)) if panels
+        self.matters.setText(self.tr("lesson.matters", panels=self.tr("list.names").join(panels)) if panels
                              else self.tr("lesson.matters_none"))
         for when, label in self.headers.items():
             label.setText(self.tr(f"lesson.{when}"))

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePoli
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..core.elide import ENDS, elided, elided_indexes, elided_list
-from ..i18n import add_messages, tr
+from ..i18n import MESSAGES, add_messages, tr
 from ..session.narration import finish_text, frame_usage, shown_text
 from .panel import Panel
 from .theme import text_on
@@ -18,7 +18,7 @@ add_messages({
     "timeline.col.time": {"en": "Time", "zh": "时刻"},
     "timeline.col.input": {"en": "Fed into the model", "zh": "本次输入网络的Token"},
     "timeline.col.positions": {"en": "Positions computed", "zh": "本次计算位置"},
-    "timeline.col.kv": {"en": "KV cache after", "zh": "结束后KV包含"},
+    "timeline.col.kv": MESSAGES["col.kv_after"],
     "timeline.col.chooser": {"en": "Chooses the next token", "zh": "用哪个输出选下一个Token"},
     "timeline.col.selected": {"en": "Selected", "zh": "选出"},
     "timeline.col.ms": {"en": "Forward ms", "zh": "前向耗时(ms)"},
