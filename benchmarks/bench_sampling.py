@@ -14,6 +14,7 @@ import time
 import numpy as np
 
 from benchutil import parser, report, summary
+from explorer.core.heap import keep_freed_arrays
 from explorer.core.sampling import SamplingConfig, distribution
 
 VOCAB = 49_152
@@ -48,6 +49,7 @@ def main() -> None:
     p.add_argument("--repeats", type=int, default=300, help="timed calls per case (default 300)")
     p.add_argument("--vocab", type=int, default=VOCAB, help=f"vocabulary size (default {VOCAB}; Gemma 3: 262144)")
     args = p.parse_args()
+    keep_freed_arrays()          # the allocator as a real model's load leaves it (core.llama.load_llama)
     rng = np.random.default_rng(2024)
     logits = rng.normal(0.0, 2.5, args.vocab)                           # (V,)
     flat = rng.normal(0.0, 0.05, args.vocab)                            # (V,)

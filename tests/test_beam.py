@@ -7,8 +7,9 @@ from pathlib import Path
 import numpy as np
 import pytest
 
+from explorer.cli_beam import format_tree
 from explorer.core import beam as beam_module
-from explorer.core.beam import beam_search, format_tree
+from explorer.core.beam import beam_search
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.errors import SettingError
 from explorer.core.table_model import load_table_model

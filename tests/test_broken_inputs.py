@@ -273,14 +273,17 @@ def test_fit_refuses_to_replace_anything_but_a_regular_file(tmp_path, capsys, sp
     target.write_text("old", encoding="utf-8")
     link = tmp_path / "link.json"
     link.symlink_to(target)
-    assert cli.main(["fit", "--out", str(link)]) == 0
-    assert link.is_symlink() and target.read_bytes() == default_params_path().read_bytes()
+    status, err = run_cli(capsys, "fit", "--out", str(link))       # a link is never written through
+    assert status == 2 and f"is a symbolic link to {target}, which is a regular file; refusing" in err
+    assert link.is_symlink() and target.read_text(encoding="utf-8") == "old"
+    assert cli.main(["fit", "--out", str(target)]) == 0               # the regular file itself is replaced
+    assert target.read_bytes() == default_params_path().read_bytes()
     status, err = run_cli(capsys, "fit", "--out", str(tmp_path / "no-such-folder" / "t.json"))
     assert status == 2 and "does not exist" in err
 
 
 def test_a_device_is_never_a_write_target():
     from explorer.core.errors import ExplorerError
-    from explorer.core.jsonfile import writable_target
+    from explorer.core.userfile import check_replaceable
     with pytest.raises(ExplorerError, match="is a character device; refusing to replace it"):
-        writable_target(os.devnull)              # only looked at (stat), never opened
+        check_replaceable(os.devnull)            # only looked at (lstat), never opened

@@ -243,6 +243,18 @@ def test_a_target_that_is_not_a_regular_file_is_never_replaced(capsys, tmp_path)
     assert sorted(p.name for p in out.iterdir()) == ["01-input.png", f"{DECK}.pdf"]
 
 
+def test_a_link_to_a_regular_file_is_not_written_through(capsys, tmp_path):
+    out = tmp_path / "deck"
+    out.mkdir()
+    elsewhere = tmp_path / "elsewhere.png"
+    elsewhere.write_bytes(b"keep")
+    (out / "01-input.png").symlink_to(elsewhere)
+    code, _, err = export(capsys, "--out", str(out), "--frames", "1")
+    assert code == 2 and f"is a symbolic link to {elsewhere}, which is a regular file; refusing" in err
+    assert "nothing was written" in err and elsewhere.read_bytes() == b"keep"
+    assert sorted(p.name for p in out.iterdir()) == ["01-input.png"]
+
+
 def test_a_stale_staging_folder_is_removed_by_the_next_export(qapp, capsys, tmp_path):
     out = tmp_path / "deck"
     (out / ".explorer-export-k2j4x9").mkdir(parents=True)            # an older version's, killed

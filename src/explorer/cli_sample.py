@@ -1,8 +1,5 @@
-"""`explorer sample`: push one logits (or probability) vector through the sampling stages.
-
-Also home of the sampling flags that `explorer trace` shares (`add_sampling_flags`,
-`config_from_args`). No Qt here.
-"""
+"""`explorer sample`: one logits (or probability) vector through the sampling stages, and
+the sampling flags `explorer trace` shares (`add_sampling_flags`)."""
 
 from __future__ import annotations
 
@@ -17,6 +14,7 @@ from .cli_numbers import parse_numbers
 from .core.errors import ExplorerError, SettingError
 from .core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count
 from .core.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, Distribution, SamplingConfig, distribution
+from .i18n import MESSAGES, add_messages, tr
 from .texttable import format_table
 
 PROBS_TOLERANCE = 1e-6   # how far from 1 the sum of --probs may be
@@ -26,26 +24,23 @@ _FIELD_OF = {"stop": "stop_strings", "beam_width": "num_beams"}
 _CONFIG_FLAGS = ("mode", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed",
                  "order", "max_new_tokens", "stop", "beam_width", "length_penalty")
 
-_TEXT = {
-    "en": {
-        "stage": "Stage {n}: {name}", "off": "(off)",
-        "id": "id", "piece": "piece", "logit": "logit", "prob": "probability", "status": "status",
-        "kept": "kept", "removed_by": "removed by {name}",
-        "u": "u = {u}", "greedy": "no draw: greedy choice (argmax of the final logits)",
-        "ruler": "ruler (cumulative intervals [lo, hi)):", "here": "<- u",
-        "selected": "selected: id {id}",
-    },
-    "zh": {
-        "stage": "阶段 {n}：{name}", "off": "（未启用）",
-        "id": "编号", "piece": "Token片段", "logit": "分数(logit)", "prob": "概率", "status": "状态",
-        "kept": "保留", "removed_by": "被{name}移除",
-        "u": "u = {u}", "greedy": "不抽样：贪心选择（取最终 logits 的最大值）",
-        "ruler": "累积区间 [lo, hi)：", "here": "<- u 落在这里",
-        "selected": "选中：编号 {id}",
-    },
-}
-_STAGE_LABEL_ZH = {"raw": "原始", "repetition_penalty": "重复惩罚", "temperature": "温度",
-                   "top_k": "top-k", "top_p": "top-p", "min_p": "min-p"}
+add_messages({
+    "sample.stage": {"en": "Stage {n}: {name}", "zh": "阶段 {n}：{name}"},
+    "sample.off": {"en": "(off)", "zh": "（未启用）"},
+    "sample.col.id": {"en": "id", "zh": "编号"},
+    "sample.col.piece": {"en": "piece", "zh": "Token片段"},
+    "sample.col.logit": {"en": "logit", "zh": "分数(logit)"},
+    "sample.col.prob": {"en": "probability", "zh": "概率"},
+    "sample.col.status": {"en": "status", "zh": "状态"},
+    "sample.kept": MESSAGES["status.kept"],
+    "sample.removed_by": {"en": "removed by {name}", "zh": "被{name}移除"},
+    "sample.u": {"en": "u = {u}", "zh": "u = {u}"},
+    "sample.greedy": {"en": "no draw: greedy choice (argmax of the final logits)",
+                      "zh": "不抽样：贪心选择（取最终 logits 的最大值）"},
+    "sample.ruler": {"en": "ruler (cumulative intervals [lo, hi)):", "zh": "累积区间 [lo, hi)："},
+    "sample.here": {"en": "<- u", "zh": "<- u 落在这里"},
+    "sample.selected": {"en": "selected: id {id}", "zh": "选中：编号 {id}"},
+})
 
 
 # ---------------------------------------------------------------------------- shared flags
@@ -167,33 +162,36 @@ def _fixed(x: float) -> str:
 
 
 def _stage_label(name: str, lang: str) -> str:
-    return _STAGE_LABEL_ZH.get(name, name) if lang == "zh" else name
+    """English names a stage by its id, as --order spells it; other languages by its word."""
+    return name if lang == "en" else tr(f"stage.{name}", lang)
 
 
 def format_distribution(dist: Distribution, lang: str = "en", vocab=None, top: int | None = None) -> str:
     """Every stage as a table, then u, the ruler and the selected id. With a vocabulary the
     pieces are shown; with `top`, only the most likely candidates (a real model's 49k)."""
-    text = _TEXT[lang]
+    def text(key: str, **values) -> str:
+        return tr(f"sample.{key}", lang, **values)
+
     blocks = []
     shown = range(dist.raw_logits.size) if top is None else [int(i) for i in dist.top(top, 0)]
     for n, stage in enumerate(dist.stages, start=1):
-        title = text["stage"].format(n=n, name=_stage_label(stage.name, lang))
+        title = text("stage", n=n, name=_stage_label(stage.name, lang))
         if stage.note:
             title += f" ({stage.note})"
         if not stage.active:
-            title += " " + text["off"]
+            title += " " + text("off")
         rows = []
         for i in shown:
-            status = (text["kept"] if stage.kept[i] else
-                      text["removed_by"].format(name=_stage_label(dist.removed_by[i], lang)))
+            status = (text("kept") if stage.kept[i] else
+                      text("removed_by", name=_stage_label(dist.removed_by[i], lang)))
             piece = [] if vocab is None else [repr(vocab.piece_text(i))]
             rows.append([i, *piece, _fixed(stage.logits[i]), _fixed(stage.probs[i]), status])
-        headers = [text["id"], *([] if vocab is None else [text["piece"]]),
-                   text["logit"], text["prob"], text["status"]]
+        headers = [text("col.id"), *([] if vocab is None else [text("col.piece")]),
+                   text("col.logit"), text("col.prob"), text("col.status")]
         numeric = (0, 1, 2) if vocab is None else (0, 2, 3)
         blocks.append(title + "\n" + format_table(headers, rows, align_right=numeric))
 
-    lines = [text["greedy"] if dist.u is None else text["u"].format(u=_fixed(dist.u)), text["ruler"]]
+    lines = [text("greedy") if dist.u is None else text("u", u=_fixed(dist.u)), text("ruler")]
     ruler = list(zip(*(dist.ruler_head(top) if top is not None else
                        (dist.ruler_ids, dist.ruler_lo, dist.ruler_hi))))
     if top is not None and dist.selected_id not in dist.ruler_head(top)[0]:   # picked further down
@@ -201,8 +199,8 @@ def format_distribution(dist: Distribution, lang: str = "en", vocab=None, top: i
         ruler = full[:1 + next(k for k, (i, _, _) in enumerate(full) if i == dist.selected_id)]
     for i, lo, hi in ruler:
         here = dist.u is not None and lo <= dist.u < hi
-        lines.append(f"  {text['id']} {i}: [{_fixed(lo)}, {_fixed(hi)})" + (f"  {text['here']}" if here else ""))
-    lines.append(text["selected"].format(id=dist.selected_id))
+        lines.append(f"  {text('col.id')} {i}: [{_fixed(lo)}, {_fixed(hi)})" + (f"  {text('here')}" if here else ""))
+    lines.append(text("selected", id=dist.selected_id))
     blocks.append("\n".join(lines))
     return "\n\n".join(blocks)
 

@@ -6,7 +6,7 @@ import json
 
 from .cli_prompt import add_prompt_flags, model_from_args, prompt_ids
 from .cli_sample import add_sampling_flags, sampling_changes
-from .core.beam import format_tree
+from .cli_beam import format_tree
 from .core.elide import ENDS, elided, elided_list
 from .core.errors import ExplorerError, SettingError
 from .core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, shown

@@ -5,6 +5,10 @@ from __future__ import annotations
 LANGS = ("en", "zh")
 
 MESSAGES = {
+    "list.names": {"en": ", ", "zh": "、"},     # between short names in running text (panel titles)
+    # a search's verdict on a candidate (beam search, evaluator search, a sampling stage)
+    "status.kept": {"en": "kept", "zh": "保留"},
+    "status.pruned": {"en": "pruned", "zh": "剪掉"},
     # trace table
     "col.time": {"en": "time", "zh": "时刻"},
     "col.input": {"en": "tokens fed in", "zh": "本次输入"},
@@ -51,6 +55,14 @@ MESSAGES = {
                          "zh": "tool_call（生成了完整的工具调用：控制权交给宿主，任务尚未完成）"},
     "finish.cancelled": {"en": "cancelled (stopped by the user: the output is incomplete)",
                          "zh": "cancelled（被用户取消：输出不完整）"},
+    # sampling stages by id (core.sampling's "raw", STAGE_NAMES, and the panel's "final")
+    "stage.raw": {"en": "raw", "zh": "原始"},
+    "stage.repetition_penalty": {"en": "penalty", "zh": "重复惩罚"},
+    "stage.temperature": {"en": "temperature", "zh": "温度"},
+    "stage.top_k": {"en": "top-k", "zh": "top-k"},
+    "stage.top_p": {"en": "top-p", "zh": "top-p"},
+    "stage.min_p": {"en": "min-p", "zh": "min-p"},
+    "stage.final": {"en": "final", "zh": "最终"},
     "max_diff": {"en": "largest |cached - full recompute| over all steps: {diff}",
                  "zh": "所有步骤中缓存计算与完整重算的最大差：{diff}"},
 }

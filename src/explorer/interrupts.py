@@ -1,12 +1,6 @@
-"""Ctrl+C, SIGTERM and a closed pipe, as a terminal user expects them.
-
-Ctrl+C (SIGINT) and SIGTERM end a command with one line on stderr and the shell's usual
-status, 128 + the signal's number (130, 143), never a traceback. SIGTERM is turned into
-`Terminated`, a KeyboardInterrupt, so code that cleans up after Ctrl+C (an export's
-staging folder) cleans up after a kill too. A reader that goes away (`explorer trace |
-head`) ends the command quietly, as Unix tools do. No Qt here: `ui.app` wires the same
-signals to the window's event loop.
-"""
+"""Ctrl+C, SIGTERM and a closed pipe, as a terminal user expects them: one line on stderr
+and the shell's usual status (130, 143), never a traceback; a reader that goes away ends
+the command quietly."""
 
 from __future__ import annotations
 
@@ -19,7 +13,10 @@ SIGPIPE_STATUS = 128 + 13       # what a shell reports for a process ended by SI
 
 
 class Terminated(KeyboardInterrupt):
-    """SIGTERM arrived: stop as after Ctrl+C."""
+    """SIGTERM arrived: stop as after Ctrl+C.
+
+    SIGTERM turned into a KeyboardInterrupt (`sigterm_as_interrupt`), so code that cleans
+    up after Ctrl+C (an export's staging files) cleans up after a kill too."""
 
 
 def exit_status(signum: int) -> int:

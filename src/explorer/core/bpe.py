@@ -1,18 +1,5 @@
-"""Byte-level BPE (GPT-2 style) as a Vocabulary: the tokenizer of a real model.
-
-A GGUF file of the "gpt2" tokenizer family stores its tokens as text in which each
-byte is spelled by one printable character (GPT-2's byte-to-unicode table: the space
-0x20 is "Ġ", the newline "Ċ"), and its merges as "left right" pairs in rank order.
-Here the pieces are the real bytes again, so `display_piece` shows a lone byte of a
-Chinese character as `<0xE6>` and `decode` holds back an incomplete character.
-
-Encoding, as the model was trained:
-1. control tokens written in the text (`<|im_start|>`, `<|im_end|>`, ...) become their ids;
-2. the rest is pre-tokenised: SmolLM first isolates every number character (digits are
-   split one by one), then applies GPT-2's rule
-   `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`;
-3. each pre-token's bytes are merged pair by pair, lowest merge rank first.
-"""
+"""Byte-level BPE (GPT-2 style) as a Vocabulary, the tokenizer of a real model, and the
+ChatML chat template helpers."""
 
 from __future__ import annotations
 
@@ -161,7 +148,20 @@ class BPEVocabulary(Vocabulary):
 
     tokens / merges: the GGUF spelling (GPT-2 byte characters); control: ids of the
     tokens recognised when written in the text and left out of decoded text; chat_system:
-    the default system prompt of the model's chat template (`template_system_prompt`)."""
+    the default system prompt of the model's chat template (`template_system_prompt`).
+
+    A GGUF file of the "gpt2" tokenizer family stores its tokens as text in which each
+    byte is spelled by one printable character (GPT-2's byte-to-unicode table: the space
+    0x20 is "Ġ", the newline "Ċ"), and its merges as "left right" pairs in rank order.
+    Here the pieces are the real bytes again, so `display_piece` shows a lone byte of a
+    Chinese character as `<0xE6>` and `decode` holds back an incomplete character.
+
+    Encoding, as the model was trained:
+    1. control tokens written in the text (`<|im_start|>`, `<|im_end|>`, ...) become their ids;
+    2. the rest is pre-tokenised: SmolLM first isolates every number character (digits are
+       split one by one), then applies GPT-2's rule
+       `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`;
+    3. each pre-token's bytes are merged pair by pair, lowest merge rank first."""
     tokens: tuple[str, ...] = ()
     merges: tuple[str, ...] = ()
     control: frozenset = frozenset()

@@ -1,11 +1,5 @@
-"""A general decoder-only transformer in numpy, with a KV cache and a full trace.
-
-The teaching model (d 4, one layer, one head, tanh FFN, no norm, no positions), a
-llama-shaped model (RMSNorm, rotary positions, grouped K/V heads, SwiGLU) and a Gemma 3
-(a scaled embedding, per-head norms on queries and keys, norms after attention and after
-the FFN, GeGLU, and layers that read only the latest positions with their own rotary
-base) are configurations of the same code.
-"""
+"""A general decoder-only transformer in numpy, with a KV cache and a full trace: the
+teaching model, llama-shaped models and Gemma 3 are configurations of the same code."""
 
 from __future__ import annotations
 

@@ -1,10 +1,4 @@
-"""The generation loop: Prefill, then one Decode step per selected token, recorded as a Run.
-
-The one-off rule: after each forward a token is *selected* from the last position's
-logits; it is *processed* (its K/V enter the cache) only by the next Decode step. The
-last selected token is never processed, so a Run ends with one more visible token than
-the cache holds.
-"""
+"""The generation loop: Prefill, then one Decode step per selected token, recorded as a Run."""
 
 from __future__ import annotations
 
@@ -104,7 +98,12 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     reuse: an earlier Run of the same model; forward passes over the same tokens are taken
     from it instead of recomputed (a slider drag reruns only the selection).
     cancel: asked after every step; True ends the Run with finish reason "cancelled".
-    on_step: called after every step with the number of steps done (a progress bar)."""
+    on_step: called after every step with the number of steps done (a progress bar).
+
+    The one-off rule: after each forward a token is *selected* from the last position's
+    logits; it is *processed* (its K/V enter the cache) only by the next Decode step. The
+    last selected token is never processed, so a Run ends with one more visible token than
+    the cache holds."""
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
     check_prompt_length(len(prompt))
     overrides = _checked_overrides(overrides or {}, model, config)

@@ -1,26 +1,4 @@
-"""A GGUF reader in numpy: header, metadata, tensor table, and dequantised tensors.
-
-GGUF (llama.cpp's model file) is little-endian:
-
-    magic "GGUF" | uint32 version | uint64 tensor count | uint64 metadata count
-    metadata:   key (uint64 length + UTF-8) | uint32 value type | value
-    tensors:    name | uint32 n_dims | uint64 ne[n_dims] | uint32 ggml type | uint64 offset
-    padding to `general.alignment` (default 32), then the tensor data; each offset is
-    relative to the start of that data.
-
-`ne` lists dimensions fastest-first: a weight with ne = [in, out] is stored row-major as
-numpy [out, in]. `GGUFFile.tensor(name)` returns that numpy shape (ne reversed), as
-float32: the plain reading, which the model uses for F32 and F16 tensors and the tests
-hold the compiled block products to (a model keeps quantised matrices in their blocks:
-`quantized.BlockMatrix`). The file is memory-mapped; only the tensors asked for are read.
-
-Block layouts (exactly as ggml; 32 elements per block):
-    Q8_0: f16 d, 32 x int8 q                  value = q * d
-    Q4_0: f16 d, 16 bytes                     value = (nibble - 8) * d
-    Q4_1: f16 d, f16 m, 16 bytes              value = nibble * d + m
-  where byte j holds element j in its low nibble and element j + 16 in its high nibble.
-Q5_0, Q4_K and Q6_K (a Q4_K_M file's other types) are described in `block_unpack`.
-"""
+"""A GGUF reader in numpy: header, metadata, tensor table, and dequantised tensors."""
 
 from __future__ import annotations
 
@@ -178,7 +156,19 @@ class _Cursor:
 
 
 class GGUFFile:
-    """One GGUF file, memory-mapped: `metadata`, `tensors` (name -> TensorInfo), `tensor(name)`."""
+    """One GGUF file, memory-mapped: `metadata`, `tensors` (name -> TensorInfo), `tensor(name)`.
+
+    GGUF (llama.cpp's model file) is little-endian:
+
+        magic "GGUF" | uint32 version | uint64 tensor count | uint64 metadata count
+        metadata:   key (uint64 length + UTF-8) | uint32 value type | value
+        tensors:    name | uint32 n_dims | uint64 ne[n_dims] | uint32 ggml type | uint64 offset
+        padding to `general.alignment` (default 32), then the tensor data; each offset is
+        relative to the start of that data.
+
+    `ne` lists dimensions fastest-first: a weight with ne = [in, out] is stored row-major as
+    numpy [out, in]. `tensor(name)` returns that numpy shape (ne reversed), as float32. The
+    file is memory-mapped; only the tensors asked for are read."""
 
     def __init__(self, path):
         self.path = Path(path)
@@ -274,7 +264,14 @@ class GGUFFile:
 
 
 def dequantize(raw: np.ndarray, ggml_type: int) -> np.ndarray:  # [nbytes] uint8 -> [n] float32
-    """Raw tensor bytes of one of TYPES to a new float32 array, in element order."""
+    """Raw tensor bytes of one of TYPES to a new float32 array, in element order.
+
+    Block layouts (exactly as ggml; 32 elements per block):
+        Q8_0: f16 d, 32 x int8 q                  value = q * d
+        Q4_0: f16 d, 16 bytes                     value = (nibble - 8) * d
+        Q4_1: f16 d, f16 m, 16 bytes              value = nibble * d + m
+    where byte j holds element j in its low nibble and element j + 16 in its high nibble.
+    Q5_0, Q4_K and Q6_K are described in `block_unpack`."""
     raw = np.asarray(raw, np.uint8)
     if ggml_type == F32:
         return raw.view("<f4").astype(np.float32)           # a copy: the file may be closed

@@ -1,10 +1,5 @@
-"""The numbers in a GGUF file's metadata, checked before a model is built from them.
-
-A file whose layer count was patched to 0xFFFFFFFF would otherwise be believed: the
-loader would list four billion layers' tensors and run for a minute before a
-MemoryError; zero heads would divide by zero; a string where a size belongs would end in
-a TypeError. Each is refused here with the file, the key and what was expected.
-"""
+"""The numbers in a GGUF file's metadata, checked (file, key, what was expected) before a
+model is built from them."""
 
 from __future__ import annotations
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 import json
 import math
 import os
-import stat
 import tempfile
 from contextlib import contextmanager
 from pathlib import Path
 
 from .errors import ExplorerError
 from .limits import MAX_PARAMS_BYTES
-from .userfile import check_nesting, file_kind, parse_problem, read_user_text
+from .userfile import check_nesting, check_replaceable, parse_problem, read_user_text
 
 
 def read_json(path, error=ExplorerError, limit: int = MAX_PARAMS_BYTES, what: str = "parameter file"):
@@ -60,32 +59,13 @@ def _scalar(v) -> str:
     return json.dumps(v, ensure_ascii=False)
 
 
-def writable_target(path) -> Path:
-    """Where an atomic write of `path` goes: the path itself, or the file a symbolic link
-    points to (the link stays). ExplorerError if that is something other than a regular
-    file (a folder, /dev/null, a FIFO: renaming onto a device would replace the device
-    itself) or its folder does not exist."""
-    path = Path(path)
-    target = Path(os.path.realpath(path)) if path.is_symlink() else path
-    try:
-        mode = os.stat(target).st_mode
-    except FileNotFoundError:
-        if not target.parent.is_dir():
-            raise ExplorerError(f"{path}: the folder {str(target.parent)!r} does not exist") from None
-        return target                            # a new file
-    if not stat.S_ISREG(mode):
-        raise ExplorerError(f"{path}: is {file_kind(mode)}; refusing to replace it "
-                            "(expected a regular file or a new path)")
-    return target
-
-
 @contextmanager
 def atomic_file(path):
     """`with atomic_file(path) as f:` writes bytes to a temporary file beside `path` and
     renames it into place when the block ends; an exception (a failed check, a full disk)
     removes it and leaves whatever was at `path` before. Only a regular file or a new path
-    is written (`writable_target`)."""
-    path = writable_target(path)
+    is written (`check_replaceable`)."""
+    path = check_replaceable(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as f:

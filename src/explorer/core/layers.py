@@ -1,9 +1,7 @@
 """Transformer building blocks as small pure functions over numpy arrays.
 
 Shapes: n = new positions, t = all positions the cache holds (t >= n),
-d = model width, h = query heads, g = K/V heads (h is a multiple of g), e = head size.
-The dtype of the inputs is kept (float64 for the teaching model, float32 for real ones).
-"""
+d = model width, h = query heads, g = K/V heads (h is a multiple of g), e = head size."""
 
 from __future__ import annotations
 

@@ -1,10 +1,5 @@
-"""The upper limits of what a user can ask for, in one place.
-
-The command line, lesson files and the window check the same numbers with the same
-message (`check_count`), so a lesson with `num_beams = 1000000` is refused with the
-words `explorer trace --beam-width 1000000` would get, instead of freezing the window.
-The README lists them.
-"""
+"""The upper limits of what a user can ask for, in one place: the command line, lesson files
+and the window check the same numbers with the same message (`check_count`)."""
 
 from __future__ import annotations
 

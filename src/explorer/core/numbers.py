@@ -1,10 +1,5 @@
-"""Numbers a user wrote in a file (JSON tensors, lesson logits and matrices) as checked arrays.
-
-numpy alone would accept too much: `np.array([True, "1.5"], float)` is [1.0, 1.5], and a
-ragged matrix or an integer of 400 digits raises an error that names nothing. Here only
-real numbers count (not booleans, not text), in lists nested exactly as deep as asked
-and with rows of one length; the message says where the first offender is.
-"""
+"""Numbers a user wrote in a file (JSON tensors, lesson logits and matrices) as checked
+arrays: real numbers only, nested as deep as asked, rows of one length."""
 
 from __future__ import annotations
 

@@ -1,9 +1,5 @@
-"""Parameter files: a readable JSON document with the vocabulary, the configuration,
-how it was fitted, and every tensor row by row.
-
-Loading checks every shape and value and names the field that is wrong, e.g.
-`teaching.json: tensors.layers[0].wq: expected shape [4, 4], got [4, 3]`.
-"""
+"""Parameter files: a readable JSON document with the vocabulary, the configuration, how it
+was fitted, and every tensor row by row, checked on load field by field."""
 
 from __future__ import annotations
 

@@ -1,9 +1,4 @@
-"""The LanguageModel protocol every model of the explorer follows.
-
-`prefill` processes a whole prompt, `decode` feeds one selected token (and extends the
-cache in place), `full_forward` recomputes a prefix from scratch and is the reference
-every cached step is compared with; `reference_logits` is that reference's logits alone.
-"""
+"""The LanguageModel protocol every model of the explorer follows."""
 
 from __future__ import annotations
 
@@ -18,6 +13,9 @@ from .vocab import Vocabulary
 
 @runtime_checkable
 class LanguageModel(Protocol):
+    """`prefill` processes a whole prompt, `decode` feeds one selected token (and extends the
+    cache in place), `full_forward` recomputes a prefix from scratch and is the reference
+    every cached step is compared with; `reference_logits` is that reference's logits alone."""
     vocab: Vocabulary
     name: str
 

@@ -1,19 +1,5 @@
-"""Weight matrices kept in a GGUF file's own 4- and 8-bit blocks, multiplied in them.
-
-A decode step multiplies one row by every weight of the model, so it costs what it
-reads: SmolLM2-135M's matrices are 538 MB as float32 but 111 MB in the file's Q4_1 and
-Q8_0 blocks. (Gemma 3's Q5_0, Q4_K and Q6_K blocks are rewritten as 8- and 4-bit rows of
-these loops when they are read: `block_unpack`.) `BlockMatrix` keeps a matrix [rows, cols] (GGUF's [out, in]) in its blocks;
-its transpose `m.T` is what a layer multiplies by:
-
-    x @ m.T     x [n, cols] float32 -> [n, rows] float32, by compiled loops that unpack
-                the blocks where they are used (`block_kernels`)
-    m[ids]      dequantised rows (the embedding lookup)
-    m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit
-
-The loops are numba's, loaded with the model (`prepare`). Nothing here calls BLAS, and
-once the loops are loaded BLAS keeps to one thread (see `block_kernels`).
-"""
+"""Weight matrices kept in a GGUF file's own 4- and 8-bit blocks and multiplied in them
+(`BlockMatrix`), with the loading of the compiled loops (`prepare`)."""
 
 from __future__ import annotations
 
@@ -40,7 +26,15 @@ def _kernels():
 
 @dataclass(frozen=True, eq=False)
 class BlockMatrix:
-    """A float32 matrix [rows, cols] stored in 32-element blocks along each row."""
+    """A float32 matrix [rows, cols] stored in 32-element blocks along each row.
+
+    `BlockMatrix` keeps a matrix [rows, cols] (GGUF's [out, in]) in its blocks; its
+    transpose `m.T` is what a layer multiplies by:
+
+        x @ m.T     x [n, cols] float32 -> [n, rows] float32, by compiled loops that unpack
+                    the blocks where they are used (`block_kernels`)
+        m[ids]      dequantised rows (the embedding lookup)
+        m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit"""
 
     q: np.ndarray                  # [rows, cols/2] uint8 (4-bit) or [rows, cols] int8 (8-bit)
     scale: np.ndarray              # [rows, cols/32] float32 ([rows, cols/16] for Q6_K's 8-bit rows)

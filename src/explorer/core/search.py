@@ -1,21 +1,5 @@
 """Search over candidate states with an evaluator (Q016's third kind of extra compute, in
-the manner of Tree of Thoughts): the model proposes, the evaluator judges, the search keeps
-the best and prunes the rest.
-
-A state is the prompt plus the new tokens so far. At each depth every kept state is
-expanded by one model forward into its `branches` most likely next tokens (probability > 0;
-ties: lower id first); each child is scored by the evaluator; all children of the depth are
-ranked by score (ties: higher model probability, then the order of expansion) and the best
-`width` are kept, the rest pruned. A child that ends with an end token is finished and is not
-expanded. The search stops after `depth` levels or when no state is left to expand; the answer
-is the best-scored state kept at the last level it reached.
-
-Cost grows with branches x depth (x width): `forwards` counts the model calls that proposed
-children, `evaluations` the evaluator calls.
-
-The evaluator here is a table of scores (`TableEvaluator`): a lesson sets them, as the course
-sets a table model's probabilities, and says in words what judge they stand for.
-"""
+the manner of Tree of Thoughts): the model proposes, the evaluator judges."""
 
 from __future__ import annotations
 
@@ -98,6 +82,14 @@ class TableEvaluator:
 
 def evaluator_search(model: LanguageModel, prompt_ids, evaluator: Evaluator, width: int, branches: int,
                      depth: int) -> SearchResult:
+    """A state is the prompt plus the new tokens so far. At each depth every kept state is
+    expanded by one model forward into its `branches` most likely next tokens (probability > 0;
+    ties: lower id first); each child is scored by the evaluator; all children of the depth are
+    ranked by score (ties: higher model probability, then the order of expansion) and the best
+    `width` are kept, the rest pruned. A child that ends with an end token is finished and is not
+    expanded. The search stops after `depth` levels or when no state is left to expand; the answer
+    is the best-scored state kept at the last level it reached. `forwards` counts the model
+    calls that proposed children, `evaluations` the evaluator calls."""
     for name, value in (("width", width), ("branches", branches), ("depth", depth)):
         if not isinstance(value, int) or value < 1:
             raise SettingError(f"search {name} = {value!r}: expected an integer >= 1")

@@ -1,19 +1,5 @@
-"""SentencePiece-style tokenization (GGUF `tokenizer.ggml.model = "llama"`) as a Vocabulary.
-
-Gemma's tokenizer, as llama.cpp runs it:
-1. `<bos>` first (when the file says `tokenizer.ggml.add_bos_token`);
-2. tokens the file marks user-defined (runs of newlines or spaces, `[multimodal]`, ...)
-   are cut out of the text wherever they occur, longest first;
-3. in the rest every space becomes "▁" (U+2581), the text is split into characters, and
-   neighbouring pieces are merged while their concatenation is a token, the pair whose
-   token has the highest score first (the leftmost of equals first);
-4. a piece that is still no token (a character the vocabulary lacks) is written as its
-   UTF-8 bytes, the byte tokens `<0x00>` ... `<0xFF>` ("byte fallback").
-A vocabulary of 262,144 tokens loads in a few hundred milliseconds: the lookup from text
-to id is one dict, the scores one list. Pieces are the real bytes of each token (a byte
-token is that byte, "▁" is a space), so `decode` joins byte tokens into a character only
-once its last byte arrives, and `display_piece` shows a lone byte as `<0xE6>`.
-"""
+"""SentencePiece-style tokenization (GGUF `tokenizer.ggml.model = "llama"`, Gemma's) as a
+Vocabulary."""
 
 from __future__ import annotations
 
@@ -35,7 +21,20 @@ class SentencePieceVocabulary(Vocabulary):
     """pieces: the real bytes of every token; specials: roles ("bos", "eos", "eot", ...).
 
     tokens: the GGUF spelling ("▁capital", "<0xE6>"); scores: one per token, higher merges
-    first; control: ids left out of decoded text; user_defined: the texts cut out first."""
+    first; control: ids left out of decoded text; user_defined: the texts cut out first.
+
+    Encoding, as llama.cpp runs it:
+    1. `<bos>` first (when the file says `tokenizer.ggml.add_bos_token`);
+    2. tokens the file marks user-defined (runs of newlines or spaces, `[multimodal]`, ...)
+       are cut out of the text wherever they occur, longest first;
+    3. in the rest every space becomes "▁" (U+2581), the text is split into characters, and
+       neighbouring pieces are merged while their concatenation is a token, the pair whose
+       token has the highest score first (the leftmost of equals first);
+    4. a piece that is still no token (a character the vocabulary lacks) is written as its
+       UTF-8 bytes, the byte tokens `<0x00>` ... `<0xFF>` ("byte fallback").
+    Pieces are the real bytes of each token (a byte token is that byte, "▁" is a space), so
+    `decode` joins byte tokens into a character only once its last byte arrives, and
+    `display_piece` shows a lone byte as `<0xE6>`."""
     tokens: tuple[str, ...] = ()
     scores: array = field(default_factory=lambda: array("f"))   # float32, one per token
     control: frozenset = frozenset()

@@ -1,14 +1,7 @@
-"""Why generation stops. Checked after every selection, in this order:
-
-- `eos`: the selected token ends generation (the vocabulary's `end_ids`: EOS, or an
-  end-of-turn token);
-- `tool_call`: the output now ends with a complete tool-call item; control passes to
-  the host program, the task itself is not done;
-- `stop_string`: the decoded output contains a configured stop text (possibly spread
-  over several tokens); the shown output is cut where it starts;
-- `length`: `max_new_tokens` were produced without a natural end: the output is incomplete;
-- `cancelled`: the user stopped it.
-"""
+"""Why generation stops, as codes checked after every selection in this order: `eos` (an
+end token was selected), `tool_call` (a complete tool call: control passes to the host),
+`stop_string` (the output contains a stop text; it is cut where that starts), `length`
+(`max_new_tokens` reached: incomplete), `cancelled` (the user stopped it)."""
 
 from __future__ import annotations
 

@@ -1,45 +1,5 @@
-"""TableModel: a LanguageModel whose next-token probabilities are written out by hand.
-
-The course's hand-made examples (the beam-search example, the stop-reason lesson, a
-byte-level tokenisation example) need a model that gives exactly the numbers on the
-slide. A table model has no layers: each position's logits are log(probability) from a
-table row chosen by the tokens that came before.
-
-File format (JSON, `load_table_model`)::
-
-    {
-      "format": "token-explorer/table-model",
-      "version": 1,
-      "name": "beam-example",
-      "vocabulary": {"pieces": ["<eos>", "A", "B", "D", "E", "F", "<bos>", {"hex": "e5"}],
-                     "specials": {"eos": 0, "bos": 6}},
-      "default": {"<eos>": 1.0},
-      "table": [{"after": ["<bos>"], "probs": {"A": 0.6, "B": 0.4}},
-                {"after": ["<bos>", "A"], "probs": {"E": 0.51, "F": 0.49}}],
-      "tool_calls": [["CALL", "read_file", "END_CALL"]]
-    }
-
-- `format`, `version`, `vocabulary`, `default` and `table` are required; `name`,
-  `vocabulary.specials` and `tool_calls` are optional. Unknown keys are errors (a typo
-  such as "prob" must not silently drop a row).
-- `vocabulary.pieces`: id -> piece. A piece is text, or `{"hex": "e5"}` for a bytes piece
-  (a byte-level token that may be only part of a UTF-8 character). Pieces are distinct.
-- A token is written as an integer id or by name: the text of a text piece, or
-  `"<0xE5>"` (one `<0x..>` per byte) for a bytes piece. Keys of `probs` and `default`
-  are JSON strings, so there an id is written in decimal digits ("3"); a key that names
-  a piece always means that piece.
-- `after` is a context, matched against the END of the whole sequence so far (prompt +
-  generated). The row with the longest matching `after` wins; `default` applies when no
-  row matches. An empty `after` would match every sequence, so it is an error: write
-  those probabilities under `default`. Two rows may not share an `after`.
-- `probs`: token -> probability. Missing tokens have probability 0 (logit -inf). Every
-  probability is in [0, 1] and each row sums to 1 within 1e-6.
-- `tool_calls`: token sequences that form one complete tool-call item (the stop-reason
-  lesson ends generation with `tool_call` when one is produced).
-
-Every validation error is a ParamsError naming the file and the JSON key path, e.g.
-`beam.json: table[2].probs: sums to 0.97, expected 1`.
-"""
+"""TableModel: a LanguageModel whose next-token probabilities are written out by hand (the
+course's worked examples), and its JSON file format (`load_table_model`)."""
 
 from __future__ import annotations
 
@@ -103,7 +63,43 @@ class TableModel(StepwiseModel):
 
 
 def load_table_model(path) -> TableModel:
-    """Read and validate a table-model JSON file (format in the module docstring)."""
+    """Read and validate a table-model JSON file (format in the module docstring).
+
+    A table model has no layers: each position's logits are log(probability) from a table
+    row chosen by the tokens that came before. File format::
+
+        {
+          "format": "token-explorer/table-model",
+          "version": 1,
+          "name": "beam-example",
+          "vocabulary": {"pieces": ["<eos>", "A", "B", "D", "E", "F", "<bos>", {"hex": "e5"}],
+                         "specials": {"eos": 0, "bos": 6}},
+          "default": {"<eos>": 1.0},
+          "table": [{"after": ["<bos>"], "probs": {"A": 0.6, "B": 0.4}},
+                    {"after": ["<bos>", "A"], "probs": {"E": 0.51, "F": 0.49}}],
+          "tool_calls": [["CALL", "read_file", "END_CALL"]]
+        }
+
+    - `format`, `version`, `vocabulary`, `default` and `table` are required; `name`,
+      `vocabulary.specials` and `tool_calls` are optional. Unknown keys are errors (a typo
+      such as "prob" must not silently drop a row).
+    - `vocabulary.pieces`: id -> piece. A piece is text, or `{"hex": "e5"}` for a bytes piece
+      (a byte-level token that may be only part of a UTF-8 character). Pieces are distinct.
+    - A token is written as an integer id or by name: the text of a text piece, or
+      `"<0xE5>"` (one `<0x..>` per byte) for a bytes piece. Keys of `probs` and `default`
+      are JSON strings, so there an id is written in decimal digits ("3"); a key that names
+      a piece always means that piece.
+    - `after` is a context, matched against the END of the whole sequence so far (prompt +
+      generated). The row with the longest matching `after` wins; `default` applies when no
+      row matches. An empty `after` would match every sequence, so it is an error: write
+      those probabilities under `default`. Two rows may not share an `after`.
+    - `probs`: token -> probability. Missing tokens have probability 0 (logit -inf). Every
+      probability is in [0, 1] and each row sums to 1 within 1e-6.
+    - `tool_calls`: token sequences that form one complete tool-call item (the stop-reason
+      lesson ends generation with `tool_call` when one is produced).
+
+    Every validation error is a ParamsError naming the file and the JSON key path, e.g.
+    `beam.json: table[2].probs: sums to 0.97, expected 1`."""
     path = Path(path)
     data = read_json(path, ParamsError, MAX_TABLE_MODEL_BYTES, "table-model file")
     return table_model_from_dict(data, source=str(path))

@@ -1,11 +1,5 @@
-"""The course's teaching model and how its parameters are fitted.
-
-A 7-item vocabulary, d_model 4, one layer with one causal attention head, residual
-connections and a tanh feed-forward layer; no normalisation, no positional encoding.
-The body is random (seeded, rounded to two decimals so a class can recompute it by
-hand); only the output head is fitted, on three prefixes, so that greedy decoding of
-"我爱" = [1, 2] selects 学习, ！, EOS = [3, 5, 6] with cache lengths [2, 3, 4].
-"""
+"""The course's teaching model (7 tokens, d_model 4, one layer, one head, tanh FFN) and how
+its output head is fitted so that greedy decoding of "我爱" gives 学习, ！, EOS."""
 
 from __future__ import annotations
 

@@ -1,11 +1,5 @@
-"""The host's side of a tool call: after a generation ends with `tool_call`, the host runs the
-tool and starts the next generation on the old prompt, the call and the tool's result.
-
-A call and its result are matched by the call's id (`call_id`): a token of the call whose
-piece starts with "call_" (the table models' convention; serving APIs carry it as a field).
-The result must name the same id, so that with several calls in flight each result goes
-back to the call it answers.
-"""
+"""The host's side of a tool call: after a generation ends with `tool_call`, the next prompt
+is the old one, the call and the tool's result, matched to the call by its id."""
 
 from __future__ import annotations
 

@@ -3,8 +3,7 @@
 Shapes: n = new positions fed in, t = positions the attention could read (cache + new),
 m = the last positions whose residual stream and logits are kept (m = n unless the model
 keeps fewer: DecoderConfig.kept_rows), d = model width, h = query heads, g = K/V heads,
-e = head size, V = vocabulary size.
-"""
+e = head size, V = vocabulary size."""
 
 from __future__ import annotations
 

@@ -1,19 +1,5 @@
-"""Usage: the tokens a generation is billed for, counted apart as serving APIs report them.
-
-Reasoning tokens are tokens like any other: the model selects them, the next Decode step
-processes them, their keys and values take cache space, and they are paid for. They are
-only shown differently: a reasoning segment runs from an opening marker to its closing
-marker (both included), e.g. `<think> … </think>`. The markers are the vocabulary's own
-(`Vocabulary.reasoning_markers`: the special roles "think" / "think_end", else pieces
-spelt like a known pair). A prompt that ends inside an open segment (a chat template that
-writes `<think>` for the model) makes the output start inside it. A segment the budget
-cut before its closing marker counts as reasoning to the end.
-
-    prompt_tokens     the prompt
-    reasoning_tokens  generated tokens inside reasoning segments (markers included)
-    output_tokens     the other generated tokens: the answer (a selected end token included)
-    total_tokens      all three
-"""
+"""Usage: the tokens a generation is billed for, counted apart (prompt, reasoning, output)
+as serving APIs report them."""
 
 from __future__ import annotations
 
@@ -39,7 +25,14 @@ class Usage:
 
 
 def count_usage(prompt_ids, output_ids, vocab: Vocabulary) -> Usage:
-    """The usage of a prompt and the tokens generated after it (so far)."""
+    """The usage of a prompt and the tokens generated after it (so far).
+
+    Reasoning tokens are tokens like any other (selected, processed, cached, paid for); they
+    are only shown differently. A reasoning segment runs from an opening marker to its
+    closing marker (both included), e.g. `<think> … </think>`; the markers are the
+    vocabulary's own (`Vocabulary.reasoning_markers`). A prompt that ends inside an open
+    segment makes the output start inside it; a segment the budget cut before its closing
+    marker counts as reasoning to the end."""
     markers = vocab.reasoning_markers
     prompt, output = tuple(int(t) for t in prompt_ids), tuple(int(t) for t in output_ids)
     if markers is None:

@@ -1,9 +1,5 @@
-"""Reading files a user names: only regular files, only up to a size, never too deep.
-
-`/dev/zero` would be read until memory runs out, a FIFO with no writer would block
-forever, and a document nested ten thousand lists deep would overflow Python's stack:
-each is refused with a sentence naming the file. The limits are in `limits`.
-"""
+"""Files a user names: read only regular ones, up to a size and a nesting depth (limits
+in `limits`), and replace only a regular file or a new path, never what a link points to."""
 
 from __future__ import annotations
 
@@ -21,6 +17,34 @@ _KINDS = ((stat.S_ISDIR, "a folder"), (stat.S_ISFIFO, "a pipe (FIFO)"), (stat.S_
 def file_kind(mode: int) -> str:
     """What a non-regular file is, in words ("a folder", "a character device", …)."""
     return next((name for test, name in _KINDS if test(mode)), "not a regular file")
+
+
+def check_replaceable(path) -> Path:
+    """`path` if a write may put a new file there: a new name in an existing folder, or a
+    regular file. ExplorerError naming the path and what it is for anything else: a folder,
+    a device or a pipe (renaming onto /dev/null would replace the device itself), and a
+    symbolic link (the file it points to is not replaced behind the user's back)."""
+    path = Path(path)
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        if not path.parent.is_dir():
+            raise ExplorerError(f"{path}: the folder {str(path.parent)!r} does not exist") from None
+        return path                                # a new file
+    if stat.S_ISREG(mode):
+        return path
+    what = _link_kind(path) if stat.S_ISLNK(mode) else file_kind(mode)
+    raise ExplorerError(f"{path}: is {what}; refusing to replace it "
+                        "(it is not a regular file; expected a regular file or a new path)")
+
+
+def _link_kind(path: Path) -> str:
+    target = os.readlink(path)
+    try:
+        mode = os.stat(path).st_mode
+    except OSError:
+        return f"a symbolic link to {target}, which does not exist"
+    return f"a symbolic link to {target}, which is {'a regular file' if stat.S_ISREG(mode) else file_kind(mode)}"
 
 
 def check_regular(path, st: os.stat_result, limit: int, what: str, error=ExplorerError) -> None:

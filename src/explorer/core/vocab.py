@@ -1,9 +1,5 @@
-"""Vocabulary: token id <-> piece, special ids, and the encode/decode of text.
-
-Pieces are text (the teaching model) or bytes (byte-level BPE). A byte piece may be
-only part of a UTF-8 character: `display_piece` shows it as `<0xE5>` and `decode`
-turns a sequence of ids into text, holding back an incomplete trailing character.
-"""
+"""Vocabulary: token id <-> piece, special ids, and the encode/decode of text (pieces are
+text, or bytes that may be only part of a UTF-8 character)."""
 
 from __future__ import annotations
 

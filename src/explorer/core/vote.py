@@ -1,13 +1,5 @@
-"""Self-consistency: sample the same prompt several times with different seeds, read each
-sample's answer, and take the majority vote (Q016's second kind of extra compute).
-
-Each sample is an ordinary Run of `generate` with the scenario's settings and its own seed
-(so the uniform draws differ while everything else stays put). A sample's answer is the
-text outside its reasoning segments (`core.usage`), trimmed. The vote counts equal
-answers; the majority is the answer with the most votes, a tie going to the one that
-appeared first. The cost is the sum over the samples: every generated token, and the
-forward time measured while they ran.
-"""
+"""Self-consistency (Q016's second kind of extra compute): sample the same prompt with
+several seeds, read each sample's answer, and take the majority vote."""
 
 from __future__ import annotations
 
@@ -56,7 +48,12 @@ class Vote:
 def self_consistency(model: LanguageModel, prompt_ids, config: SamplingConfig, seeds,
                      overrides: dict | None = None) -> Vote:
     """One Run per seed, each answer read, and the vote. The settings should sample: with
-    greedy choices (a teacher's change) every seed gives the same run, and the vote shows it."""
+    greedy choices (a teacher's change) every seed gives the same run, and the vote shows it.
+
+    Each sample is an ordinary Run of `generate` with the scenario's settings and its own seed.
+    A sample's answer is the text outside its reasoning segments (`core.usage`), trimmed. The
+    majority is the answer with the most votes, a tie going to the one that appeared first.
+    The cost is the sum over the samples: every generated token and the forward time."""
     seeds = tuple(int(s) for s in seeds)
     if not seeds:
         raise SettingError("samples: expected at least one seed")

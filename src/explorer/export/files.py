@@ -1,32 +1,23 @@
-"""Writing an export's files into a folder: every file whole and all of them or none.
-
-Each file is written beside its target under a temporary name (".explorer-export-<pid>-
-<name>") and the names are swapped in together at the end; a failure, a cancel or Ctrl+C
-removes the temporary files on the way out. Nothing but a regular file (or a new name)
-is ever replaced. Temporary files or folders that a killed export left behind are removed
-by the next export into the same folder."""
+"""Writing an export's files into a folder: every file whole, and all of them or none."""
 
 from __future__ import annotations
 
 import os
 import shutil
-import stat
 from pathlib import Path
 
 from ..core.errors import ExplorerError
+from ..core.userfile import check_replaceable
 
 STAGING_PREFIX = ".explorer-export-"
 
 
 def check_target(path: Path) -> None:
-    """Refuse to replace anything but a regular file: a folder, a link, a device, a pipe."""
+    """Refuse to replace anything but a regular file or a new name (`check_replaceable`)."""
     try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode):
-        raise ExplorerError(f"{path}: exists and is not a regular file (a folder, link or device); "
-                            f"it is not replaced and nothing was written")
+        check_replaceable(path)
+    except ExplorerError as exc:
+        raise ExplorerError(f"{exc}; nothing was written") from None
 
 
 def remove_stale_staging(folder: Path) -> None:
@@ -59,7 +50,13 @@ def _owner_runs(name: str) -> bool:
 
 
 class StagedFiles:
-    """`with StagedFiles(folder) as files: files.add(name, data); ...; paths = files.commit()`."""
+    """`with StagedFiles(folder) as files: files.add(name, data); ...; paths = files.commit()`.
+
+    Each file is written beside its target under a temporary name (".explorer-export-<pid>-
+    <name>") and the names are swapped in together at the end; a failure, a cancel or Ctrl+C
+    removes the temporary files on the way out. Nothing but a regular file (or a new name)
+    is ever replaced. Temporary files a killed export left behind are removed by the next
+    export into the same folder."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)

@@ -1,7 +1,5 @@
-"""A PowerPoint deck (Office Open XML, written with python-pptx): one 16:9 slide per frame
-holding the slide picture, and speaker notes with the frame's explanation and the lesson's
-self-check questions with their answers. Two decks of the same input are byte-identical:
-the dates python-pptx writes and the zip's file times are fixed."""
+"""A PowerPoint deck: one 16:9 slide picture per frame, with the frame's explanation and the
+lesson's self-check questions as speaker notes; byte-identical for the same input."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""Lessons: the course's worked examples as data (TOML files in resources/lessons/).
-
-A lesson names a model, a prompt and settings (its base scenario), optional named
-scenarios that change some of them, the frames to play (each a frame of one scenario's Run,
-with the lesson's own title and explanation), and self-check questions. The format is
-documented in resources/lessons/README.md; `load_lesson` checks every key and names the
-file and the key path of any problem.
-
-    lesson = load_lesson("wo-ai-to-eos")      # a shipped lesson, or a path to a .toml file
-    session = lesson.build_session()
-"""
+"""Lessons: the course's worked examples as data (TOML files in resources/lessons/, format in
+its README.md), loaded and checked by `load_lesson`."""
 
 from __future__ import annotations
 

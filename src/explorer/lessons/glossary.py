@@ -1,25 +1,5 @@
 """The glossary: the course's terms with a short definition in every language, and the
-words that mark them in explanation text. Qt-free.
-
-    glossary = load_glossary()                 # the shipped resources/glossary.toml
-    glossary.term("kv-cache").definition["zh"]
-    glossary.find("Prefill fills the KV cache.", "en")   # [(0, 7, "prefill"), (19, 27, "kv-cache")]
-
-File format (TOML; errors are LessonErrors naming the file and the key path, e.g.
-`glossary.toml: terms[3].definition: missing "zh" text`)::
-
-    format = "token-explorer/glossary"
-    version = 1
-
-    [[terms]]
-    id = "kv-cache"                                   # lowercase letters, digits, hyphens
-    term = { en = "KV cache", zh = "KV缓存" }         # the name shown in a tooltip header
-    definition = { en = "...", zh = "..." }           # one or two sentences
-    aliases = { en = ["KV caches"], zh = ["KV cache"] }   # optional; more words that mark it
-
-The term itself always marks it; aliases add other spellings. A word may belong to one
-term only (per language), so a match never has two meanings.
-"""
+words that mark them in explanation text (`load_glossary`)."""
 
 from __future__ import annotations
 
@@ -121,7 +101,22 @@ class _GlossaryReader(_Reader):
 
 
 def load_glossary(path: Path | str | None = None) -> Glossary:
-    """Read and check a glossary file (default: the shipped one)."""
+    """Read and check a glossary file (default: the shipped one).
+
+    File format (TOML; errors are GlossaryErrors naming the file and the key path, e.g.
+    `glossary.toml: terms[3].definition: missing "zh" text`)::
+
+        format = "token-explorer/glossary"
+        version = 1
+
+        [[terms]]
+        id = "kv-cache"                                   # lowercase letters, digits, hyphens
+        term = { en = "KV cache", zh = "KV缓存" }         # the name shown in a tooltip header
+        definition = { en = "...", zh = "..." }           # one or two sentences
+        aliases = { en = ["KV caches"], zh = ["KV cache"] }   # optional; more words that mark it
+
+    The term itself always marks it; aliases add other spellings. A word may belong to one
+    term only (per language), so a match never has two meanings."""
     path = glossary_path() if path is None else Path(path)
     r = _GlossaryReader(path)
     data = r.read(path, FORMAT, VERSION, ("format", "version", "terms"), ("format", "version", "terms"))

@@ -1,10 +1,5 @@
-"""Frames: what the player shows at one moment of a Run.
-
-Derived frames of a Run (a lesson may supply its own through the same record):
-input only -> Prefill -> pick 1 -> Decode [y1] -> pick 2 -> ... -> stop.
-Each frame knows which visible tokens are processed (in the cache), which one is
-selected (chosen, not yet processed) and which are pending (known input, not yet run).
-"""
+"""Frames: what the player shows at one moment of a Run (input, Prefill, each pick and
+Decode, the stop), and the Qt-free registry of panels."""
 
 from __future__ import annotations
 
@@ -54,6 +49,8 @@ class TokenState(str, Enum):
 
 @dataclass(frozen=True)
 class Frame:
+    """Which visible tokens are processed (in the cache), which one is selected (chosen, not yet
+    processed) and which are pending (known input, not yet run)."""
     kind: str                       # "input" | "prefill" | "decode" | "pick" | "stop"
     step: int | None                # index of the Run step this frame belongs to (None: before any)
     visible_ids: tuple[int, ...]    # tokens on screen at this moment

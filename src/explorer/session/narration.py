@@ -34,8 +34,8 @@ add_messages({
     "search.level": {"en": "Depth {depth}: {items}", "zh": "第{depth}层：{items}"},
     "search.levels_sep": {"en": "; ", "zh": "；"},
     "search.node": {"en": "{piece} {score} {status}", "zh": "{piece} {score} {status}"},
-    "search.kept": {"en": "kept", "zh": "保留"},
-    "search.pruned": {"en": "pruned", "zh": "剪掉"},
+    "search.kept": MESSAGES["status.kept"],
+    "search.pruned": MESSAGES["status.pruned"],
     "search.finished": {"en": "finished", "zh": "已结束"},
     "incomplete_after": {"en": ", incomplete", "zh": "，不完整"},     # after a finish reason code
     "diff.unchecked": {"en": "not checked on this run", "zh": "本次未检查"},   # {diff} without a recompute

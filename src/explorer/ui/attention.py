@@ -1,12 +1,5 @@
-"""Attention heatmap: rows = query positions of the current step's forward, columns = key
-positions it could read, colour = attention weight of the chosen layer and head.
-
-Causally masked cells (future keys) hold NaN in the image, so they are transparent, and a
-grey hatched overlay covers them: a masked cell never looks like a zero weight. The
-"full matrix" toggle stacks the rows of every forward up to the current step (Prefill
-rows, then one row per Decode step): the class sees that the cached rows equal a full
-recompute. The panel draws the weights core recorded; it computes no model math.
-"""
+"""Attention panel: a heatmap of one layer and head's weights, query positions against the
+key positions they could read; causally masked cells are hatched, never a zero colour."""
 
 from __future__ import annotations
 
@@ -361,8 +354,8 @@ class AttentionPanel(Panel):
         decode_rows = self.full_matrix_toggle.isChecked() and 0 < m.prefill_rows < rows
         self._boundary.setPos(m.prefill_rows)
         self._boundary.setVisible(decode_rows)
-        self._set_ticks(_tick_labels(self._piece, m.row_ids, m.row_positions),
-                        _tick_labels(self._piece, m.key_ids, m.key_positions))
+        self._set_ticks(_tick_labels(self.piece, m.row_ids, m.row_positions),
+                        _tick_labels(self.piece, m.key_ids, m.key_positions))
         self._show_values(m if rows <= VALUES_IN_CELLS and cols <= VALUES_IN_CELLS else None)
         self._caption.setText(self._caption_text(m))
         self._plot.setRange(xRange=(0, cols), yRange=(0, rows), padding=0.02)
@@ -377,9 +370,6 @@ class AttentionPanel(Panel):
         if self.on_slide and (n_layers > 1 or n_heads > 1):     # no pickers on a slide to say which
             text = (f"{self.layer_picker.currentText()} · {self.head_picker.currentText()} · " + text)
         return text + (self.tr("attention.boundary") if self._boundary.isVisible() else "")
-
-    def _piece(self, token_id) -> str:
-        return self.session.model.vocab.display_piece(int(token_id))
 
     def _set_ticks(self, rows: list, cols: list) -> None:
         self._ticks = ([label for _, label in rows], [label for _, label in cols])
@@ -464,8 +454,8 @@ class AttentionPanel(Panel):
         row, col = int(np.floor(view.y())), int(np.floor(view.x()))
         if not (0 <= row < m.weights.shape[0] and 0 <= col < m.weights.shape[1]):
             return ""
-        query = _token_label(self._piece, m.row_ids[row], m.row_positions[row])
-        key = _token_label(self._piece, m.key_ids[col], m.key_positions[col])
+        query = _token_label(self.piece, m.row_ids[row], m.row_positions[row])
+        key = _token_label(self.piece, m.key_ids[col], m.key_positions[col])
         if not m.mask[row, col]:
             window = self._window()
             if window and m.key_positions[col] <= m.row_positions[row] - window:

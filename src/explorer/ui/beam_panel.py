@@ -1,11 +1,5 @@
-"""Beam search panel: the tree of prefixes the search expanded (session.beam), one row per
-node with its token, P(token | prefix), the joint probability of the new tokens and its
-status in words (kept / pruned / finished), the greedy path marked, and the final beams
-with their joint probability. Outside beam mode, a short note. On a lesson frame that asks
-for an evaluator search, its tree (token, P(token | state), the evaluator's score, status)
-and its cost; on a frame that asks for a vote, the samples side by side (seed, answer,
-tokens) and the majority. The panel shows the records core computed; it computes no model
-math."""
+"""Beam search panel: the tree of prefixes a beam search kept and pruned, with the greedy
+path and the final beams; on lesson frames, an evaluator search's tree or a vote's samples."""
 
 from __future__ import annotations
 
@@ -14,7 +8,7 @@ import math
 from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout
 
-from ..i18n import add_messages
+from ..i18n import MESSAGES, add_messages
 from .panel import Panel
 
 add_messages({
@@ -29,8 +23,8 @@ add_messages({
     "beam.col.status": {"en": "status", "zh": "状态"},
     "beam.root": {"en": "{pieces}", "zh": "{pieces}"},
     "beam.status.root": {"en": "start", "zh": "起点"},
-    "beam.status.kept": {"en": "kept", "zh": "保留"},
-    "beam.status.pruned": {"en": "pruned", "zh": "剪掉"},
+    "beam.status.kept": MESSAGES["status.kept"],
+    "beam.status.pruned": MESSAGES["status.pruned"],
     "beam.status.finished": {"en": "finished (end token)", "zh": "已结束（结束Token）"},
     "beam.greedy_mark": {"en": "greedy", "zh": "贪心"},
     "beam.final": {"en": "Final beams, best first:", "zh": "最终候选（从好到差）："},
@@ -166,22 +160,16 @@ class BeamPanel(Panel):
             while node.parent_id is not None:
                 greedy_nodes.add(node.node_id)
                 node = result.nodes[node.parent_id]
-        items = {0: QTreeWidgetItem([self.tr("beam.root", pieces=prompt), "", "",
-                                     self.tr("beam.status.root")])}
-        self.tree.addTopLevelItem(items[0])
         mark = self.tr("beam.greedy_mark")
+        rows = []
         for node in result.nodes[1:]:
             piece = vocab.display_piece(node.token_id)
             status = self.tr(f"beam.status.{node.status}")
             if node.node_id in greedy_nodes:
                 status += f" · ◆ {mark}"
                 piece = f"◆ {piece}"
-            item = QTreeWidgetItem([piece, _num(math.exp(node.logprob)), _num(node.prob), status])
-            if node.status == "pruned":
-                item.setForeground(0, self.palette().placeholderText())
-            items[node.parent_id].addChild(item)
-            items[node.node_id] = item
-        self._fit_columns()
+            rows.append((node, [piece, _num(math.exp(node.logprob)), _num(node.prob), status]))
+        self._fill_tree([self.tr("beam.root", pieces=prompt), "", "", self.tr("beam.status.root")], rows)
 
         def pieces(ids):
             return " ".join(vocab.display_piece(t) for t in ids)
@@ -197,6 +185,19 @@ class BeamPanel(Panel):
             w.setVisible(True)
         self.note.setVisible(False)
 
+    def _fill_tree(self, root: list[str], rows) -> None:
+        """A root item, then one item of cells under its parent for each (node, cells); pruned
+        nodes greyed."""
+        items = {0: QTreeWidgetItem(root)}
+        self.tree.addTopLevelItem(items[0])
+        for node, cells in rows:
+            item = QTreeWidgetItem(cells)
+            if node.status == "pruned":
+                item.setForeground(0, self.palette().placeholderText())
+            items[node.parent_id].addChild(item)
+            items[node.node_id] = item
+        self._fit_columns()
+
     def _fit_columns(self) -> None:
         self.tree.expandAll()
         for c in range(len(COLUMNS)):
@@ -210,16 +211,9 @@ class BeamPanel(Panel):
         self.caption.setText(self.tr("search.caption", evaluator=evaluator, w=result.width, b=result.branches,
                                      d=result.depth))
         prompt = " ".join(vocab.display_piece(t) for t in result.prompt_ids[-8:])
-        items = {0: QTreeWidgetItem([prompt, "", "", self.tr("beam.status.root")])}
-        self.tree.addTopLevelItem(items[0])
-        for node in result.nodes[1:]:
-            item = QTreeWidgetItem([vocab.display_piece(node.token_id), _num(node.prob), f"{node.score:.4f}",
-                                    self.tr(f"beam.status.{node.status}")])
-            if node.status == "pruned":
-                item.setForeground(0, self.palette().placeholderText())
-            items[node.parent_id].addChild(item)
-            items[node.node_id] = item
-        self._fit_columns()
+        self._fill_tree([prompt, "", "", self.tr("beam.status.root")],
+                        [(node, [vocab.display_piece(node.token_id), _num(node.prob), f"{node.score:.4f}",
+                                 self.tr(f"beam.status.{node.status}")]) for node in result.nodes[1:]])
         best = result.best
         self.final.setText(self.tr("search.final", pieces=" ".join(vocab.display_piece(t) for t in
                                                                    result.path(best.node_id)),

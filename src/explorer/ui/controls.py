@@ -1,11 +1,5 @@
-"""Sampling controls: every setting of the sampler as a widget that reruns live.
-
-Each slider calls `session.set_sampling(...)` on every `valueChanged` (not on release), so
-the distribution redraws while the slider moves. The widgets show `session.config`
-whenever it changes, wherever the change came from; QSignalBlocker keeps that from
-echoing back. A value the core rejects (SettingError) is named in red below the controls
-and the session keeps what it had.
-"""
+"""Sampling controls: every setting of the sampler as a widget that reruns the session live
+(on every slider tick, not on release)."""
 
 from __future__ import annotations
 

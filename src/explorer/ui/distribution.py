@@ -1,16 +1,5 @@
-"""Distribution panel: how the next token was chosen, stage by stage.
-
-One row of bars per stage (raw -> every active stage of the configured order -> final),
-the same candidate in the same column on every row, so a teacher sees at a glance which
-stage removed which candidate: a removed candidate stays as a hatched grey ghost at the
-height it had when it was cut, labelled "✕ top-k" (text, never colour alone). Below, the
-cumulative "ruler": the final intervals [lo, hi) and the uniform draw u that falls in
-one of them. The selected bar is marked only on "pick" and "stop" frames, so the class
-sees the distribution before it sees the answer. Clicking a bar forces that token
-(what-if). Big vocabularies show the top N candidates plus one "other" bar.
-
-The panel draws Distribution records that core produced; it computes no model math.
-"""
+"""Distribution panel: how the next token was chosen, stage by stage, with the cumulative
+ruler and the uniform draw; clicking a bar forces that token (what-if)."""
 
 from __future__ import annotations
 
@@ -43,13 +32,6 @@ add_messages({
                                "zh": "还没有logits：提示还没有送入模型。"},
     "distribution.no_logits_hint": {"en": "Step forward to Prefill to see the first distribution.",
                                     "zh": "前进到Prefill，就能看到第一个概率分布。"},
-    "distribution.stage.raw": {"en": "raw", "zh": "原始"},
-    "distribution.stage.repetition_penalty": {"en": "penalty", "zh": "重复惩罚"},
-    "distribution.stage.temperature": {"en": "temperature", "zh": "温度"},
-    "distribution.stage.top_k": {"en": "top-k", "zh": "top-k"},
-    "distribution.stage.top_p": {"en": "top-p", "zh": "top-p"},
-    "distribution.stage.min_p": {"en": "min-p", "zh": "min-p"},
-    "distribution.stage.final": {"en": "final", "zh": "最终"},
     "distribution.raw_note": {"en": "softmax", "zh": "softmax"},
     "distribution.off": {"en": "Off (no effect): {stages}", "zh": "未启用（不起作用）：{stages}"},
     "distribution.all_on": {"en": "Every stage is on.", "zh": "所有步骤都已启用。"},
@@ -85,7 +67,7 @@ add_messages({
 
 def stage_label(name: str, lang: str) -> str:
     """Short display name of a stage ("raw", a STAGE_NAMES entry or "final")."""
-    return tr(f"distribution.stage.{name}", lang)
+    return tr(f"stage.{name}", lang)
 
 
 # ---------------------------------------------------------------------------- what to show
@@ -398,11 +380,8 @@ class DistributionPanel(Panel):
             return self.tr("distribution.status.before", step=step.index, phase=phase,
                            pos=step.logits_position)
         key = "distribution.status.forced" if dist.forced else "distribution.status.pick"
-        return self.tr(key, step=step.index, piece=self._piece(dist.selected_id),
+        return self.tr(key, step=step.index, piece=self.piece(dist.selected_id),
                        p=float(dist.probs[dist.selected_id]))
-
-    def _piece(self, token_id) -> str:
-        return self.session.model.vocab.display_piece(int(token_id))
 
     def _bar_rows(self, dist: Distribution) -> tuple[tuple[BarRow, ...], bool]:
         """One BarRow per shown stage (raw, each active stage, final) and whether the
@@ -410,7 +389,7 @@ class DistributionPanel(Panel):
         ids, lang = self._ids, self.session.lang
         vocab_size = dist.probs.size - self._n_hidden
         other = vocab_size > ids.size
-        self._ticks = [self._piece(i) for i in ids]
+        self._ticks = [self.piece(i) for i in ids]
         if other:
             self._ticks.append(self.tr("distribution.other", count=vocab_size - ids.size))
         few = len(self._ticks) <= NUMBERS_UP_TO
@@ -466,5 +445,5 @@ class DistributionPanel(Panel):
         else:
             key = "distribution.u_forced" if dist.forced else "distribution.u"
             u, note = dist.u, self.tr(key, u=dist.u)
-        return Ruler(self.tr("distribution.ruler"), ids, lo, hi, tuple(self._piece(i) for i in ids),
+        return Ruler(self.tr("distribution.ruler"), ids, lo, hi, tuple(self.piece(i) for i in ids),
                      self._marked, u, note)

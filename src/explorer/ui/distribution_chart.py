@@ -1,16 +1,5 @@
-"""The painted part of the distribution panel: one bar row per stage and the ruler.
-
-One widget paints everything with QPainter from plain records (BarRow, Ruler) that the
-panel builds from the core's Distribution: no plot library, no item per bar. A slider
-drag repaints seven rows of bars and labels in about a millisecond; a stack of plot
-widgets (each with its own scene, axes and layout) took about twice that and more.
-
-Geometry, top to bottom: the bar rows share the height (each asks for ROW_MIN_PX and
-gets less only when the panel is squeezed), each with its column names below it, or, for
-many narrow columns, names written upwards under the last row only; then the ruler. On the left, a column of row titles and a 0 / 0.5 / 1
-probability axis. Bars keep their column on every row, so a candidate can be followed
-down the stages.
-"""
+"""The painted part of the distribution panel: one bar row per stage and the ruler, painted
+with QPainter from plain records (BarRow, Ruler)."""
 
 from __future__ import annotations
 

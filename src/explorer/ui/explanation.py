@@ -1,7 +1,5 @@
-"""Explanation of the current frame: what happened, why it matters, how it is
-implemented, a common misconception, and how to check it was done right. Key terms of the
-glossary are marked with a dotted underline: hovering one shows its definition, clicking
-it shows the definition and selects the term in the glossary panel."""
+"""Explanation panel: what happened on the current frame, why it matters, how it is
+implemented, a common misconception and a check; glossary terms are marked and linked."""
 
 from __future__ import annotations
 

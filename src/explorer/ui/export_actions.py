@@ -1,8 +1,5 @@
-"""The window's export actions: the current frame to a file, the whole lesson to a folder
-(with a progress dialog that can cancel), and the current frame to the clipboard, all as
-composed slides (or the whole window, when chosen). The export dialogs show a preview of
-the slide that will be written. Dialogs are attributes of the window so tests can replace
-them. The slide machinery is imported when an export starts, not while the window starts."""
+"""The window's export actions: the current frame to a file or the clipboard and the whole
+lesson to a folder, as composed slides, with a preview and a cancellable progress dialog."""
 
 from __future__ import annotations
 

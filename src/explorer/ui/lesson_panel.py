@@ -1,7 +1,5 @@
-"""Lesson panel: what the lesson is (title, summary), what it builds on (glossary terms,
-earlier lessons), which panels matter on the current frame, and the self-check questions,
-"Before you start" and "After class", each with a button that shows (and hides again)
-the reference answer. A free session (no lesson) says so and points to the Lessons menu."""
+"""Lesson panel: what the lesson is, what it builds on, which panels matter on this frame,
+and the self-check questions with their answers."""
 
 from __future__ import annotations
 
@@ -172,7 +170,7 @@ class LessonPanel(Panel):
         self.builds_on.setText(self.tr("lesson.builds_on", items=" · ".join(names)))
         titles = panel_titles(lang)
         panels = [titles.get(p, p) for p in self.session.frame.panels]
-        self.matters.setText(self.tr("lesson.matters", panels=("、" if lang == "zh" else ", ").join(panels)) if panels
+        self.matters.setText(self.tr("lesson.matters", panels=self.tr("list.names").join(panels)) if panels
                              else self.tr("lesson.matters_none"))
         for when, label in self.headers.items():
             label.setText(self.tr(f"lesson.{when}"))

@@ -1,7 +1,5 @@
-"""The model picker of the prompt bar: the teaching model, the real models `load_model`
-knows by name (disabled, with the install command as tooltip, until installed) and the
-GGUF files opened in this window. A model that is none of them (a lesson's own table or
-logits model, a parameter file) shows as one more item naming it."""
+"""The prompt bar's model picker: the teaching model, the named real models (disabled until
+installed) and the GGUF files opened in this window."""
 
 from __future__ import annotations
 

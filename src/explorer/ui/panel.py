@@ -104,6 +104,10 @@ class Panel(QWidget):
     def tr(self, key: str, **values) -> str:
         return tr(key, self.session.lang, **values)
 
+    def piece(self, token_id) -> str:
+        """How the session's vocabulary shows one token."""
+        return self.session.model.vocab.display_piece(int(token_id))
+
     def set_theme(self, theme: Theme) -> None:
         self.theme = theme
         for label, role in self._tinted_labels:

@@ -1,11 +1,5 @@
 """One window per user: a second start hands what it was asked to open to the running
-window over a local socket (QLocalServer / QLocalSocket) and exits.
-
-The first start listens under a name made of the user and their settings folder; a later
-start connects, sends its request as one line of JSON (`{"lesson": path}`, `{"model":
-key}`, `{"params": path}`, or `{}` to bring the window forward) and waits for the window's
-"ok". A socket left behind by a crashed window refuses the connection and is replaced. A
-lock file makes the check-then-listen of two starts at the same moment one after the other."""
+window over a local socket and exits."""
 
 from __future__ import annotations
 
@@ -115,7 +109,12 @@ def hand_over(name: str, request: dict) -> bool:
 
 def claim(name: str, request: dict) -> InstanceServer | None:
     """The server of this start if it is the first (listening already), or None once a
-    running window took `request`. Needs a QCoreApplication (the server's notifier)."""
+    running window took `request`. Needs a QCoreApplication (the server's notifier).
+
+    The request is one line of JSON (`{"lesson": path}`, `{"model": key}`, `{"params":
+    path}`, or `{}` to bring the window forward) answered by "ok". A socket left behind by a
+    crashed window refuses the connection and is replaced; a lock file makes the
+    check-then-listen of two starts at the same moment one after the other."""
     lock = QLockFile(QDir(QDir.tempPath()).filePath(f"{name}.lock"))
     if not lock.tryLock(LOCK_MS):
         raise ExplorerError(f"another start of Token Explorer holds {lock.fileName()}; try again")

@@ -1,9 +1,5 @@
-"""Timeline: Prefill, Decode 1 … and the stop as a clickable strip, and the course's
-table (time, tokens fed in, positions, KV contents after, which logits choose the next
-token), filled row by row as the player advances. The visible sequence (prompt and output so
-far, a selected end token included), the cached count and the characters shown as text side
-by side; the usage (prompt, reasoning and output tokens, as serving APIs bill them); and how fast the Run was: time to first token (the Prefill) against time per output token
-(the mean Decode step), which is what a real model makes visible. Exports hide the times."""
+"""Timeline panel: Prefill, Decode 1 … and the stop as a clickable strip, the course's step
+table, the token counts and usage, and the Run's speed (time to first token, per token)."""
 
 from __future__ import annotations
 
@@ -13,7 +9,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePoli
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..core.elide import ENDS, elided, elided_indexes, elided_list
-from ..i18n import add_messages, tr
+from ..i18n import MESSAGES, add_messages, tr
 from ..session.narration import finish_text, frame_usage, shown_text
 from .panel import Panel
 from .theme import text_on
@@ -22,26 +18,18 @@ add_messages({
     "timeline.col.time": {"en": "Time", "zh": "时刻"},
     "timeline.col.input": {"en": "Fed into the model", "zh": "本次输入网络的Token"},
     "timeline.col.positions": {"en": "Positions computed", "zh": "本次计算位置"},
-    "timeline.col.kv": {"en": "KV cache after", "zh": "结束后KV包含"},
+    "timeline.col.kv": MESSAGES["col.kv_after"],
     "timeline.col.chooser": {"en": "Chooses the next token", "zh": "用哪个输出选下一个Token"},
     "timeline.col.selected": {"en": "Selected", "zh": "选出"},
     "timeline.col.ms": {"en": "Forward ms", "zh": "前向耗时(ms)"},
-    "timeline.prefill": {"en": "Prefill", "zh": "Prefill"},
-    "timeline.decode": {"en": "Decode {n}", "zh": "Decode {n}"},
     "timeline.stop": {"en": "Stop: {reason}", "zh": "停止：{reason}"},
-    "timeline.chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
     "timeline.counts": {"en": "visible sequence {visible}  ·  in cache {cache}  ·  text shown {chars} characters",
                         "zh": "可见序列 {visible}  ·  已进缓存 {cache}  ·  显示文字 {chars}个字符"},
-    "timeline.usage": {"en": "usage: prompt {prompt_tokens} + reasoning {reasoning_tokens} + output {output_tokens} "
-                             "= {total_tokens} tokens",
-                       "zh": "用量：提示{prompt_tokens} + 推理{reasoning_tokens} + 输出{output_tokens} = "
-                             "共{total_tokens}个Token"},
     "timeline.usage.tip": {"en": "Counted apart as serving APIs report them. Reasoning tokens are selected, "
                                  "processed, cached and paid for like any other; the chat window just does not "
                                  "show them.",
                            "zh": "按推理服务的用量字段分开计数。推理Token和其他Token一样被选出、被处理、进入缓存、"
                                  "需要计费，只是聊天窗口不显示它们。"},
-    "timeline.forced": {"en": " (forced)", "zh": "（人为指定）"},
     "timeline.not_yet": {"en": "…", "zh": "…"},
     "timeline.speed": {"en": "Prefill {prefill} ms ({n} tok) · Decode {decode} ms/token ≈ {rate} tok/s",
                        "zh": "Prefill {prefill} ms（{n}个Token）· Decode 每个Token {decode} ms ≈ 每秒{rate}个Token"},
@@ -334,7 +322,7 @@ class TimelinePanel(Panel):
         s, run, frame = self.session, self.session.run, self.session.frame
         vocab = s.model.vocab
         pieces = vocab.display_pieces
-        labels = [self.tr("timeline.prefill")] + [self.tr("timeline.decode", n=i)
+        labels = [self.tr("phase.prefill")] + [self.tr("phase.decode", n=i)
                                                   for i in range(1, len(run.steps))]
         labels.append(self.tr("timeline.stop", reason=run.finish_reason))
         current = -2 if frame.step is None else (len(labels) - 1 if frame.kind == "stop" else frame.step)
@@ -343,7 +331,7 @@ class TimelinePanel(Panel):
         usage = frame_usage(frame, run, vocab)
         self.counts.setText(self.tr("timeline.counts", visible=frame.visible_count, cache=frame.cache_len,
                                     chars=len(shown_text(frame, run, vocab, usage))))
-        self.usage.setText(self.tr("timeline.usage", **usage.as_dict()))
+        self.usage.setText(self.tr("usage", **usage.as_dict()))
         self.usage.setToolTip(self.tr("timeline.usage.tip"))
         self.speed.setText(speed_text(run, s.lang))
         self.speed.setToolTip(self.tr("timeline.speed.tip"))
@@ -354,11 +342,11 @@ class TimelinePanel(Panel):
             picked = frame.kind in ("pick", "stop") or step.index < frame.step
             selected = "" if not picked else (
                 f"{vocab.display_piece(step.selected_id)} ({step.selected_id})"
-                + (self.tr("timeline.forced") if step.forced else ""))
+                + (self.tr("forced") if step.forced else ""))
             rows.append([labels[step.index], f"{pieces(step.input_ids, ENDS)}  {elided_list(step.input_ids)}",
                          elided([str(p) for p in step.positions], ", "),
                          pieces(run.visible_ids[:step.cache_len_after], ENDS),
-                         self.tr("timeline.chooser", p=step.logits_position),
+                         self.tr("chooser", p=step.logits_position),
                          selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"])
         if frame.kind == "stop":
             rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len], ENDS), "",

@@ -1,14 +1,5 @@
-"""Work off the UI thread, so a big model's Prefill and Decode never freeze the window.
-
-`Jobs` runs a function in a thread pool and calls back on the UI thread with its result,
-its exception (never lost) or its progress. `SessionRunner` is what a window gives its
-Session as `runner` when the model is big: a change then only records what was asked for
-(the Session stays Qt-free), and the runner computes `session.prepare()` in the pool and
-`session.apply()`s the result on the UI thread. While one computation runs, further
-changes only update what was asked for: the next round computes the latest of them, so a
-slider drag is never queued tick by tick. `cancel()` stops the running generation after
-its current step: the Run ends with finish reason "cancelled".
-"""
+"""Work off the UI thread (`Jobs`), and the Session runner that computes a big model's
+changes in the background (`SessionRunner`)."""
 
 from __future__ import annotations
 
@@ -112,7 +103,13 @@ class Jobs(QObject):
 
 
 class SessionRunner(QObject):
-    """A Session's `runner` that computes in the background (see the module's notes)."""
+    """A Session's `runner` that computes in the background.
+
+    A change then only records what was asked for (the Session stays Qt-free); the runner
+    computes `session.prepare()` in the pool and `session.apply()`s the result on the UI
+    thread. Changes made while one computation runs only update what was asked for, so a
+    slider drag is never queued tick by tick. `cancel()` stops the running generation after
+    its current step (finish reason "cancelled")."""
 
     started = Signal()             # a computation began
     progress = Signal(int, int)    # generated steps done, total

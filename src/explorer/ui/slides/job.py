@@ -1,9 +1,5 @@
-"""One export run: the chosen frames of a session as slides (PNG / SVG files, one PDF and
-one PowerPoint deck) plus its runs as CSV / JSON handouts, all written together at the end
-(`export.files.StagedFiles`): a failure or a cancel leaves the output folder as it was.
-
-Everything is drawn and encoded here, on the thread that runs Qt, one frame at a time; a
-cancel (the progress callback saying no, Ctrl+C) is noticed between two files."""
+"""One export run: the chosen frames of a session as slides (PNG, SVG, PDF, PowerPoint)
+and its runs as CSV / JSON handouts, all written together at the end or not at all."""
 
 from __future__ import annotations
 
