@@ -32,7 +32,7 @@ from ..model_install import ASSEMBLE, InstallCancelled, fetch_terms, install, te
 from ..model_registry import MODELS, TEACHING, default_prompt, installed_path, load_model
 from ..session import Session
 from ..session.narration import frame_title
-from ..session.session import Scenario
+from ..session.session import PreparedPlay, Scenario
 from . import export_actions
 from .app_icon import app_icon
 from .attention import AttentionPanel
@@ -295,10 +295,11 @@ class MainWindow(QMainWindow):
         self._build_menus()
         self._build_toolbar()
         self._build_work_status()
-        self._choose_runner()
+        # a big model computes off the UI thread, and the teacher's changes to it are not
+        # compared with a full recompute (seconds per step: a slider would lag)
+        self.session.set_background(self.runner, is_big)
         self.lesson = self._lesson           # the lesson panel and the Lessons menu follow
         self.session.subscribe("lang_changed", lambda _s: self.retranslate())
-        self.session.subscribe("run_changed", lambda _s: self._choose_runner())
         self.session.subscribe("run_changed", lambda _s: self._sync_prompt())
         for event in ("run_changed", "cursor_changed"):
             self.session.subscribe(event, lambda _s: self._mark_docks())
@@ -663,7 +664,6 @@ class MainWindow(QMainWindow):
             raise ExplorerError(tr("logits.bad", lang, text=text,
                                    problem=tr("logits.too_many", lang, n=len(pieces) + len(spare))))
         pieces = (pieces + spare)[:len(values)]
-        self._choose_runner(small=True)
         # its prompt is its context token, also after a prompt typed on another scenario's
         # frame (a lesson that mixes a logits model with the teaching one)
         self.session.set_model(logits_model(tuple(pieces), tuple(values)), prompt_ids=(CONTEXT_ID,))
@@ -801,11 +801,8 @@ class MainWindow(QMainWindow):
             self.lesson = None
         old = dict(self._models), self._opened
         self.remember_model(key, model)
-        self._choose_runner(model=model)
-        big = is_big(model)
-        if not self.guarded(self.session.set_model, model, ids, not big):
+        if not self.guarded(self.session.set_model, model, ids):
             self._models, self._opened = old
-            self._choose_runner()
         else:
             self._check_lesson_action()
             self.statusBar().showMessage(tr("model.loaded", self.session.lang, name=model.name), 8000)
@@ -900,15 +897,6 @@ class MainWindow(QMainWindow):
             self.choose_model(str(path))
 
     # ------------------------------------------------------------------ background work
-    def _choose_runner(self, model=None, small: bool = False) -> None:
-        """A big model computes off the UI thread, and the teacher's changes to it are not
-        compared with a full recompute (seconds per step: a slider would lag); a small one
-        computes at once, every step checked."""
-        model = self.session.requested_model if model is None else model
-        big = not small and is_big(model)
-        self.session.runner = self.runner if big else None
-        self.session.set_check_recompute(not big)
-
     @property
     def working(self) -> bool:
         """Is something computing or loading in the background?"""
@@ -989,11 +977,8 @@ class MainWindow(QMainWindow):
         except (ExplorerError, OSError) as exc:
             self.report_error(str(exc))
             return
-        self._choose_runner(model=model)
         if self.guarded(self.session.set_model, model):
             self.statusBar().showMessage(tr("params.loaded", self.session.lang, path=path), 8000)
-        else:
-            self._choose_runner()
 
     # ------------------------------------------------------------------ lessons
     def _ask_lesson_path(self) -> str:
@@ -1044,7 +1029,7 @@ class MainWindow(QMainWindow):
             return self.switch_lesson(lesson)
         return self.install_model(missing[0], then=lambda: self.install_and_open(lesson))
 
-    def _lesson_prepared(self, lesson: Lesson, prepared: tuple) -> None:
+    def _lesson_prepared(self, lesson: Lesson, prepared: PreparedPlay) -> None:
         self._loading = None
         self._hide_work()
         if self._lesson_request is lesson:               # not overtaken by another choice
