@@ -305,12 +305,12 @@ def test_the_window_cancels_an_install_and_nothing_is_written(qtbot, tmp_path, p
     w.confirm_install = lambda s: True
     assert w.install_model("parted")
     qtbot.waitUntil(lambda: fake_pip.started("parted-part2") is not None, timeout=LONG)
-    qtbot.waitUntil(lambda: w.work_label.text().startswith("Downloading Parted 1M: "), timeout=LONG)
-    assert w.cancel_button.isVisible() and w.cancel_button.isEnabled()
-    qtbot.mouseClick(w.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: w.work_status.label.text().startswith("Downloading Parted 1M: "), timeout=LONG)
+    assert w.work_status.cancel_button.isVisible() and w.work_status.cancel_button.isEnabled()
+    qtbot.mouseClick(w.work_status.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert w.errors == [] and w.statusBar().currentMessage() == "Install of Parted 1M cancelled; nothing was written"
-    assert not w.cancel_button.isVisible() and w.install_actions["parted"].isEnabled()
+    assert not w.work_status.cancel_button.isVisible() and w.install_actions["parted"].isEnabled()
     assert cache_names() == []
 
 

