@@ -289,23 +289,23 @@ def logits_window(qtbot, window, tmp_path):
 def test_logits_editor_rebuilds_the_model_and_the_bars_follow(qtbot, logits_window):
     w = logits_window
     dist = w.panels["distribution"]
-    assert w.prompt_label.text() == "Logits:" and w.prompt_edit.text() == "2, 1, 0"
+    assert w.prompt_bar.label.text() == "Logits:" and w.prompt_bar.edit.text() == "2, 1, 0"
     assert list(dist.bar_ids()) == [1, 2, 3]             # no bar for the context token "…"
     assert np.allclose(dist.bar_heights("raw"), softmax([2, 1, 0]), atol=1e-12)
-    w.prompt_edit.setFocus()
-    w.prompt_edit.setText("0, 3, 1")
-    qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
+    w.prompt_bar.edit.setFocus()
+    w.prompt_bar.edit.setText("0, 3, 1")
+    qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
     assert w.errors == []
     assert w.session.model.vocab.pieces == ("…", "A", "B", "C")
     assert list(dist.bar_ids()) == [2, 3, 1]             # columns by probability
     assert np.allclose(dist.bar_heights("raw"), softmax([3, 1, 0]), atol=1e-12)
     assert w.session.run.output_ids == (2,)              # greedy now picks B
-    w.prompt_edit.setText("1, 1, 1, 2.5")                # one more number: a new candidate D
-    qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
+    w.prompt_bar.edit.setText("1, 1, 1, 2.5")                # one more number: a new candidate D
+    qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
     assert w.session.model.vocab.pieces == ("…", "A", "B", "C", "D")
     assert dist.bar_labels()[0] == "D" and w.session.run.output_ids == (4,)
-    w.prompt_edit.clearFocus()
-    assert w.prompt_edit.text() == "1, 1, 1, 2.5"
+    w.prompt_bar.edit.clearFocus()
+    assert w.prompt_bar.edit.text() == "1, 1, 1, 2.5"
 
 
 def test_entered_logits_give_way_to_another_model_with_the_same_prompt(qtbot, logits_window):
@@ -313,12 +313,12 @@ def test_entered_logits_give_way_to_another_model_with_the_same_prompt(qtbot, lo
     shows its own even while the box keeps the keyboard focus."""
     from explorer.lessons.lesson_models import logits_model
     w = logits_window
-    w.prompt_edit.setFocus()
-    w.prompt_edit.setText("1 1 1")
-    qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
-    assert not w.prompt_edit.isModified() and w.prompt_edit.hasFocus()
+    w.prompt_bar.edit.setFocus()
+    w.prompt_bar.edit.setText("1 1 1")
+    qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
+    assert not w.prompt_bar.edit.isModified() and w.prompt_bar.edit.hasFocus()
     w.session.set_model(logits_model(("A", "B", "C"), (0.5, 4.0, 1.0)))
-    assert w.session.prompt_ids == (0,) and w.prompt_edit.text() == "0.5, 4, 1"
+    assert w.session.prompt_ids == (0,) and w.prompt_bar.edit.text() == "0.5, 4, 1"
 
 
 def test_logits_entered_after_a_prompt_typed_on_another_scenario_keep_the_context_token(qtbot, window):
@@ -328,11 +328,11 @@ def test_logits_entered_after_a_prompt_typed_on_another_scenario_keep_the_contex
     window.lesson_actions["output-projection"].trigger()
     s = window.session
     s.go(2)                                                    # the "valid" scenario's Prefill
-    assert s.model.name == "teaching" and not window.editing_logits
+    assert s.model.name == "teaching" and not window.prompt_bar.editing_logits
     enter_prompt(qtbot, window, "你爱我")
     assert window.errors == [] and s.prompt_ids == (4, 2, 1)
     s.go(0)                                                    # the base scenario: logits
-    assert window.editing_logits
+    assert window.prompt_bar.editing_logits
     enter_prompt(qtbot, window, "1, 2, 3")
     assert window.errors == [] and s.prompt_ids == (0,) and s.model.vocab.pieces == ("…", "甲", "乙", "丙")
     assert s.run.output_ids == (3,)                            # 丙 has the largest logit
@@ -345,13 +345,13 @@ def test_bad_logits_are_reported_and_nothing_changes(qtbot, logits_window, text,
     model = w.session.model
     enter_prompt(qtbot, w, text)
     assert problem in w.errors[-1]
-    assert w.session.model is model and w.prompt_edit.text() == "2, 1, 0"
+    assert w.session.model is model and w.prompt_bar.edit.text() == "2, 1, 0"
 
 
 def test_leaving_a_logits_lesson_gives_the_prompt_back(qtbot, logits_window):
     w = logits_window
     w.lesson_actions[DEFAULT_LESSON_ID].trigger()
-    assert w.prompt_label.text() == "Prompt:" and w.prompt_edit.text() == "我爱"
+    assert w.prompt_bar.label.text() == "Prompt:" and w.prompt_bar.edit.text() == "我爱"
 
 
 # ---------------------------------------------------------------------------- language

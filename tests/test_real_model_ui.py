@@ -72,7 +72,7 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
     assert not window.work_status.bar.isVisible() and not window.work_status.cancel_button.isVisible()
     # the default prompt of a real model, as typed, and its greedy continuation
     assert s.prompt_ids == tuple(s.model.vocab.encode(PROMPT)) == (504, 3575, 282, 4649, 314)
-    assert window.prompt_edit.text() == PROMPT and window.model_label.text() == "49,152 tokens in the vocabulary"
+    assert window.prompt_bar.edit.text() == PROMPT and window.model_label.text() == "49,152 tokens in the vocabulary"
     assert window.panels["controls"].stop_edit.placeholderText() == "., !"    # English examples
     assert s.config.mode == "greedy" and s.run.output_text.startswith(" Paris")
 
@@ -96,7 +96,7 @@ def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
     assert real.session.run.output_ids == (3, 5, 6) and real.session.check_recompute
     assert [f.kind for f in real.session.frames][:3] == ["input", "prefill", "pick"]   # a free run
     assert real.panels["controls"].stop_edit.placeholderText() == "！, 。"
-    assert not real.chat_shown
+    assert not real.prompt_bar.chat_shown
 
 
 def test_the_timeline_shows_time_to_first_token_against_time_per_token_and_exports_hide_it(qtbot, real):
@@ -151,7 +151,7 @@ def test_a_good_small_gguf_opens_and_joins_the_picker(qtbot, window, tmp_path):
     assert window.errors == [] and window.session.model.name == "tiny"
     assert not is_big(window.session.model) and window.session.runner is None
     assert window.model_picker.currentData() == str(path) and window.model_actions[str(path)].isChecked()
-    assert window.chat_shown              # its vocabulary has ChatML's turn markers
+    assert window.prompt_bar.chat_shown              # its vocabulary has ChatML's turn markers
 
 
 def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(qtbot, real):
@@ -225,35 +225,35 @@ def test_an_exception_in_the_worker_is_reported_and_nothing_changes(qtbot, real)
 
 def test_the_chat_template_wraps_the_typed_prompt_and_the_box_keeps_the_text(qtbot, real):
     s, text = real.session, "What is the capital of France?"
-    assert real.chat_shown and real.chat_check.text() == "Chat template"
-    real.prompt_edit.setFocus()
-    real.prompt_edit.setText(text)
-    qtbot.keyClick(real.prompt_edit, Qt.Key.Key_Return)
+    assert real.prompt_bar.chat_shown and real.prompt_bar.chat_check.text() == "Chat template"
+    real.prompt_bar.edit.setFocus()
+    real.prompt_bar.edit.setText(text)
+    qtbot.keyClick(real.prompt_bar.edit, Qt.Key.Key_Return)
     wait_idle(qtbot, real)
     plain = tuple(s.model.vocab.encode(text))
     assert s.prompt_ids == plain
-    real.chat_check.setChecked(True)
+    real.prompt_bar.chat_check.setChecked(True)
     wait_idle(qtbot, real)
     wrapped = tuple(s.model.vocab.encode(chat_turn(s.model.vocab, text)))
     assert s.prompt_ids == wrapped and wrapped[:1] == (1,)     # <|im_start|> is one control token
-    real.prompt_edit.clearFocus()
-    real._sync_prompt()
-    assert real.prompt_edit.text() == text                     # not the template
-    real.chat_check.setChecked(False)
+    real.prompt_bar.edit.clearFocus()
+    real.prompt_bar.sync()
+    assert real.prompt_bar.edit.text() == text                     # not the template
+    real.prompt_bar.chat_check.setChecked(False)
     wait_idle(qtbot, real)
-    assert s.prompt_ids == plain and real.prompt_edit.text() == text
+    assert s.prompt_ids == plain and real.prompt_bar.edit.text() == text
     assert real.errors == []
 
 
 def test_ticking_the_chat_template_wraps_the_question_typed_not_yet_entered(qtbot, real):
     s, question = real.session, "Why is the sky blue?"
-    real.prompt_edit.setFocus()
-    real.prompt_edit.selectAll()
-    qtbot.keyClicks(real.prompt_edit, question)
-    real.chat_check.setChecked(True)
+    real.prompt_bar.edit.setFocus()
+    real.prompt_bar.edit.selectAll()
+    qtbot.keyClicks(real.prompt_bar.edit, question)
+    real.prompt_bar.chat_check.setChecked(True)
     wait_idle(qtbot, real)
     assert s.prompt_ids == tuple(s.model.vocab.encode(chat_turn(s.model.vocab, question)))
-    assert real.prompt_edit.text() == question and real.errors == []
+    assert real.prompt_bar.edit.text() == question and real.errors == []
 
 
 def test_a_slide_of_a_chat_prompt_shows_the_question_and_the_ticked_box(qtbot, smollm2, tmp_path):
@@ -268,20 +268,20 @@ def test_a_slide_of_a_chat_prompt_shows_the_question_and_the_ticked_box(qtbot, s
                       check_recompute=False)
     spec = ExportSpec(tmp_path, ("png",), style="window")
     with export_window(MainWindow, session, spec) as window:
-        assert window.prompt_edit.text() == question and window.chat_check.isChecked()
+        assert window.prompt_bar.edit.text() == question and window.prompt_bar.chat_check.isChecked()
     plain = Session(smollm2, smollm2.vocab.encode(question), SamplingConfig(max_new_tokens=1),
                     check_recompute=False)
     with export_window(MainWindow, plain, spec) as window:
-        assert window.prompt_edit.text() == question and not window.chat_check.isChecked()
+        assert window.prompt_bar.edit.text() == question and not window.prompt_bar.chat_check.isChecked()
 
 
 def test_a_lessons_plain_prompt_unticks_the_chat_box(qtbot, real):
-    real.chat_check.setChecked(True)
+    real.prompt_bar.chat_check.setChecked(True)
     wait_idle(qtbot, real)
-    assert real.prompt_edit.text() == PROMPT and real.session.prompt_ids[:1] == (1,)
+    assert real.prompt_bar.edit.text() == PROMPT and real.session.prompt_ids[:1] == (1,)
     real.session.set_prompt_ids(real.session.model.vocab.encode("Once upon a time"))
     wait_idle(qtbot, real)
-    assert real.prompt_edit.text() == "Once upon a time" and not real.chat_check.isChecked()
+    assert real.prompt_bar.edit.text() == "Once upon a time" and not real.prompt_bar.chat_check.isChecked()
 
 
 def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbot, tmp_path, monkeypatch):

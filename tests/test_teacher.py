@@ -21,7 +21,7 @@ def test_a_typed_prompt_runs_when_return_is_pressed_and_a_bad_one_is_named(qtbot
     assert window.panels["timeline"].counts.text().startswith("visible sequence 3")     # the first frame: input only
     enter_prompt(qtbot, window, "我恨")                   # 恨 is not in the 7-token vocabulary
     assert "'恨'" in window.errors[-1] and window.statusBar().currentMessage() == window.errors[-1]
-    assert s.prompt_ids == (1, 2, 3) and window.prompt_edit.text() == "我爱学习"
+    assert s.prompt_ids == (1, 2, 3) and window.prompt_bar.edit.text() == "我爱学习"
 
 
 def test_clicking_a_timeline_chip_goes_to_that_step(qtbot, window):

@@ -87,7 +87,7 @@ def test_open_good_parameters_switches_model(qtbot, window):
 def test_a_prompt_typed_and_not_yet_entered_survives_other_changes(qtbot, window):
     """A teacher types a prompt, then sets the token budget before pressing Enter: the rerun
     with the budget keeps the typed text in the box, and Enter runs it."""
-    box, s = window.prompt_edit, window.session
+    box, s = window.prompt_bar.edit, window.session
     box.setFocus()
     box.selectAll()
     type_text(box, "我爱学习")
@@ -234,7 +234,7 @@ def test_escape_puts_a_popped_out_panel_back_then_leaves_presentation_mode(qtbot
     assert not dock.isFloating() and window.presenting
     qtbot.keyClick(window, Qt.Key.Key_Escape)                # then presentation mode ends
     assert not window.presenting
-    line = window.prompt_edit                                # and Escape is the widgets' again
+    line = window.prompt_bar.edit                                # and Escape is the widgets' again
     assert not window._escape.isEnabled()
     qtbot.keyClick(line, Qt.Key.Key_Escape)
     assert not window.presenting and not dock.isFloating()

@@ -44,11 +44,11 @@ def random_action(rng: random.Random, window, qtbot) -> None:
         window.actions[rng.choice(("lang_en", "lang_zh"))].trigger()
     elif kind == "mode":
         controls.mode_combo.setCurrentIndex(rng.randrange(controls.mode_combo.count()))
-    elif kind == "prompt" and (window.editing_logits or window.session.model.name == TEACHING):
-        enter_prompt(qtbot, window, rng.choice(LOGITS if window.editing_logits else PROMPTS))
+    elif kind == "prompt" and (window.prompt_bar.editing_logits or window.session.model.name == TEACHING):
+        enter_prompt(qtbot, window, rng.choice(LOGITS if window.prompt_bar.editing_logits else PROMPTS))
     elif kind == "type":                       # typed into the prompt box, not (yet) entered
-        window.prompt_edit.setFocus()
-        type_text(window.prompt_edit, "爱")
+        window.prompt_bar.edit.setFocus()
+        type_text(window.prompt_bar.edit, "爱")
     elif kind == "lesson":
         assert window.switch_lesson(load_lesson(rng.choice(LESSONS)))
     elif kind == "presentation":

@@ -8,25 +8,21 @@ worker.py): a progress bar and a Cancel button in the status bar while it works.
 
 from __future__ import annotations
 
-import math
-import re
 import threading
 from collections.abc import Callable
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
                            QShortcut)
-from PySide6.QtWidgets import (QApplication, QCheckBox, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel,
-                               QLineEdit, QMainWindow, QMessageBox, QScrollArea,
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel,
+                               QMainWindow, QMessageBox, QScrollArea,
                                QStyle, QToolBar, QToolButton, QWidget)
 
-from ..core.bpe import chat_message, chat_turn, speaks_chatml
 from ..core.errors import ExplorerError
 from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
-from ..lessons.lesson_models import CONTEXT, CONTEXT_ID, logits_model
 from ..model_install import ASSEMBLE, InstallCancelled, fetch_terms, install, terms_html
 from ..model_registry import MODELS, TEACHING, default_prompt, installed_path, load_model
 from ..session import Session
@@ -45,6 +41,7 @@ from .kv_grid import KVGridPanel
 from .lesson_panel import LessonPanel
 from .model_picker import OTHER, ModelPicker, model_choices
 from .player import PlayerPanel
+from .prompt_bar import PromptBar
 from .settings import Settings
 from .start_page import StartPage, shipped_lessons
 from .theme import THEMES, text_on, widget_palette
@@ -62,7 +59,6 @@ LOWER_ROW = {"controls": 330, "attention": 560, "distribution": 700, "explanatio
 COMPACT_WIDTH = 1700          # px: a narrower screen or slide gets the compact desk layout (`_arrange`)
 FIT_AFTER_MS = 150            # a window relaid out this long ago checks it still fits its screen
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
-NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 INSTALL_STEPS = 1000          # an install's progress bar counts in these steps over its two stages
 
 # name -> (i18n key, shortcut or shortcuts, menu); one table for menus, shortcuts and tests
@@ -103,11 +99,6 @@ add_messages({
     "model.picker": {"en": "Model:", "zh": "模型："},
     "model.loading": {"en": "Loading {name}…", "zh": "正在加载{name}…"},
     "model.loaded": {"en": "Model: {name}", "zh": "模型：{name}"},
-    "chat.label": {"en": "Chat template", "zh": "对话模板"},
-    "chat.tip": {"en": "Wrap the typed text in the model's chat template (a system turn, your text as the "
-                       "user's turn, then the assistant's turn begins). The box keeps showing your text.",
-                 "zh": "用模型的对话模板包装输入的文字（系统消息、你的文字作为用户消息，然后是助手的回答）。"
-                       "输入框里仍然显示你的文字。"},
     "menu.view": {"en": "&View", "zh": "视图(&V)"},
     "menu.lessons": {"en": "&Lessons", "zh": "课程(&L)"},
     "action.all_lessons": {"en": "All lessons…", "zh": "全部课程…"},
@@ -126,15 +117,6 @@ add_messages({
                           "zh": "已取消安装{label}；没有写入任何文件"},
     "work.busy": {"en": "A model or lesson is still loading; try again when it is ready.",
                   "zh": "还有模型或课程正在加载；请等它完成后再试。"},
-    "logits.label": {"en": "Logits:", "zh": "Logits："},
-    "logits.tip": {"en": "One number per candidate, separated by commas (e.g. 2, 1, 0); press Enter to "
-                         "rebuild the model. More numbers add candidates named A, B, …",
-                   "zh": "每个候选一个数，用逗号分隔（例如 2, 1, 0）；按回车重建模型。多写几个数会增加名为A、B…的候选"},
-    "logits.bad": {"en": "logits {text!r}: {problem}", "zh": "logits {text!r}：{problem}"},
-    "logits.not_number": {"en": "{item!r} is not a number", "zh": "{item!r}不是数字"},
-    "logits.not_finite": {"en": "{item!r} is not a finite number", "zh": "{item!r}不是有限的数"},
-    "logits.empty": {"en": "expected at least one number", "zh": "至少需要一个数"},
-    "logits.too_many": {"en": "at most {n} numbers", "zh": "最多{n}个数"},
     "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
     "action.open_params": {"en": "Open parameters…", "zh": "打开参数文件…"},
     "action.quit": {"en": "Quit", "zh": "退出"},
@@ -154,9 +136,6 @@ add_messages({
     "action.zoom_in": {"en": "Larger text", "zh": "放大文字"},
     "action.zoom_out": {"en": "Smaller text", "zh": "缩小文字"},
     "action.reset_layout": {"en": "Reset layout and settings", "zh": "恢复默认布局和设置"},
-    "prompt.label": {"en": "Prompt:", "zh": "提示："},
-    "prompt.tip": {"en": "Type a prompt the model's vocabulary can encode and press Enter",
-                   "zh": "输入模型词表能编码的提示，按回车"},
     "model.label": {"en": "{n} tokens in the vocabulary", "zh": "词表{n}项"},
     "error.title": {"en": "Token Explorer: problem", "zh": "Token 探索器：出现问题"},
     "error.kept": {"en": "{message}\n\nNothing was changed; the explorer keeps what it had.",
@@ -242,8 +221,6 @@ class MainWindow(QMainWindow):
         self._models_synced_for = None               # what the picker last showed
         self._loading: str | None = None             # key of the model being loaded (or a lesson's, prepared)
         self._lesson_request: Lesson | None = None   # the lesson asked for last (one may be in preparation)
-        self._prompt_synced_for = (None, None)       # (model, prompt ids) the prompt box last showed
-        self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, its chat message)
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
         # the start page opens by itself once, on a window a person looks at; headless runs
@@ -511,20 +488,12 @@ class MainWindow(QMainWindow):
         bar = QToolBar(self)
         bar.setObjectName("prompt-bar")
         bar.setMovable(False)
-        self.prompt_label = QLabel()
-        self.prompt_edit = QLineEdit()
-        self.prompt_edit.setMinimumWidth(260)
-        self.prompt_edit.returnPressed.connect(self._prompt_entered)
-        self.chat_check = QCheckBox()
-        self.chat_check.toggled.connect(self._chat_toggled)
+        self.prompt_bar = PromptBar(self.session, bar, self.guarded)
+        bar.addSeparator()
         self.model_picker_label = QLabel()
         self.model_picker = ModelPicker()
         self.model_picker.chosen.connect(self.choose_model)
         self.model_label = QLabel()
-        bar.addWidget(self.prompt_label)
-        bar.addWidget(self.prompt_edit)
-        self._chat_action = bar.addWidget(self.chat_check)     # shown for a model with a chat template
-        bar.addSeparator()
         bar.addWidget(self.model_picker_label)
         bar.addWidget(self.model_picker)
         bar.addWidget(self.model_label)
@@ -555,116 +524,10 @@ class MainWindow(QMainWindow):
         box.show()
         self._last_box = box
 
-    def _prompt_entered(self) -> None:
-        changed = (self.guarded(self._logits_entered, self.prompt_edit.text()) if self.editing_logits
-                   else self.guarded(self.set_prompt_text, self.prompt_edit.text()))
-        if changed:
-            self.prompt_edit.setModified(False)      # entered: no longer a pending edit
-        else:
-            self._sync_prompt(force=True)
-
-    def chat_available(self, model=None) -> bool:
-        """Does the model's vocabulary have the ChatML template's turn markers (SmolLM2's)?"""
-        model = self.session.requested_model if model is None else model
-        return speaks_chatml(model.vocab)
-
-    @property
-    def chat_shown(self) -> bool:
-        """Is the "Chat template" box offered in the prompt bar?"""
-        return self._chat_action.isVisible()
-
-    def _wrapped(self, model, text: str) -> tuple[int, ...]:
-        """Prompt ids of the typed text, in the chat template when it is ticked."""
-        chat = self.chat_check.isChecked() and self.chat_available(model)
-        return tuple(model.vocab.encode(chat_turn(model.vocab, text) if chat else text))
-
-    def set_prompt_text(self, text: str) -> None:
-        """The typed prompt, in the chat template when it is ticked; the box keeps the text."""
-        self.session.set_prompt_ids(self._wrapped(self.session.requested_model, text))
-
-    def _chat_toggled(self, _checked: bool) -> None:
-        """Wraps (or unwraps) the text in the box, also a question typed and not yet entered."""
-        if self.chat_available() and not self.editing_logits:
-            if not self.guarded(self.set_prompt_text, self.prompt_edit.text()):
-                self._sync_prompt(force=True)
-
-    def _chat_message(self) -> str | None:
-        """The user's text when the shown prompt is one chat-template turn, else None
-        (worked out once per prompt: a slider tick reruns the same one)."""
-        vocab, ids = self.session.model.vocab, self.session.prompt_ids
-        known_vocab, known_ids, message = self._chat_message_for
-        if known_vocab is not vocab or known_ids != ids:
-            message = chat_message(vocab, ids)
-            self._chat_message_for = (vocab, ids, message)
-        return message
-
-    def _shown_prompt_text(self) -> str:
-        """What the prompt box shows: the user's text of a chat-template prompt, else the prompt."""
-        message = self._chat_message()
-        return message if message is not None else self.session.model.vocab.decode(self.session.prompt_ids)
-
-    @property
-    def editing_logits(self) -> bool:
-        """A logits lesson's model: the prompt bar edits its logits instead of the prompt."""
-        model = self.session.model
-        return (model.name == "logits" and hasattr(model, "default")
-                and tuple(model.vocab.pieces[:1]) == (CONTEXT,))
-
-    def _logits_text(self) -> str:
-        return ", ".join(f"{v:g}" for v in self.session.model.default[1:])
-
-    def _logits_entered(self, text: str) -> None:
-        """Rebuild the logits model from the typed numbers; a bad list changes nothing."""
-        lang = self.session.lang
-        items = [t for t in re.split(r"[,，;；\s]+", text.strip()) if t]
-        values = []
-        for item in items:
-            try:
-                value = float(item)
-            except ValueError:
-                raise ExplorerError(tr("logits.bad", lang, text=text,
-                                       problem=tr("logits.not_number", lang, item=item))) from None
-            if not math.isfinite(value):
-                raise ExplorerError(tr("logits.bad", lang, text=text,
-                                       problem=tr("logits.not_finite", lang, item=item)))
-            values.append(value)
-        pieces = list(self.session.model.vocab.pieces[1:])
-        spare = [p for p in NEW_PIECES if p not in pieces]
-        if not values:
-            raise ExplorerError(tr("logits.bad", lang, text=text, problem=tr("logits.empty", lang)))
-        if len(values) > len(pieces) + len(spare):
-            raise ExplorerError(tr("logits.bad", lang, text=text,
-                                   problem=tr("logits.too_many", lang, n=len(pieces) + len(spare))))
-        pieces = (pieces + spare)[:len(values)]
-        # its prompt is its context token, also after a prompt typed on another scenario's
-        # frame (a lesson that mixes a logits model with the teaching one)
-        self.session.set_model(logits_model(tuple(pieces), tuple(values)), prompt_ids=(CONTEXT_ID,))
-
-    def _sync_prompt(self, force: bool = False) -> None:
+    def _sync_prompt(self) -> None:
+        self.prompt_bar.sync()
         vocab, lang = self.session.model.vocab, self.session.lang
-        logits = self.editing_logits
-        self.prompt_label.setText(tr("logits.label" if logits else "prompt.label", lang))
-        self.prompt_edit.setToolTip(tr("logits.tip" if logits else "prompt.tip", lang))
-        # text being typed, or typed and not yet entered, stays while a slider or another
-        # control reruns the same prompt; a new prompt or model (a lesson's frame, a logits
-        # lesson's other numbers) replaces it
-        model, ids = self.session.model, tuple(self.session.prompt_ids)
-        synced_model, synced_ids = self._prompt_synced_for
-        edited = self.prompt_edit.hasFocus() or self.prompt_edit.isModified()
-        if force or model is not synced_model or ids != synced_ids or not edited:
-            self._prompt_synced_for = (model, ids)
-            text = self._logits_text() if logits else self._shown_prompt_text()
-            if text != self.prompt_edit.text():          # a line edit repaints even for the same text
-                self.prompt_edit.setText(text)
-            self.prompt_edit.setModified(False)
         self.model_label.setText(tr("model.label", lang, n=f"{len(vocab):,}"))
-        self.chat_check.setText(tr("chat.label", lang))
-        if not self.session.behind:      # while asked-for changes compute, it shows what was asked
-            self.chat_check.blockSignals(True)
-            self.chat_check.setChecked(self._chat_message() is not None)
-            self.chat_check.blockSignals(False)
-        self.chat_check.setToolTip(tr("chat.tip", lang))
-        self._chat_action.setVisible(self.chat_available(self.session.model) and not logits)
         self.model_picker_label.setText(tr("model.picker", lang))
         # the choices look at the model files: only when something they show has changed,
         # not on every slider tick
@@ -761,7 +624,7 @@ class MainWindow(QMainWindow):
             self.work_status.hide()
         text = default_prompt(model)
         try:
-            ids = self._wrapped(model, text)
+            ids = self.prompt_bar.prompt_ids(model, text)
         except ExplorerError as exc:
             self.report_error(str(exc))
             self._sync_models()
