@@ -152,7 +152,7 @@ def test_without_its_models_the_list_offers_to_install_them_one_after_the_other(
     shown = " ".join(label.text() for label in button.parentWidget().findChildren(QLabel))
     assert "explorer model install gemma3-270m" in shown and "explorer model install smollm2" in shown
     installs = []
-    w.install_model = lambda name, then=None: installs.append((name, then)) or True
+    w.model_switcher.install_model = lambda name, then=None: installs.append((name, then)) or True
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert [name for name, _ in installs] == ["gemma3-270m"] and not page.isVisible()
     with open(model_registry.model_path("gemma3-270m"), "wb") as fh:   # as if installed: a (sparse) file of its size

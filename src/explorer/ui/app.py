@@ -38,7 +38,7 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
                           check_recompute=params_path is not None or model == "teaching")
         window = MainWindow(session, Settings(settings_path), compact=compact)
         if model is not None:
-            window.remember_model(str(model), chosen_model)     # the picker marks it
+            window.model_switcher.remember_model(str(model), chosen_model)     # the picker marks it
             window.retranslate()
     else:
         chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
@@ -98,9 +98,9 @@ def apply_request(window, request: dict) -> None:
     window.raise_()
     window.activateWindow()
     if request.get("params"):
-        window.open_params(request["params"])
+        window.model_switcher.open_params(request["params"])
     if request.get("model"):
-        window.choose_model(request["model"])
+        window.model_switcher.choose_model(request["model"])
     if request.get("lesson"):
         window.open_lesson_file(request["lesson"])
 

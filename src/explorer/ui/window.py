@@ -8,8 +8,6 @@ worker.py): a progress bar and a Cancel button in the status bar while it works.
 
 from __future__ import annotations
 
-import threading
-from collections.abc import Callable
 
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
@@ -19,15 +17,12 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, Q
                                QStyle, QToolBar, QToolButton, QWidget)
 
 from ..core.errors import ExplorerError
-from ..core.params_io import load_params
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson, load_lesson
-from ..model_install import ASSEMBLE, InstallCancelled, fetch_terms, install, terms_html
-from ..model_registry import MODELS, TEACHING, default_prompt, installed_path, load_model
 from ..session import Session
 from ..session.narration import frame_title
-from ..session.session import PreparedPlay, Scenario
+from ..session.session import PreparedPlay
 from . import export_actions
 from .app_icon import app_icon
 from .attention import AttentionPanel
@@ -36,19 +31,17 @@ from .controls import SamplingControls
 from .distribution import DistributionPanel
 from .explanation import ExplanationPanel
 from .glossary_panel import GlossaryPanel
-from .install_dialog import InstallDialog
 from .kv_grid import KVGridPanel
 from .lesson_panel import LessonPanel
-from .model_picker import OTHER, ModelPicker, model_choices
+from .model_switcher import ModelSwitcher
 from .player import PlayerPanel
 from .prompt_bar import PromptBar
 from .settings import Settings
 from .start_page import StartPage, shipped_lessons
 from .theme import THEMES, text_on, widget_palette
 from .timeline import TimelinePanel
-from .units import byte_size
 from .work_status import WorkStatus
-from .worker import Jobs, SessionRunner, error_message, is_big
+from .worker import Jobs, SessionRunner, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
           SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel)
@@ -59,7 +52,6 @@ LOWER_ROW = {"controls": 330, "attention": 560, "distribution": 700, "explanatio
 COMPACT_WIDTH = 1700          # px: a narrower screen or slide gets the compact desk layout (`_arrange`)
 FIT_AFTER_MS = 150            # a window relaid out this long ago checks it still fits its screen
 MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
-INSTALL_STEPS = 1000          # an install's progress bar counts in these steps over its two stages
 
 # name -> (i18n key, shortcut or shortcuts, menu); one table for menus, shortcuts and tests
 ACTIONS = {
@@ -95,10 +87,6 @@ add_messages({
     "menu.go": {"en": "&Go", "zh": "播放(&G)"},
     "menu.model": {"en": "&Model", "zh": "模型(&M)"},
     "action.open_gguf": {"en": "Open GGUF…", "zh": "打开GGUF文件…"},
-    "gguf.filter": {"en": "GGUF models (*.gguf)", "zh": "GGUF模型 (*.gguf)"},
-    "model.picker": {"en": "Model:", "zh": "模型："},
-    "model.loading": {"en": "Loading {name}…", "zh": "正在加载{name}…"},
-    "model.loaded": {"en": "Model: {name}", "zh": "模型：{name}"},
     "menu.view": {"en": "&View", "zh": "视图(&V)"},
     "menu.lessons": {"en": "&Lessons", "zh": "课程(&L)"},
     "action.all_lessons": {"en": "All lessons…", "zh": "全部课程…"},
@@ -106,17 +94,6 @@ add_messages({
     "lesson.filter": {"en": "Lesson files (*.toml)", "zh": "课程文件 (*.toml)"},
     "lesson.opened": {"en": "Opened the lesson “{title}”", "zh": "已打开课程“{title}”"},
     "lesson.opening": {"en": "Opening “{title}”…", "zh": "正在打开“{title}”…"},
-    "action.install_model": {"en": "Install {label} ({size})…", "zh": "安装{label}（{size}）…"},
-    "model.installing": {"en": "Installing {label} (downloading {size})…", "zh": "正在安装{label}（下载{size}）…"},
-    "model.downloading": {"en": "Downloading {label}: {done} of {total}", "zh": "正在下载{label}：{done} / {total}"},
-    "model.assembling": {"en": "Joining and checking {label}: {done} of {total}",
-                         "zh": "正在拼接并校验{label}：{done} / {total}"},
-    "model.installed": {"en": "Installed {label}: {path}", "zh": "已安装{label}：{path}"},
-    "install.cancel.tip": {"en": "Stop the download; nothing is written", "zh": "停止下载；不会写入任何文件"},
-    "install.cancelled": {"en": "Install of {label} cancelled; nothing was written",
-                          "zh": "已取消安装{label}；没有写入任何文件"},
-    "work.busy": {"en": "A model or lesson is still loading; try again when it is ready.",
-                  "zh": "还有模型或课程正在加载；请等它完成后再试。"},
     "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
     "action.open_params": {"en": "Open parameters…", "zh": "打开参数文件…"},
     "action.quit": {"en": "Quit", "zh": "退出"},
@@ -136,12 +113,9 @@ add_messages({
     "action.zoom_in": {"en": "Larger text", "zh": "放大文字"},
     "action.zoom_out": {"en": "Smaller text", "zh": "缩小文字"},
     "action.reset_layout": {"en": "Reset layout and settings", "zh": "恢复默认布局和设置"},
-    "model.label": {"en": "{n} tokens in the vocabulary", "zh": "词表{n}项"},
     "error.title": {"en": "Token Explorer: problem", "zh": "Token 探索器：出现问题"},
     "error.kept": {"en": "{message}\n\nNothing was changed; the explorer keeps what it had.",
                    "zh": "{message}\n\n没有做任何更改，探索器保留原来的状态。"},
-    "params.filter": {"en": "Parameter files (*.json)", "zh": "参数文件 (*.json)"},
-    "params.loaded": {"en": "Loaded {path}", "zh": "已加载 {path}"},
 })
 
 
@@ -207,19 +181,10 @@ class MainWindow(QMainWindow):
         self.session = session
         self.settings = settings
         self.errors: list[str] = []              # the last 100 problems shown, newest last
-        self.ask_params_path = self._ask_params_path   # dialogs are attributes: tests replace them
+        # dialogs are attributes: tests replace them
         self.ask_export_frame = lambda: export_actions.ask_frame_choice(self)
         self.ask_export_folder = lambda: export_actions.ask_lesson_choice(self)
         self.ask_lesson_path = self._ask_lesson_path
-        self.ask_gguf_path = self._ask_gguf_path
-        self.confirm_install = self._confirm_install          # (ModelSpec) -> bool; tests answer it
-        self.install_dialog: InstallDialog | None = None      # while the question is asked
-        self._install_cancel: threading.Event | None = None   # set: the running install stops
-        self.load_model = load_model                 # (key) -> model; runs off the UI thread
-        self._models: dict[str, object] = {}         # key -> loaded model (the teaching one, the last big one)
-        self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
-        self._models_synced_for = None               # what the picker last showed
-        self._loading: str | None = None             # key of the model being loaded (or a lesson's, prepared)
         self._lesson_request: Lesson | None = None   # the lesson asked for last (one may be in preparation)
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
@@ -259,9 +224,9 @@ class MainWindow(QMainWindow):
         self._escape.setEnabled(False)
         self.actions = self._build_actions()
         self._build_menus()
-        self._build_toolbar()
         self.work_status = WorkStatus(self.statusBar(), self.runner, session, self.cancel_work)
         self.runner.failed.connect(self.report_error)
+        self._build_toolbar()
         # a big model computes off the UI thread, and the teacher's changes to it are not
         # compared with a full recompute (seconds per step: a slider would lag)
         self.session.set_background(self.runner, is_big)
@@ -396,7 +361,7 @@ class MainWindow(QMainWindow):
     def _build_actions(self) -> dict[str, QAction]:
         s = self.session
         handlers = {
-            "open_params": lambda: self.open_params(), "quit": self.close,
+            "open_params": lambda: self.model_switcher.open_params(), "quit": self.close,
             "export_frame": lambda: self.guarded(export_actions.export_frame, self),
             "export_lesson": lambda: self.guarded(export_actions.export_lesson, self),
             "copy_frame": lambda: self.guarded(export_actions.copy_frame, self),
@@ -410,7 +375,7 @@ class MainWindow(QMainWindow):
             "zoom_in": lambda: self.zoom(+1), "zoom_out": lambda: self.zoom(-1),
             "reset_layout": self.reset_layout,
             "all_lessons": self.show_start_page, "open_lesson": lambda: self.open_lesson_file(),
-            "open_gguf": self.open_gguf,
+            "open_gguf": lambda: self.model_switcher.open_gguf(),
         }
         actions = {}
         for name, (_key, shortcut, _menu) in ACTIONS.items():
@@ -433,18 +398,8 @@ class MainWindow(QMainWindow):
     def _build_menus(self) -> None:
         self.menus = {m: self.menuBar().addMenu("") for m in ("file", "model", "go", "lessons", "view")}
         self.menus["lessons"].aboutToShow.connect(lambda: self.lesson_actions)
-        self.model_actions: dict[str, QAction] = {}
-        self._menu_choices: tuple = ()
-        self._model_group = QActionGroup(self)
-        self._model_group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
-        self._model_separator = self.menus["model"].addSeparator()
         for name, (_key, _shortcut, menu) in ACTIONS.items():
             self.menus[menu].addAction(self.actions[name])
-        self.install_actions: dict[str, QAction] = {}          # shown while the model is not installed
-        for name in MODELS:
-            action = self.menus["model"].addAction("")
-            action.triggered.connect(lambda _c=False, n=name: self.install_model(n))
-            self.install_actions[name] = action
         self.panel_menu = self.menus["view"].addMenu("")
         self.fullscreen_actions = {}
         for pid, dock in self.docks.items():
@@ -490,13 +445,8 @@ class MainWindow(QMainWindow):
         bar.setMovable(False)
         self.prompt_bar = PromptBar(self.session, bar, self.guarded)
         bar.addSeparator()
-        self.model_picker_label = QLabel()
-        self.model_picker = ModelPicker()
-        self.model_picker.chosen.connect(self.choose_model)
-        self.model_label = QLabel()
-        bar.addWidget(self.model_picker_label)
-        bar.addWidget(self.model_picker)
-        bar.addWidget(self.model_label)
+        self.model_switcher = ModelSwitcher(self, self.session, self.jobs, self.work_status, self.prompt_bar,
+                                            bar, self.menus["model"], self.actions["open_gguf"])
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
         self._sync_prompt()
 
@@ -526,238 +476,18 @@ class MainWindow(QMainWindow):
 
     def _sync_prompt(self) -> None:
         self.prompt_bar.sync()
-        vocab, lang = self.session.model.vocab, self.session.lang
-        self.model_label.setText(tr("model.label", lang, n=f"{len(vocab):,}"))
-        self.model_picker_label.setText(tr("model.picker", lang))
-        # the choices look at the model files: only when something they show has changed,
-        # not on every slider tick
-        key = (self.session.requested_model, lang, self._opened, self._loading is None)
-        if key != self._models_synced_for:
-            self._models_synced_for = key
-            self._sync_models()
-
-    # ------------------------------------------------------------------ models
-    def _current_model_key(self) -> str:
-        model = self.session.requested_model
-        for key, known in self._models.items():
-            if known is model:
-                return key
-        return model.name if model.name == TEACHING or model.name in MODELS else OTHER
-
-    def remember_model(self, key: str, model) -> None:
-        """`model` was loaded from `key` (a name or a .gguf path): the picker offers and marks it.
-        Big models are not kept once another is loaded (hundreds of MB each)."""
-        self._models = {k: m for k, m in self._models.items() if not is_big(m) or m is self.session.model}
-        self._models[key] = model
-        if key != TEACHING and key not in MODELS and key not in self._opened:
-            self._opened = self._opened + (key,)
-
-    def _sync_models(self) -> None:
-        """The picker and the Model menu list the choices and mark the current model."""
-        lang = self.session.lang
-        choices = model_choices(lang, self._opened)
-        current = self._current_model_key()
-        self.model_picker.show_choices(choices, current, self.session.requested_model.name, lang)
-        self.model_picker.setEnabled(self._loading is None)
-        if tuple(choices) != self._menu_choices:
-            self._menu_choices = tuple(choices)
-            for action in self.model_actions.values():
-                self.menus["model"].removeAction(action)
-                self._model_group.removeAction(action)
-            self.model_actions = {}
-            for c in choices:
-                action = QAction(c.label, self)
-                action.setCheckable(True)
-                action.setToolTip(c.tooltip)
-                action.triggered.connect(lambda _c=False, k=c.key: self.choose_model(k))
-                self._model_group.addAction(action)
-                self.menus["model"].insertAction(self._model_separator, action)
-                self.model_actions[c.key] = action
-            self.menus["model"].setToolTipsVisible(True)
-        for c in choices:
-            self.model_actions[c.key].setChecked(c.key == current)
-            self.model_actions[c.key].setEnabled(c.enabled and self._loading is None)
-        self.actions["open_gguf"].setEnabled(self._loading is None)
-        for name, action in self.install_actions.items():
-            s = MODELS[name]
-            action.setText(tr("action.install_model", lang, label=s.label, size=byte_size(s.size)))
-            action.setVisible(installed_path(name) is None)
-            action.setEnabled(self._loading is None)
-
-    def choose_model(self, key: str) -> None:
-        """Switch to a model by key; a big one loads off the UI thread. A model that cannot be
-        loaded (not installed, a broken file) is reported and the current one stays."""
-        if self._loading is not None or key == self._current_model_key():
-            self._sync_models()
-            return
-        if key in self._models:
-            self._model_loaded(key, self._models[key])
-            return
-        if key == TEACHING:                 # built in and instant
-            try:
-                model = self.load_model(TEACHING)
-            except ExplorerError as exc:
-                self.report_error(str(exc))
-                return
-            self._model_loaded(key, model)
-            return
-        self._loading = key
-        name = self.model_picker.itemText(max(0, self.model_picker.findData(key))) or key
-        self.work_status.show(tr("model.loading", self.session.lang, name=name), cancel=False)
-        self._sync_models()
-        loader = self.load_model
-        self.jobs.start(lambda _report: loader(key), lambda model: self._model_loaded(key, model),
-                        self._work_failed)
-
-    def _work_failed(self, exc, tb: str) -> None:
-        """A model load, a model install or a lesson's preparation failed: said, nothing changes."""
-        self._loading = None
-        self.work_status.hide()
-        self._sync_models()
-        self.report_error(error_message(exc, tb))
-
-    def _model_loaded(self, key: str, model) -> None:
-        """Switch the session to a loaded model, on its default prompt. A lesson playing is
-        left first (its frames' words would be wrong about another model)."""
-        was_loading, self._loading = self._loading, None
-        if was_loading is not None:
-            self.work_status.hide()
-        text = default_prompt(model)
-        try:
-            ids = self.prompt_bar.prompt_ids(model, text)
-        except ExplorerError as exc:
-            self.report_error(str(exc))
-            self._sync_models()
-            return
-        if self.session.in_lesson:
-            # the lesson's words are about its own model: leave it for a free run, settings kept
-            s = self.session
-            s.play((Scenario(s.model, s.prompt_ids, s.config),))
-            self.lesson = None
-        old = dict(self._models), self._opened
-        self.remember_model(key, model)
-        if not self.guarded(self.session.set_model, model, ids):
-            self._models, self._opened = old
-        else:
-            self._check_lesson_action()
-            self.statusBar().showMessage(tr("model.loaded", self.session.lang, name=model.name), 8000)
-        self._sync_models()
-
-    def install_model(self, name: str, then: Callable[[], object] | None = None) -> bool:
-        """Download and install a known real model in the background, as `explorer model
-        install NAME` does, once the teacher agrees (and, for a model under terms, has
-        accepted them); `then()` runs when it is installed. Cancel stops it and nothing is
-        written. False if nothing started (declined, or other work is running)."""
-        s = MODELS[name]
-        if self._loading is not None:
-            self.statusBar().showMessage(tr("work.busy", self.session.lang), 8000)
-            return False
-        if not self.confirm_install(s):
-            return False
-        lang = self.session.lang
-        self._loading = name
-        cancel = self._install_cancel = threading.Event()
-        self.work_status.show(tr("model.installing", lang, label=s.label, size=byte_size(s.size)), cancel=True)
-        self.work_status.cancel_button.setToolTip(tr("install.cancel.tip", lang))
-        self._sync_models()
-
-        def work(report):
-            def progress(stage, done, total):      # both stages on one bar: [download | join and check]
-                report(INSTALL_STEPS * ((stage == ASSEMBLE) * total + done) // (2 * total), INSTALL_STEPS)
-            return install(name, accept_terms=True, log=lambda _line: None, progress=progress,
-                           cancelled=cancel.is_set)
-
-        self.jobs.start(work, lambda path: self._model_installed(s, path, then),
-                        lambda exc, tb: self._install_failed(s, exc, tb),
-                        lambda done, total: self._install_progress(s, done, total))
-        return True
-
-    def _install_progress(self, s, done: int, total: int) -> None:
-        """The bar over both stages; the label says which and how far, in bytes."""
-        half = total / 2
-        stage = "model.assembling" if done >= half else "model.downloading"
-        bytes_done = round(s.size * (done - half if done >= half else done) / half)
-        self.work_status.show_fraction(tr(stage, self.session.lang, label=s.label, done=byte_size(bytes_done),
-                                          total=byte_size(s.size)), done, total)
-
-    def _model_installed(self, s, path, then) -> None:
-        self._loading = self._install_cancel = None
-        self.work_status.hide()
-        self._sync_models()                               # the picker offers it now
-        self.statusBar().showMessage(tr("model.installed", self.session.lang, label=s.label, path=str(path)), 15000)
-        if then is not None:
-            then()
-
-    def _install_failed(self, s, exc, tb: str) -> None:
-        """Cancelled: said in the status bar; any other failure is reported."""
-        self._install_cancel = None
-        if not isinstance(exc, InstallCancelled):
-            self._work_failed(exc, tb)
-            return
-        self._loading = None
-        self.work_status.hide()
-        self._sync_models()
-        self.statusBar().showMessage(tr("install.cancelled", self.session.lang, label=s.label), 15000)
-
-    def _confirm_install(self, s) -> bool:
-        """Ask (InstallDialog, modal). A model's terms are fetched while it is open."""
-        dialog = self.install_dialog = InstallDialog(self, s, self.session.lang)
-        closed = threading.Event()
-        if s.terms is not None:
-            shown = lambda: self.install_dialog is dialog         # not closed meanwhile
-            self.jobs.start(lambda _report: fetch_terms(s.name, cancelled=closed.is_set),
-                            lambda _path: shown() and dialog.show_terms(terms_html(s.name)),
-                            lambda exc, tb: shown() and dialog.terms_unavailable(error_message(exc)))
-        try:
-            return dialog.exec() == InstallDialog.DialogCode.Accepted
-        finally:
-            closed.set()
-            self.install_dialog = None
-            dialog.deleteLater()
-
-    def _ask_gguf_path(self) -> str:
-        path, _ = QFileDialog.getOpenFileName(self, tr("action.open_gguf", self.session.lang), "",
-                                              tr("gguf.filter", self.session.lang))
-        return path
-
-    def open_gguf(self) -> None:
-        """Open a .gguf model file; a bad one (truncated, wrong magic, unsupported quantisation,
-        missing tensors) is reported by name and the current model stays."""
-        path = self.ask_gguf_path()
-        if path:
-            self.choose_model(str(path))
-
+        self.model_switcher.sync_shown()
     # ------------------------------------------------------------------ background work
     @property
     def working(self) -> bool:
         """Is something computing or loading in the background?"""
-        return self.runner.busy or self._loading is not None
+        return self.runner.busy or self.model_switcher.loading is not None
 
     def cancel_work(self) -> None:
         """Stop the running generation after its current step (it ends as "cancelled"), or the
         running install (nothing is written)."""
         self.runner.cancel()
-        if self._install_cancel is not None:
-            self._install_cancel.set()
-
-    def _ask_params_path(self) -> str:
-        path, _ = QFileDialog.getOpenFileName(self, tr("action.open_params", self.session.lang), "",
-                                              tr("params.filter", self.session.lang))
-        return path
-
-    def open_params(self, path: str | None = None) -> None:
-        """Load a parameter file (`path`, else the one the teacher picks); a bad one is
-        reported by name and the current model stays."""
-        path = path or self.ask_params_path()
-        if not path:
-            return
-        try:
-            model = load_params(path)
-        except (ExplorerError, OSError) as exc:
-            self.report_error(str(exc))
-            return
-        if self.guarded(self.session.set_model, model):
-            self.statusBar().showMessage(tr("params.loaded", self.session.lang, path=path), 8000)
+        self.model_switcher.cancel_install()
 
     # ------------------------------------------------------------------ lessons
     def _ask_lesson_path(self) -> str:
@@ -791,13 +521,13 @@ class MainWindow(QMainWindow):
                 return False
             self._lesson_opened(lesson)
             return True
-        self._loading = lesson.installed_models[0]
+        self.model_switcher.loading = lesson.installed_models[0]
         self.work_status.show(tr("lesson.opening", self.session.lang, title=lesson.title_in(self.session.lang)),
                         cancel=False)
-        self._sync_models()
+        self.model_switcher.sync()
         session = self.session
         self.jobs.start(lambda _report: lesson.prepare_play(session),
-                        lambda prepared: self._lesson_prepared(lesson, prepared), self._work_failed)
+                        lambda prepared: self._lesson_prepared(lesson, prepared), self.model_switcher.work_failed)
         return True
 
     def install_and_open(self, lesson: Lesson) -> bool:
@@ -806,15 +536,15 @@ class MainWindow(QMainWindow):
         missing = lesson.missing_models()
         if not missing:
             return self.switch_lesson(lesson)
-        return self.install_model(missing[0], then=lambda: self.install_and_open(lesson))
+        return self.model_switcher.install_model(missing[0], then=lambda: self.install_and_open(lesson))
 
     def _lesson_prepared(self, lesson: Lesson, prepared: PreparedPlay) -> None:
-        self._loading = None
+        self.model_switcher.loading = None
         self.work_status.hide()
         if self._lesson_request is lesson:               # not overtaken by another choice
             self.session.install_play(prepared, content=lesson)
             self._lesson_opened(lesson)
-        self._sync_models()
+        self.model_switcher.sync()
 
     def _lesson_opened(self, lesson: Lesson) -> None:
         self.lesson = lesson
