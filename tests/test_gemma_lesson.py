@@ -126,7 +126,7 @@ def test_the_lesson_exports_its_first_frames(session, qapp, capsys, tmp_path):
 # ---------------------------------------------------------------------------- in the window
 
 def test_the_lesson_list_offers_it_on_gemma_and_opens_it(qtbot, window, gemma3, smollm2):
-    page = window.show_start_page()
+    page = window.lesson_switcher.show_start_page()
     button = page.open_buttons["gemma-wo-ai"]
     texts_shown = [label.text() for label in button.parentWidget().findChildren(QLabel)]
     assert button.text() == "Open" and "Runs on the real model Gemma 3 270M." in texts_shown
@@ -146,7 +146,7 @@ def test_without_its_models_the_list_offers_to_install_them_one_after_the_other(
     model_registry.cache_dir().mkdir()
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
-    page = w.show_start_page()
+    page = w.lesson_switcher.show_start_page()
     button = page.open_buttons["gemma-wo-ai"]
     assert button.text() == "Install and open…"
     shown = " ".join(label.text() for label in button.parentWidget().findChildren(QLabel))

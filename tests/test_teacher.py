@@ -76,9 +76,9 @@ def test_the_players_keys_step_play_and_jump(qtbot, window):
 
 
 def test_ctrl_l_opens_the_lesson_list(qtbot, window):
-    assert window.start_page is None
+    assert window.lesson_switcher.start_page is None
     qtbot.keyClick(window, Qt.Key.Key_L, CTRL)
-    page = window.start_page
+    page = window.lesson_switcher.start_page
     assert page is not None and page.isVisible()
 
 
@@ -139,9 +139,9 @@ def user_settings(tmp_path, monkeypatch, qapp):
 def test_the_first_start_shows_the_lesson_list_and_the_second_the_window_as_it_was_left(qtbot, user_settings):
     first = user_settings(qtbot)
     assert first.isMaximized()                             # the first start takes the whole screen
-    qtbot.waitUntil(lambda: first.start_page is not None and first.start_page.isVisible())
+    qtbot.waitUntil(lambda: first.lesson_switcher.start_page is not None and first.lesson_switcher.start_page.isVisible())
     assert first.lesson.id == "wo-ai-to-eos"
-    first.start_page.close()
+    first.lesson_switcher.start_page.close()
     first.showNormal()
     first.set_lang("zh")
     first.close()
@@ -152,7 +152,7 @@ def test_the_first_start_shows_the_lesson_list_and_the_second_the_window_as_it_w
     assert not second.isMaximized() and second.session.lang == "zh"
     assert second.geometry().size() != second.screen().availableGeometry().size()
     QApplication.processEvents()                           # the first start's lesson list would open now
-    assert second.start_page is None
+    assert second.lesson_switcher.start_page is None
 
 
 def test_an_exception_in_a_callback_is_shown_in_the_window(qtbot, user_settings):

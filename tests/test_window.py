@@ -99,7 +99,7 @@ def test_a_prompt_typed_and_not_yet_entered_survives_other_changes(qtbot, window
     qtbot.keyClick(box, Qt.Key.Key_Return)
     assert s.prompt_ids == (1, 2, 3) and box.text() == "我爱学习"
     type_text(box, "！")                                # typed again, then a lesson with its own prompt
-    assert window.switch_lesson(load_lesson(DEFAULT_LESSON_ID))
+    assert window.lesson_switcher.switch_lesson(load_lesson(DEFAULT_LESSON_ID))
     assert box.text() == "我爱"
 
 

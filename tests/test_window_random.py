@@ -50,7 +50,7 @@ def random_action(rng: random.Random, window, qtbot) -> None:
         window.prompt_bar.edit.setFocus()
         type_text(window.prompt_bar.edit, "爱")
     elif kind == "lesson":
-        assert window.switch_lesson(load_lesson(rng.choice(LESSONS)))
+        assert window.lesson_switcher.switch_lesson(load_lesson(rng.choice(LESSONS)))
     elif kind == "presentation":
         window.actions["presentation"].trigger()
     elif kind == "full_matrix":

@@ -102,7 +102,7 @@ def apply_request(window, request: dict) -> None:
     if request.get("model"):
         window.model_switcher.choose_model(request["model"])
     if request.get("lesson"):
-        window.open_lesson_file(request["lesson"])
+        window.lesson_switcher.open_lesson_file(request["lesson"])
 
 
 def _open_files_from_the_system(app, window) -> None:

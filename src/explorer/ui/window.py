@@ -12,17 +12,16 @@ from __future__ import annotations
 from PySide6.QtCore import QSize, Qt, QTimer, Signal
 from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
                            QShortcut)
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFileDialog, QFrame, QHBoxLayout, QLabel,
+from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QHBoxLayout, QLabel,
                                QMainWindow, QMessageBox, QScrollArea,
                                QStyle, QToolBar, QToolButton, QWidget)
 
 from ..core.errors import ExplorerError
 from ..core.sampling import SamplingConfig
 from ..i18n import add_messages, tr
-from ..lessons import Lesson, load_lesson
+from ..lessons import Lesson
 from ..session import Session
 from ..session.narration import frame_title
-from ..session.session import PreparedPlay
 from . import export_actions
 from .app_icon import app_icon
 from .attention import AttentionPanel
@@ -33,11 +32,11 @@ from .explanation import ExplanationPanel
 from .glossary_panel import GlossaryPanel
 from .kv_grid import KVGridPanel
 from .lesson_panel import LessonPanel
+from .lesson_switcher import LessonSwitcher
 from .model_switcher import ModelSwitcher
 from .player import PlayerPanel
 from .prompt_bar import PromptBar
 from .settings import Settings
-from .start_page import StartPage, shipped_lessons
 from .theme import THEMES, text_on, widget_palette
 from .timeline import TimelinePanel
 from .work_status import WorkStatus
@@ -91,9 +90,6 @@ add_messages({
     "menu.lessons": {"en": "&Lessons", "zh": "课程(&L)"},
     "action.all_lessons": {"en": "All lessons…", "zh": "全部课程…"},
     "action.open_lesson": {"en": "Open lesson file…", "zh": "打开课程文件…"},
-    "lesson.filter": {"en": "Lesson files (*.toml)", "zh": "课程文件 (*.toml)"},
-    "lesson.opened": {"en": "Opened the lesson “{title}”", "zh": "已打开课程“{title}”"},
-    "lesson.opening": {"en": "Opening “{title}”…", "zh": "正在打开“{title}”…"},
     "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
     "action.open_params": {"en": "Open parameters…", "zh": "打开参数文件…"},
     "action.quit": {"en": "Quit", "zh": "退出"},
@@ -184,16 +180,12 @@ class MainWindow(QMainWindow):
         # dialogs are attributes: tests replace them
         self.ask_export_frame = lambda: export_actions.ask_frame_choice(self)
         self.ask_export_folder = lambda: export_actions.ask_lesson_choice(self)
-        self.ask_lesson_path = self._ask_lesson_path
-        self._lesson_request: Lesson | None = None   # the lesson asked for last (one may be in preparation)
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
         # the start page opens by itself once, on a window a person looks at; headless runs
         # (tests, exports) do not get it unless they ask
         self.start_page_at_first_start = QGuiApplication.platformName() != "offscreen"
-        self.start_page: StartPage | None = None
-        self._lesson_actions: dict[str, QAction] | None = None     # built with the Lessons menu
-        self.lesson = lesson          # None: a free session, not a lesson
+        self._lesson = lesson          # None: a free session, not a lesson
         self.presenting = False
         self.theme = THEMES["light"]
         self.setObjectName("explorer-main")
@@ -227,6 +219,8 @@ class MainWindow(QMainWindow):
         self.work_status = WorkStatus(self.statusBar(), self.runner, session, self.cancel_work)
         self.runner.failed.connect(self.report_error)
         self._build_toolbar()
+        self.lesson_switcher = LessonSwitcher(self, session, self.jobs, self.work_status, self.model_switcher,
+                                              self.menus["lessons"])
         # a big model computes off the UI thread, and the teacher's changes to it are not
         # compared with a full recompute (seconds per step: a slider would lag)
         self.session.set_background(self.runner, is_big)
@@ -254,7 +248,7 @@ class MainWindow(QMainWindow):
     @lesson.setter
     def lesson(self, lesson: Lesson | None) -> None:
         self._lesson = lesson
-        self._check_lesson_action()
+        self.lesson_switcher.check_action()
         self._show_title()
 
     # ------------------------------------------------------------------ building
@@ -374,7 +368,8 @@ class MainWindow(QMainWindow):
             "presentation": self.toggle_presentation,
             "zoom_in": lambda: self.zoom(+1), "zoom_out": lambda: self.zoom(-1),
             "reset_layout": self.reset_layout,
-            "all_lessons": self.show_start_page, "open_lesson": lambda: self.open_lesson_file(),
+            "all_lessons": lambda: self.lesson_switcher.show_start_page(),
+            "open_lesson": lambda: self.lesson_switcher.open_lesson_file(),
             "open_gguf": lambda: self.model_switcher.open_gguf(),
         }
         actions = {}
@@ -397,7 +392,6 @@ class MainWindow(QMainWindow):
 
     def _build_menus(self) -> None:
         self.menus = {m: self.menuBar().addMenu("") for m in ("file", "model", "go", "lessons", "view")}
-        self.menus["lessons"].aboutToShow.connect(lambda: self.lesson_actions)
         for name, (_key, _shortcut, menu) in ACTIONS.items():
             self.menus[menu].addAction(self.actions[name])
         self.panel_menu = self.menus["view"].addMenu("")
@@ -406,38 +400,6 @@ class MainWindow(QMainWindow):
             action = self.panel_menu.addAction("")
             action.triggered.connect(lambda _c=False, p=pid: self.panel_full_screen(p))
             self.fullscreen_actions[pid] = action
-
-    @property
-    def lesson_actions(self) -> dict[str, QAction]:
-        """One checkable item per shipped lesson in the Lessons menu (the one playing is
-        checked). The shipped lessons are read when the menu first opens (or this is first
-        asked for), not while the window starts."""
-        if self._lesson_actions is None:
-            self._build_lesson_actions()
-        return self._lesson_actions
-
-    def _build_lesson_actions(self) -> None:
-        menu = self.menus["lessons"]
-        first = menu.actions()[0] if menu.actions() else None
-        group = QActionGroup(self)
-        group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
-        lessons, _errors = shipped_lessons()         # the start page lists the broken ones
-        self._lesson_actions = {}
-        for lesson in lessons:
-            action = QAction(lesson.title_in(self.session.lang), self)
-            action.setCheckable(True)
-            action.triggered.connect(lambda _c=False, l=lesson: self.switch_lesson(l))
-            group.addAction(action)
-            menu.insertAction(first, action)
-            self._lesson_actions[lesson.id] = action
-        menu.insertSeparator(first)
-        self._lessons_listed = {lesson.id: lesson for lesson in lessons}
-        self._check_lesson_action()
-
-    def _check_lesson_action(self) -> None:
-        current = self.lesson.id if self.lesson is not None and self.session.in_lesson else None
-        for lid, action in (self._lesson_actions or {}).items():
-            action.setChecked(lid == current and self._lessons_listed[lid].path == self.lesson.path)
 
     def _build_toolbar(self) -> None:
         bar = QToolBar(self)
@@ -488,77 +450,6 @@ class MainWindow(QMainWindow):
         running install (nothing is written)."""
         self.runner.cancel()
         self.model_switcher.cancel_install()
-
-    # ------------------------------------------------------------------ lessons
-    def _ask_lesson_path(self) -> str:
-        path, _ = QFileDialog.getOpenFileName(self, tr("action.open_lesson", self.session.lang), "",
-                                              tr("lesson.filter", self.session.lang))
-        return path
-
-    def open_lesson_file(self, path: str | None = None) -> None:
-        """Open a lesson file (`path`: one a later start or the file manager handed over, else
-        the one the teacher picks); a bad one is reported (file and key) and the current
-        lesson stays."""
-        path = path or self.ask_lesson_path()
-        if not path:
-            return
-        try:
-            lesson = load_lesson(str(path))
-        except (ExplorerError, OSError) as exc:
-            self.report_error(str(exc))
-            return
-        self.switch_lesson(lesson)
-
-    def switch_lesson(self, lesson: Lesson) -> bool:
-        """Play `lesson` in this window's session (every panel follows); False if it failed.
-        A lesson on a real model is prepared off the UI thread (its model loaded, its
-        scenarios run), as the model picker loads a model, and opens when it is ready; the
-        latest lesson asked for wins."""
-        self._lesson_request = lesson
-        if not lesson.installed_models or lesson.missing_models():   # at once (a missing model: by name)
-            if not self.guarded(lesson.play_in, self.session):
-                self._check_lesson_action()
-                return False
-            self._lesson_opened(lesson)
-            return True
-        self.model_switcher.loading = lesson.installed_models[0]
-        self.work_status.show(tr("lesson.opening", self.session.lang, title=lesson.title_in(self.session.lang)),
-                        cancel=False)
-        self.model_switcher.sync()
-        session = self.session
-        self.jobs.start(lambda _report: lesson.prepare_play(session),
-                        lambda prepared: self._lesson_prepared(lesson, prepared), self.model_switcher.work_failed)
-        return True
-
-    def install_and_open(self, lesson: Lesson) -> bool:
-        """Open `lesson`, installing first each real model it runs on that is missing (one
-        after the other, each once the teacher agrees); False if nothing started."""
-        missing = lesson.missing_models()
-        if not missing:
-            return self.switch_lesson(lesson)
-        return self.model_switcher.install_model(missing[0], then=lambda: self.install_and_open(lesson))
-
-    def _lesson_prepared(self, lesson: Lesson, prepared: PreparedPlay) -> None:
-        self.model_switcher.loading = None
-        self.work_status.hide()
-        if self._lesson_request is lesson:               # not overtaken by another choice
-            self.session.install_play(prepared, content=lesson)
-            self._lesson_opened(lesson)
-        self.model_switcher.sync()
-
-    def _lesson_opened(self, lesson: Lesson) -> None:
-        self.lesson = lesson
-        self.statusBar().showMessage(tr("lesson.opened", self.session.lang,
-                                        title=lesson.title_in(self.session.lang)), 8000)
-
-    def show_start_page(self) -> StartPage:
-        """The list of lessons, non-blocking (open(), not exec())."""
-        if self.start_page is not None:
-            self.start_page.close()
-            self.start_page.deleteLater()
-        page = self.start_page = StartPage(self)
-        page.open()
-        return page
 
     def _fit_to_screen(self) -> None:
         """The window never asks for more height than its screen has. When the panels'
@@ -611,7 +502,7 @@ class MainWindow(QMainWindow):
 
     def _first_start(self) -> None:
         self.settings["start_page_shown"] = True
-        self.show_start_page()
+        self.lesson_switcher.show_start_page()
 
     def show_term(self, term_id: str) -> None:
         """A term clicked in the explanation: selected in the glossary, its dock brought forward."""
@@ -795,9 +686,7 @@ class MainWindow(QMainWindow):
             menu.setTitle(tr(f"menu.{name}", lang))
         self.panel_menu.setTitle(tr("menu.panels", lang))
         self.actions[f"lang_{lang}"].setChecked(True)
-        self._check_lesson_action()
-        for lid, action in (self._lesson_actions or {}).items():
-            action.setText(self._lessons_listed[lid].title_in(lang))
+        self.lesson_switcher.retranslate()
         self._sync_prompt()
         self._mark_docks()
 
