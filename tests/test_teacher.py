@@ -95,12 +95,12 @@ def test_ctrl_shift_c_copies_the_frame_as_a_picture(qtbot, window):
 
 def test_f11_and_escape_enter_and_leave_presentation_mode(qtbot, window):
     qtbot.keyClick(window, Qt.Key.Key_F11)
-    assert window.presenting and window.isFullScreen()
+    assert window.desk_layout.presenting and window.isFullScreen()
     qtbot.keyClick(window, Qt.Key.Key_Escape)
-    assert not window.presenting and not window.isFullScreen()
+    assert not window.desk_layout.presenting and not window.isFullScreen()
     qtbot.keyClick(window, Qt.Key.Key_F11)
     qtbot.keyClick(window, Qt.Key.Key_F11)                 # F11 leaves it too
-    assert not window.presenting
+    assert not window.desk_layout.presenting
 
 
 # ---------------------------------------------------------------------------- starting as `explorer` does

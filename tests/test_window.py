@@ -157,7 +157,7 @@ def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
     window.actions["presentation"].trigger()
     # 1.4 times on a 1080-line screen, in proportion on others (the offscreen one has 800)
     scale = 1.4 * window.screen().availableGeometry().height() / 1080
-    assert window.presentation_scale() == pytest.approx(scale)
+    assert window.desk_layout.presentation_scale() == pytest.approx(scale)
     assert QApplication.font().pointSizeF() == pytest.approx((base + 1) * scale)
     qtbot.waitUntil(lambda: dist.font().pointSizeF() == pytest.approx((base + 1) * scale))
     assert chart_text_follows() and headings_follow()
@@ -187,13 +187,13 @@ def shown_window(qtbot, path):
 
 
 def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_back(qtbot, window):
-    with qtbot.waitSignal(window.fit_settled, timeout=60_000):    # the desk as the teacher sees it
+    with qtbot.waitSignal(window.desk_layout.fit_settled, timeout=60_000):    # the desk as the teacher sees it
         window.session.go(2)                     # a pick: the distribution and the KV cache matter
     qtbot.keyClick(window, Qt.Key.Key_Escape)    # at the desk, Escape does not enter it
-    assert not window.presenting
+    assert not window.desk_layout.presenting
     desk = {pid: dock.geometry() for pid, dock in window.docks.items() if in_sight(window, pid)}
     window.actions["presentation"].trigger()
-    assert window.presenting and window.isFullScreen() and window.actions["presentation"].isChecked()
+    assert window.desk_layout.presenting and window.isFullScreen() and window.actions["presentation"].isChecked()
     assert tab_group(window, "distribution") == {"distribution", "attention"}
     assert tab_group(window, "explanation") == {"explanation", "lesson", "glossary", "beam"}
     assert all(tab_group(window, pid) == {pid} for pid in ("player", "timeline", "kv", "controls"))
@@ -203,7 +203,7 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
     window.session.go(3)                         # a Decode: attention comes forward
     qtbot.waitUntil(lambda: in_sight(window, "attention"))
     qtbot.keyClick(window, Qt.Key.Key_Escape)                 # Escape leaves it, as F11 does
-    assert not window.presenting and not window.actions["presentation"].isChecked()
+    assert not window.desk_layout.presenting and not window.actions["presentation"].isChecked()
     qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
     assert tab_group(window, "lesson") == {"lesson", "glossary", "beam"}
     qtbot.waitUntil(lambda: all(in_sight(window, pid) for pid in (*in_front, "attention")))
@@ -212,7 +212,7 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
 
 
 def test_a_panel_popped_out_full_screen_goes_back_before_presentation_mode(qtbot, window):
-    window.panel_full_screen("distribution")
+    window.desk_layout.panel_full_screen("distribution")
     dock = window.docks["distribution"]
     assert dock.isFloating() and dock.isFullScreen()
     window.actions["presentation"].trigger()
@@ -224,20 +224,20 @@ def test_a_panel_popped_out_full_screen_goes_back_before_presentation_mode(qtbot
 
 def test_escape_puts_a_popped_out_panel_back_then_leaves_presentation_mode(qtbot, window):
     dock = window.docks["distribution"]
-    window.panel_full_screen("distribution")
+    window.desk_layout.panel_full_screen("distribution")
     qtbot.keyClick(dock, Qt.Key.Key_Escape)
     assert not dock.isFloating()
     window.actions["presentation"].trigger()
-    window.panel_full_screen("distribution")
+    window.desk_layout.panel_full_screen("distribution")
     assert dock.isFloating() and dock.isFullScreen()
     qtbot.keyClick(dock, Qt.Key.Key_Escape)                  # first the panel goes back
-    assert not dock.isFloating() and window.presenting
+    assert not dock.isFloating() and window.desk_layout.presenting
     qtbot.keyClick(window, Qt.Key.Key_Escape)                # then presentation mode ends
-    assert not window.presenting
+    assert not window.desk_layout.presenting
     line = window.prompt_bar.edit                                # and Escape is the widgets' again
-    assert not window._escape.isEnabled()
+    assert not window.desk_layout.escape.isEnabled()
     qtbot.keyClick(line, Qt.Key.Key_Escape)
-    assert not window.presenting and not dock.isFloating()
+    assert not window.desk_layout.presenting and not dock.isFloating()
 
 
 def test_a_narrow_screen_gets_attention_and_distribution_as_tabs_of_one_dock(qtbot, tmp_path):
@@ -276,13 +276,13 @@ def test_a_window_never_asks_for_more_height_than_the_screen_has(qtbot, window):
     chart = window.panels["distribution"].chart
 
     def fits():                                      # the window's own limit: the screen less its frame
-        return window.minimumSizeHint().height() <= window.screen_room()
+        return window.minimumSizeHint().height() <= window.desk_layout.screen_room()
 
     def settled_after(change):
         """`change`, then wait until the window has checked it fits and changed nothing more."""
-        with qtbot.waitSignal(window.fit_settled, timeout=60_000):
+        with qtbot.waitSignal(window.desk_layout.fit_settled, timeout=60_000):
             change()
-        assert not window.fit_pending
+        assert not window.desk_layout.fit_pending
 
     settled_after(lambda: window.session.go(2))
     assert len(chart.rows) == 2 and fits()
@@ -310,7 +310,7 @@ def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk
     assert "controls" in tab_group(w, "explanation")
     w.close()                                                            # closed while presenting
     again = shown_window(qtbot, path)
-    assert not again.presenting and not again.isFullScreen()
+    assert not again.desk_layout.presenting and not again.isFullScreen()
     assert tab_group(again, "controls") == {"controls"} and tab_group(again, "distribution") == {"distribution"}
     again.actions["presentation"].trigger()
     assert "controls" in tab_group(again, "explanation")

@@ -61,7 +61,7 @@ def random_action(rng: random.Random, window, qtbot) -> None:
         size = window.settings["font_size"]
         window.zoom(1 if size < 11 else -1 if size > 14 else rng.choice((-1, 1)))
     elif kind == "fit":                        # what the window does once a change settles
-        window._fit_to_screen()
+        window.desk_layout.fit_to_screen()
 
 
 def python_objects() -> int:

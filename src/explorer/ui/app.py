@@ -24,7 +24,8 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
     screen's width). Needs a QApplication."""
     from .fonts import apply_app_font
     from .settings import Settings
-    from .window import MainWindow, is_compact_width
+    from .desk_layout import is_compact_width
+    from .window import MainWindow
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()

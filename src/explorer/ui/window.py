@@ -1,20 +1,13 @@
-"""The explorer window: every panel in a dock the teacher can move, enlarge or pop out
-full screen; menus built from one action table; language, theme, zoom and presentation
-mode; errors always shown, never swallowed.
-
-The prompt bar picks the model (the Model menu too) and, for a model with a chat
-template, wraps the typed text in it. A big model computes off the UI thread (see
-worker.py): a progress bar and a Cancel button in the status bar while it works."""
+"""The explorer window, a shell around its rooms: the panels in docks (desk_layout.py), the
+prompt bar (prompt_bar.py), switching models (model_switcher.py) and lessons
+(lesson_switcher.py), background work in the status bar (work_status.py); menus built from
+one action table; language, theme and zoom; errors always shown, never swallowed."""
 
 from __future__ import annotations
 
-
-from PySide6.QtCore import QSize, Qt, QTimer, Signal
-from PySide6.QtGui import (QAction, QActionGroup, QColor, QFont, QGuiApplication, QKeySequence, QPalette,
-                           QShortcut)
-from PySide6.QtWidgets import (QApplication, QDockWidget, QFrame, QHBoxLayout, QLabel,
-                               QMainWindow, QMessageBox, QScrollArea,
-                               QStyle, QToolBar, QToolButton, QWidget)
+from PySide6.QtCore import Qt, QTimer
+from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
+from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QToolBar, QWidget
 
 from ..core.errors import ExplorerError
 from ..core.sampling import SamplingConfig
@@ -27,6 +20,7 @@ from .app_icon import app_icon
 from .attention import AttentionPanel
 from .beam_panel import BeamPanel
 from .controls import SamplingControls
+from .desk_layout import DeskLayout, is_compact_width
 from .distribution import DistributionPanel
 from .explanation import ExplanationPanel
 from .glossary_panel import GlossaryPanel
@@ -37,21 +31,13 @@ from .model_switcher import ModelSwitcher
 from .player import PlayerPanel
 from .prompt_bar import PromptBar
 from .settings import Settings
-from .theme import THEMES, text_on, widget_palette
+from .theme import THEMES, widget_palette
 from .timeline import TimelinePanel
 from .work_status import WorkStatus
 from .worker import Jobs, SessionRunner, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
           SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel)
-PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor on a 1080-line screen,
-PRESENTATION_LINES = 1080     # and in proportion to the screen's height on others: the same size on
-                              # the wall, and the presentation layout fits a 768-line projector too
-LOWER_ROW = {"controls": 330, "attention": 560, "distribution": 700, "explanation": 360}   # desk widths, px
-COMPACT_WIDTH = 1700          # px: a narrower screen or slide gets the compact desk layout (`_arrange`)
-FIT_AFTER_MS = 150            # a window relaid out this long ago checks it still fits its screen
-MATTERS_MARK = "● "           # dock titles of the panels a lesson frame points to (text, not colour alone)
-
 # name -> (i18n key, shortcut or shortcuts, menu); one table for menus, shortcuts and tests
 ACTIONS = {
     "open_params": ("action.open_params", QKeySequence.StandardKey.Open, "file"),
@@ -115,60 +101,7 @@ add_messages({
 })
 
 
-class DockTitle(QWidget):
-    """A dock's title bar: its title, marked ("● ", bold, highlighted) when the lesson frame
-    points to the panel, and a float button. No style sheet: a styled dock would stop
-    following the application font (zoom, presentation mode). Mouse presses fall through
-    to the dock, which moves, floats and docks as usual."""
-
-    def __init__(self, dock: QDockWidget):
-        super().__init__(dock)
-        self.label = QLabel()
-        self.label.setContentsMargins(4, 1, 4, 1)     # no taller than Qt's own title bar
-        self.float_button = QToolButton()
-        self.float_button.setAutoRaise(True)
-        self.float_button.setIconSize(QSize(10, 10))      # no style sheet: it would freeze its font
-        self.float_button.setIcon(self.style().standardIcon(QStyle.StandardPixmap.SP_TitleBarNormalButton))
-        self.float_button.clicked.connect(lambda: dock.setFloating(not dock.isFloating()))
-        layout = QHBoxLayout(self)
-        layout.setContentsMargins(0, 0, 0, 0)
-        layout.setSpacing(0)
-        layout.addWidget(self.label, 1)
-        layout.addWidget(self.float_button)
-        self.marked = False
-        self._shown = None
-
-    def show_title(self, text: str, marked: bool, theme) -> None:
-        if self.label.text() != text:
-            self.label.setText(text)
-        if (marked, theme) == self._shown:
-            return
-        self._shown = (marked, theme)
-        font = QFont()                      # only the weight is set: the size follows the window
-        font.setBold(marked)
-        self.label.setFont(font)
-        palette = self.label.palette()
-        if marked:
-            palette.setColor(QPalette.ColorRole.Window, QColor(theme.selected))
-            palette.setColor(QPalette.ColorRole.WindowText, QColor(text_on(theme.selected)))
-        else:
-            palette = QPalette()
-        self.label.setAutoFillBackground(marked)
-        self.label.setPalette(palette)
-        self.marked = marked
-
-
-def is_compact_width(width: int) -> bool:
-    """Whether a screen (or slide) this many pixels wide gets the compact desk layout: the
-    lower row's four panels side by side need about 1,700 px to show a readable chart."""
-    return width < COMPACT_WIDTH
-
-
 class MainWindow(QMainWindow):
-    # a check that the window fits its screen ran and changed nothing: its size is settled
-    # until the next change of type, language, run, frame or screen (`fit_pending` meanwhile)
-    fit_settled = Signal()
-
     def __init__(self, session: Session, settings: Settings, lesson: Lesson | None = None,
                  compact: bool = False):
         """compact: the desk layout for a narrow screen or slide (`is_compact_width`)."""
@@ -186,7 +119,6 @@ class MainWindow(QMainWindow):
         # (tests, exports) do not get it unless they ask
         self.start_page_at_first_start = QGuiApplication.platformName() != "offscreen"
         self._lesson = lesson          # None: a free session, not a lesson
-        self.presenting = False
         self.theme = THEMES["light"]
         self.setObjectName("explorer-main")
         self.setWindowIcon(app_icon())
@@ -194,27 +126,11 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(QWidget())
         self.centralWidget().hide()
         self.panels = {cls.panel_id: cls(session) for cls in PANELS}
-        self.docks = {pid: self._dock(panel) for pid, panel in self.panels.items()}
+        self.desk_layout = DeskLayout(self, self.panels, session, settings, compact, self._apply_font_size)
+        self.docks = self.desk_layout.docks
         self.panels["explanation"].term_clicked.connect(self.show_term)
-        self._arrange()
-        self._default_state = self.saveState()
-        self._desk_state = self._default_state     # the layout outside presentation mode
-        self._desk_geometry = self.saveGeometry()    # and the window's place, taken on entering it
-        self._desk_rect = self.geometry()
-        # leaving presentation mode restores the desk layout once the smaller type is applied
-        self._desk_timer = QTimer(self, singleShot=True, interval=0)
-        self._desk_timer.timeout.connect(self._restore_desk)
-        # what may change the panels' minimum sizes (the type, the language, a run, a frame,
-        # the screen) asks the window to check, once things settle, that it fits its screen
-        self._fit_timer = QTimer(self, singleShot=True, interval=FIT_AFTER_MS)
-        self._fit_timer.timeout.connect(self._fit_to_screen)
-        self._pushed_past_screen = False
-        # Escape puts a popped-out panel back, else leaves presentation mode; it is taken from
-        # the widgets only then (one shortcut: a floating dock shares its window's shortcuts,
-        # and two for one key would both be ambiguous and do nothing)
-        self._escape = QShortcut(QKeySequence("Escape"), self, activated=self._escape_pressed)
-        self._escape.setEnabled(False)
         self.actions = self._build_actions()
+        self.desk_layout.presenting_changed.connect(self.actions["presentation"].setChecked)
         self._build_menus()
         self.work_status = WorkStatus(self.statusBar(), self.runner, session, self.cancel_work)
         self.runner.failed.connect(self.report_error)
@@ -228,9 +144,9 @@ class MainWindow(QMainWindow):
         self.session.subscribe("lang_changed", lambda _s: self.retranslate())
         self.session.subscribe("run_changed", lambda _s: self._sync_prompt())
         for event in ("run_changed", "cursor_changed"):
-            self.session.subscribe(event, lambda _s: self._mark_docks())
+            self.session.subscribe(event, lambda _s: self.desk_layout.mark_docks(self.theme))
             self.session.subscribe(event, lambda _s: self._show_title())
-            self.session.subscribe(event, lambda _s: self._fit_timer.start())
+            self.session.subscribe(event, lambda _s: self.desk_layout.check_fit())
         self._restore()
         self._shown_once = False
         self.retranslate()
@@ -252,106 +168,6 @@ class MainWindow(QMainWindow):
         self._show_title()
 
     # ------------------------------------------------------------------ building
-    def _dock(self, panel) -> QDockWidget:
-        dock = QDockWidget(self)
-        dock.setObjectName(f"dock-{panel.panel_id}")
-        if panel.panel_id == "controls":          # a long form: scroll rather than clip at large type
-            scroller = QScrollArea()
-            scroller.setWidgetResizable(True)
-            scroller.setFrameShape(QFrame.Shape.NoFrame)
-            scroller.setWidget(panel)
-            scroller.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-            scroller.setMinimumWidth(panel.sizeHint().width()
-                                     + scroller.verticalScrollBar().sizeHint().width())
-            dock.setWidget(scroller)
-        else:
-            dock.setWidget(panel)
-        dock.setProperty("matters", False)
-        dock.setTitleBarWidget(DockTitle(dock))
-        dock.setFeatures(QDockWidget.DockWidgetFeature.DockWidgetMovable
-                         | QDockWidget.DockWidgetFeature.DockWidgetFloatable)
-        return dock
-
-    def _arrange(self) -> None:
-        """The desk layout: the player across the top; the timeline, the KV cache and the
-        lesson (glossary and beam tree as its tabs) in the upper row; the sampling controls,
-        attention, distribution and explanation in the lower row. Compact (a narrow screen),
-        attention and distribution are tabs of one dock, so the chart and the explanation
-        keep a readable width."""
-        d = self.docks
-        for corner, area in ((Qt.Corner.TopLeftCorner, Qt.DockWidgetArea.TopDockWidgetArea),
-                             (Qt.Corner.TopRightCorner, Qt.DockWidgetArea.TopDockWidgetArea),
-                             (Qt.Corner.BottomLeftCorner, Qt.DockWidgetArea.LeftDockWidgetArea),
-                             (Qt.Corner.BottomRightCorner, Qt.DockWidgetArea.RightDockWidgetArea)):
-            self.setCorner(corner, area)
-        self.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
-        self.splitDockWidget(d["player"], d["timeline"], Qt.Orientation.Vertical)
-        self.splitDockWidget(d["timeline"], d["kv"], Qt.Orientation.Horizontal)
-        # the lesson, its glossary and the beam tree: tabs in a third column of the top area
-        self.splitDockWidget(d["kv"], d["lesson"], Qt.Orientation.Horizontal)
-        self.tabifyDockWidget(d["lesson"], d["glossary"])
-        self.tabifyDockWidget(d["glossary"], d["beam"])
-        # the lower row is one dock area: with the central widget hidden, docks in the left or
-        # right area next to it drift by a few pixels on every relayout (any label change)
-        self.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["controls"])
-        row = self._lower_row()
-        for left, right in zip(row, row[1:]):
-            self.splitDockWidget(d[left], d[right], Qt.Orientation.Horizontal)
-        if self.compact:
-            self.tabifyDockWidget(d["distribution"], d["attention"])   # after the splits
-            d["distribution"].raise_()
-        d["lesson"].raise_()
-        self.spread_desk()
-
-    def _lower_row(self) -> list[str]:
-        """The desk layout's lower row, left to right (compact: attention is a tab)."""
-        return [pid for pid in LOWER_ROW if not (self.compact and pid == "attention")]
-
-    def spread_desk(self) -> None:
-        """The desk layout's rows and columns in their default proportions (an export does
-        this again once its window has the slide's size: the same sizes, whatever size the
-        window had before)."""
-        d, row = self.docks, self._lower_row()
-        self.resizeDocks([d[pid] for pid in row], [LOWER_ROW[pid] for pid in row], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["timeline"], d["kv"], d["lesson"]], [800, 620, 500], Qt.Orientation.Horizontal)
-        self.resizeDocks([d["player"], d["timeline"], d["attention"]], [90, 340, 520],
-                         Qt.Orientation.Vertical)
-
-    def _arrange_for_presentation(self) -> None:
-        """The projector layout: fewer, larger panels for the larger type. The player across
-        the top; on the left the KV cache (wide: more positions in view) above distribution
-        | attention (tabs: no lesson frame points to both); on the right the timeline, the
-        explanation (lesson, glossary and beam tree as its tabs) and the sampling controls,
-        so a slider and the bars it moves are both in sight. Each column's panels fit a
-        1080-pixel screen at the larger type, in Chinese too. The panels the current frame
-        points to come forward."""
-        d = self.docks
-        v, h = Qt.Orientation.Vertical, Qt.Orientation.Horizontal
-        for dock in d.values():                  # from whatever the teacher made of the layout
-            dock.setFloating(False)
-            self.removeDockWidget(dock)
-        self.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
-        self.splitDockWidget(d["player"], d["kv"], v)
-        self.splitDockWidget(d["kv"], d["timeline"], h)
-        self.splitDockWidget(d["kv"], d["distribution"], v)
-        self.splitDockWidget(d["timeline"], d["explanation"], v)
-        self.splitDockWidget(d["explanation"], d["controls"], v)
-        # tabs after the splits: a dock split off a tabbed one would join its tabs instead
-        for first, second in (("distribution", "attention"), ("explanation", "lesson"),
-                              ("lesson", "glossary"), ("glossary", "beam")):
-            self.tabifyDockWidget(d[first], d[second])
-        for dock in d.values():
-            dock.show()
-        for pid in ("distribution", "explanation", *self.session.frame.panels):
-            d[pid].raise_()
-        screen = self.screen().availableGeometry()
-        width, height = screen.width(), screen.height()
-        self.resizeDocks([d["kv"], d["timeline"]], [int(0.63 * width), int(0.37 * width)], h)
-        self.resizeDocks([d["player"], d["kv"], d["distribution"]],
-                         [int(0.12 * height), int(0.36 * height), int(0.52 * height)], v)
-        self.resizeDocks([d["timeline"], d["explanation"], d["controls"]],
-                         [int(0.28 * height), int(0.32 * height), int(0.28 * height)], v)
-
     def _build_actions(self) -> dict[str, QAction]:
         s = self.session
         handlers = {
@@ -365,7 +181,7 @@ class MainWindow(QMainWindow):
             "lang_en": lambda: self.set_lang("en"), "lang_zh": lambda: self.set_lang("zh"),
             "high_contrast": lambda: self.set_theme(
                 "high-contrast" if self.actions["high_contrast"].isChecked() else "light"),
-            "presentation": self.toggle_presentation,
+            "presentation": lambda: self.desk_layout.toggle_presentation(),
             "zoom_in": lambda: self.zoom(+1), "zoom_out": lambda: self.zoom(-1),
             "reset_layout": self.reset_layout,
             "all_lessons": lambda: self.lesson_switcher.show_start_page(),
@@ -398,7 +214,7 @@ class MainWindow(QMainWindow):
         self.fullscreen_actions = {}
         for pid, dock in self.docks.items():
             action = self.panel_menu.addAction("")
-            action.triggered.connect(lambda _c=False, p=pid: self.panel_full_screen(p))
+            action.triggered.connect(lambda _c=False, p=pid: self.desk_layout.panel_full_screen(p))
             self.fullscreen_actions[pid] = action
 
     def _build_toolbar(self) -> None:
@@ -451,51 +267,12 @@ class MainWindow(QMainWindow):
         self.runner.cancel()
         self.model_switcher.cancel_install()
 
-    def _fit_to_screen(self) -> None:
-        """The window never asks for more height than its screen has. When the panels'
-        minimums add up to more (a 768-line screen, Chinese, many sampling stages), the
-        distribution chart, whose rows can get shorter, asks for less; when there is room
-        again, it asks for more, up to what its content needs. A window its minimum had made
-        taller than the screen is brought back. Only on screen: an export sizes its window
-        to the slide."""
-        if not self.isVisible() or self.testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen):
-            self.fit_settled.emit()
-            return
-        room = self.screen_room()
-        minimum = self.minimumSizeHint().height()
-        excess = minimum - room
-        if excess > 0 and self.height() <= minimum:
-            self._pushed_past_screen = True     # by its minimum, not by the teacher's hand
-        if excess:
-            chart = self.panels["distribution"].chart
-            if chart.set_height_cap(max(0, chart.minimumSizeHint().height() - excess)):
-                self._fit_timer.start()         # once the layout took it in: check again
-        if self._pushed_past_screen and not self.isFullScreen():   # as far back as it now can
-            if self.height() > max(minimum, room):
-                self.resize(self.width(), max(minimum, room))
-            self._pushed_past_screen = excess > 0
-        if not self._fit_timer.isActive():
-            self.fit_settled.emit()
-
-    def screen_room(self) -> int:
-        """The height the window may have on its screen: all of it in full screen, else the
-        available height less the window manager's title bar."""
-        screen = self.screen()
-        if self.isFullScreen():
-            return screen.geometry().height()
-        return screen.availableGeometry().height() - (self.frameGeometry().height() - self.height())
-
-    @property
-    def fit_pending(self) -> bool:
-        """Will the window check again that it fits its screen (`fit_settled` once it is done)?"""
-        return self._fit_timer.isActive()
-
     def showEvent(self, event) -> None:
         super().showEvent(event)
-        self._fit_timer.start()
+        self.desk_layout.check_fit()
         if not self._shown_once:
             self._shown_once = True
-            self.windowHandle().screenChanged.connect(lambda _screen: self._fit_timer.start())
+            self.windowHandle().screenChanged.connect(lambda _screen: self.desk_layout.check_fit())
             if (self.start_page_at_first_start and not self.settings["start_page_shown"]
                     and not self.testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)):
                 QTimer.singleShot(0, self._first_start)
@@ -509,37 +286,6 @@ class MainWindow(QMainWindow):
         if self.panels["glossary"].select_term(term_id):
             self.docks["glossary"].show()
             self.docks["glossary"].raise_()
-
-    # ------------------------------------------------------------------ frames' hints
-    def _mark_docks(self) -> None:
-        """The docks of the panels the current lesson frame points to: "● " before the title
-        and a highlighted, bold title bar; a tabbed one is raised."""
-        matters = set(self.session.frame.panels)
-        lang = self.session.lang
-        for pid, dock in self.docks.items():
-            on = pid in matters
-            title = (MATTERS_MARK if on else "") + tr(self.panels[pid].title_key, lang)
-            if dock.windowTitle() != title:
-                dock.setWindowTitle(title)
-            dock.titleBarWidget().show_title(title, on, self.theme)
-            if bool(dock.property("matters")) != on:
-                dock.setProperty("matters", on)
-                if on and self.tabifiedDockWidgets(dock) and dock.visibleRegion().isEmpty():
-                    dock.raise_()
-
-    def show_frame_tabs(self) -> None:
-        """In every group of tabbed panels, the one the current frame points to (the first
-        it names), else the group's first panel: the same tabs for the same frame whatever
-        was shown before (an exported frame looks the same alone and in a range)."""
-        matters, seen = self.session.frame.panels, set()
-        for pid, dock in self.docks.items():                   # PANELS order
-            if pid in seen:
-                continue
-            tabbed = self.tabifiedDockWidgets(dock)
-            group = [pid] + [other for other, d in self.docks.items() if d in tabbed]
-            seen.update(group)
-            if tabbed:
-                self.docks[next((p for p in matters if p in group), pid)].raise_()
 
     def _show_title(self) -> None:
         """The window's title (and task bar entry) names the lesson and the frame shown."""
@@ -564,8 +310,8 @@ class MainWindow(QMainWindow):
         for panel in self.panels.values():
             panel.set_theme(theme)
         self.actions["high_contrast"].setChecked(name == "high-contrast")
-        if hasattr(self, "docks"):
-            self._mark_docks()
+        if hasattr(self, "desk_layout"):
+            self.desk_layout.mark_docks(theme)
         self.settings["theme"] = name
 
     def zoom(self, delta: int) -> None:
@@ -573,76 +319,15 @@ class MainWindow(QMainWindow):
         self.settings["font_size"] = size
         self._apply_font_size()
 
-    def presentation_scale(self) -> float:
-        """How much presentation mode enlarges the type on this window's screen."""
-        return PRESENTATION_SCALE * self.screen().availableGeometry().height() / PRESENTATION_LINES
-
     def _apply_font_size(self) -> None:
-        size = self.settings["font_size"] * (self.presentation_scale() if self.presenting else 1.0)
+        desk = self.desk_layout
+        size = self.settings["font_size"] * (desk.presentation_scale() if desk.presenting else 1.0)
         font = QApplication.font()
         font.setPointSizeF(size)
         QApplication.setFont(font)
         for panel in self.panels.values():
             panel.refresh()
-        self._fit_timer.start()
-
-    def toggle_presentation(self) -> None:
-        """Full screen, larger type and the presentation layout (as the teacher last left it,
-        or `_arrange_for_presentation`); leaving puts the desk layout back."""
-        self.presenting = not self.presenting
-        self.actions["presentation"].setChecked(self.presenting)
-        if self.presenting:
-            for pid, dock in self.docks.items():
-                if self._popped_out(dock):
-                    self.panel_full_screen(pid)        # a popped-out panel goes back first
-            self._desk_state, self._desk_geometry = self.saveState(), self.saveGeometry()
-            self._desk_rect = self.geometry()
-            self.showFullScreen()
-            self._apply_font_size()
-            if self.restoreState(self.settings["presentation_state"]):
-                for pid in self.session.frame.panels:
-                    self.docks[pid].raise_()
-            else:
-                self._arrange_for_presentation()
-        else:
-            self.settings["presentation_state"] = self.saveState()
-            self.showNormal()
-            self.setGeometry(self._desk_rect)           # where and how large it was at the desk
-            self._apply_font_size()
-            # once the widgets have the smaller type (posted events): restored under the larger
-            # one, docks would keep heights sized for it
-            self._desk_timer.start()
-        self._sync_escape()
-
-    def _restore_desk(self) -> None:
-        if not self.presenting:                 # F11 may have been pressed again meanwhile
-            self.restoreState(self._desk_state)
-
-    def panel_full_screen(self, panel_id: str) -> None:
-        """Pop one panel out to fill the screen; Escape (or the same action) puts it back."""
-        dock = self.docks[panel_id]
-        if self._popped_out(dock):
-            dock.showNormal()
-            dock.setFloating(False)
-            self.activateWindow()          # keys (Escape, arrows) go to the window again
-        else:
-            dock.setFloating(True)
-            dock.showFullScreen()
-        self._sync_escape()
-
-    @staticmethod
-    def _popped_out(dock) -> bool:
-        return dock.isFloating() and dock.isFullScreen()
-
-    def _escape_pressed(self) -> None:
-        popped = next((pid for pid, dock in self.docks.items() if self._popped_out(dock)), None)
-        if popped is not None:
-            self.panel_full_screen(popped)
-        elif self.presenting:
-            self.toggle_presentation()
-
-    def _sync_escape(self) -> None:
-        self._escape.setEnabled(self.presenting or any(self._popped_out(d) for d in self.docks.values()))
+        desk.check_fit()
 
     def lesson_names(self) -> tuple[str, str]:
         """(id, title in the current language) of what the window plays, for exports."""
@@ -662,21 +347,14 @@ class MainWindow(QMainWindow):
 
     def reset_layout(self) -> None:
         self.settings.reset()
-        self._desk_state = self._default_state
-        if self.presenting:
-            self._arrange_for_presentation()
-        else:
-            self.restoreState(self._default_state)
-            for dock in self.docks.values():
-                if dock.isFloating():
-                    dock.setFloating(False)
+        self.desk_layout.reset()
         self.session.set_config(SamplingConfig(max_new_tokens=self.session.config.max_new_tokens))
         self.set_theme("light")
         self._apply_font_size()
 
     def retranslate(self) -> None:
         lang = self.session.lang
-        self._fit_timer.start()
+        self.desk_layout.check_fit()
         self._show_title()
         for pid in self.docks:
             self.fullscreen_actions[pid].setText(tr(self.panels[pid].title_key, lang))
@@ -688,7 +366,7 @@ class MainWindow(QMainWindow):
         self.actions[f"lang_{lang}"].setChecked(True)
         self.lesson_switcher.retranslate()
         self._sync_prompt()
-        self._mark_docks()
+        self.desk_layout.mark_docks(self.theme)
 
     # ------------------------------------------------------------------ persistence
     def _restore(self) -> None:
@@ -702,11 +380,7 @@ class MainWindow(QMainWindow):
         self._apply_font_size()
 
     def closeEvent(self, event) -> None:
-        if self.presenting:        # both layouts are remembered; the next start opens at the desk
-            self.settings["presentation_state"] = self.saveState()
-            self.settings["geometry"], self.settings["window_state"] = self._desk_geometry, self._desk_state
-        else:
-            self.settings["geometry"], self.settings["window_state"] = self.saveGeometry(), self.saveState()
+        self.desk_layout.remember()
         self.settings.sync()
         self.panels["player"].timer.stop()
         self.cancel_work()                       # a generation stops after its step, an install at
