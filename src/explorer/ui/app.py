@@ -22,9 +22,9 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
     model by name or .gguf path (its default prompt; a big model computes off the UI
     thread). compact: the desk layout for a narrow screen (None: decided by the primary
     screen's width). Needs a QApplication."""
+    from .desk_layout import is_compact_width
     from .fonts import apply_app_font
     from .settings import Settings
-    from .desk_layout import is_compact_width
     from .window import MainWindow
     from PySide6.QtWidgets import QApplication
 

@@ -127,7 +127,7 @@ class MainWindow(QMainWindow):
         self.centralWidget().hide()
         self.panels = {cls.panel_id: cls(session) for cls in PANELS}
         self.desk_layout = DeskLayout(self, self.panels, session, settings, compact, self._apply_font_size)
-        self.docks = self.desk_layout.docks
+        self.docks = self.desk_layout.docks       # panel id -> its dock
         self.panels["explanation"].term_clicked.connect(self.show_term)
         self.actions = self._build_actions()
         self.desk_layout.presenting_changed.connect(self.actions["presentation"].setChecked)
@@ -142,7 +142,7 @@ class MainWindow(QMainWindow):
         self.session.set_background(self.runner, is_big)
         self.lesson = self._lesson           # the lesson panel and the Lessons menu follow
         self.session.subscribe("lang_changed", lambda _s: self.retranslate())
-        self.session.subscribe("run_changed", lambda _s: self._sync_prompt())
+        self.session.subscribe("run_changed", lambda _s: self._sync_bar())
         for event in ("run_changed", "cursor_changed"):
             self.session.subscribe(event, lambda _s: self.desk_layout.mark_docks(self.theme))
             self.session.subscribe(event, lambda _s: self._show_title())
@@ -226,7 +226,7 @@ class MainWindow(QMainWindow):
         self.model_switcher = ModelSwitcher(self, self.session, self.jobs, self.work_status, self.prompt_bar,
                                             bar, self.menus["model"], self.actions["open_gguf"])
         self.addToolBar(Qt.ToolBarArea.TopToolBarArea, bar)
-        self._sync_prompt()
+        self._sync_bar()
 
     # ------------------------------------------------------------------ behaviour
     def guarded(self, fn, *args) -> bool:
@@ -252,9 +252,11 @@ class MainWindow(QMainWindow):
         box.show()
         self._last_box = box
 
-    def _sync_prompt(self) -> None:
+    def _sync_bar(self) -> None:
+        """The prompt bar shows the session's prompt and model."""
         self.prompt_bar.sync()
         self.model_switcher.sync_shown()
+
     # ------------------------------------------------------------------ background work
     @property
     def working(self) -> bool:
@@ -365,7 +367,7 @@ class MainWindow(QMainWindow):
         self.panel_menu.setTitle(tr("menu.panels", lang))
         self.actions[f"lang_{lang}"].setChecked(True)
         self.lesson_switcher.retranslate()
-        self._sync_prompt()
+        self._sync_bar()
         self.desk_layout.mark_docks(self.theme)
 
     # ------------------------------------------------------------------ persistence
