@@ -15,6 +15,7 @@ from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout
 
 from ..i18n import add_messages
+from ..session import Session
 from .panel import Panel
 
 add_messages({
@@ -69,7 +70,7 @@ class BeamPanel(Panel):
     title_key = "beam.title"
     SLIDE_GROWTH = 1.6            # the tree of a short search fills a slide with larger type
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self.note = QLabel(wordWrap=True)
         self.caption = QLabel(wordWrap=True)
