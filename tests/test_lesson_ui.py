@@ -14,8 +14,9 @@ from explorer.resources import resources_dir
 from explorer.session import Session
 from explorer.session.frames import PANELS as PANEL_IDS, SLIDE_PANELS
 from explorer.ui.beam_panel import BeamPanel
+from explorer.ui.desk_layout import MATTERS_MARK
 from explorer.ui.settings import Settings
-from explorer.ui.window import MATTERS_MARK, PANELS, MainWindow
+from explorer.ui.window import PANELS, MainWindow
 from teacher import enter_prompt, shown_texts
 
 LOGITS_LESSON = """

@@ -241,7 +241,7 @@ def test_escape_puts_a_popped_out_panel_back_then_leaves_presentation_mode(qtbot
 
 
 def test_a_narrow_screen_gets_attention_and_distribution_as_tabs_of_one_dock(qtbot, tmp_path):
-    from explorer.ui.window import is_compact_width
+    from explorer.ui.desk_layout import is_compact_width
     assert is_compact_width(1366) and is_compact_width(1600) and not is_compact_width(1920)
     w = build_window(settings_path=str(tmp_path / "s.ini"))      # the offscreen screen: 800 px wide
     qtbot.addWidget(w)
