@@ -18,7 +18,7 @@ def type_text(widget, text: str) -> None:
 
 def enter_prompt(qtbot, window, text: str) -> None:
     """Click into the prompt box, replace its text with `text` and press Return."""
-    box = window.prompt_edit
+    box = window.prompt_bar.edit
     qtbot.mouseClick(box, Qt.MouseButton.LeftButton)
     box.setFocus()
     qtbot.keyClick(box, Qt.Key.Key_A, CTRL)            # select all

@@ -126,7 +126,7 @@ def test_the_lesson_exports_its_first_frames(session, qapp, capsys, tmp_path):
 # ---------------------------------------------------------------------------- in the window
 
 def test_the_lesson_list_offers_it_on_gemma_and_opens_it(qtbot, window, gemma3, smollm2):
-    page = window.show_start_page()
+    page = window.lesson_switcher.show_start_page()
     button = page.open_buttons["gemma-wo-ai"]
     texts_shown = [label.text() for label in button.parentWidget().findChildren(QLabel)]
     assert button.text() == "Open" and "Runs on the real model Gemma 3 270M." in texts_shown
@@ -146,13 +146,13 @@ def test_without_its_models_the_list_offers_to_install_them_one_after_the_other(
     model_registry.cache_dir().mkdir()
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
-    page = w.show_start_page()
+    page = w.lesson_switcher.show_start_page()
     button = page.open_buttons["gemma-wo-ai"]
     assert button.text() == "Install and open…"
     shown = " ".join(label.text() for label in button.parentWidget().findChildren(QLabel))
     assert "explorer model install gemma3-270m" in shown and "explorer model install smollm2" in shown
     installs = []
-    w.install_model = lambda name, then=None: installs.append((name, then)) or True
+    w.model_switcher.install_model = lambda name, then=None: installs.append((name, then)) or True
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert [name for name, _ in installs] == ["gemma3-270m"] and not page.isVisible()
     with open(model_registry.model_path("gemma3-270m"), "wb") as fh:   # as if installed: a (sparse) file of its size

@@ -14,8 +14,9 @@ from explorer.resources import resources_dir
 from explorer.session import Session
 from explorer.session.frames import PANELS as PANEL_IDS, SLIDE_PANELS
 from explorer.ui.beam_panel import BeamPanel
+from explorer.ui.desk_layout import MATTERS_MARK
 from explorer.ui.settings import Settings
-from explorer.ui.window import MATTERS_MARK, PANELS, MainWindow
+from explorer.ui.window import PANELS, MainWindow
 from teacher import enter_prompt, shown_texts
 
 LOGITS_LESSON = """
@@ -67,14 +68,14 @@ def test_the_lessons_menu_lists_every_lesson_when_it_opens_with_the_playing_one_
 
 
 def test_every_lesson_from_the_menu_plays_every_frame_without_error(qtbot, window):
-    assert window.lesson_actions, "the Lessons menu lists the shipped lessons"
+    assert window.lesson_switcher.actions, "the Lessons menu lists the shipped lessons"
     menu = [a.text() for a in window.menus["lessons"].actions()]
     assert window.actions["all_lessons"].text() in menu and window.actions["open_lesson"].text() in menu
-    for lesson_id, action in window.lesson_actions.items():
+    for lesson_id, action in window.lesson_switcher.actions.items():
         action.trigger()               # a lesson on a real model may first load it in the background
         qtbot.waitUntil(lambda: not window.working and window.lesson.id == lesson_id, timeout=180_000)
         assert window.lesson.id == lesson_id and action.isChecked()
-        assert sum(a.isChecked() for a in window.lesson_actions.values()) == 1
+        assert sum(a.isChecked() for a in window.lesson_switcher.actions.values()) == 1
         assert window.panels["lesson"].heading.text() == window.lesson.title_in("en")
         press(qtbot, window, Qt.Key.Key_Home)
         assert window.session.cursor == 0
@@ -88,7 +89,7 @@ def test_the_lesson_given_at_start_is_checked_in_the_menu(qtbot, tmp_path):
     from explorer.ui.app import build_window
     w = build_window(settings_path=str(tmp_path / "s.ini"), lesson=DEFAULT_LESSON_ID)
     qtbot.addWidget(w)
-    assert w.lesson.id == DEFAULT_LESSON_ID and w.lesson_actions[DEFAULT_LESSON_ID].isChecked()
+    assert w.lesson.id == DEFAULT_LESSON_ID and w.lesson_switcher.actions[DEFAULT_LESSON_ID].isChecked()
 
 
 def test_bad_lesson_file_names_file_and_key_and_the_lesson_stays(qtbot, window, tmp_path):
@@ -97,34 +98,34 @@ def test_bad_lesson_file_names_file_and_key_and_the_lesson_stays(qtbot, window, 
     bad.write_text(text.replace('show = "decode"\nstep = 1', 'show = "decode"\nstep = "one"', 1), encoding="utf-8")
     window.session.go(3)
     before, frames = window.lesson, window.session.frames
-    window.ask_lesson_path = lambda: str(bad)
+    window.lesson_switcher.ask_path = lambda: str(bad)
     window.actions["open_lesson"].trigger()
     assert "broken-lesson.toml" in window.errors[-1] and "frames[3].step" in window.errors[-1]
     assert window._last_box.isVisible()
     assert window.lesson is before and window.session.frames == frames and window.session.cursor == 3
-    assert window.lesson_actions[before.id].isChecked()
+    assert window.lesson_switcher.actions[before.id].isChecked()
     assert window.panels["lesson"].heading.text() == before.title_in("en")
 
 
 def test_a_good_lesson_file_opens_and_no_shipped_lesson_is_checked(logits_window):
     window = logits_window                   # the fixture opened the file and saw no error
     assert window.lesson.id == "three-logits" and window.session.model.name == "logits"
-    assert not any(a.isChecked() for a in window.lesson_actions.values())
+    assert not any(a.isChecked() for a in window.lesson_switcher.actions.values())
     assert window.panels["lesson"].heading.text() == "Three logits"
-    window.ask_lesson_path = lambda: ""                  # cancelled dialog: nothing happens
+    window.lesson_switcher.ask_path = lambda: ""                  # cancelled dialog: nothing happens
     window.actions["open_lesson"].trigger()
     assert window.lesson.id == "three-logits" and window.errors == []
 
 
 def test_the_lesson_list_grows_with_the_type_within_the_screen(qtbot, window):
-    desk = window.show_start_page().size()
+    desk = window.lesson_switcher.show_start_page().size()
     window.actions["zoom_out"].trigger()
     window.actions["zoom_out"].trigger()
-    smaller = window.show_start_page().size()
+    smaller = window.lesson_switcher.show_start_page().size()
     room = window.screen().availableGeometry()
     assert smaller.height() < desk.height() <= 0.9 * room.height()     # 800 lines offscreen: a cap
     window.actions["presentation"].trigger()
-    page = window.show_start_page()
+    page = window.lesson_switcher.show_start_page()
     assert page.width() <= 0.9 * room.width() and page.height() <= 0.9 * room.height()
 
 
@@ -135,10 +136,10 @@ def test_start_page_opens_once_at_first_start_and_opens_a_lesson(qtbot, tmp_path
     qtbot.addWidget(w)
     w.start_page_at_first_start = True
     w.show()
-    qtbot.waitUntil(lambda: w.start_page is not None and w.start_page.isVisible(), timeout=60_000)
-    page = w.start_page
+    qtbot.waitUntil(lambda: w.lesson_switcher.start_page is not None and w.lesson_switcher.start_page.isVisible(), timeout=60_000)
+    page = w.lesson_switcher.start_page
     assert page.windowModality() != Qt.WindowModality.ApplicationModal   # open(), not exec()
-    assert set(page.open_buttons) == set(w.lesson_actions)
+    assert set(page.open_buttons) == set(w.lesson_switcher.actions)
     assert w.settings["start_page_shown"] is True
     w.session.go(4)
     qtbot.mouseClick(page.open_buttons[DEFAULT_LESSON_ID], Qt.MouseButton.LeftButton)
@@ -149,9 +150,9 @@ def test_start_page_opens_once_at_first_start_and_opens_a_lesson(qtbot, tmp_path
     again.start_page_at_first_start = True
     again.show()
     qtbot.wait(50)
-    assert again.start_page is None                       # remembered: shown once
+    assert again.lesson_switcher.start_page is None                       # remembered: shown once
     again.actions["all_lessons"].trigger()                # and always from the menu
-    assert again.start_page.isVisible()
+    assert again.lesson_switcher.start_page.isVisible()
 
 
 def test_free_session_says_so_and_points_to_the_lessons_menu(qtbot, tmp_path):
@@ -161,8 +162,8 @@ def test_free_session_says_so_and_points_to_the_lessons_menu(qtbot, tmp_path):
     qtbot.addWidget(w)
     panel = w.panels["lesson"]
     assert w.lesson is None and "Lessons menu" in panel.text() and panel.check_views == []
-    assert not any(a.isChecked() for a in w.lesson_actions.values())
-    w.lesson_actions[DEFAULT_LESSON_ID].trigger()
+    assert not any(a.isChecked() for a in w.lesson_switcher.actions.values())
+    w.lesson_switcher.actions[DEFAULT_LESSON_ID].trigger()
     assert "Lessons menu" not in panel.text() and panel.heading.text() == w.lesson.title_in("en")
 
 
@@ -261,7 +262,7 @@ def test_beam_panel_outside_beam_mode_and_in_the_window(qtbot, window):
 
 def test_the_beam_lessons_tree_frames_bring_the_beam_tree_forward(qtbot, window):
     from explorer.lessons import load_lesson
-    assert window.switch_lesson(load_lesson("beam"))
+    assert window.lesson_switcher.switch_lesson(load_lesson("beam"))
     tree_frames = [i for i, f in enumerate(window.session.frames) if "beam" in f.panels]
     assert len(tree_frames) == 3
     for presenting in (False, True):
@@ -280,7 +281,7 @@ def test_the_beam_lessons_tree_frames_bring_the_beam_tree_forward(qtbot, window)
 def logits_window(qtbot, window, tmp_path):
     path = tmp_path / "three-logits.toml"
     path.write_text(LOGITS_LESSON, encoding="utf-8")
-    window.ask_lesson_path = lambda: str(path)
+    window.lesson_switcher.ask_path = lambda: str(path)
     window.actions["open_lesson"].trigger()
     assert window.errors == []
     return window
@@ -289,23 +290,23 @@ def logits_window(qtbot, window, tmp_path):
 def test_logits_editor_rebuilds_the_model_and_the_bars_follow(qtbot, logits_window):
     w = logits_window
     dist = w.panels["distribution"]
-    assert w.prompt_label.text() == "Logits:" and w.prompt_edit.text() == "2, 1, 0"
+    assert w.prompt_bar.label.text() == "Logits:" and w.prompt_bar.edit.text() == "2, 1, 0"
     assert list(dist.bar_ids()) == [1, 2, 3]             # no bar for the context token "…"
     assert np.allclose(dist.bar_heights("raw"), softmax([2, 1, 0]), atol=1e-12)
-    w.prompt_edit.setFocus()
-    w.prompt_edit.setText("0, 3, 1")
-    qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
+    w.prompt_bar.edit.setFocus()
+    w.prompt_bar.edit.setText("0, 3, 1")
+    qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
     assert w.errors == []
     assert w.session.model.vocab.pieces == ("…", "A", "B", "C")
     assert list(dist.bar_ids()) == [2, 3, 1]             # columns by probability
     assert np.allclose(dist.bar_heights("raw"), softmax([3, 1, 0]), atol=1e-12)
     assert w.session.run.output_ids == (2,)              # greedy now picks B
-    w.prompt_edit.setText("1, 1, 1, 2.5")                # one more number: a new candidate D
-    qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
+    w.prompt_bar.edit.setText("1, 1, 1, 2.5")                # one more number: a new candidate D
+    qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
     assert w.session.model.vocab.pieces == ("…", "A", "B", "C", "D")
     assert dist.bar_labels()[0] == "D" and w.session.run.output_ids == (4,)
-    w.prompt_edit.clearFocus()
-    assert w.prompt_edit.text() == "1, 1, 1, 2.5"
+    w.prompt_bar.edit.clearFocus()
+    assert w.prompt_bar.edit.text() == "1, 1, 1, 2.5"
 
 
 def test_entered_logits_give_way_to_another_model_with_the_same_prompt(qtbot, logits_window):
@@ -313,26 +314,26 @@ def test_entered_logits_give_way_to_another_model_with_the_same_prompt(qtbot, lo
     shows its own even while the box keeps the keyboard focus."""
     from explorer.lessons.lesson_models import logits_model
     w = logits_window
-    w.prompt_edit.setFocus()
-    w.prompt_edit.setText("1 1 1")
-    qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
-    assert not w.prompt_edit.isModified() and w.prompt_edit.hasFocus()
+    w.prompt_bar.edit.setFocus()
+    w.prompt_bar.edit.setText("1 1 1")
+    qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
+    assert not w.prompt_bar.edit.isModified() and w.prompt_bar.edit.hasFocus()
     w.session.set_model(logits_model(("A", "B", "C"), (0.5, 4.0, 1.0)))
-    assert w.session.prompt_ids == (0,) and w.prompt_edit.text() == "0.5, 4, 1"
+    assert w.session.prompt_ids == (0,) and w.prompt_bar.edit.text() == "0.5, 4, 1"
 
 
 def test_logits_entered_after_a_prompt_typed_on_another_scenario_keep_the_context_token(qtbot, window):
     """output-projection mixes a logits model (base) with the teaching one (valid, padded): a
     teaching prompt typed on a teaching frame used to make the next logits entry fail with
     "prompt ids: id 4 ... outside the vocabulary" (found by a random-actions seed)."""
-    window.lesson_actions["output-projection"].trigger()
+    window.lesson_switcher.actions["output-projection"].trigger()
     s = window.session
     s.go(2)                                                    # the "valid" scenario's Prefill
-    assert s.model.name == "teaching" and not window.editing_logits
+    assert s.model.name == "teaching" and not window.prompt_bar.editing_logits
     enter_prompt(qtbot, window, "你爱我")
     assert window.errors == [] and s.prompt_ids == (4, 2, 1)
     s.go(0)                                                    # the base scenario: logits
-    assert window.editing_logits
+    assert window.prompt_bar.editing_logits
     enter_prompt(qtbot, window, "1, 2, 3")
     assert window.errors == [] and s.prompt_ids == (0,) and s.model.vocab.pieces == ("…", "甲", "乙", "丙")
     assert s.run.output_ids == (3,)                            # 丙 has the largest logit
@@ -345,13 +346,13 @@ def test_bad_logits_are_reported_and_nothing_changes(qtbot, logits_window, text,
     model = w.session.model
     enter_prompt(qtbot, w, text)
     assert problem in w.errors[-1]
-    assert w.session.model is model and w.prompt_edit.text() == "2, 1, 0"
+    assert w.session.model is model and w.prompt_bar.edit.text() == "2, 1, 0"
 
 
 def test_leaving_a_logits_lesson_gives_the_prompt_back(qtbot, logits_window):
     w = logits_window
-    w.lesson_actions[DEFAULT_LESSON_ID].trigger()
-    assert w.prompt_label.text() == "Prompt:" and w.prompt_edit.text() == "我爱"
+    w.lesson_switcher.actions[DEFAULT_LESSON_ID].trigger()
+    assert w.prompt_bar.label.text() == "Prompt:" and w.prompt_bar.edit.text() == "我爱"
 
 
 # ---------------------------------------------------------------------------- language
@@ -365,7 +366,7 @@ def test_language_switch_changes_the_new_panels(qtbot, window):
     assert lesson.checks("after")[0].button.text() == "显示答案"
     assert beam.note.text() != english[1] and "束搜索" in beam.note.text()
     assert window.menus["lessons"].title() == "课程(&L)"
-    assert window.lesson_actions[DEFAULT_LESSON_ID].text() == window.lesson.title_in("zh")
+    assert window.lesson_switcher.actions[DEFAULT_LESSON_ID].text() == window.lesson.title_in("zh")
     window.actions["lang_en"].trigger()
     assert lesson.text() == english[0]
 

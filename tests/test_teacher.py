@@ -21,7 +21,7 @@ def test_a_typed_prompt_runs_when_return_is_pressed_and_a_bad_one_is_named(qtbot
     assert window.panels["timeline"].counts.text().startswith("visible sequence 3")     # the first frame: input only
     enter_prompt(qtbot, window, "我恨")                   # 恨 is not in the 7-token vocabulary
     assert "'恨'" in window.errors[-1] and window.statusBar().currentMessage() == window.errors[-1]
-    assert s.prompt_ids == (1, 2, 3) and window.prompt_edit.text() == "我爱学习"
+    assert s.prompt_ids == (1, 2, 3) and window.prompt_bar.edit.text() == "我爱学习"
 
 
 def test_clicking_a_timeline_chip_goes_to_that_step(qtbot, window):
@@ -76,9 +76,9 @@ def test_the_players_keys_step_play_and_jump(qtbot, window):
 
 
 def test_ctrl_l_opens_the_lesson_list(qtbot, window):
-    assert window.start_page is None
+    assert window.lesson_switcher.start_page is None
     qtbot.keyClick(window, Qt.Key.Key_L, CTRL)
-    page = window.start_page
+    page = window.lesson_switcher.start_page
     assert page is not None and page.isVisible()
 
 
@@ -95,12 +95,12 @@ def test_ctrl_shift_c_copies_the_frame_as_a_picture(qtbot, window):
 
 def test_f11_and_escape_enter_and_leave_presentation_mode(qtbot, window):
     qtbot.keyClick(window, Qt.Key.Key_F11)
-    assert window.presenting and window.isFullScreen()
+    assert window.desk_layout.presenting and window.isFullScreen()
     qtbot.keyClick(window, Qt.Key.Key_Escape)
-    assert not window.presenting and not window.isFullScreen()
+    assert not window.desk_layout.presenting and not window.isFullScreen()
     qtbot.keyClick(window, Qt.Key.Key_F11)
     qtbot.keyClick(window, Qt.Key.Key_F11)                 # F11 leaves it too
-    assert not window.presenting
+    assert not window.desk_layout.presenting
 
 
 # ---------------------------------------------------------------------------- starting as `explorer` does
@@ -139,9 +139,9 @@ def user_settings(tmp_path, monkeypatch, qapp):
 def test_the_first_start_shows_the_lesson_list_and_the_second_the_window_as_it_was_left(qtbot, user_settings):
     first = user_settings(qtbot)
     assert first.isMaximized()                             # the first start takes the whole screen
-    qtbot.waitUntil(lambda: first.start_page is not None and first.start_page.isVisible())
+    qtbot.waitUntil(lambda: first.lesson_switcher.start_page is not None and first.lesson_switcher.start_page.isVisible())
     assert first.lesson.id == "wo-ai-to-eos"
-    first.start_page.close()
+    first.lesson_switcher.start_page.close()
     first.showNormal()
     first.set_lang("zh")
     first.close()
@@ -152,7 +152,7 @@ def test_the_first_start_shows_the_lesson_list_and_the_second_the_window_as_it_w
     assert not second.isMaximized() and second.session.lang == "zh"
     assert second.geometry().size() != second.screen().availableGeometry().size()
     QApplication.processEvents()                           # the first start's lesson list would open now
-    assert second.start_page is None
+    assert second.lesson_switcher.start_page is None
 
 
 def test_an_exception_in_a_callback_is_shown_in_the_window(qtbot, user_settings):

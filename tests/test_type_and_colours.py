@@ -96,14 +96,14 @@ def test_presentation_mode_reaches_every_text_widget_and_leaves_none_behind(qtbo
     scales = type_scales(window)
     base = QApplication.font().pointSizeF()
     qtbot.keyClick(window, Qt.Key.Key_F11)
-    assert window.presenting
-    larger = base * window.presentation_scale()
+    assert window.desk_layout.presenting
+    larger = base * window.desk_layout.presentation_scale()
     assert larger > base
     assert QApplication.font().pointSizeF() == pytest.approx(larger)
     qtbot.waitUntil(lambda: window.panels["controls"].font().pointSizeF() == pytest.approx(larger))
     qtbot.waitUntil(lambda: assert_type_follows(window, scales))
     qtbot.keyClick(window, Qt.Key.Key_Escape)
-    assert not window.presenting and QApplication.font().pointSizeF() == pytest.approx(base)
+    assert not window.desk_layout.presenting and QApplication.font().pointSizeF() == pytest.approx(base)
     qtbot.waitUntil(lambda: assert_type_follows(window, scales))
 
 

@@ -70,7 +70,7 @@ def test_open_bad_parameters_names_the_problem_and_keeps_the_model(qtbot, window
     bad = tmp_path / "bad.json"
     bad.write_text(json.dumps(doc), encoding="utf-8")
     before = window.session.model
-    window.ask_params_path = lambda: str(bad)
+    window.model_switcher.ask_params_path = lambda: str(bad)
     window.actions["open_params"].trigger()
     assert window.session.model is before
     assert "bad.json: tensors.embed" in window.errors[-1]
@@ -78,7 +78,7 @@ def test_open_bad_parameters_names_the_problem_and_keeps_the_model(qtbot, window
 
 
 def test_open_good_parameters_switches_model(qtbot, window):
-    window.ask_params_path = lambda: str(default_params_path())
+    window.model_switcher.ask_params_path = lambda: str(default_params_path())
     window.actions["open_params"].trigger()
     assert window.errors == []
     assert window.session.run.output_ids == (3, 5, 6)
@@ -87,7 +87,7 @@ def test_open_good_parameters_switches_model(qtbot, window):
 def test_a_prompt_typed_and_not_yet_entered_survives_other_changes(qtbot, window):
     """A teacher types a prompt, then sets the token budget before pressing Enter: the rerun
     with the budget keeps the typed text in the box, and Enter runs it."""
-    box, s = window.prompt_edit, window.session
+    box, s = window.prompt_bar.edit, window.session
     box.setFocus()
     box.selectAll()
     type_text(box, "我爱学习")
@@ -99,7 +99,7 @@ def test_a_prompt_typed_and_not_yet_entered_survives_other_changes(qtbot, window
     qtbot.keyClick(box, Qt.Key.Key_Return)
     assert s.prompt_ids == (1, 2, 3) and box.text() == "我爱学习"
     type_text(box, "！")                                # typed again, then a lesson with its own prompt
-    assert window.switch_lesson(load_lesson(DEFAULT_LESSON_ID))
+    assert window.lesson_switcher.switch_lesson(load_lesson(DEFAULT_LESSON_ID))
     assert box.text() == "我爱"
 
 
@@ -157,7 +157,7 @@ def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
     window.actions["presentation"].trigger()
     # 1.4 times on a 1080-line screen, in proportion on others (the offscreen one has 800)
     scale = 1.4 * window.screen().availableGeometry().height() / 1080
-    assert window.presentation_scale() == pytest.approx(scale)
+    assert window.desk_layout.presentation_scale() == pytest.approx(scale)
     assert QApplication.font().pointSizeF() == pytest.approx((base + 1) * scale)
     qtbot.waitUntil(lambda: dist.font().pointSizeF() == pytest.approx((base + 1) * scale))
     assert chart_text_follows() and headings_follow()
@@ -187,13 +187,13 @@ def shown_window(qtbot, path):
 
 
 def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_back(qtbot, window):
-    with qtbot.waitSignal(window.fit_settled, timeout=60_000):    # the desk as the teacher sees it
+    with qtbot.waitSignal(window.desk_layout.fit_settled, timeout=60_000):    # the desk as the teacher sees it
         window.session.go(2)                     # a pick: the distribution and the KV cache matter
     qtbot.keyClick(window, Qt.Key.Key_Escape)    # at the desk, Escape does not enter it
-    assert not window.presenting
+    assert not window.desk_layout.presenting
     desk = {pid: dock.geometry() for pid, dock in window.docks.items() if in_sight(window, pid)}
     window.actions["presentation"].trigger()
-    assert window.presenting and window.isFullScreen() and window.actions["presentation"].isChecked()
+    assert window.desk_layout.presenting and window.isFullScreen() and window.actions["presentation"].isChecked()
     assert tab_group(window, "distribution") == {"distribution", "attention"}
     assert tab_group(window, "explanation") == {"explanation", "lesson", "glossary", "beam"}
     assert all(tab_group(window, pid) == {pid} for pid in ("player", "timeline", "kv", "controls"))
@@ -203,7 +203,7 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
     window.session.go(3)                         # a Decode: attention comes forward
     qtbot.waitUntil(lambda: in_sight(window, "attention"))
     qtbot.keyClick(window, Qt.Key.Key_Escape)                 # Escape leaves it, as F11 does
-    assert not window.presenting and not window.actions["presentation"].isChecked()
+    assert not window.desk_layout.presenting and not window.actions["presentation"].isChecked()
     qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
     assert tab_group(window, "lesson") == {"lesson", "glossary", "beam"}
     qtbot.waitUntil(lambda: all(in_sight(window, pid) for pid in (*in_front, "attention")))
@@ -212,7 +212,7 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
 
 
 def test_a_panel_popped_out_full_screen_goes_back_before_presentation_mode(qtbot, window):
-    window.panel_full_screen("distribution")
+    window.desk_layout.panel_full_screen("distribution")
     dock = window.docks["distribution"]
     assert dock.isFloating() and dock.isFullScreen()
     window.actions["presentation"].trigger()
@@ -224,24 +224,24 @@ def test_a_panel_popped_out_full_screen_goes_back_before_presentation_mode(qtbot
 
 def test_escape_puts_a_popped_out_panel_back_then_leaves_presentation_mode(qtbot, window):
     dock = window.docks["distribution"]
-    window.panel_full_screen("distribution")
+    window.desk_layout.panel_full_screen("distribution")
     qtbot.keyClick(dock, Qt.Key.Key_Escape)
     assert not dock.isFloating()
     window.actions["presentation"].trigger()
-    window.panel_full_screen("distribution")
+    window.desk_layout.panel_full_screen("distribution")
     assert dock.isFloating() and dock.isFullScreen()
     qtbot.keyClick(dock, Qt.Key.Key_Escape)                  # first the panel goes back
-    assert not dock.isFloating() and window.presenting
+    assert not dock.isFloating() and window.desk_layout.presenting
     qtbot.keyClick(window, Qt.Key.Key_Escape)                # then presentation mode ends
-    assert not window.presenting
-    line = window.prompt_edit                                # and Escape is the widgets' again
-    assert not window._escape.isEnabled()
+    assert not window.desk_layout.presenting
+    line = window.prompt_bar.edit                                # and Escape is the widgets' again
+    assert not window.desk_layout.escape.isEnabled()
     qtbot.keyClick(line, Qt.Key.Key_Escape)
-    assert not window.presenting and not dock.isFloating()
+    assert not window.desk_layout.presenting and not dock.isFloating()
 
 
 def test_a_narrow_screen_gets_attention_and_distribution_as_tabs_of_one_dock(qtbot, tmp_path):
-    from explorer.ui.window import is_compact_width
+    from explorer.ui.desk_layout import is_compact_width
     assert is_compact_width(1366) and is_compact_width(1600) and not is_compact_width(1920)
     w = build_window(settings_path=str(tmp_path / "s.ini"))      # the offscreen screen: 800 px wide
     qtbot.addWidget(w)
@@ -276,13 +276,13 @@ def test_a_window_never_asks_for_more_height_than_the_screen_has(qtbot, window):
     chart = window.panels["distribution"].chart
 
     def fits():                                      # the window's own limit: the screen less its frame
-        return window.minimumSizeHint().height() <= window.screen_room()
+        return window.minimumSizeHint().height() <= window.desk_layout.screen_room()
 
     def settled_after(change):
         """`change`, then wait until the window has checked it fits and changed nothing more."""
-        with qtbot.waitSignal(window.fit_settled, timeout=60_000):
+        with qtbot.waitSignal(window.desk_layout.fit_settled, timeout=60_000):
             change()
-        assert not window.fit_pending
+        assert not window.desk_layout.fit_pending
 
     settled_after(lambda: window.session.go(2))
     assert len(chart.rows) == 2 and fits()
@@ -310,7 +310,7 @@ def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk
     assert "controls" in tab_group(w, "explanation")
     w.close()                                                            # closed while presenting
     again = shown_window(qtbot, path)
-    assert not again.presenting and not again.isFullScreen()
+    assert not again.desk_layout.presenting and not again.isFullScreen()
     assert tab_group(again, "controls") == {"controls"} and tab_group(again, "distribution") == {"distribution"}
     again.actions["presentation"].trigger()
     assert "controls" in tab_group(again, "explanation")

@@ -18,8 +18,8 @@ def test_a_window_never_offers_more_than_the_limits(qtbot, window):
     assert controls.beams_spin.maximum() == MAX_BEAMS
     assert controls.max_new_spin.maximum() == MAX_NEW_TOKENS
     assert controls.seed_spin.maximum() == MAX_SEED
-    window.prompt_edit.setText("我爱" * 1100)                       # a pasted page: 2,200 tokens
-    qtbot.keyClick(window.prompt_edit, Qt.Key.Key_Return)
+    window.prompt_bar.edit.setText("我爱" * 1100)                       # a pasted page: 2,200 tokens
+    qtbot.keyClick(window.prompt_bar.edit, Qt.Key.Key_Return)
     assert "prompt: 2,200 tokens, more than the 2,048 a run may start from" in window.errors[-1]
     assert window.session.prompt_ids == (1, 2)                       # the prompt stays
 

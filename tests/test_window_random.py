@@ -44,13 +44,13 @@ def random_action(rng: random.Random, window, qtbot) -> None:
         window.actions[rng.choice(("lang_en", "lang_zh"))].trigger()
     elif kind == "mode":
         controls.mode_combo.setCurrentIndex(rng.randrange(controls.mode_combo.count()))
-    elif kind == "prompt" and (window.editing_logits or window.session.model.name == TEACHING):
-        enter_prompt(qtbot, window, rng.choice(LOGITS if window.editing_logits else PROMPTS))
+    elif kind == "prompt" and (window.prompt_bar.editing_logits or window.session.model.name == TEACHING):
+        enter_prompt(qtbot, window, rng.choice(LOGITS if window.prompt_bar.editing_logits else PROMPTS))
     elif kind == "type":                       # typed into the prompt box, not (yet) entered
-        window.prompt_edit.setFocus()
-        type_text(window.prompt_edit, "爱")
+        window.prompt_bar.edit.setFocus()
+        type_text(window.prompt_bar.edit, "爱")
     elif kind == "lesson":
-        assert window.switch_lesson(load_lesson(rng.choice(LESSONS)))
+        assert window.lesson_switcher.switch_lesson(load_lesson(rng.choice(LESSONS)))
     elif kind == "presentation":
         window.actions["presentation"].trigger()
     elif kind == "full_matrix":
@@ -61,7 +61,7 @@ def random_action(rng: random.Random, window, qtbot) -> None:
         size = window.settings["font_size"]
         window.zoom(1 if size < 11 else -1 if size > 14 else rng.choice((-1, 1)))
     elif kind == "fit":                        # what the window does once a change settles
-        window._fit_to_screen()
+        window.desk_layout.fit_to_screen()
 
 
 def python_objects() -> int:

@@ -24,7 +24,7 @@ from ..model_registry import MODELS, installed_path
 from ..session import Session
 from ..session.narration import SECTIONS, placeholder_values
 from ..session.frames import PANELS
-from ..session.session import FramePlan, Scenario
+from ..session.session import FramePlan, PreparedPlay, Scenario
 from .lesson_models import build_model, installed_name
 
 FORMAT = "token-explorer/lesson"
@@ -98,13 +98,13 @@ class Lesson:
         """Make an existing session (and every panel watching it) play this lesson."""
         session.install_play(self.prepare_play(session), content=self)
 
-    def prepare_play(self, session: Session) -> tuple:
+    def prepare_play(self, session: Session) -> PreparedPlay:
         """What `play_in` will show, computed without changing `session` (off the UI thread
         for a real model: it loads the model and runs every scenario). Every step is
         compared with a full recompute: a lesson's check sections cite it."""
         with self._errors_named():
             prepared = session.prepare_play(self.build_scenarios(), self.plans, check_recompute=True)
-        self._check_once(_pending_frames(prepared[2]))
+        self._check_once(_pending_frames(prepared.pending))
         return prepared
 
     def _session(self, check_recompute: bool) -> Session:

@@ -20,7 +20,8 @@ instant). A window showing a big model sets `runner`: a change then only records
 was asked for and calls `runner(session)`, which runs `prepare()` in the background and
 `apply()` when it is done. Changes made meanwhile build on what was asked for, so the
 next `prepare()` computes all of them at once (a slider drag is never queued tick by
-tick).
+tick). `set_background(runner, slow)` lets the session pick the runner itself, from the
+model each change computes on and the model of the frame shown.
 """
 
 from __future__ import annotations
@@ -76,11 +77,23 @@ class _UserLayer:
 
 
 @dataclass(frozen=True)
+class Request:
+    """What the teacher asked for: the user layer, the undo history, whether new Runs are
+    compared with a full recompute, and the scenarios with the layer applied (built, and so
+    validated, once when asked for; the computation takes them as they are)."""
+
+    user: _UserLayer
+    history: tuple[dict[int, int], ...]
+    check_recompute: bool
+    effective: tuple[Scenario, ...]
+
+
+@dataclass(frozen=True)
 class Pending:
     """What a change will show, computed by `Session.prepare` without changing the session."""
 
     base: int                       # the session's version it was computed on (stale if it moved)
-    request: tuple | None           # the asked-for layer it built on (None: the shown one)
+    request: Request | None         # what was asked for that it built on (None: the shown one)
     user: _UserLayer
     history: tuple[dict[int, int], ...]
     check_recompute: bool
@@ -96,6 +109,15 @@ class Pending:
         return any(r.finish_reason == "cancelled" for r in self.runs.values())
 
 
+@dataclass(frozen=True)
+class PreparedPlay:
+    """What `Session.play` will show, computed by `prepare_play` without changing the session."""
+
+    scenarios: tuple[Scenario, ...]
+    plans: tuple[FramePlan, ...]
+    pending: Pending
+
+
 class Session:
     def __init__(self, model: LanguageModel, prompt_ids, config: SamplingConfig = DEFAULT_CONFIG, *,
                  check_recompute: bool = True, scenarios: tuple[Scenario, ...] = (),
@@ -105,24 +127,27 @@ class Session:
         that names a frame its Run does not have an error (a lesson file being loaded)."""
         self.events = Emitter()
         self.runner: Callable[[Session], None] | None = None   # see the module's notes
+        self._background: tuple[Callable[[Session], None], Callable[[LanguageModel], bool]] | None = None
         self._check_recompute = check_recompute
         self._scenarios = scenarios or (Scenario(model, tuple(prompt_ids), config),)
         self._plans = plans
         self.content = content if plans else None     # what is played (a Lesson), for display only
         self._user = _UserLayer()
         self._history: tuple[dict[int, int], ...] = ()   # earlier user overrides, for undo
-        self._requested: tuple | None = None   # (user, history, check) asked for, not yet shown
+        self._requested: Request | None = None   # asked for, not yet shown
         self._version = 0                       # +1 on every install: a Pending of an older one is stale
         self._lang = "en"
         self._cursor = 0
         self._runs: dict[Scenario, Run] = {}
         self._beams: dict[Scenario, BeamResult] = {}
-        self._install(self._compute(self._target(), strict=strict))
+        self._install(self._compute(Request(self._user, self._history, check_recompute,
+                                            tuple(_apply_user(s, self._user) for s in self._scenarios)),
+                                    strict=strict))
 
     # ------------------------------------------------------------------ reading
     frames: tuple[Frame, ...] = property(lambda self: self._frames)
     cursor = property(lambda self: self._cursor)
-    can_undo = property(lambda self: bool(self._target()[1]))
+    can_undo = property(lambda self: bool(self._target().history))
     lang = property(lambda self: self._lang)                      # "en" | "zh"
     in_lesson = property(lambda self: bool(self._plans))
     check_recompute = property(lambda self: self._check_recompute)   # compare each step with a full recompute
@@ -179,7 +204,7 @@ class Session:
         other = Session.__new__(Session)
         other.__dict__.update(self.__dict__)
         other.events = Emitter()
-        other.runner, other._requested = None, None      # the copy computes on the spot
+        other.runner, other._requested, other._background = None, None, None   # the copy computes on the spot
         other._user = replace(self._user, config=dict(self._user.config), overrides=dict(self._user.overrides))
         other._runs, other._beams = dict(self._runs), dict(self._beams)
         return other
@@ -192,21 +217,32 @@ class Session:
         self.install_play(self.prepare_play(scenarios, plans), content)
 
     def prepare_play(self, scenarios: tuple[Scenario, ...], plans: tuple[FramePlan, ...] = (),
-                     check_recompute: bool | None = None) -> tuple:
+                     check_recompute: bool | None = None) -> PreparedPlay:
         """What `play` will show, computed without changing the session (so, like `prepare`,
         it may run off the UI thread: a lesson on a real model). A plan naming a frame its
         Run does not have raises here. check_recompute: None keeps the current setting."""
         check = self._check_recompute if check_recompute is None else check_recompute
-        return scenarios, plans, self._compute((_UserLayer(), (), check), strict=True, scenarios=scenarios,
-                                               plans=plans)
+        user = _UserLayer()
+        request = Request(user, (), check, tuple(_apply_user(s, user) for s in scenarios))
+        return PreparedPlay(scenarios, plans, self._compute(request, strict=True, plans=plans))
 
-    def install_play(self, prepared: tuple, content=None) -> None:
+    def install_play(self, prepared: PreparedPlay, content=None) -> None:
         """Show what `prepare_play` computed (on the UI thread)."""
-        scenarios, plans, pending = prepared
-        self._scenarios, self._plans, self._cursor, self._requested = scenarios, plans, 0, None
-        self.content = content if plans else None
-        self._install(pending)
+        self._scenarios, self._plans, self._cursor, self._requested = prepared.scenarios, prepared.plans, 0, None
+        self.content = content if prepared.plans else None
+        self._install(prepared.pending)
+        self._follow_model()
         self.events.emit("run_changed", self)
+
+    def set_background(self, runner: Callable[[Session], None],
+                       slow: Callable[[LanguageModel], bool]) -> None:
+        """From now on a change on a model that `slow(model)` calls slow goes to `runner`
+        (which computes it off the UI thread) and its Runs are not compared with a full
+        recompute (seconds per step: a slider would lag); a change on another model is
+        computed at once, every step checked. Picked for each change on the model it
+        computes on, and again whenever the frame shown moves to another model."""
+        self._background = (runner, slow)
+        self._follow_model()
 
     def set_check_recompute(self, on: bool) -> None:
         """Whether runs computed from now on compare every step with a full recompute; the
@@ -215,9 +251,9 @@ class Session:
         self._check_recompute = bool(on)
 
     def set_sampling(self, **changes) -> None:
-        """Change sampling settings (SamplingConfig field names) and rerun."""
-        self.config.with_(**changes)                 # a bad value raises before anything changes
-        self._change(config={**self._target()[0].config, **changes})
+        """Change sampling settings (SamplingConfig field names) and rerun; a bad value raises
+        before anything changes (the new settings are built once, when asked for)."""
+        self._change(config={**self._target().user.config, **changes})
 
     def set_config(self, config: SamplingConfig) -> None:
         changes = {k: getattr(config, k) for k in config.__dataclass_fields__
@@ -225,14 +261,10 @@ class Session:
         if changes:
             self.set_sampling(**changes)
 
-    def reset_sampling(self) -> None:
-        """Back to the lesson's (or the default) settings."""
-        self._change(config={})
-
     @property
     def requested_model(self) -> LanguageModel:
         """The model of the current frame once the asked-for changes are shown."""
-        return self._target()[0].model or self.model
+        return self._target().user.model or self.model
 
     def set_prompt_ids(self, ids) -> None:
         ids = tuple(int(t) for t in self.requested_model.vocab.id_array(ids, "prompt ids"))
@@ -244,30 +276,26 @@ class Session:
     def set_model(self, model: LanguageModel, prompt_ids=None, check_recompute: bool | None = None) -> None:
         """Switch models everywhere; the prompt is kept if the new vocabulary can hold it.
         check_recompute: compare every step with a full recompute from now on (None: as before)."""
-        user = self._target()[0]
+        user = self._target().user
         kept = user.prompt if user.prompt is not None else self.prompt_ids
         prompt = tuple(model.vocab.check_ids(kept if prompt_ids is None else prompt_ids, "prompt ids"))
         self._change(model=model, prompt=prompt, overrides={}, check_recompute=check_recompute)
 
     def force(self, step: int, token_id: int) -> None:
         """What-if: select `token_id` at `step`; later steps follow from it."""
-        current = self._target()[0].overrides
+        current = self._target().user.overrides
         overrides = {k: v for k, v in current.items() if k < step} | {step: int(token_id)}
         self._change(overrides=overrides, remember=True)
 
     def unforce(self, step: int) -> None:
         """Back to the model's own choice at `step` (later forces are dropped too)."""
-        current = self._target()[0].overrides
+        current = self._target().user.overrides
         if step in current:
             self._change(overrides={k: v for k, v in current.items() if k < step}, remember=True)
 
-    def clear_forces(self) -> None:
-        if self._target()[0].overrides:
-            self._change(overrides={}, remember=True)
-
     def undo(self) -> None:
         """Restore the what-if choices as they were before the last force/unforce."""
-        history = self._target()[1]
+        history = self._target().history
         if history:
             self._change(overrides=history[-1], history=history[:-1])
 
@@ -284,7 +312,11 @@ class Session:
         if index != self._cursor:
             before = self.run
             self._cursor = index
-            self.events.emit("cursor_changed" if self.run is before else "run_changed", self)
+            if self.run is before:
+                self.events.emit("cursor_changed", self)
+            else:
+                self._follow_model()                 # a lesson's frame may show another model
+                self.events.emit("run_changed", self)
 
     def next(self) -> None:
         self.go(self._cursor + 1)
@@ -337,6 +369,7 @@ class Session:
             self._requested = None
         self._install(pending)
         self._cursor = _same_place(self._frames, old_frame, old_cursor)
+        self._follow_model()
         self.events.emit("run_changed", self)   # the cursor moved with it: one event, one redraw
         return True
 
@@ -345,22 +378,23 @@ class Session:
         `run_changed` lets the widgets show the settings as they are."""
         if self._requested is not None:
             self._requested = None
+            self._follow_model()
             self.events.emit("run_changed", self)
 
     # ------------------------------------------------------------------ internals
-    def _target(self) -> tuple:
-        """(user layer, undo history, check_recompute) as asked for: the shown one, or newer."""
-        requested = self._requested
-        return requested if requested is not None else (self._user, self._history, self._check_recompute)
+    def _target(self) -> Request:
+        """What was asked for: the shown request, or a newer one."""
+        return self._layer(self._requested)
 
-    def _layer(self, requested, *, config=None, overrides=None, prompt=None, model=None, remember=False,
-               history=None, check_recompute=None) -> tuple:
-        """The asked-for layer (`requested`, or the shown one if None) with some changes on
-        top; the same object without changes."""
-        target = requested if requested is not None else (self._user, self._history, self._check_recompute)
+    def _layer(self, requested: Request | None, *, config=None, overrides=None, prompt=None, model=None,
+               remember=False, history=None, check_recompute=None) -> Request:
+        """The asked-for request (`requested`, or the shown one if None) with some changes on
+        top, its scenarios built (a bad setting raises here); the same object without changes."""
+        if requested is None:
+            requested = Request(self._user, self._history, self._check_recompute, self._effective)
         if all(x is None for x in (config, overrides, prompt, model, history, check_recompute)):
-            return target
-        old_user, old_history, check = target
+            return requested
+        old_user, old_history, check = requested.user, requested.history, requested.check_recompute
         user = replace(old_user,
                        config=old_user.config if config is None else dict(config),
                        overrides=old_user.overrides if overrides is None else dict(overrides),
@@ -370,25 +404,41 @@ class Session:
             history = (old_history + (dict(old_user.overrides),))[-UNDO_LIMIT:] if remember else old_history
         if model is not None or prompt is not None:
             history = ()
-        return user, tuple(history), check if check_recompute is None else bool(check_recompute)
+        return Request(user, tuple(history), check if check_recompute is None else bool(check_recompute),
+                       tuple(_apply_user(s, user) for s in self._scenarios))
 
     def _change(self, **changes) -> None:
         """Apply a new teacher layer and rerun; on an error nothing changes. With a runner,
-        record what was asked for and let the runner compute it."""
-        if self.runner is None:
+        record what was asked for and let the runner compute it. A change of model picks
+        the runner for the new model (`set_background`)."""
+        runner = self.runner
+        if changes.get("model") is not None and self._background is not None:
+            slow = self._background[1](changes["model"])
+            runner = self._background[0] if slow else None
+            if changes.get("check_recompute") is None:
+                changes["check_recompute"] = not slow
+        if runner is None:
             self.apply(self.prepare(**changes))
         else:
             self._requested = self._layer(self._requested, **changes)
-            self.runner(self)
+            self.runner = runner
+            runner(self)
 
-    def _compute(self, layer: tuple, strict: bool, cancel=None, on_step=None, base: int | None = None,
-                 scenarios=None, plans=None) -> Pending:
+    def _follow_model(self) -> None:
+        """The runner and the recompute check for the model the next change computes on
+        (`set_background`); nothing without a background."""
+        if self._background is not None:
+            runner, slow = self._background
+            big = slow(self.requested_model)
+            self.runner = runner if big else None
+            self._check_recompute = not big
+
+    def _compute(self, request: Request, strict: bool, cancel=None, on_step=None, base: int | None = None,
+                 plans=None) -> Pending:
         """Every scenario's Run (those already computed are taken as they are) and the frames."""
-        user, history, check = layer
-        scenarios = self._scenarios if scenarios is None else scenarios
+        user, history, check, effective = request.user, request.history, request.check_recompute, request.effective
         plans = self._plans if plans is None else plans
         known, known_beams = self._runs, self._beams
-        effective = tuple(_apply_user(s, user) for s in scenarios)
         todo = [s for s in dict.fromkeys(effective) if s not in known]
         total, done = sum(s.config.max_new_tokens for s in todo), 0
         runs, beams = {}, {}

@@ -22,9 +22,10 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
     model by name or .gguf path (its default prompt; a big model computes off the UI
     thread). compact: the desk layout for a narrow screen (None: decided by the primary
     screen's width). Needs a QApplication."""
+    from .desk_layout import is_compact_width
     from .fonts import apply_app_font
     from .settings import Settings
-    from .window import MainWindow, is_compact_width
+    from .window import MainWindow
     from PySide6.QtWidgets import QApplication
 
     app = QApplication.instance()
@@ -38,7 +39,7 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
                           check_recompute=params_path is not None or model == "teaching")
         window = MainWindow(session, Settings(settings_path), compact=compact)
         if model is not None:
-            window.remember_model(str(model), chosen_model)     # the picker marks it
+            window.model_switcher.remember_model(str(model), chosen_model)     # the picker marks it
             window.retranslate()
     else:
         chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
@@ -98,11 +99,11 @@ def apply_request(window, request: dict) -> None:
     window.raise_()
     window.activateWindow()
     if request.get("params"):
-        window.open_params(request["params"])
+        window.model_switcher.open_params(request["params"])
     if request.get("model"):
-        window.choose_model(request["model"])
+        window.model_switcher.choose_model(request["model"])
     if request.get("lesson"):
-        window.open_lesson_file(request["lesson"])
+        window.lesson_switcher.open_lesson_file(request["lesson"])
 
 
 def _open_files_from_the_system(app, window) -> None:

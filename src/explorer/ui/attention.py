@@ -14,6 +14,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout,
 
 from ..core.attention import attention_weights
 from ..i18n import add_messages
+from ..session import Session
 from .kv_grid import readable_font
 from .panel import Panel, answer_tooltip
 from .theme import text_on
@@ -154,7 +155,7 @@ class AttentionPanel(Panel):
     title_key = "attention.title"
     SLIDE_STRETCHES = True        # a chart: it fills the room a slide gives it
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self._matrix: _Matrix | None = None
         self._computed = None              # (run, (step, layer, head, toggle), matrix) last recomputed

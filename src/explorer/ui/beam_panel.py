@@ -9,6 +9,7 @@ from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout
 
 from ..i18n import MESSAGES, add_messages
+from ..session import Session
 from .panel import Panel
 
 add_messages({
@@ -63,7 +64,7 @@ class BeamPanel(Panel):
     title_key = "beam.title"
     SLIDE_GROWTH = 1.6            # the tree of a short search fills a slide with larger type
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self.note = QLabel(wordWrap=True)
         self.caption = QLabel(wordWrap=True)

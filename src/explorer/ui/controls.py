@@ -14,6 +14,7 @@ from ..core.errors import ExplorerError
 from ..core.limits import MAX_BEAMS, MAX_NEW_TOKENS, MAX_SEED
 from ..core.sampling import MODES, ORDER_PRESETS
 from ..i18n import add_messages
+from ..session import Session
 from .distribution import stage_label
 from .panel import Panel
 
@@ -107,7 +108,7 @@ class SamplingControls(Panel):
     panel_id = "controls"
     title_key = "controls.title"
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self.mode_combo = QComboBox()
         for mode in MODES:

@@ -18,6 +18,7 @@ from PySide6.QtWidgets import (
 from ..core.errors import ExplorerError
 from ..core.sampling import Distribution, Stage
 from ..i18n import add_messages, tr
+from ..session import Session
 from .distribution_chart import BAR_WIDTH, ROW_MIN_PX, BarRow, Ruler, StageChart
 from .panel import Panel
 from .theme import Theme
@@ -100,7 +101,7 @@ class DistributionPanel(Panel):
     title_key = "distribution.title"
     SLIDE_STRETCHES = True        # a chart: it fills the room a slide gives it
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self._status = QLabel(wordWrap=True)
         self._error = self.tinted(QLabel(wordWrap=True), "error")

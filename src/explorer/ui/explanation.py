@@ -12,6 +12,7 @@ from PySide6.QtGui import QCursor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextBrowser, QToolTip, QVBoxLayout
 
 from ..i18n import tr
+from ..session import Session
 from ..session.narration import frame_explanation
 from .glossary_panel import find_term, glossary, term_definition, term_name
 from .panel import Panel
@@ -25,7 +26,7 @@ class ExplanationPanel(Panel):
     title_key = "explanation.title"
     term_clicked = Signal(str)      # a marked term was clicked: its glossary id
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self.view = QTextBrowser()
         self.view.setOpenLinks(False)

@@ -11,6 +11,7 @@ from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, Q
 
 from ..core.errors import ExplorerError
 from ..i18n import add_messages
+from ..session import Session
 from .panel import Panel
 
 add_messages({
@@ -59,7 +60,7 @@ class GlossaryPanel(Panel):
     panel_id = "glossary"
     title_key = "glossary.title"
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self.filter = QLineEdit()
         self.filter.setClearButtonEnabled(True)

@@ -12,7 +12,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout, QWidget
 
 from ..core.elide import elided_indexes
 from ..i18n import add_messages
-from ..session import TokenState
+from ..session import Session, TokenState
 from .panel import Panel, answer_tooltip
 from .theme import Theme, text_on
 from .units import byte_size
@@ -493,7 +493,7 @@ class KVGridPanel(Panel):
     SLIDE_GROWTH = 2.0            # a small cache fills a slide with larger cells
     SLIDE_ELIDES = True           # a long prompt or many layers: the first and the newest, around "…"
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self._status = QLabel(self)
         self._status.setWordWrap(True)
@@ -770,7 +770,7 @@ def _value_lines(vector: np.ndarray) -> tuple[str, ...]:  # [g, e] -> lines of V
     return tuple("  ".join(values[i:i + VALUES_PER_LINE]) for i in range(0, len(values), VALUES_PER_LINE))
 
 
-def _written_columns(session) -> tuple[int, int] | None:
+def _written_columns(session: Session) -> tuple[int, int] | None:
     """First and last position fed by the current frame's forward (prefill / decode frames)."""
     if not session.frame.shows_forward:
         return None

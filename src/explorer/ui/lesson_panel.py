@@ -8,6 +8,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLay
 
 from ..i18n import add_messages, tr
 from ..lessons import Check, Lesson, all_lessons
+from ..session import Session
 from ..session.frames import PANELS, panel_title
 from .panel import Panel
 
@@ -88,7 +89,7 @@ class LessonPanel(Panel):
     panel_id = "lesson"
     title_key = "lesson.title"
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self._built_for: Lesson | None = None
         self.heading = self.emphasised(QLabel(wordWrap=True), 1.2)

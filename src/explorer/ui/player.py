@@ -7,6 +7,7 @@ from PySide6.QtCore import QEvent, QRect, Qt, QTimer
 from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
 
 from ..i18n import add_messages
+from ..session import Session
 from ..session.narration import frame_title
 from .panel import Panel
 
@@ -72,7 +73,7 @@ class PlayerPanel(Panel):
     panel_id = "player"
     title_key = "player.title"
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self.timer = QTimer(self)
         self.timer.timeout.connect(self._tick)

@@ -128,5 +128,5 @@ class StartPage(QDialog):
     def open_lesson(self, lesson: Lesson) -> None:
         """Open the lesson; one whose models are missing installs them first (once the
         teacher agrees), then opens."""
-        if self.window_.install_and_open(lesson):
+        if self.window_.lesson_switcher.install_and_open(lesson):
             self.accept()

@@ -10,6 +10,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePoli
 
 from ..core.elide import ENDS, elided, elided_indexes, elided_list
 from ..i18n import MESSAGES, add_messages, tr
+from ..session import Session
 from ..session.narration import finish_text, frame_usage, shown_text
 from .panel import Panel
 from .theme import text_on
@@ -174,7 +175,7 @@ class TimelinePanel(Panel):
     SLIDE_ELIDES = True           # many steps: the first and the latest rows, around a "…" row
     COLUMNS = ("time", "input", "positions", "kv", "chooser", "selected", "ms")
 
-    def __init__(self, session, parent=None):
+    def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self.strip = StepStrip()
         self.strip.clicked.connect(self._chip_clicked)

@@ -10,6 +10,7 @@ from typing import Callable
 from PySide6.QtCore import QObject, QRunnable, QThreadPool, Signal, Slot
 
 from ..core.errors import ExplorerError
+from ..session import Session
 
 BIG_VOCABULARY = 1000      # more pieces than this: too slow to compute on the UI thread
 BIG_LAYERS = 4             # more layers than this: likewise
@@ -116,7 +117,7 @@ class SessionRunner(QObject):
     idle = Signal()                # nothing runs any more
     failed = Signal(str)           # a message for report_error
 
-    def __init__(self, session, jobs: Jobs, parent=None):
+    def __init__(self, session: Session, jobs: Jobs, parent=None):
         super().__init__(parent)
         self.session, self.jobs = session, jobs
         self._cancel: threading.Event | None = None     # set: the running computation stops
@@ -126,7 +127,7 @@ class SessionRunner(QObject):
     def busy(self) -> bool:
         return self._cancel is not None
 
-    def __call__(self, session) -> None:
+    def __call__(self, session: Session) -> None:
         """The Session asks: something was changed."""
         if not self.busy:            # else: the next round computes it (and whatever follows)
             self._start()

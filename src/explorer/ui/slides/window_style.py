@@ -52,7 +52,7 @@ class WindowPicture:
         """Sized afresh from the same start for every frame, so a frame looks the same
         exported alone or in a range."""
         window, width, room = self.window, self.geometry.width, self.room()
-        window.show_frame_tabs()
+        window.desk_layout.show_frame_tabs()
         settle()
         window.resize(width, room)
         settle()
@@ -60,7 +60,7 @@ class WindowPicture:
         if need > room:
             window.resize(round(width * need / room), need)
             settle()
-        window.spread_desk()            # the panels in their proportions at this size
+        window.desk_layout.spread_desk()            # the panels in their proportions at this size
         settle()
 
     def paint(self, painter: QPainter, text: SlideText) -> None:
