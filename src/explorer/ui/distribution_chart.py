@@ -389,6 +389,9 @@ class StageChart(QWidget):
                 if sign == text or self._texts.width(sign, "small") > room:
                     return                                  # else nothing over the next row's
                 text = sign
+            sign, headroom = text.split(" ")[0], y - PAD - plot.top()
+            if sign != text and self._texts.width(text, "small") > headroom >= self._texts.width(sign, "small"):
+                text = sign                                 # over a tall bar: the mark alone, clear of it
             length = self._texts.width(text, "small")
             start = min(foot, max(y - PAD, plot.top() + length))
             p.save()
