@@ -258,3 +258,19 @@ def test_the_chosen_mark_stands_clear_of_its_bar(qapp, sessions, lesson, frame):
         assert "chosen" in " ".join(chart.rows[last].labels)
         for y in range(top - 3, top):
             assert all(image.pixelColor(x, y) == background for x in range(left, right)), (lesson, y, top)
+
+
+def test_a_three_panel_gemma_slide_alone_equals_it_after_other_frames(qapp, sessions):
+    """The Prefill (timeline, cache, attention) composed first, and after the input frames
+    (other panels, other sizes and type): the same pixels."""
+    from explorer.ui.slides.job import slide_image, slide_text
+    session = sessions("gemma-wo-ai")
+    spec = ExportSpec(None)
+    images = []
+    for frames in ([2], [0, 1, 2]):
+        with composer(session) as pictures:
+            for index in frames:
+                session.go(index)
+                image = slide_image(pictures, slide_text(session, index, "en", "gemma"), spec)
+            images.append(image)
+    assert images[0] == images[1]

@@ -674,7 +674,9 @@ class KVGridPanel(Panel):
     def slide_minimum_size(self) -> QSize:
         """Three columns (the first, "…", the newest) and the first and the last layer's K
         and V rows around a "…" row, with no numbers in the cells."""
-        return self._slide_size(self._view.content_size(rows=SLIDE_LEAST_ROWS, cols=3, value_rows=0))
+        margins = self.layout().contentsMargins()
+        return self._slide_size(self._view.content_size(rows=SLIDE_LEAST_ROWS, cols=3, value_rows=0),
+                                self.width() - margins.left() - margins.right())
 
     def _fit_values_to_slide(self) -> bool:
         """On a slide, the numbers stay in the cells only while every row has room for them;
@@ -689,9 +691,11 @@ class KVGridPanel(Panel):
         changed, self._values_on_slide = fits != self._values_on_slide, fits
         return changed
 
-    def _slide_size(self, grid: QSize) -> QSize:
+    def _slide_size(self, grid: QSize, width: int = 0) -> QSize:
+        """The panel around `grid`: as wide as the grid or the legend's widest entry (or
+        `width`, the room the status line and the legend wrap to)."""
         margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
-        width = max(grid.width(), self._legend.entry_width())
+        width = max(grid.width(), self._legend.entry_width(), width)
         legend = self._legend.full_height(width)
         return QSize(width + margins.left() + margins.right(),
                      margins.top() + margins.bottom() + 2 * spacing + self._status.heightForWidth(width)
