@@ -2,7 +2,7 @@
 1920x1080, process start to exit; one composed slide against a plain QWidget.grab() of the
 same panels at the same sizes; the real-model lesson (10 frames) as PPTX, process start to exit.
 
-    python benchmarks/bench_export.py [--json] [--runs 5] [--no-real]
+    python benchmarks/bench_export.py [--json] [--runs 5] [--no-real] [--cpu]
 """
 
 from __future__ import annotations
