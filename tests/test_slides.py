@@ -4,7 +4,9 @@ slide-sized type, no app chrome and nothing cut off."""
 from contextlib import contextmanager
 
 import pytest
+import pyqtgraph as pg
 from PySide6.QtCore import QRect, QRectF
+from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QAbstractButton, QAbstractSlider, QComboBox, QLabel, QLineEdit
 
 from explorer.export.spec import ExportSpec
@@ -66,6 +68,13 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
             cols, rows = view.places()
             assert rows[-1][0] + view.cell_h <= view.viewport().height() + 1, (where, "kv rows cut")
             assert cols[-1][0] + view.cell_w <= view.viewport().width() + 1, (where, "kv columns cut")
+            drawn, n_rows = [r for _, r in rows], len(panel.row_labels())
+            if None in drawn:                   # layers left out: the first and the last around "…"
+                assert drawn[:2] == [0, 1] and drawn[-2:] == [n_rows - 2, n_rows - 1], (where, drawn)
+        if panel.panel_id == "attention":
+            keys = key_labels_drawn(panel)
+            for (box, _), (other, _) in zip(keys, keys[1:]):
+                assert box.right() < other.left(), (where, "key labels overlap", keys)
         if panel.panel_id == "timeline":        # every row it keeps is whole
             table = panel.table
             assert table.verticalHeader().length() <= table.viewport().height() + 1, (where, "timeline rows cut")
@@ -82,6 +91,19 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
             assert need <= label.height() + 1, (where, panel.panel_id, label.text(), need, label.height())
             if not label.wordWrap():
                 assert label.sizeHint().width() <= label.width() + 1, (where, panel.panel_id, label.text())
+
+
+def key_labels_drawn(panel) -> list[tuple[QRectF, str]]:
+    """(box, text) of the labels the attention panel's key axis draws, left to right."""
+    axis = panel.findChild(pg.PlotWidget).getPlotItem().getAxis("bottom")
+    image = QImage(8, 8, QImage.Format.Format_RGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    return sorted(((QRectF(rect), text) for rect, _flags, text in (specs[2] if specs else [])),
+                  key=lambda spec: spec[0].left())
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
@@ -173,3 +195,82 @@ def test_panel_rects_follow_the_content(qapp):
     assert chart.right() == pytest.approx(g.body.right())
     assert g.panel_rects(("kv",), {"kv": QSizeF(10, 10)}) == [g.body]
     assert isinstance(g.body, QRectF) and g.body.bottom() < g.caption_strip.top()
+
+
+def test_three_panel_gemma_slides_keep_the_first_and_the_last_layer_and_name_every_key(qapp, sessions):
+    """gemma-wo-ai: the Prefill (timeline, cache, attention) had room for "…" and layer 17 only;
+    the KV frame's attention named two of its four keys."""
+    session = sessions("gemma-wo-ai")
+    with composer(session) as pictures:
+        session.go(2)
+        placed = {panel.panel_id: panel for panel, _, _ in pictures.lay_out()}
+        assert set(placed) == {"timeline", "kv", "attention"}
+        labels = placed["kv"].row_labels()
+        _, rows = placed["kv"].grid_view().places()
+        drawn = [None if r is None else labels[r] for _, r in rows]
+        assert drawn == ["L0 K · 512", "L0 V · 512", None, "L17 K · all", "L17 V · all"]
+        session.go(10)
+        panel = next(p for p, _, _ in pictures.lay_out() if p.panel_id == "attention")
+        texts = [text for _, text in key_labels_drawn(panel)]
+        assert [t.rpartition("·")[2] for t in texts] == ["0", "1", "2", "3"]       # every key, in order
+        assert texts[1:] == ["我·1", "爱·2", "我家·3"]
+
+
+def test_narrow_key_columns_name_every_nth_key_and_mark_the_rest(qapp):
+    from PySide6.QtGui import QFont, QFontMetrics
+    from explorer.ui.attention import _key_ticks
+    font = QFont()
+    font.setPixelSize(25)
+    fm = QFontMetrics(font)
+    cols = [(i + 0.5, f"tok{i}·{i}") for i in range(30)]
+    named, marked = _key_ticks(cols, fm, 900)               # 30 px a column: no label fits
+    assert named and named[0] == cols[0] and len(named) < len(cols)
+    assert sorted(named + [(x, label) for x, label in cols if (x, "") in marked]) == cols   # every key ticked
+    named, marked = _key_ticks(cols[:4], fm, 900)            # 225 px a column: every label whole
+    assert named == cols[:4] and marked == []
+    named, _ = _key_ticks([(0.5, "<|im_start|>·0"), (1.5, "x·1")], fm, 300)   # 150 px a column
+    (_, long), (_, short) = named
+    assert long.startswith("<|") and long.endswith("…·0") and fm.horizontalAdvance(long) <= 150
+    assert short == "x·1"
+
+
+@pytest.mark.parametrize("lesson, frame", [("sampling", 3),         # p = 1.000 (T = 0), the mark beside its value
+                                           ("real-model", 2)])     # p = 0.773, written upwards over 20 bars
+def test_the_chosen_mark_stands_clear_of_its_bar(qapp, sessions, lesson, frame):
+    """"▼ chosen" over a tall bar was pushed down onto it (written upwards, with no headroom
+    for the word: now the mark alone)."""
+    from explorer.ui.distribution_chart import BAR_WIDTH
+    session = sessions(lesson)
+    with composer(session, panel="distribution") as pictures:
+        session.go(frame)
+        ((panel, _, _),) = pictures.lay_out()
+        chart, last = panel.chart, len(panel.chart.rows) - 1
+        panel.setUpdatesEnabled(True)               # slide copies take no updates; grab() needs them
+        image = chart.grab().toImage()
+        background = image.pixelColor(2, 2)
+        foot, plot = chart.bar_center(last, 0), chart.plot_rect(last)
+        half = plot.width() / len(chart.rows[last].values) * BAR_WIDTH / 2
+        left, right = round(foot.x() - half) + 3, round(foot.x() + half) - 3
+        top = round(foot.y())
+        while image.pixelColor(left, top - 1) != background:      # up through the bar to its top edge
+            top -= 1
+        assert top < foot.y() - 50                                  # a tall bar
+        assert "chosen" in " ".join(chart.rows[last].labels)
+        for y in range(top - 3, top):
+            assert all(image.pixelColor(x, y) == background for x in range(left, right)), (lesson, y, top)
+
+
+def test_a_three_panel_gemma_slide_alone_equals_it_after_other_frames(qapp, sessions):
+    """The Prefill (timeline, cache, attention) composed first, and after the input frames
+    (other panels, other sizes and type): the same pixels."""
+    from explorer.ui.slides.job import slide_image, slide_text
+    session = sessions("gemma-wo-ai")
+    spec = ExportSpec(None)
+    images = []
+    for frames in ([2], [0, 1, 2]):
+        with composer(session) as pictures:
+            for index in frames:
+                session.go(index)
+                image = slide_image(pictures, slide_text(session, index, "en", "gemma"), spec)
+            images.append(image)
+    assert images[0] == images[1]

@@ -386,7 +386,8 @@ class AttentionPanel(Panel):
         widest_col = max((fm.horizontalAdvance(t) for _, t in cols), default=0) + fm.height()
         self._plot.getAxis("left").setTicks([_every_nth(rows, size.height() / fm.height())])
         bottom = self._plot.getAxis("bottom")
-        bottom.setTicks([_every_nth(cols, size.width() / widest_col)])
+        bottom.setTicks(_key_ticks(cols, fm, size.width()) if self.on_slide   # no hovering on a slide
+                        else [_every_nth(cols, size.width() / widest_col)])
         # the first and last column's labels are centred on the plot's edges: let them reach
         # half a label past the axis, into the empty corners, instead of being left out
         overflow = widest_col // 2 + 1
@@ -586,6 +587,31 @@ def _tick_labels(piece, ids, positions) -> list[tuple[float, str]]:
 def _token_label(piece, token_id, position) -> str:
     """A row's or column's token and position, "学习·2"."""
     return f"{piece(token_id)}·{int(position)}"
+
+
+def _key_ticks(cols: list[tuple[float, str]], fm: QFontMetrics, width: float) -> list[list]:
+    """The key axis's ticks, [labelled, unlabelled]: every key named, a long token cut short
+    with "…" before its "·position" to fit its column ("<b…·0"); where the columns are too
+    narrow even for that, every n-th key named and the others marked by a short tick."""
+    if not cols:
+        return [[], []]
+    room = width / len(cols) - fm.height() / 2           # a column, less a gap between labels
+    fitted = [(x, _fitted_label(label, fm, room)) for x, label in cols]
+    if all(label for _, label in fitted):
+        return [fitted, []]
+    named = _every_nth(cols, width / (max(fm.horizontalAdvance(t) for _, t in cols) + fm.height()))
+    return [named, [(x, "") for x, label in cols if (x, label) not in named]]
+
+
+def _fitted_label(label: str, fm: QFontMetrics, room: float) -> str:
+    """`label` ("学习·2") within `room` pixels: whole, or its token elided and its position
+    kept ("学…·2"); "" when not even that fits."""
+    if fm.horizontalAdvance(label) <= room:
+        return label
+    piece, dot, position = label.rpartition("·")
+    tail = dot + position
+    head = fm.elidedText(piece, Qt.TextElideMode.ElideRight, int(room - fm.horizontalAdvance(tail)))
+    return head + tail if head and head != "…" else ""
 
 
 def _every_nth(ticks: list, room: float) -> list:

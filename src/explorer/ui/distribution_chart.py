@@ -363,11 +363,12 @@ class StageChart(QWidget):
         p.setPen(colors["text"])
         for i, text in enumerate(row.labels):
             if text:
-                self._value_label(p, text, plot.left() + (i + 0.5) * width, float(tops[i]), width, plot)
+                self._value_label(p, text, plot.left() + (i + 0.5) * width, float(tops[i]), width, plot,
+                                  row.roles[i])
         if names.height() > 0:
             self._names(p, row, names, width)
 
-    def _value_label(self, p, text: str, x: float, y: float, width: float, plot: QRectF) -> None:
+    def _value_label(self, p, text: str, x: float, y: float, width: float, plot: QRectF, role: str) -> None:
         line = self._line
         if self.upright:           # written upwards from the top of the bar, lower if it would leave the plot
             foot = plot.bottom() - 0.02 / Y_TOP * plot.height()
@@ -377,6 +378,9 @@ class StageChart(QWidget):
                 if sign == text or self._texts.width(sign, "small") > room:
                     return                                  # else nothing over the next row's
                 text = sign
+            sign, headroom = text.split(" ")[0], y - PAD - plot.top()
+            if sign != text and self._texts.width(text, "small") > headroom >= self._texts.width(sign, "small"):
+                text = sign                                 # over a tall bar: the mark alone, clear of it
             length = self._texts.width(text, "small")
             start = min(foot, max(y - PAD, plot.top() + length))
             p.save()
@@ -390,9 +394,16 @@ class StageChart(QWidget):
             head, _, tail = text.rpartition(" ")
             # a squeezed row holds one line: the mark's sign and its value ("▼ 0.246")
             lines = [head, tail] if plot.height() >= 2.5 * line else [f"{head.split(' ')[0]} {tail}"]
-        top = max(plot.top(), y - line * len(lines) - 1)
+        top = y - line * len(lines) - PAD          # above the bar, clear of its top edge
+        # a bar reaching into the headroom: the label inside its top, in the bar's text colour
+        inside = top < plot.top() and plot.bottom() - y >= line * len(lines) + 2 * PAD
+        if inside:
+            top = y + PAD
+            p.setPen(self._colors.get("on_" + role, self._colors["text"]))
         for n, text_line in enumerate(lines):
-            self._texts.draw(p, text_line, "small", x, top + n * line, 0.5, 0.0)
+            self._texts.draw(p, text_line, "small", x, max(plot.top(), top) + n * line, 0.5, 0.0)
+        if inside:
+            p.setPen(self._colors["text"])
 
     def _upright_name(self, name: str, role: str) -> str:
         """A column name written upwards: token pieces elided; "other (n)" whole, the count

@@ -24,6 +24,7 @@ VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at
 VALUES_PER_LINE = 2            # numbers per text line inside a cell
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
+SLIDE_LEAST_ROWS = 5           # a slide shows at least L0 K/V, "…", the last layer's K/V
 
 add_messages({
     "kv.state.processed": {"en": "processed", "zh": "已处理"},
@@ -381,6 +382,7 @@ class _Legend(QWidget):
         super().__init__(panel)
         self._panel = panel
         self.compact = False
+        self._placed: dict = {}       # (type, labels, language, width, compact) -> `_layout`'s answer
         sp = self.sizePolicy()
         sp.setHeightForWidth(True)
         self.setSizePolicy(sp)
@@ -402,7 +404,16 @@ class _Legend(QWidget):
     def _layout(self, width: int, compact: bool) -> list[tuple[QRect, QRect, int | None, str, str]]:
         """(swatch, meaning's box, code, swatch text, meaning) per entry, placed left to right
         and wrapped to `width`; a meaning wider than the room left beside its swatch wraps
-        onto more lines."""
+        onto more lines. Remembered: a slide measures the legend many times per frame."""
+        data = self._panel.grid_view().data
+        key = (self.font().key(), data.labels if data else None, self._panel.session.lang, width, compact)
+        if key not in self._placed:
+            if len(self._placed) > 64:
+                self._placed.clear()
+            self._placed[key] = self._place(width, compact)
+        return [(QRect(swatch), QRect(text), *rest) for swatch, text, *rest in self._placed[key]]
+
+    def _place(self, width: int, compact: bool) -> list[tuple[QRect, QRect, int | None, str, str]]:
         fm = QFontMetrics(self.font())
         line, gap = fm.height() + 6, fm.height() // (2 if compact else 1)
         entries = self.entries()
@@ -652,9 +663,11 @@ class KVGridPanel(Panel):
         return self._slide_size(self._view.content_size(value_rows=self._value_rows()))
 
     def slide_minimum_size(self) -> QSize:
-        """Three columns (the first, "…", the newest) and one layer's K and V rows, with
-        no numbers in the cells."""
-        return self._slide_size(self._view.content_size(rows=2, cols=3, value_rows=0))
+        """Three columns (the first, "…", the newest) and the first and the last layer's K
+        and V rows around a "…" row, with no numbers in the cells."""
+        margins = self.layout().contentsMargins()
+        return self._slide_size(self._view.content_size(rows=SLIDE_LEAST_ROWS, cols=3, value_rows=0),
+                                self.width() - margins.left() - margins.right())
 
     def _fit_values_to_slide(self) -> bool:
         """On a slide, the numbers stay in the cells only while every row has room for them;
@@ -669,9 +682,11 @@ class KVGridPanel(Panel):
         changed, self._values_on_slide = fits != self._values_on_slide, fits
         return changed
 
-    def _slide_size(self, grid: QSize) -> QSize:
+    def _slide_size(self, grid: QSize, width: int = 0) -> QSize:
+        """The panel around `grid`: as wide as the grid or the legend's widest entry (or
+        `width`, the room the status line and the legend wrap to)."""
         margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
-        width = max(grid.width(), self._legend.entry_width())
+        width = max(grid.width(), self._legend.entry_width(), width)
         legend = self._legend.full_height(width)
         return QSize(width + margins.left() + margins.right(),
                      margins.top() + margins.bottom() + 2 * spacing + self._status.heightForWidth(width)
