@@ -5,6 +5,7 @@ invalidates every cached position from it on. The KV bytes per layer kind (Gemma
 import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
+from PySide6.QtWidgets import QLabel
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.generate import generate, prefix_cache_of
@@ -159,10 +160,12 @@ def test_the_kv_grid_gives_the_bytes_per_layer_kind(qtbot):
     qtbot.addWidget(panel)
     panel.resize(1200, 500)
     session.next()                     # the Prefill: 5 positions; one position in one layer = 2 x 1 x 4 x 8 = 64 B
-    assert shows(panel, "K/V per position: local 2 × 2 × 1 × 4 × 8 B (keeps ≤ 3), global 1 × 2 × 1 × 4 × 8 B; "
-                        "total at 5 positions = 2 × 3 × 64 + 1 × 5 × 64 = 704 B")
+    assert shows(panel, "K/V bytes per position: local 2 × 2 × 1 × 4 × 8 (≤ 3 kept), global 1 × 2 × 1 × 4 × 8; "
+                        "at 5 positions: 704 B")
+    (status,) = [label for label in panel.findChildren(QLabel) if "K/V bytes per position" in label.text()]
+    assert "At 5 positions = 2 × 3 × 64 + 1 × 5 × 64 = 704 bytes" in status.toolTip()
     session.set_lang("zh")
-    assert shows(panel, "每个位置的K/V：局部2 × 2 × 1 × 4 × 8 B（最多留3个），全局1 × 2 × 1 × 4 × 8 B；")
+    assert shows(panel, "每个位置的K/V字节：局部2 × 2 × 1 × 4 × 8（最多留3个），全局1 × 2 × 1 × 4 × 8；5个位置：704 B")
 
 
 # ---------------------------------------------------------------------------- what the panels show

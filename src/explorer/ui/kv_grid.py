@@ -101,12 +101,17 @@ add_messages({
                                 "token changed at position {at}: {invalidated} cached positions invalidated",
                           "zh": "前缀缓存：{cached}个位置（{size}）· 复用{reused}个，计算{computed}个 · "
                                 "位置{at}的Token变了：{invalidated}个已缓存的位置失效"},
-    "kv.kinds": {"en": "K/V per position: {kinds}; total at {n} positions = {sums} = {total:,} B",
-                 "zh": "每个位置的K/V：{kinds}；{n}个位置共 {sums} = {total:,} B"},
-    "kv.kind.local": {"en": "local {layers} × 2 × {heads} × {dim} × {item} B (keeps ≤ {w})",
-                      "zh": "局部{layers} × 2 × {heads} × {dim} × {item} B（最多留{w}个）"},
-    "kv.kind.global": {"en": "global {layers} × 2 × {heads} × {dim} × {item} B",
-                       "zh": "全局{layers} × 2 × {heads} × {dim} × {item} B"},
+    "kv.kinds": {"en": "K/V bytes per position: {kinds}; at {n} positions: {total:,} B",
+                 "zh": "每个位置的K/V字节：{kinds}；{n}个位置：{total:,} B"},
+    "kv.kinds.tip": {"en": "K/V bytes per layer kind (layers × K and V × K/V heads × head size × bytes per number). "
+                           "At {n} positions = {sums} = {total:,} bytes: a local layer keeps at most the latest "
+                           "positions its window reads, a global layer keeps them all.",
+                     "zh": "按层的种类计算K/V字节（层数 × K和V × K/V头数 × 头的维度 × 每个数的字节）。{n}个位置 = {sums} = "
+                           "{total:,}字节：局部层最多保留它的窗口读得到的最近位置，全局层全部保留。"},
+    "kv.kind.local": {"en": "local {layers} × 2 × {heads} × {dim} × {item} (≤ {w} kept)",
+                      "zh": "局部{layers} × 2 × {heads} × {dim} × {item}（最多留{w}个）"},
+    "kv.kind.global": {"en": "global {layers} × 2 × {heads} × {dim} × {item}",
+                       "zh": "全局{layers} × 2 × {heads} × {dim} × {item}"},
     "kv.kind.sum": {"en": "{layers} × {kept} × {per:,}", "zh": "{layers} × {kept} × {per:,}"},
     "kv.kinds_sep": {"en": ", ", "zh": "，"},
     "kv.tip.pending": {"en": "{piece} at position {pos} is pending: no forward has processed it yet",
@@ -641,7 +646,10 @@ class KVGridPanel(Panel):
         else:
             parts = [self.tr("kv.counts", visible=frame.visible_count, cache=frame.cache_len)]
             self._status.setToolTip("")
-        parts += self._prefix_parts() + self._kind_parts(frame.cache_len)
+        kinds, kinds_tip = self._kind_parts(frame.cache_len)
+        parts += self._prefix_parts() + kinds
+        if kinds_tip:
+            self._status.setToolTip("\n".join(filter(None, (self._status.toolTip(), kinds_tip))))
         written = self._view.data.written
         if written:
             key = "kv.written_one" if written[0] == written[1] else "kv.written"
@@ -667,19 +675,20 @@ class KVGridPanel(Panel):
         return [self.tr("kv.prefix_changed", at=hit.match.changed_at, invalidated=len(hit.match.invalidated),
                         **values)]
 
-    def _kind_parts(self, n: int) -> list[str]:
-        """K/V bytes per layer kind, for a model whose layers are not all global (Gemma 3)."""
+    def _kind_parts(self, n: int) -> tuple[list[str], str]:
+        """K/V bytes per layer kind, for a model whose layers are not all global (Gemma 3), and
+        the sum they make (for the status line's tooltip)."""
         model = self.session.model
         config = getattr(model, "config", None)
         if config is None or not any(config.window(i) for i in range(config.n_layers)):
-            return []
+            return [], ""
         memory = kv_memory(config, np.dtype(model.dtype).itemsize)
         kinds = [self.tr(f"kv.kind.{'local' if k.window else 'global'}", layers=k.layers, heads=k.kv_heads,
                          dim=k.head_dim, item=k.itemsize, w=k.window) for k in memory.kinds]
         sums = " + ".join(self.tr("kv.kind.sum", layers=k.layers, kept=k.kept(n), per=k.bytes_per_layer)
                           for k in memory.kinds)
-        return [self.tr("kv.kinds", kinds=self.tr("kv.kinds_sep").join(kinds), n=n, sums=sums,
-                        total=memory.bytes_at(n))]
+        return ([self.tr("kv.kinds", kinds=self.tr("kv.kinds_sep").join(kinds), n=n, total=memory.bytes_at(n))],
+                self.tr("kv.kinds.tip", n=n, sums=sums, total=memory.bytes_at(n)))
 
     def cell_lines(self, row: int, col: int) -> list[str]:
         """Text drawn in a cell: its state label (or its prefix-cache mark), then (small models) its vector."""
