@@ -235,3 +235,14 @@ def test_the_marks_are_readable_in_both_palettes(qtbot):
         assert len(set(fills)) == 3, theme.name                   # apart from each other and from processed
         for fill in fills:
             assert contrast(fill, text_on(fill)) >= 4.5, (theme.name, fill)
+
+
+def test_a_teachers_change_keeps_request_2_on_the_prefix_cache():
+    session = prefix_session()
+    session.go(2)
+    before = session.run
+    session.set_sampling(mode="sample", temperature=1.5, seed=3)
+    run = session.run
+    assert run is not before and run.prefix.reused == 2 and run.steps[0].positions == (2, 3)
+    assert run.steps[0].trace is before.steps[0].trace           # the same Prefill, its selection redone
+    assert run.max_recompute_diff < RECOMPUTE_TOLERANCE

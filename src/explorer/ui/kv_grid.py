@@ -310,6 +310,7 @@ class _GridView(QAbstractScrollArea):
             cols = elided_indexes(data.n_cols, fit_cols, head=fit_cols // 4)
             k = max(1, (fit_rows - 1) // 2)      # layers drawn when some are left out: k K/V pairs and "…"
             layers = (list(range(n_layers)) if 2 * n_layers <= fit_rows
+                      else [n_layers - 1] if fit_rows < 3      # room for one layer's K and V only: no "…" row
                       else elided_indexes(n_layers, k + 1, head=k - 1))
             rows = [r for layer in layers for r in ((None,) if layer is None else (2 * layer, 2 * layer + 1))]
             return ([(self.label_w + i * self.cell_w, c) for i, c in enumerate(cols)],
