@@ -105,6 +105,9 @@ def test_the_panels_mark_reused_and_invalidated_positions(qtbot, session):
     session.go(frame_index(session, "changed", "prefill"))
     assert [grid.cell_text(0, c) for c in range(37)] == ["reused"] * 6 + ["invalidated"] * 31
     assert shows(grid, "token changed at position 6: 31 cached positions invalidated")
+    session.go(frame_index(session, "second", "stop"))           # 45 columns: short labels, named in the legend
+    assert grid.cell_text(0, 0) == "reu" and grid.cell_text(0, 29) == "inv" and grid.cell_text(0, 37) == "proc"
+    assert "reused: K/V taken from the prefix cache: an earlier request computed them" in grid.legend_texts()
     session.go(0)                                                 # request 1: nothing reused
     assert {grid.cell_text(0, c) for c in range(37)} == {"processed"}
 

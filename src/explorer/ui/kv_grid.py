@@ -449,7 +449,7 @@ class _Legend(QWidget):
         self.setSizePolicy(sp)
 
     def entries(self) -> list[tuple[int | None, str, str]]:
-        """(state code or None for the outline, text in the swatch, meaning)."""
+        """(state code, prefix-cache mark or None for the outline; text in the swatch; meaning)."""
         data = self._panel.grid_view().data
         if data is None:
             return []
@@ -460,9 +460,10 @@ class _Legend(QWidget):
             if labels[code] != name:     # the cells show a short label: name it in full
                 meaning = tr("kv.legend.named", name=name, meaning=meaning)
             out.append((code, labels[code], meaning))
-        marks = [(mark, self._panel.mark_label(mark), tr(f"kv.legend.{mark}"))
-                 for mark in MARKS if mark in data.marks]
-        return out + marks + [(None, "", tr("kv.legend.written"))]
+        for mark in (m for m in MARKS if m in data.marks):
+            label, name, meaning = self._panel.mark_label(mark), tr(f"kv.mark.{mark}"), tr(f"kv.legend.{mark}")
+            out.append((mark, label, meaning if label == name else tr("kv.legend.named", name=name, meaning=meaning)))
+        return out + [(None, "", tr("kv.legend.written"))]
 
     def _layout(self, width: int, compact: bool) -> list[tuple[QRect, QRect, int | None, str, str]]:
         """(swatch, meaning's box, code, swatch text, meaning) per entry, placed left to right
