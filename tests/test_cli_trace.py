@@ -154,7 +154,8 @@ def test_a_lesson_with_several_scenarios_names_each_block(capsys):
     assert code == 0 and out.startswith("prompt: ")
 
 
-TABLE_LESSONS = [name for name in lesson_names() if name != "real-model"]      # the real-model lesson: tests/test_real_lesson.py
+TABLE_LESSONS = [name for name in lesson_names()     # these real-model lessons: tests/test_real_lesson.py, test_prefix_lesson.py
+                 if name not in ("real-model", "prefix-cache")]
 
 
 @pytest.mark.parametrize("lesson", TABLE_LESSONS)

@@ -20,7 +20,8 @@ COURSE_LESSONS = {          # id -> order: the lessons written from the course t
     "prefill-decode": 2, "selected-not-processed": 3, "sampling": 4, "beam": 5,
     "stop-reasons": 6, "output-projection": 7, "tokens-not-characters": 8,
 }
-REAL_MODEL_LESSONS = {"real-model": 9, "gemma-wo-ai": 14}     # on SmolLM2 and Gemma 3 (`explorer model install`)
+REAL_MODEL_LESSONS = {"real-model": 9, "gemma-wo-ai": 14,     # on SmolLM2 and Gemma 3 (`explorer model install`)
+                      "prefix-cache": 15}
 Q016_LESSONS = {            # Q016's four kinds of extra compute (and the reasoning-token follow-ups)
     "reasoning-budget": 10, "self-consistency": 11, "search-evaluator": 12, "tool-evidence": 13,
 }

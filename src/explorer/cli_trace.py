@@ -17,12 +17,23 @@ from .core.vote import Vote
 from .core.usage import count_usage
 from .core.teaching import load_teaching_model
 from .core.vocab import Vocabulary
-from .i18n import tr
+from .i18n import add_messages, tr
 from .lessons import load_lesson
 from .session import Session
 from .session.frames import frames_of_run
-from .session.narration import finish_text, shown_text
+from .session.narration import finish_text, milliseconds, shown_text
 from .texttable import format_table
+
+add_messages({
+    "trace.ttft": {"en": "time to first token: {ms} ms (measured: prefix lookup, Prefill forward, first selection)",
+                   "zh": "首Token时间：{ms} ms（实测：查找前缀缓存、Prefill前向、第一次选择）"},
+    "trace.prefix": {"en": "prefix cache: {cached} positions ({bytes:,} bytes); reused {reused} positions, "
+                           "computed {computed}",
+                     "zh": "前缀缓存：{cached}个位置（{bytes:,}字节）；复用{reused}个位置，计算{computed}个"},
+    "trace.prefix.changed": {"en": "token changed at position {at} ({old} → {new}): {n} cached positions "
+                                   "invalidated ({first}–{last})",
+                             "zh": "位置{at}的Token变了（{old} → {new}）：{n}个已缓存的位置失效（{first}–{last}）"},
+})
 
 
 def add_parser(subparsers) -> None:
@@ -186,5 +197,20 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     ]
     if run.max_recompute_diff is not None:
         lines.append(tr("max_diff", lang, diff=f"{run.max_recompute_diff:.2e}"))
-    return "\n".join(lines)
+    return "\n".join(lines + _prefix_lines(run, vocab, lang)
+                     + [tr("trace.ttft", lang, ms=milliseconds(run.time_to_first_token))])
+
+
+def _prefix_lines(run: Run, vocab: Vocabulary, lang: str) -> list[str]:
+    """What the run's Prefill took from a prefix cache, and what a changed token invalidated."""
+    hit = run.prefix
+    if hit is None:
+        return []
+    lines = [tr("trace.prefix", lang, cached=len(hit.cached_ids), bytes=hit.stored_bytes, reused=hit.reused,
+                computed=run.steps[0].computed_positions)]
+    at, stale = hit.match.changed_at, hit.match.invalidated
+    if at is not None:
+        lines.append(tr("trace.prefix.changed", lang, at=at, old=vocab.display_piece(hit.cached_ids[at]),
+                        new=vocab.display_piece(run.prompt_ids[at]), n=len(stale), first=stale[0], last=stale[-1]))
+    return lines
 

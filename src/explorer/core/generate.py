@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import time
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -10,6 +11,7 @@ import numpy as np
 from .errors import SettingError
 from .kvcache import KVCache
 from .limits import check_prompt_length
+from .prefix_cache import PrefixCache, PrefixHit
 from .protocol import LanguageModel
 from .sampling import Distribution, SamplingConfig, distribution, forced
 from .stopping import INCOMPLETE, StopMatch, ends_with_any, find_stop_string
@@ -33,6 +35,12 @@ class Step:
     forced: bool                   # chosen by a what-if override, not by the model
     recompute_max_abs_diff: float | None   # max |cached logits - full recompute|; None if not checked
     seconds: float                 # forward time
+    reused_positions: int = 0      # Prefill only: leading positions whose K/V came from a prefix cache
+
+    @property
+    def computed_positions(self) -> int:
+        """Positions this forward computed (the rest of a Prefill's were reused)."""
+        return len(self.positions)
 
     @property
     def logits_position(self) -> int:
@@ -51,6 +59,8 @@ class Run:
     output_text: str = ""                            # decoded output as shown (stop text cut off)
     overrides: dict = field(default_factory=dict)   # step -> forced id
     stop_match: StopMatch | None = None
+    prefix: PrefixHit | None = None                  # what the Prefill took from a prefix cache
+    time_to_first_token: float = 0.0                 # seconds: prefix lookup + Prefill forward + first selection
 
     @property
     def visible_ids(self) -> tuple[int, ...]:
@@ -89,7 +99,8 @@ def default_selector(config: SamplingConfig) -> Selector:
 def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = SamplingConfig(), *,
              overrides: dict | None = None, selector: Selector | None = None,
              check_recompute: bool = True, cancel: Callable[[], bool] | None = None,
-             reuse: Run | None = None, on_step: Callable[[int], None] | None = None) -> Run:
+             reuse: Run | None = None, on_step: Callable[[int], None] | None = None,
+             prefix: PrefixHit | None = None) -> Run:
     """Run Prefill and Decode steps until a stop criterion holds.
 
     overrides: {step index: token id} what-if choices; the step is marked forced and
@@ -99,6 +110,8 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     from it instead of recomputed (a slider drag reruns only the selection).
     cancel: asked after every step; True ends the Run with finish reason "cancelled".
     on_step: called after every step with the number of steps done (a progress bar).
+    prefix: a prefix cache's hit for this prompt; the Prefill starts from its K/V and
+    computes only the positions after the reused ones.
 
     The one-off rule: after each forward a token is *selected* from the last position's
     logits; it is *processed* (its K/V enter the cache) only by the next Decode step. The
@@ -113,18 +126,24 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
 
     steps: list[Step] = []
     output: list[int] = []
-    cache, finish, stop = None, None, None
+    if reuse is not None and _prefix_key(reuse.prefix) != _prefix_key(prefix):
+        reuse = None                      # its Prefill started from another prefix: not the same forward
+    cache, finish, stop, first_token = None, None, None, 0.0
     while finish is None:
         index = len(steps)
-        trace, diff, cache = _forward(model, prompt, output, steps, cache, reuse, check_recompute)
+        trace, diff, cache = _forward(model, prompt, output, steps, cache, reuse, check_recompute, prefix)
+        chosen = time.perf_counter()
         dist = select(trace.last_logits, prompt + tuple(output), index)
         if index in overrides:
             dist = forced(dist, overrides[index])
+        if index == 0:
+            first_token = (prefix.seconds if prefix else 0.0) + trace.seconds + time.perf_counter() - chosen
         output.append(dist.selected_id)
+        reused = prefix.reused if prefix is not None and index == 0 else 0
         steps.append(Step(index, "prefill" if index == 0 else "decode",
                           tuple(int(t) for t in trace.ids), tuple(int(p) for p in trace.positions),
-                          0 if index == 0 else len(prompt) + index - 1, len(prompt) + index,
-                          trace, dist, dist.selected_id, dist.forced, diff, trace.seconds))
+                          reused if index == 0 else len(prompt) + index - 1, len(prompt) + index,
+                          trace, dist, dist.selected_id, dist.forced, diff, trace.seconds, reused))
         if on_step is not None:
             on_step(len(steps))
         if output[-1] in ends:
@@ -141,10 +160,14 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     if stop is not None:
         text = text[:stop.char_index]
     return Run(model.name, prompt, tuple(steps), tuple(output), finish, config, text,
-               dict(overrides), stop)
+               dict(overrides), stop, prefix, first_token)
 
 
-def _forward(model, prompt, output, steps, cache, reuse: Run | None, check: bool):
+def _prefix_key(hit: PrefixHit | None) -> tuple:
+    return () if hit is None else (hit.cached_ids, hit.reused)
+
+
+def _forward(model, prompt, output, steps, cache, reuse: Run | None, check: bool, prefix: PrefixHit | None):
     """The forward pass of the next step -> (trace, recompute diff, live cache or None).
 
     Taken from `reuse` when it processed the same tokens (with the recompute check it had, if
@@ -157,23 +180,34 @@ def _forward(model, prompt, output, steps, cache, reuse: Run | None, check: bool
         if old.recompute_max_abs_diff is not None or not check:
             return old.trace, old.recompute_max_abs_diff, None     # a check made earlier stays true
     if index == 0:
-        trace, cache = model.prefill(prompt)
+        trace, cache = (model.prefill(prompt) if prefix is None or not prefix.reused
+                        else model.prefill_after(prompt, prefix.cache.copy()))
     else:
         if cache is None:
-            cache = cache_from_traces(model, [s.trace for s in steps])
+            cache = cache_from_traces(model, [s.trace for s in steps], prefix)
         trace, cache = model.decode(output[-1], cache)
     diff = _recompute_diff(model, prompt + tuple(output), trace) if check else None
     return trace, diff, cache
 
 
-def cache_from_traces(model: LanguageModel, traces) -> KVCache:
-    """A KV cache holding what the given forward passes wrote, in order."""
-    cache = model.new_cache()
+def cache_from_traces(model: LanguageModel, traces, prefix: PrefixHit | None = None) -> KVCache:
+    """A KV cache holding what the given forward passes wrote, in order (after the positions a
+    prefix cache gave the first of them)."""
+    cache = model.new_cache() if prefix is None or not prefix.reused else prefix.cache.copy()
     for trace in traces:
         for layer, lt in enumerate(trace.layers):
             cache.extend(layer, lt.k, lt.v)
         cache.commit(trace.ids, trace.positions)
     return cache
+
+
+def prefix_cache_of(model: LanguageModel, runs) -> PrefixCache:
+    """A prefix cache holding each finished Run's processed tokens (prompt and fed-back output)."""
+    store = PrefixCache()
+    for run in runs:
+        store.store(run.visible_ids[:run.cache_len], cache_from_traces(model, [s.trace for s in run.steps],
+                                                                       run.prefix))
+    return store
 
 
 def _recompute_diff(model, processed_ids, trace: ForwardTrace) -> float:

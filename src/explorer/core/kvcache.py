@@ -71,6 +71,24 @@ class KVCache:
         self._positions[self._len:self._len + n] = positions
         self._len += n
 
+    def truncated(self, n: int) -> "KVCache":
+        """An independent cache holding only the first `n` positions (a prefix cache hands
+        out such a copy: the stored cache is never changed by whoever extends it)."""
+        if not 0 <= n <= self._len:
+            raise ValueError(f"truncated({n}): the cache holds {self._len} positions")
+        other = KVCache.__new__(KVCache)
+        cap = max(n, 1)
+        other._k = [a[:, :, :cap].copy() for a in self._k]
+        other._v = [a[:, :cap].copy() for a in self._v]
+        other._ids, other._positions = self._ids[:cap].copy(), self._positions[:cap].copy()
+        other._len = n
+        return other
+
+    @property
+    def nbytes(self) -> int:
+        """Bytes of the K/V the held positions take (what a position costs times the length)."""
+        return sum(k[:, :, 0].nbytes + v[:, 0].nbytes for k, v in zip(self._k, self._v)) * self._len
+
     def copy(self) -> "KVCache":
         """An independent cache with the same contents (beam search forks prefixes)."""
         other = KVCache.__new__(KVCache)

@@ -45,6 +45,17 @@ class StepwiseModel:
         ids = self.vocab.id_array([token_id], "decode id")
         return self._forward(ids, np.array([len(cache)]), cache), cache
 
+    def prefill_after(self, ids, cache: KVCache) -> tuple[ForwardTrace, KVCache]:
+        """A Prefill that starts from `cache` (the K/V of `ids[:len(cache)]`, e.g. a prefix
+        cache's copy) and processes only the rest, positions len(cache)..len(ids)-1; the
+        cache grows to len(ids) (in place)."""
+        ids = self.vocab.id_array(ids, "prompt ids")
+        n = len(cache)
+        if not 0 <= n < len(ids) or not np.array_equal(cache.ids, ids[:n]):
+            raise ValueError(f"prefill_after: the cache holds {n} positions that are not the first of the "
+                             f"{len(ids)} prompt ids")
+        return self._forward(ids[n:], np.arange(n, len(ids)), cache), cache
+
     def full_forward(self, ids) -> ForwardTrace:
         """The reference: recompute every position of `ids` from scratch, no cache reuse."""
         ids = self.vocab.id_array(ids, "ids")

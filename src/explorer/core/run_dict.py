@@ -40,6 +40,7 @@ def run_to_dict(run: Run, vocab: Vocabulary, top_n: int = 10) -> dict:
             "candidates": step_candidates(s, vocab, top_n),
             "recompute_max_abs_diff": s.recompute_max_abs_diff,
             "forward_ms": s.seconds * 1000,
+            "reused_positions": s.reused_positions,
         })
     stop = run.stop_match
     return {
@@ -53,6 +54,10 @@ def run_to_dict(run: Run, vocab: Vocabulary, top_n: int = 10) -> dict:
         "usage": count_usage(run.prompt_ids, run.output_ids, vocab).as_dict(),
         "settings": _settings(run),
         "steps": steps,
+        "time_to_first_token_ms": run.time_to_first_token * 1000,
+        "prefix_cache": None if run.prefix is None else {
+            "cached_ids": list(run.prefix.cached_ids), "stored_bytes": run.prefix.stored_bytes,
+            "reused": run.prefix.reused, "invalidated": list(run.prefix.match.invalidated)},
     }
 
 

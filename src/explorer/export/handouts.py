@@ -71,4 +71,5 @@ def run_json(run: Run, vocab: Vocabulary, intermediates: bool = False, top_n: in
             step_data["forward"] = trace_dict(step.trace)
     for step_data in data["steps"]:
         step_data.pop("forward_ms")          # timings differ between runs; handouts stay identical
+    data.pop("time_to_first_token_ms")
     return data

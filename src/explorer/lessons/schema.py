@@ -55,6 +55,7 @@ class ScenarioSpec:
     forces: dict = field(default_factory=dict)     # step -> id
     cancel_after: int | None = None                # the user cancels after this many steps
     after_tool: tuple[str, tuple] | None = None    # (scenario whose tool call the host answered, result tokens)
+    prefix_from: str = ""                          # the scenario whose request filled the prefix cache
 
 
 @dataclass(frozen=True)
@@ -140,7 +141,7 @@ class Lesson:
                            prompt_ids=self._after_tool(name, spec.after_tool, vocab))
         prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
         return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())),
-                        spec.cancel_after, name)
+                        spec.cancel_after, name, spec.prefix_from)
 
 
     def _after_tool(self, name: str, after: tuple[str, tuple], vocab) -> tuple[int, ...]:
@@ -224,7 +225,8 @@ def lesson_id(path: Path) -> str:
 
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
             "settings", "forces", "scenarios", "evaluators", "frames", "checks")
-SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool")
+SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool",
+                 "prefix_from")
 FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search")
 SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
@@ -334,7 +336,14 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None,
     if cancel_after is not None and (not isinstance(cancel_after, int) or isinstance(cancel_after, bool)
                                      or cancel_after < 1):
         r.fail(at("cancel_after"), f"{cancel_after!r}: expected a number of steps >= 1 (the user cancels after them)")
-    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool)
+    prefix_from = d.get("prefix_from", "")
+    if prefix_from and prefix_from not in (known or ()):
+        r.fail(at("prefix_from"), f"{prefix_from!r}: expected a scenario named before this one, whose request "
+                                  f"filled the prefix cache (known: {', '.join(known or ())})")
+    if "prefix_from" in d and "model" in d:
+        r.fail(at("model"), "a request that reuses another's prefix cache runs on that request's model: "
+                            "leave model out")
+    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool, prefix_from)
 
 
 def _number(r: _Reader, value, where: str) -> float:

@@ -186,6 +186,8 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
     values |= usage.as_dict() | {"answer": answer, "chars": len(answer)}
     for name, whole in frame.usages:              # {total_tokens@tool}: another scenario's whole run
         values |= {f"{key}@{name}": n for key, n in whole.as_dict().items()}
+    values |= {f"ttft@{name}": milliseconds(seconds) for name, seconds in frame.ttfts}
+    values |= {"ttft": milliseconds(run.time_to_first_token)} | _prefix_values(run, vocab)
     if frame.vote is not None:
         values |= _vote_values(frame.vote, lang)
     if frame.search_result is not None:
@@ -210,6 +212,26 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
                    "caches": elided_list(s.cache_len_after for s in run.steps),
                    "diff": _diff(run.max_recompute_diff, lang)}
     return values
+
+
+def milliseconds(seconds: float) -> str:
+    """"183", "4.2", "0.35": milliseconds with two or three significant digits."""
+    ms = seconds * 1000
+    return f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}" if ms >= 1 else f"{ms:.2f}"
+
+
+def _prefix_values(run: Run, vocab: Vocabulary) -> dict:
+    """{reused} {computed} {cached} {prefix_bytes} {invalidated} {changed_at} {changed_piece}
+    {cached_piece}: what the run's Prefill took from a prefix cache (none without one)."""
+    hit = run.prefix
+    if hit is None:
+        return {}
+    changed = hit.match.changed_at
+    return {"reused": hit.reused, "computed": run.steps[0].computed_positions, "cached": len(hit.cached_ids),
+            "prefix_bytes": f"{hit.stored_bytes:,}", "invalidated": len(hit.match.invalidated),
+            "changed_at": "-" if changed is None else changed,
+            "changed_piece": "-" if changed is None else vocab.display_piece(run.prompt_ids[changed]),
+            "cached_piece": "-" if changed is None else vocab.display_piece(hit.cached_ids[changed])}
 
 
 def _vote_values(vote: Vote, lang: str) -> dict:

@@ -31,7 +31,7 @@ from typing import Callable
 
 from ..core.beam import BeamResult, beam_search
 from ..core.errors import SettingError
-from ..core.generate import Run, Step, generate
+from ..core.generate import Run, Step, generate, prefix_cache_of
 from ..core.protocol import LanguageModel
 from ..core.sampling import SamplingConfig
 from ..core.usage import count_usage
@@ -54,6 +54,7 @@ class Scenario:
     overrides: tuple[tuple[int, int], ...] = ()      # (step, forced id), sorted
     cancel_after: int | None = None                  # the user cancels after this many steps (a lesson's case)
     name: str = ""                                   # a lesson's name for it ("base", ...); "" otherwise
+    prefix_from: str = ""                            # the scenario whose request filled the prefix cache it uses
 
 
 @dataclass(frozen=True)
@@ -453,7 +454,7 @@ class Session:
             progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
             runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
                                check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
-                               on_step=progress)
+                               on_step=progress, prefix=_prefix_hit(s, effective, runs))
             done += s.config.max_new_tokens
             if s.config.mode == "beam":
                 beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
@@ -464,9 +465,11 @@ class Session:
             frames, owners = list(derived[effective[0]]), [0] * len(derived[effective[0]])
         usages = tuple((s.name, count_usage(runs[s].prompt_ids, runs[s].output_ids, s.model.vocab))
                        for s in effective) if plans else ()
+        ttfts = tuple((s.name, runs[s].time_to_first_token) for s in effective) if plans else ()
         computed: dict = {}                  # (kind, scenario, spec) -> Vote | SearchResult, once per change
         for i, plan in enumerate(plans):
-            frame = replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages)
+            frame = replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages,
+                            ttfts=ttfts)
             frames.append(_computed(frame, effective[plan.scenario], computed, i))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,
@@ -484,7 +487,16 @@ def _apply_user(s: Scenario, u: _UserLayer) -> Scenario:
     config = s.config.with_(**u.config) if u.config else s.config
     overrides = dict(s.overrides) | u.overrides
     return Scenario(u.model or s.model, u.prompt if u.prompt is not None else s.prompt_ids,
-                    config, tuple(sorted(overrides.items())), s.cancel_after, s.name)
+                    config, tuple(sorted(overrides.items())), s.cancel_after, s.name, s.prefix_from)
+
+
+def _prefix_hit(s: Scenario, effective: tuple[Scenario, ...], runs: dict):
+    """What scenario `s` takes from a prefix cache holding the request of `s.prefix_from` (an
+    earlier scenario, on the same model), or None."""
+    source = next((e for e in effective if s.prefix_from and e.name == s.prefix_from), None)
+    if source is None or source.model is not s.model:
+        return None
+    return prefix_cache_of(s.model, [runs[source]]).lookup(s.prompt_ids)
 
 
 def _cancel_after(steps: int | None, cancel: Callable[[], bool] | None) -> Callable[[], bool] | None:

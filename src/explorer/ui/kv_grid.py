@@ -11,6 +11,7 @@ from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout, QWidget
 
 from ..core.elide import elided_indexes
+from ..core.kv_memory import kv_memory
 from ..i18n import add_messages
 from ..session import Session, TokenState
 from .panel import Panel, answer_tooltip
@@ -77,6 +78,34 @@ add_messages({
     "kv.tip.selected": {"en": "{piece} at position {pos} is selected: it has no K/V until the next "
                               "Decode step feeds it in",
                         "zh": "位置{pos}的{piece}已选中：下一次Decode把它送入模型后才有K/V"},
+    "kv.mark.reused": {"en": "reused", "zh": "复用"},
+    "kv.mark.invalidated": {"en": "invalidated", "zh": "失效"},
+    "kv.mark_short.reused": {"en": "reu", "zh": "复用"},
+    "kv.mark_short.invalidated": {"en": "inv", "zh": "失效"},
+    "kv.legend.reused": {"en": "K/V taken from the prefix cache: an earlier request computed them",
+                         "zh": "K/V取自前缀缓存：是之前的请求算出来的"},
+    "kv.legend.invalidated": {"en": "the cache held this position, but this token or an earlier one differs: "
+                                    "its cached K/V no longer fit and were computed again",
+                              "zh": "缓存里有这个位置，但这个Token或它前面的某个Token不同：缓存的K/V不再适用，已重新计算"},
+    "kv.prefix": {"en": "prefix cache: {cached} positions ({size}) · reused {reused}, computed {computed}",
+                  "zh": "前缀缓存：{cached}个位置（{size}）· 复用{reused}个，计算{computed}个"},
+    "kv.prefix_changed": {"en": "prefix cache: {cached} positions ({size}) · reused {reused}, computed {computed} · "
+                                "token changed at position {at}: {invalidated} cached positions invalidated",
+                          "zh": "前缀缓存：{cached}个位置（{size}）· 复用{reused}个，计算{computed}个 · "
+                                "位置{at}的Token变了：{invalidated}个已缓存的位置失效"},
+    "kv.kinds": {"en": "K/V bytes per position: {kinds}; at {n} positions: {total:,} B",
+                 "zh": "每个位置的K/V字节：{kinds}；{n}个位置：{total:,} B"},
+    "kv.kinds.tip": {"en": "K/V bytes per layer kind (layers × K and V × K/V heads × head size × bytes per number). "
+                           "At {n} positions = {sums} = {total:,} bytes: a local layer keeps at most the latest "
+                           "positions its window reads, a global layer keeps them all.",
+                     "zh": "按层的种类计算K/V字节（层数 × K和V × K/V头数 × 头的维度 × 每个数的字节）。{n}个位置 = {sums} = "
+                           "{total:,}字节：局部层最多保留它的窗口读得到的最近位置，全局层全部保留。"},
+    "kv.kind.local": {"en": "local {layers} × 2 × {heads} × {dim} × {item} (≤ {w} kept)",
+                      "zh": "局部{layers} × 2 × {heads} × {dim} × {item}（最多留{w}个）"},
+    "kv.kind.global": {"en": "global {layers} × 2 × {heads} × {dim} × {item}",
+                       "zh": "全局{layers} × 2 × {heads} × {dim} × {item}"},
+    "kv.kind.sum": {"en": "{layers} × {kept} × {per:,}", "zh": "{layers} × {kept} × {per:,}"},
+    "kv.kinds_sep": {"en": ", ", "zh": "，"},
     "kv.tip.pending": {"en": "{piece} at position {pos} is pending: no forward has processed it yet",
                        "zh": "位置{pos}的{piece}待处理：还没有前向计算处理过它"},
 })
@@ -108,6 +137,27 @@ def paint_cells(p: QPainter, theme: Theme, cells: list[tuple[QRect, int, list[st
             p.drawText(rect, Qt.AlignCenter, "\n".join(lines))
 
 
+MARKS = ("reused", "invalidated")        # what a prefix cache did to a column: see `_marks`
+MARK_FILLS = {"reused": "kept", "invalidated": "chosen"}      # theme colours
+
+
+def paint_marked(p: QPainter, theme: Theme, cells: list[tuple[QRect, str, list[str]]]) -> None:
+    """Processed cells a prefix cache gave (reused) or could not give (invalidated): filled in
+    the mark's own colour, with a solid outline in the text colour and the mark's label."""
+    for rect, mark, lines in cells:
+        fill = theme.color(MARK_FILLS[mark])
+        p.setPen(QPen(theme.color("text"), 1))
+        p.setBrush(fill)
+        p.drawRect(rect.adjusted(1, 1, -2, -2))
+        p.setPen(QColor(text_on(fill.name())))
+        p.drawText(rect, Qt.AlignCenter, "\n".join(lines))
+    p.setBrush(Qt.NoBrush)
+
+
+def _mark(data: "_GridData", col: int) -> str:
+    return data.marks[col] if data.marks else ""
+
+
 @dataclass(frozen=True)
 class _GridData:
     """Everything the grid draws, computed once per refresh."""
@@ -120,6 +170,7 @@ class _GridData:
     source: np.ndarray           # [c, 2] (step index, row in that step's forward) per processed column
     written: tuple[int, int] | None   # first, last column written by the current forward
     values: dict                 # (row, col) -> text lines of the vector, for small models only
+    marks: tuple[str, ...] = ()  # [c] "reused" (K/V from a prefix cache), "invalidated" or "" per column
 
     @property
     def n_rows(self) -> int:
@@ -251,6 +302,7 @@ class _GridView(QAbstractScrollArea):
             cols = elided_indexes(data.n_cols, fit_cols, head=fit_cols // 4)
             k = max(1, (fit_rows - 1) // 2)      # layers drawn when some are left out: k K/V pairs and "…"
             layers = (list(range(n_layers)) if 2 * n_layers <= fit_rows
+                      else [n_layers - 1] if fit_rows < 3      # room for one layer's K and V only: no "…" row
                       else elided_indexes(n_layers, k + 1, head=k - 1))
             rows = [r for layer in layers for r in ((None,) if layer is None else (2 * layer, 2 * layer + 1))]
             return ([(self.label_w + i * self.cell_w, c) for i, c in enumerate(cols)],
@@ -268,8 +320,10 @@ class _GridView(QAbstractScrollArea):
         if data is None:
             return
         cols, rows = self.places()
-        paint_cells(p, theme, [(QRect(x, y, self.cell_w, self.cell_h), int(data.codes[c]), self._panel.cell_lines(r, c))
-                               for y, r in rows if r is not None for x, c in cols if c is not None])
+        cells = [(QRect(x, y, self.cell_w, self.cell_h), int(data.codes[c]), self._panel.cell_lines(r, c), c)
+                 for y, r in rows if r is not None for x, c in cols if c is not None]
+        paint_cells(p, theme, [cell[:3] for cell in cells if not _mark(data, cell[3])])
+        paint_marked(p, theme, [(rect, _mark(data, c), lines) for rect, _, lines, c in cells if _mark(data, c)])
         self._paint_unread(p, cols, rows)
         self._paint_gaps(p, cols, rows)
         right = cols[-1][0] + self.cell_w if cols else self.label_w
@@ -388,7 +442,7 @@ class _Legend(QWidget):
         self.setSizePolicy(sp)
 
     def entries(self) -> list[tuple[int | None, str, str]]:
-        """(state code or None for the outline, text in the swatch, meaning)."""
+        """(state code, prefix-cache mark or None for the outline; text in the swatch; meaning)."""
         data = self._panel.grid_view().data
         if data is None:
             return []
@@ -399,6 +453,9 @@ class _Legend(QWidget):
             if labels[code] != name:     # the cells show a short label: name it in full
                 meaning = tr("kv.legend.named", name=name, meaning=meaning)
             out.append((code, labels[code], meaning))
+        for mark in (m for m in MARKS if m in data.marks):
+            label, name, meaning = self._panel.mark_label(mark), tr(f"kv.mark.{mark}"), tr(f"kv.legend.{mark}")
+            out.append((mark, label, meaning if label == name else tr("kv.legend.named", name=name, meaning=meaning)))
         return out + [(None, "", tr("kv.legend.written"))]
 
     def _layout(self, width: int, compact: bool) -> list[tuple[QRect, QRect, int | None, str, str]]:
@@ -473,7 +530,9 @@ class _Legend(QWidget):
     def paintEvent(self, _event) -> None:
         p, theme = QPainter(self), self._panel.theme
         for swatch, text, code, short, meaning in self._layout(self.width(), self.compact):
-            if code is None:
+            if isinstance(code, str):
+                paint_marked(p, theme, [(swatch, code, [short])])
+            elif code is None:
                 p.setPen(QPen(theme.color("accent"), 4))
                 p.drawRect(swatch.adjusted(2, 2, -2, -2))
                 if short:
@@ -544,7 +603,7 @@ class KVGridPanel(Panel):
         source = _source_of_positions(run.steps, len(codes))
         values = {}
         if self._value_rows() and (not self.on_slide or self._values_on_slide):
-            values = {(r, c): _value_lines(_vector(run.steps, source, r, c))
+            values = {(r, c): _value_lines(_vector(run.steps, source, r, c, run.prefix))
                       for r in range(2 * len(layers)) for c in np.flatnonzero(codes == 0)}
         return _GridData(
             codes=codes,
@@ -555,7 +614,13 @@ class KVGridPanel(Panel):
             labels=tuple(self.tr(f"kv.{'state' if full else 'short'}.{s}") for s in STATES),
             source=source,
             written=_written_columns(session),
-            values=values)
+            values=values,
+            marks=_marks(run, codes))
+
+    def mark_label(self, mark: str) -> str:
+        """The label a marked cell shows, full or short as the state labels are."""
+        full = self._view.data is None or len(self._view.data.codes) <= FULL_LABEL_COLUMNS
+        return self.tr(f"kv.{'mark' if full else 'mark_short'}.{mark}")
 
     def _value_rows(self) -> int:
         """Lines of numbers in a processed cell: its vector, for a tiny model (else none)."""
@@ -585,6 +650,10 @@ class KVGridPanel(Panel):
         else:
             parts = [self.tr("kv.counts", visible=frame.visible_count, cache=frame.cache_len)]
             self._status.setToolTip("")
+        kinds, kinds_tip = self._kind_parts(frame.cache_len)
+        parts += self._prefix_parts() + kinds
+        if kinds_tip:
+            self._status.setToolTip("\n".join(filter(None, (self._status.toolTip(), kinds_tip))))
         written = self._view.data.written
         if written:
             key = "kv.written_one" if written[0] == written[1] else "kv.written"
@@ -597,10 +666,40 @@ class KVGridPanel(Panel):
                                  glob=windows.count(0)))
         return "   ".join(parts)
 
+    def _prefix_parts(self) -> list[str]:
+        """What the run's Prefill took from a prefix cache, and what that cache holds."""
+        run = self.session.run
+        hit = run.prefix
+        if hit is None:
+            return []
+        values = dict(cached=len(hit.cached_ids), size=byte_size(hit.stored_bytes), reused=hit.reused,
+                      computed=run.steps[0].computed_positions)
+        if hit.match.changed_at is None:
+            return [self.tr("kv.prefix", **values)]
+        return [self.tr("kv.prefix_changed", at=hit.match.changed_at, invalidated=len(hit.match.invalidated),
+                        **values)]
+
+    def _kind_parts(self, n: int) -> tuple[list[str], str]:
+        """K/V bytes per layer kind, for a model whose layers are not all global (Gemma 3), and
+        the sum they make (for the status line's tooltip)."""
+        model = self.session.model
+        config = getattr(model, "config", None)
+        if config is None or not any(config.window(i) for i in range(config.n_layers)):
+            return [], ""
+        memory = kv_memory(config, np.dtype(model.dtype).itemsize)
+        kinds = [self.tr(f"kv.kind.{'local' if k.window else 'global'}", layers=k.layers, heads=k.kv_heads,
+                         dim=k.head_dim, item=k.itemsize, w=k.window) for k in memory.kinds]
+        sums = " + ".join(self.tr("kv.kind.sum", layers=k.layers, kept=k.kept(n), per=k.bytes_per_layer)
+                          for k in memory.kinds)
+        return ([self.tr("kv.kinds", kinds=self.tr("kv.kinds_sep").join(kinds), n=n, total=memory.bytes_at(n))],
+                self.tr("kv.kinds.tip", n=n, sums=sums, total=memory.bytes_at(n)))
+
     def cell_lines(self, row: int, col: int) -> list[str]:
-        """Text drawn in a cell: its state label, then (small models) its vector."""
+        """Text drawn in a cell: its state label (or its prefix-cache mark), then (small models) its vector."""
         data = self._view.data
-        return [data.labels[int(data.codes[col])], *data.values.get((row, col), ())]
+        mark = _mark(data, col)
+        label = self.mark_label(mark) if mark else data.labels[int(data.codes[col])]
+        return [label, *data.values.get((row, col), ())]
 
     def token_tooltip(self, col: int) -> str:
         """Built on hovering a column's header: the token, its position and state, and the
@@ -623,7 +722,8 @@ class KVGridPanel(Panel):
         if col < data.unread[row]:
             window = self.session.run.steps[0].trace.layers[row // 2].window
             lines.append(self.tr("kv.tip.unread", i=row // 2, w=window, pos=col))
-        for g, head in enumerate(_vector(self.session.run.steps, data.source, row, col)):
+        run = self.session.run
+        for g, head in enumerate(_vector(run.steps, data.source, row, col, run.prefix)):
             values = [f"{x:.3f}" for x in head]
             chunks = [", ".join(values[i:i + TOOLTIP_PER_LINE]) for i in range(0, len(values), TOOLTIP_PER_LINE)]
             lines.append(f"{self.tr('kv.tip.head', g=g)}: [" + ",\n  ".join(chunks) + "]")
@@ -750,7 +850,7 @@ def _same_grid(a: _GridData, b: _GridData) -> bool:
     """Whether two grids draw the same (a rerun that changed nothing here repaints nothing)."""
     return (a.pieces == b.pieces and a.row_labels == b.row_labels and a.labels == b.labels
             and a.unread == b.unread
-            and a.written == b.written and a.values == b.values
+            and a.written == b.written and a.values == b.values and a.marks == b.marks
             and np.array_equal(a.codes, b.codes) and np.array_equal(a.source, b.source))
 
 
@@ -773,9 +873,12 @@ def _source_of_positions(steps, n: int) -> np.ndarray:  # -> [n, 2] (step, row i
     return source
 
 
-def _vector(steps, source, row: int, col: int) -> np.ndarray:  # -> [g, e]
-    """K (even rows) or V (odd rows) of layer row // 2 at position col, from the step that fed it."""
+def _vector(steps, source, row: int, col: int, prefix=None) -> np.ndarray:  # -> [g, e]
+    """K (even rows) or V (odd rows) of layer row // 2 at position col, from the step that fed it
+    (or, for a position no step fed, from the prefix cache's copy the run started from)."""
     step, index = source[col]
+    if step < 0 and prefix is not None:
+        return (prefix.cache.values if row % 2 else prefix.cache.keys)(row // 2)[:, col]
     layer = steps[step].trace.layers[row // 2]
     return (layer.v if row % 2 else layer.k)[:, index, :]
 
@@ -783,6 +886,18 @@ def _vector(steps, source, row: int, col: int) -> np.ndarray:  # -> [g, e]
 def _value_lines(vector: np.ndarray) -> tuple[str, ...]:  # [g, e] -> lines of VALUES_PER_LINE numbers
     values = [f"{x:.2f}" for x in vector.ravel()]
     return tuple("  ".join(values[i:i + VALUES_PER_LINE]) for i in range(0, len(values), VALUES_PER_LINE))
+
+
+def _marks(run, codes: np.ndarray) -> tuple[str, ...]:
+    """[c] per processed column: "reused" where the run's Prefill took its K/V from a prefix cache,
+    "invalidated" where the cache held it but an earlier token had changed; else ""."""
+    hit = run.prefix
+    if hit is None:
+        return ()
+    marks = [""] * len(codes)
+    for col in np.flatnonzero(codes == 0):
+        marks[col] = "reused" if col < hit.reused else "invalidated" if col in hit.match.invalidated else ""
+    return tuple(marks)
 
 
 def _written_columns(session: Session) -> tuple[int, int] | None:

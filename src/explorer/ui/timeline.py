@@ -11,7 +11,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePoli
 from ..core.elide import ENDS, elided, elided_indexes, elided_list
 from ..i18n import MESSAGES, add_messages, tr
 from ..session import Session
-from ..session.narration import finish_text, frame_usage, shown_text
+from ..session.narration import finish_text, frame_usage, milliseconds, shown_text
 from .panel import Panel
 from .theme import text_on
 
@@ -31,6 +31,10 @@ add_messages({
                                  "show them.",
                            "zh": "按推理服务的用量字段分开计数。推理Token和其他Token一样被选出、被处理、进入缓存、"
                                  "需要计费，只是聊天窗口不显示它们。"},
+    "timeline.reused": {"en": "reused {reused}, computed {computed}: {positions}",
+                        "zh": "复用{reused}个，计算{computed}个：{positions}"},
+    "timeline.speed.prefix": {"en": "time to first token {ttft} ms, {reused} positions from the prefix cache",
+                              "zh": "首个Token用时{ttft} ms，{reused}个位置取自前缀缓存"},
     "timeline.not_yet": {"en": "…", "zh": "…"},
     "timeline.speed": {"en": "Prefill {prefill} ms ({n} tok) · Decode {decode} ms/token ≈ {rate} tok/s",
                        "zh": "Prefill {prefill} ms（{n}个Token）· Decode 每个Token {decode} ms ≈ 每秒{rate}个Token"},
@@ -43,20 +47,23 @@ add_messages({
 })
 
 
-def _ms(seconds: float) -> str:
-    ms = seconds * 1000
-    return f"{ms:.0f}" if ms >= 10 else f"{ms:.1f}" if ms >= 1 else f"{ms:.2f}"
-
-
 def speed_text(run, lang: str) -> str:
     """"Prefill 183 ms (64 tok) · Decode 27 ms/token ≈ 37 tok/s" from the steps' forward times."""
     prefill, decodes = run.steps[0], run.steps[1:]
-    values = dict(prefill=_ms(prefill.seconds), n=len(prefill.input_ids))
+    values = dict(prefill=milliseconds(prefill.seconds), n=len(prefill.input_ids))
     if not decodes:
-        return tr("timeline.speed.prefill_only", lang, **values)
+        return tr("timeline.speed.prefill_only", lang, **values) + _prefix_speed(run, lang)
     per_token = sum(s.seconds for s in decodes) / len(decodes)
     rate = "∞" if per_token <= 0 else f"{1 / per_token:,.0f}" if per_token < 0.1 else f"{1 / per_token:.1f}"
-    return tr("timeline.speed", lang, decode=_ms(per_token), rate=rate, **values)
+    return tr("timeline.speed", lang, decode=milliseconds(per_token), rate=rate, **values) + _prefix_speed(run, lang)
+
+
+def _prefix_speed(run, lang: str) -> str:
+    """" · time to first token 90 ms, 26 positions from the prefix cache" for a run that reused some."""
+    if run.prefix is None:
+        return ""
+    return " · " + tr("timeline.speed.prefix", lang, ttft=milliseconds(run.time_to_first_token),
+                      reused=run.prefix.reused)
 
 
 class StepStrip(QWidget):
@@ -345,7 +352,7 @@ class TimelinePanel(Panel):
                 f"{vocab.display_piece(step.selected_id)} ({step.selected_id})"
                 + (self.tr("forced") if step.forced else ""))
             rows.append([labels[step.index], f"{pieces(step.input_ids, ENDS)}  {elided_list(step.input_ids)}",
-                         elided([str(p) for p in step.positions], ", "),
+                         self._positions_text(step),
                          pieces(run.visible_ids[:step.cache_len_after], ENDS),
                          self.tr("chooser", p=step.logits_position),
                          selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"])
@@ -356,6 +363,14 @@ class TimelinePanel(Panel):
         if self.on_slide:
             self._fit_columns()
             self._drop_rows_without_room(rows)
+
+    def _positions_text(self, step) -> str:
+        """The positions a forward computed; for a Prefill that reused a prefix cache's, how many of each."""
+        positions = elided([str(p) for p in step.positions], ", ")
+        if not step.reused_positions:
+            return positions
+        return self.tr("timeline.reused", reused=step.reused_positions, computed=step.computed_positions,
+                       positions=positions)
 
     def _fill(self, rows) -> None:
         table = self.table
