@@ -1,9 +1,13 @@
-"""What a teacher does with the window, as input events: keys, typed text, clicks where a
-thing is drawn. Shared by the window tests (imported as a plain module from tests/)."""
+"""What a teacher does with the window, as input events (keys, typed text, clicks where a
+thing is drawn), and what a teacher reads on it: label texts, painted text, tooltips, colours.
+Shared by the UI tests (imported as a plain module from tests/)."""
 
-from PySide6.QtCore import QEvent, QPoint, QPointF, Qt
-from PySide6.QtGui import QKeyEvent
-from PySide6.QtWidgets import QApplication, QLabel
+from collections import Counter
+from dataclasses import dataclass
+
+from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt
+from PySide6.QtGui import QColor, QHelpEvent, QImage, QKeyEvent, QPaintDevice, QPaintEngine, QRegion
+from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QWidget
 
 CTRL = Qt.KeyboardModifier.ControlModifier
 CTRL_SHIFT = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
@@ -58,3 +62,150 @@ def label_showing(widget, fragment: str) -> QLabel:
     (label,) = [label for label in widget.findChildren(QLabel)
                 if label.isVisibleTo(widget) and fragment in label.text()]
     return label
+
+
+def tooltip_at(widget, point: QPoint) -> str:
+    """The tooltip `widget` shows when the mouse rests at `point` (empty: none)."""
+    QToolTip.hideText()
+    QApplication.sendEvent(widget, QHelpEvent(QEvent.Type.ToolTip, point, widget.mapToGlobal(point)))
+    return QToolTip.text() if QToolTip.isVisible() else ""
+
+
+def main_colour(picture: QImage, rect: QRect) -> QColor:
+    """The colour covering most of `rect` in `picture` (a widget's grab)."""
+    rect = rect.intersected(picture.rect())
+    counts = Counter(picture.pixel(x, y) for x in range(rect.left(), rect.right() + 1)
+                     for y in range(rect.top(), rect.bottom() + 1))
+    return QColor.fromRgb(counts.most_common(1)[0][0])
+
+
+@dataclass(frozen=True)
+class Drawn:
+    text: str
+    box: QRectF         # where it is drawn, in the widget's pixels
+    point_size: float   # its font's size
+
+    def center(self) -> QPoint:
+        return self.box.center().toPoint()
+
+
+class _TextEngine(QPaintEngine):
+    """Keeps the text painted through it (and draws nothing)."""
+
+    def __init__(self):
+        super().__init__(QPaintEngine.PaintEngineFeature.AllFeatures)
+        self.drawn: list[Drawn] = []
+
+    def drawTextItem(self, p, item) -> None:
+        at = self.painter().transform().map(QPointF(p))         # the baseline's start
+        box = QRectF(at.x(), at.y() - item.ascent(), item.width(), item.ascent() + item.descent())
+        last = self.drawn[-1] if self.drawn else None
+        if last and abs(last.box.bottom() - box.bottom()) < 4 and abs(last.box.right() - box.left()) < 0.5:
+            self.drawn[-1] = Drawn(last.text + item.text(), last.box.united(box), last.point_size)  # two fonts
+        else:
+            self.drawn.append(Drawn(item.text(), box, item.font().pointSizeF()))
+
+    def begin(self, _device) -> bool:
+        return True
+
+    def end(self) -> bool:
+        return True
+
+    def updateState(self, _state) -> None:
+        pass
+
+    def drawPath(self, _path) -> None:
+        pass
+
+    def drawPolygon(self, *_args) -> None:
+        pass
+
+    def drawPixmap(self, *_args) -> None:
+        pass
+
+    def drawImage(self, *_args) -> None:
+        pass
+
+    def type(self):
+        return QPaintEngine.Type.User
+
+
+class _TextDevice(QPaintDevice):
+    def __init__(self, size):
+        super().__init__()
+        self.size, self.engine = size, _TextEngine()
+
+    def paintEngine(self):
+        return self.engine
+
+    def metric(self, metric) -> int:
+        m = QPaintDevice.PaintDeviceMetric
+        dpi = QApplication.primaryScreen().logicalDotsPerInch()
+        return {m.PdmWidth: self.size.width(), m.PdmHeight: self.size.height(), m.PdmDpiX: dpi, m.PdmDpiY: dpi,
+                m.PdmPhysicalDpiX: dpi, m.PdmPhysicalDpiY: dpi, m.PdmDepth: 32, m.PdmNumColors: 2 ** 31 - 1,
+                m.PdmDevicePixelRatio: 1, m.PdmDevicePixelRatioScaled: 1,
+                m.PdmWidthMM: self.size.width(), m.PdmHeightMM: self.size.height()}.get(metric, 0)
+
+
+def drawn_texts(widget: QWidget) -> list[Drawn]:
+    """Every line of text `widget` paints itself (its child widgets left out), in the order
+    painted: what a reader sees of a widget that paints its words rather than holding labels."""
+    device = _TextDevice(widget.size())
+    widget.render(device, QPoint(), QRegion(), QWidget.RenderFlag(0))
+    return device.engine.drawn
+
+
+def texts_within(widget: QWidget, rect: QRect) -> str:
+    """The lines of text `widget` paints inside `rect`, top to bottom, one a line."""
+    inside = [d for d in drawn_texts(widget) if rect.contains(d.center())]
+    return "\n".join(d.text for d in sorted(inside, key=lambda d: d.box.top()))
+
+
+# ---------------------------------------------------------------- the KV cache grid, as drawn
+
+def kv_cell_rect(panel, row: int, col: int) -> QRect:
+    """Where the KV grid draws cell (row, col) (row -1: the column's header), in its viewport's
+    pixels: the grid's label column, header and cell sizes, scrolled as the user sees it."""
+    view = panel.grid_view()
+    x = view.label_w + col * view.cell_w - view.horizontalScrollBar().value()
+    if row < 0:
+        return QRect(x, 0, view.cell_w, view.header_h)
+    y = view.header_h + row * view.cell_h - view.verticalScrollBar().value()
+    return QRect(x, y, view.cell_w, view.cell_h)
+
+
+def kv_states(panel, row: int = 0) -> list[str]:
+    """The state each position's cell in `row` shows by its colour: processed and pending
+    filled with their colours, selected left empty (the background); None: out of view."""
+    theme, picture = panel.theme, panel.grid_view().viewport().grab().toImage()
+    names = {QColor(theme.processed).rgb(): "processed", QColor(theme.background).rgb(): "selected",
+             QColor(theme.pending).rgb(): "pending"}
+    inner = [kv_cell_rect(panel, row, col).adjusted(4, 4, -4, -4) for col in range(panel.session.frame.visible_count)]
+    return [names.get(main_colour(picture, rect).rgb(), "?") if picture.rect().contains(rect) else None
+            for rect in inner]
+
+
+def kv_cell_text(panel, row: int, col: int) -> str:
+    """The lines drawn in a KV grid cell (row -1: the column's header, its token and position)."""
+    return texts_within(panel.grid_view().viewport(), kv_cell_rect(panel, row, col))
+
+
+def kv_column_heads(panel) -> list[str]:
+    """Every position's header as drawn: "token·position"."""
+    return [kv_cell_text(panel, -1, col).replace("\n", "·") for col in range(panel.session.frame.visible_count)]
+
+
+def kv_row_heads(panel) -> list[str]:
+    """The row labels drawn left of the cells ("L0 K", "L0 V", ...), those in view."""
+    view = panel.grid_view()
+    return [d.text for d in drawn_texts(view.viewport())
+            if d.box.center().x() < view.label_w and d.box.center().y() > view.header_h]
+
+
+def kv_written(panel) -> list[int]:
+    """The positions outlined as written by this forward: the accent's thick line runs along
+    the top of their headers."""
+    picture, accent = panel.grid_view().viewport().grab().toImage(), QColor(panel.theme.color("accent")).rgb()
+    return [col for col in range(panel.session.frame.visible_count)
+            if main_colour(picture, kv_cell_rect(panel, -1, col).adjusted(6, 2, -6, 0).intersected(
+                QRect(0, 2, picture.width(), 3))).rgb() == accent]

@@ -12,6 +12,7 @@ from explorer.lessons import lesson_names, load_lesson
 from explorer.ui.fonts import register_fonts
 from explorer.ui.slides.job import slide_pictures
 from explorer.ui.slides.layout import BODY_PX, SlideGeometry
+from teacher import drawn_texts
 
 CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
 
@@ -114,7 +115,8 @@ def test_a_panel_slide_of_the_cache_fills_the_body(qapp):
         content = panel.slide_content_size()
         covered = min(content.width(), body.width()) * min(content.height(), body.height())
         assert covered > 0.6 * body.width() * body.height()
-        assert panel.text_point_size() * panel.logicalDpiY() / 72 > 1.3 * BODY_PX   # grown to fill
+        size = min(d.point_size for d in drawn_texts(panel.grid_view().viewport()))
+        assert size * panel.logicalDpiY() / 72 > 1.3 * BODY_PX   # grown to fill
 
 
 def test_thirty_layers_are_elided_around_a_visible_gap(qapp, sessions):

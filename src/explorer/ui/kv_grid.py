@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
-from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout
 
 from ..core.elide import elided_indexes
 from ..i18n import add_messages
@@ -540,44 +540,7 @@ class KVGridPanel(Panel):
             child.setFont(font)
         self._fit_legend()
 
-    # ---------------------------------------------------------------- read-only API for tests
-    def row_labels(self) -> list[str]:
-        return list(self._view.data.row_labels)
-
-    def column_labels(self) -> list[str]:
-        return [f"{piece}·{c}" for c, piece in enumerate(self._view.data.pieces)]
-
-    def cell_state(self, row: int, col: int) -> str:
-        if not 0 <= row < self._view.data.n_rows:
-            raise IndexError(f"row {row}: the grid has {self._view.data.n_rows} rows")
-        return STATES[int(self._view.data.codes[col])]
-
-    def cell_text(self, row: int, col: int) -> str:
-        return "\n".join(self.cell_lines(row, col))
-
-    def written_columns(self) -> tuple[int, ...]:
-        written = self._view.data.written
-        return tuple(range(written[0], written[1] + 1)) if written else ()
-
-    def legend_texts(self) -> list[str]:
-        return [meaning for *_, meaning in self._legend.entries()]
-
-    def legend_is_compact(self) -> bool:
-        return self._legend.compact
-
-    def legend_boxes(self) -> list[tuple[QRect, QRect]]:
-        """(swatch, meaning) rectangles of the legend entries, in the legend's pixels."""
-        return [(swatch, text) for swatch, text, *_ in self._legend._layout(self._legend.width(), self._legend.compact)]
-
-    def legend_widget(self) -> QWidget:
-        return self._legend
-
-    def columns_in_view(self) -> range:
-        return self._view.columns_in_view()
-
-    def text_point_size(self) -> float:
-        return self._view.font().pointSizeF()
-
+    # ---------------------------------------------------------------- for the legend
     def grid_view(self) -> QAbstractScrollArea:
         return self._view
 
