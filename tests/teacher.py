@@ -2,6 +2,7 @@
 thing is drawn), and what a teacher reads on it: label texts, painted text, tooltips, colours.
 Shared by the UI tests (imported as a plain module from tests/)."""
 
+import re
 from collections import Counter
 from dataclasses import dataclass
 
@@ -66,7 +67,9 @@ def label_showing(widget, fragment: str) -> QLabel:
 
 def tooltip_at(widget, point: QPoint) -> str:
     """The tooltip `widget` shows when the mouse rests at `point` (empty: none)."""
-    QToolTip.hideText()
+    for tip in QApplication.topLevelWidgets():     # one still up (QToolTip.hideText takes 300 ms)
+        if tip.inherits("QTipLabel"):
+            tip.hide()
     QApplication.sendEvent(widget, QHelpEvent(QEvent.Type.ToolTip, point, widget.mapToGlobal(point)))
     return QToolTip.text() if QToolTip.isVisible() else ""
 
@@ -97,10 +100,11 @@ class _TextEngine(QPaintEngine):
         self.drawn: list[Drawn] = []
 
     def drawTextItem(self, p, item) -> None:
-        at = self.painter().transform().map(QPointF(p))         # the baseline's start
-        box = QRectF(at.x(), at.y() - item.ascent(), item.width(), item.ascent() + item.descent())
+        transform = self.painter().transform()
+        box = transform.mapRect(          # from the baseline's start; upright text stands up
+            QRectF(p.x(), p.y() - item.ascent(), item.width(), item.ascent() + item.descent()))
         last = self.drawn[-1] if self.drawn else None
-        if last and abs(last.box.bottom() - box.bottom()) < 4 and abs(last.box.right() - box.left()) < 0.5:
+        if last and not transform.isRotating() and abs(last.box.bottom() - box.bottom()) < 4 and abs(last.box.right() - box.left()) < 0.5:
             self.drawn[-1] = Drawn(last.text + item.text(), last.box.united(box), last.point_size)  # two fonts
         else:
             self.drawn.append(Drawn(item.text(), box, item.font().pointSizeF()))
@@ -195,11 +199,19 @@ def kv_column_heads(panel) -> list[str]:
     return [kv_cell_text(panel, -1, col).replace("\n", "·") for col in range(panel.session.frame.visible_count)]
 
 
-def kv_row_heads(panel) -> list[str]:
-    """The row labels drawn left of the cells ("L0 K", "L0 V", ...), those in view."""
+def kv_row_heads(panel, every: bool = False) -> list[str]:
+    """The row labels drawn left of the cells ("L0 K", "L0 V", ...), those in view; `every`:
+    all of them, read while scrolling down the grid page by page as a reader does."""
     view = panel.grid_view()
-    return [d.text for d in drawn_texts(view.viewport())
-            if d.box.center().x() < view.label_w and d.box.center().y() > view.header_h]
+    bar, start = view.verticalScrollBar(), view.verticalScrollBar().value()
+    heads = []
+    step = max(1, bar.pageStep() - view.header_h - view.cell_h)     # the rows shown below the header
+    for value in range(0, bar.maximum() + step, step) if every else (start,):
+        bar.setValue(value)
+        heads += [d.text for d in drawn_texts(view.viewport()) if d.text not in heads
+                  and re.match(r"L\d+ [KV]\b", d.text) and d.box.center().y() > view.header_h]
+    bar.setValue(start)
+    return heads
 
 
 def kv_written(panel) -> list[int]:
@@ -209,3 +221,38 @@ def kv_written(panel) -> list[int]:
     return [col for col in range(panel.session.frame.visible_count)
             if main_colour(picture, kv_cell_rect(panel, -1, col).adjusted(6, 2, -6, 0).intersected(
                 QRect(0, 2, picture.width(), 3))).rgb() == accent]
+
+
+# ---------------------------------------------------------------- the distribution chart, as drawn
+
+def chart_rows(panel) -> dict:
+    """Stage ("raw", a stage's name, "final") -> the row of bars the distribution chart draws:
+    its `values` (the probability of each column), the `labels` on the bars, the `names` under
+    them, its `title`; empty while the panel shows a message instead of the chart."""
+    return {row.name: row for row in panel.chart.rows} if panel.chart.isVisibleTo(panel) else {}
+
+
+def chart_ruler(panel):
+    """The ruler drawn under the bars (`u`, the intervals `ids`, `lo`, `hi`, the `note` above
+    it, the id `chosen` drawn in the chosen colour), or None while no chart is shown."""
+    return panel.chart.ruler if panel.chart.isVisibleTo(panel) else None
+
+
+def column_names(panel) -> list[str]:
+    """The name under each column of bars: a token's piece, "other (n)" for the rest."""
+    rows = list(chart_rows(panel).values())
+    return [next((row.names[c] for row in reversed(rows) if row.names[c]), "")
+            for c in range(len(rows[0].values))] if rows else []
+
+
+def column_ids(panel) -> list[int]:
+    """The token each column of bars stands for, read from its name (the "other" column left out)."""
+    vocab = panel.session.model.vocab
+    names = {vocab.display_piece(i): i for i in range(len(vocab))}
+    return [names[name] for name in column_names(panel) if name in names]
+
+
+def marked_id(panel) -> int | None:
+    """The token drawn as the chosen one (None before the pick is shown)."""
+    ruler = chart_ruler(panel)
+    return None if ruler is None else ruler.chosen

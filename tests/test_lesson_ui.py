@@ -16,7 +16,7 @@ from explorer.session.frames import PANELS as PANEL_IDS, SLIDE_PANELS
 from explorer.ui.beam_panel import BeamPanel
 from explorer.ui.settings import Settings
 from explorer.ui.window import MATTERS_MARK, PANELS, MainWindow
-from teacher import enter_prompt, shown_texts
+from teacher import chart_rows, column_ids, column_names, enter_prompt, shown_texts
 
 LOGITS_LESSON = """
 format = "token-explorer/lesson"
@@ -290,20 +290,20 @@ def test_logits_editor_rebuilds_the_model_and_the_bars_follow(qtbot, logits_wind
     w = logits_window
     dist = w.panels["distribution"]
     assert w.prompt_label.text() == "Logits:" and w.prompt_edit.text() == "2, 1, 0"
-    assert list(dist.bar_ids()) == [1, 2, 3]             # no bar for the context token "…"
-    assert np.allclose(dist.bar_heights("raw"), softmax([2, 1, 0]), atol=1e-12)
+    assert column_ids(dist) == [1, 2, 3]                  # no bar for the context token "…"
+    assert np.allclose(chart_rows(dist)["raw"].values, softmax([2, 1, 0]), atol=1e-12)
     w.prompt_edit.setFocus()
     w.prompt_edit.setText("0, 3, 1")
     qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
     assert w.errors == []
     assert w.session.model.vocab.pieces == ("…", "A", "B", "C")
-    assert list(dist.bar_ids()) == [2, 3, 1]             # columns by probability
-    assert np.allclose(dist.bar_heights("raw"), softmax([3, 1, 0]), atol=1e-12)
+    assert column_ids(dist) == [2, 3, 1]                  # columns by probability
+    assert np.allclose(chart_rows(dist)["raw"].values, softmax([3, 1, 0]), atol=1e-12)
     assert w.session.run.output_ids == (2,)              # greedy now picks B
     w.prompt_edit.setText("1, 1, 1, 2.5")                # one more number: a new candidate D
     qtbot.keyClick(w.prompt_edit, Qt.Key.Key_Return)
     assert w.session.model.vocab.pieces == ("…", "A", "B", "C", "D")
-    assert dist.bar_labels()[0] == "D" and w.session.run.output_ids == (4,)
+    assert column_names(dist)[0] == "D" and w.session.run.output_ids == (4,)
     w.prompt_edit.clearFocus()
     assert w.prompt_edit.text() == "1, 1, 1, 2.5"
 

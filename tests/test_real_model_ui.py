@@ -20,6 +20,7 @@ from explorer.session import Session
 from explorer.ui.app import build_window
 from explorer.ui.units import byte_size
 from explorer.ui.worker import is_big
+from teacher import column_names, kv_row_heads, marked_id
 from test_gguf import fake_model, tiny  # noqa: F401  (fixtures: a small GGUF file inside a wheel)
 
 PROMPT = "The capital of France is"
@@ -78,14 +79,15 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
 
     s.go(first_frame(s, "pick"))
     kv = window.panels["kv"]
-    assert len(kv.row_labels()) == 60 and kv.row_labels()[:2] == ["L0 K", "L0 V"]
-    assert kv.row_labels()[-1] == "L29 V"
+    rows = kv_row_heads(kv, every=True)
+    assert len(rows) == 60 and rows[:2] == ["L0 K", "L0 V"] and rows[-1] == "L29 V"
     att = window.panels["attention"]
     assert att.layer_picker.count() == 30 and att.head_picker.count() == 9
     assert att.layer_picker.isVisibleTo(att) and att.head_picker.isVisibleTo(att)
     dist = window.panels["distribution"]
-    assert len(dist.bar_labels()) == 21 and dist.bar_labels()[-1] == "other (49,132)"
-    assert dist.bar_labels()[0] == "␣Paris" and dist.marked_id() == s.run.steps[0].selected_id
+    names = column_names(dist)
+    assert len(names) == 21 and names[-1] == "other (49,132)"
+    assert names[0] == "␣Paris" and marked_id(dist) == s.run.steps[0].selected_id
     assert window.panels["timeline"].row_texts()[0][0] == "Prefill"
 
 

@@ -12,7 +12,7 @@ from explorer.lessons import lesson_names, load_lesson
 from explorer.ui.fonts import register_fonts
 from explorer.ui.slides.job import slide_pictures
 from explorer.ui.slides.layout import BODY_PX, SlideGeometry
-from teacher import drawn_texts
+from teacher import drawn_texts, shown_texts
 
 CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
 
@@ -161,7 +161,7 @@ def test_an_empty_panel_asked_for_says_so_without_a_hint_to_click(qapp):
     with composer(session, panel="distribution") as pictures:
         session.go(0)
         ((panel, _, _),) = pictures.lay_out()
-        assert panel.message_text() == "No logits yet: the prompt has not been through the model."
+        assert shown_texts(panel) == ["No logits yet: the prompt has not been through the model."]
 
 
 def test_panel_rects_follow_the_content(qapp):
