@@ -7,7 +7,7 @@ from collections import Counter
 from dataclasses import dataclass
 
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt
-from PySide6.QtGui import QColor, QHelpEvent, QImage, QKeyEvent, QPaintDevice, QPaintEngine, QRegion
+from PySide6.QtGui import QColor, QHelpEvent, QImage, QKeyEvent, QPaintDevice, QPaintEngine, QRegion, QTextCharFormat
 from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QWidget
 
 CTRL = Qt.KeyboardModifier.ControlModifier
@@ -77,6 +77,8 @@ def tooltip_at(widget, point: QPoint) -> str:
 def main_colour(picture: QImage, rect: QRect) -> QColor:
     """The colour covering most of `rect` in `picture` (a widget's grab)."""
     rect = rect.intersected(picture.rect())
+    if rect.isEmpty():
+        return QColor()
     counts = Counter(picture.pixel(x, y) for x in range(rect.left(), rect.right() + 1)
                      for y in range(rect.top(), rect.bottom() + 1))
     return QColor.fromRgb(counts.most_common(1)[0][0])
@@ -256,3 +258,63 @@ def marked_id(panel) -> int | None:
     """The token drawn as the chosen one (None before the pick is shown)."""
     ruler = chart_ruler(panel)
     return None if ruler is None else ruler.chosen
+
+
+# ---------------------------------------------------------------- the timeline, as drawn
+
+def table_texts(table) -> list[list[str]]:
+    """Every cell's text of a table view, row by row."""
+    model = table.model()
+    return [[model.index(r, c).data() or "" for c in range(model.columnCount())] for r in range(model.rowCount())]
+
+
+def chips_in_view(strip) -> list[str]:
+    """The step chips drawn wholly inside the timeline's strip, left to right ("›" and the
+    "…" mark over slid-out chips left out)."""
+    return [d.text for d in drawn_texts(strip)
+            if d.text not in ("›", "…") and d.box.left() >= 0 and d.box.right() <= strip.width()]
+
+
+def current_chip(strip) -> str | None:
+    """The chip filled in the current step's colour: the one chip whose colour no other shares."""
+    picture = strip.grab().toImage()
+    chips = [d for d in drawn_texts(strip) if d.text not in ("›", "…") and d.box.right() <= strip.width()]
+    colours = [main_colour(picture, d.box.toAlignedRect().adjusted(-6, 0, 6, 0)).rgb() for d in chips]
+    odd = [d.text for d, colour in zip(chips, colours) if colours.count(colour) == 1]
+    return odd[0] if len(odd) == 1 and len(chips) > 1 else None
+
+
+# ---------------------------------------------------------------- lists, documents, choices
+
+def listed(list_widget, role=Qt.ItemDataRole.DisplayRole) -> list:
+    """What each item a list widget shows (not filtered out) holds in `role`, top to bottom."""
+    return [list_widget.item(i).data(role) for i in range(list_widget.count()) if not list_widget.item(i).isHidden()]
+
+
+def fragments_of(document):
+    """Every run of text a QTextDocument shows in one format, in reading order."""
+    block = document.begin()
+    while block.isValid():
+        it = block.begin()
+        while not it.atEnd():
+            yield it.fragment()
+            it += 1
+        block = block.next()
+
+
+def links_in(document, scheme: str) -> list[str]:
+    """The targets of the `scheme:` links a text shows, in reading order (one per linked run)."""
+    hrefs = [f.charFormat().anchorHref() for f in fragments_of(document)]
+    return [href.removeprefix(f"{scheme}:") for href in hrefs if href.startswith(f"{scheme}:")]
+
+
+def dotted_in(document) -> list[str]:
+    """The runs of text drawn with a dotted underline."""
+    return [f.text() for f in fragments_of(document)
+            if f.charFormat().underlineStyle() == QTextCharFormat.UnderlineStyle.DotLine]
+
+
+def choice_enabled(combo, data) -> bool:
+    """Can the entry of a combo box holding `data` be chosen (not greyed out)?"""
+    i = combo.findData(data)
+    return i >= 0 and bool(combo.model().flags(combo.model().index(i, 0)) & Qt.ItemFlag.ItemIsEnabled)

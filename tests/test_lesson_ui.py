@@ -16,7 +16,7 @@ from explorer.session.frames import PANELS as PANEL_IDS, SLIDE_PANELS
 from explorer.ui.beam_panel import BeamPanel
 from explorer.ui.settings import Settings
 from explorer.ui.window import MATTERS_MARK, PANELS, MainWindow
-from teacher import chart_rows, column_ids, column_names, enter_prompt, shown_texts
+from teacher import chart_rows, column_ids, column_names, dotted_in, enter_prompt, links_in, listed, shown_texts
 
 LOGITS_LESSON = """
 format = "token-explorer/lesson"
@@ -243,7 +243,7 @@ def test_beam_panel_shows_the_course_example(qtbot):
     assert rows["D"] == ("D", "0.990", "0.396", "kept")
     assert [r for r in panel.rows() if r[0] == "F"] == [("F", "0.490", "0.294", "pruned"),    # A F
                                                         ("F", "0.010", "0.004", "pruned")]    # B F
-    final = panel.final_text()
+    final = panel.final.text()
     assert "1. B D: joint probability 0.396" in final and "2. A E: joint probability 0.306" in final
     assert "Greedy (width 1): A E: joint probability 0.306" in final
 
@@ -256,7 +256,7 @@ def test_beam_panel_outside_beam_mode_and_in_the_window(qtbot, window):
     assert not panel.note.isVisibleTo(panel) and panel.rows()
     assert window.errors == []
     window.actions["lang_zh"].trigger()
-    assert panel.tree.headerItem().text(1) == "P(Token|前缀)" and "最终候选" in panel.final_text()
+    assert panel.tree.headerItem().text(1) == "P(Token|前缀)" and "最终候选" in panel.final.text()
 
 
 def test_the_beam_lessons_tree_frames_bring_the_beam_tree_forward(qtbot, window):
@@ -382,21 +382,27 @@ def test_a_window_made_for_export_finds_the_lesson_it_plays(qtbot, window, tmp_p
 def test_glossary_panel_lists_every_term_and_filters(qtbot, window):
     from explorer.lessons.glossary import load_glossary
     glossary, panel = load_glossary(), window.panels["glossary"]
-    assert panel.shown_terms() == list(glossary.ids)
+    def shown_terms():
+        return listed(panel.list, Qt.ItemDataRole.UserRole)
+
+    def item_text(term_id):
+        return listed(panel.list)[shown_terms().index(term_id)]
+
+    assert shown_terms() == list(glossary.ids)
     kv = glossary.term("kv-cache")
-    assert panel.item_text("kv-cache") == f"{kv.term['en']}\n{kv.definition['en']}"
+    assert item_text("kv-cache") == f"{kv.term['en']}\n{kv.definition['en']}"
     qtbot.keyClicks(panel.filter, "mask")
-    shown = panel.shown_terms()
+    shown = shown_terms()
     assert "causal-mask" in shown and 0 < len(shown) < len(glossary.ids)
     for term_id in shown:
         t = glossary.term(term_id)
         assert "mask" in (t.term["en"] + t.term["zh"] + t.definition["en"] + term_id).casefold()
     assert panel.count.text() == f"{len(shown)} of {len(glossary.ids)} terms"
     window.actions["lang_zh"].trigger()
-    assert panel.item_text("kv-cache") == f"{kv.term['zh']}\n{kv.definition['zh']}"
-    assert panel.shown_terms() == shown and panel.filter.placeholderText() == "筛选术语…"
+    assert shown_terms() == shown and panel.filter.placeholderText() == "筛选术语…"
     panel.filter.clear()
-    assert panel.shown_terms() == list(glossary.ids)
+    assert shown_terms() == list(glossary.ids)
+    assert item_text("kv-cache") == f"{kv.term['zh']}\n{kv.definition['zh']}"
 
 
 def _anchor_point(view, term_id):
@@ -423,9 +429,10 @@ def test_explanation_marks_terms_hover_shows_and_click_selects_the_definition(qt
     from explorer.lessons.glossary import load_glossary
     glossary, panel = load_glossary(), window.panels["explanation"]
     window.session.go(1)                                  # Prefill: "... The attention matrix ..."
-    assert {"attention", "causal-mask", "softmax"} <= set(panel.marked_terms())
-    assert "attention" in panel.dotted_terms()
-    assert panel.marked_terms().count("attention") == 1   # first mention per section only
+    linked = links_in(panel.view.document(), "term")
+    assert {"attention", "causal-mask", "softmax"} <= set(linked)
+    assert "attention" in dotted_in(panel.view.document())
+    assert linked.count("attention") == 1                 # first mention per section only
     window.docks["explanation"].raise_()
     point = _anchor_point(panel.view, "attention")
     qtbot.mouseMove(panel.view.viewport(), point)
@@ -437,5 +444,5 @@ def test_explanation_marks_terms_hover_shows_and_click_selects_the_definition(qt
     assert window.panels["glossary"].selected_term() == "causal-mask"
     assert glossary.term("causal-mask").definition["en"] in panel.last_tip
     window.actions["lang_zh"].trigger()
-    assert "attention" in panel.marked_terms()            # 注意力 in the Chinese text
-    assert glossary.term("attention").term["zh"] in panel.dotted_terms()
+    assert "attention" in links_in(panel.view.document(), "term")     # 注意力 in the Chinese text
+    assert glossary.term("attention").term["zh"] in dotted_in(panel.view.document())

@@ -10,7 +10,7 @@ from explorer.core.teaching import default_params_path
 from explorer.i18n import tr
 from explorer.lessons import DEFAULT_LESSON_ID, load_lesson
 from explorer.ui.app import build_window
-from teacher import drawn_texts, enter_prompt, kv_states, type_text
+from teacher import drawn_texts, enter_prompt, kv_states, table_texts, type_text
 
 
 def press(qtbot, window, key, times=1):
@@ -37,7 +37,7 @@ def test_keyboard_stepping_shows_cache_lengths_selections_and_kv_states(qtbot, w
     press(qtbot, window, Qt.Key.Key_Left, times=3)      # the lesson ends on three stop frames
     assert s.frame.kind == "pick"
     press(qtbot, window, Qt.Key.Key_End)
-    assert timeline.row_texts()[-1][0] == "Stop: eos"
+    assert table_texts(timeline.table)[-1][0] == "Stop: eos"
 
 
 def test_space_plays_and_stops_at_the_last_frame(qtbot, window):
@@ -110,8 +110,8 @@ def test_a_long_prompts_title_keeps_to_its_two_lines(qtbot, window):
     enter_prompt(qtbot, window, "我爱" * 8)
     window.session.go(0)
     title = window.panels["player"].title
-    assert "[1, 2, 1, 2, 1, …(+6)…, 2, 1, 2, 1, 2]" in title.full_title()
-    assert title.text() == title.full_title() and title.toolTip() == ""
+    full = title.text()
+    assert "[1, 2, 1, 2, 1, …(+6)…, 2, 1, 2, 1, 2]" in full and title.toolTip() == ""
 
     def fits(label):
         room = label.contentsRect()
@@ -120,10 +120,10 @@ def test_a_long_prompts_title_keeps_to_its_two_lines(qtbot, window):
         return used.height() <= room.height()
 
     title.resize(260, title.height())
-    assert title.text().endswith("…") and fits(title) and title.toolTip() == title.full_title()
-    assert title.full_title().startswith(title.text()[:-1])
+    assert title.text().endswith("…") and fits(title) and title.toolTip() == full
+    assert full.startswith(title.text()[:-1])
     title.resize(3000, title.height())
-    assert title.text() == title.full_title() and title.toolTip() == ""
+    assert title.text() == full and title.toolTip() == ""
 
 
 @pytest.mark.parametrize("choice, opens", [({}, True), ({"model": "teaching"}, False),
