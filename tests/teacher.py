@@ -6,8 +6,11 @@ import re
 from collections import Counter
 from dataclasses import dataclass
 
+import numpy as np
+import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt
-from PySide6.QtGui import QColor, QHelpEvent, QImage, QKeyEvent, QPaintDevice, QPaintEngine, QRegion, QTextCharFormat
+from PySide6.QtGui import (QColor, QHelpEvent, QImage, QKeyEvent, QPainter, QPaintDevice, QPaintEngine, QRegion,
+                           QTextCharFormat)
 from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QWidget
 
 CTRL = Qt.KeyboardModifier.ControlModifier
@@ -318,3 +321,55 @@ def choice_enabled(combo, data) -> bool:
     """Can the entry of a combo box holding `data` be chosen (not greyed out)?"""
     i = combo.findData(data)
     return i >= 0 and bool(combo.model().flags(combo.model().index(i, 0)) & Qt.ItemFlag.ItemIsEnabled)
+
+
+# ---------------------------------------------------------------- the attention heatmap, as drawn
+
+def plot_view(panel):
+    """The pyqtgraph view a panel draws its plot in."""
+    return panel.findChild(pg.PlotWidget)
+
+
+def plot_items(panel, kind, visible: bool = True) -> list:
+    """The items of type `kind` on the panel's plot (those on show)."""
+    return [item for item in plot_view(panel).scene().items()
+            if isinstance(item, kind) and (item.isVisible() or not visible)]
+
+
+def heatmap(panel) -> np.ndarray:
+    """[r, t] the weights the heatmap image draws (NaN: a masked cell); empty before a run."""
+    (image,) = plot_items(panel, pg.ImageItem, visible=False)
+    return np.empty((0, 0)) if image.image is None else np.array(image.image)
+
+
+def plot_texts(panel) -> dict[tuple[int, int], str]:
+    """(row, col) of the cell -> the text written over it (a weight; a message sits in cell (0, 0))."""
+    return {(int(item.pos().y()), int(item.pos().x())): item.toPlainText()
+            for item in plot_items(panel, pg.TextItem) if item.toPlainText()}
+
+
+def cell_point(panel, row: int, col: int) -> QPoint:
+    """Where the middle of heatmap cell (row, col) is drawn, in the plot view's pixels."""
+    (image,) = plot_items(panel, pg.ImageItem, visible=False)
+    scene = image.getViewBox().mapViewToScene(QPointF(col + 0.5, row + 0.5))   # the image spans cols x rows
+    return plot_view(panel).mapFromScene(scene)
+
+
+def axis_texts(axis) -> list[str]:
+    """The tick labels an axis draws (it leaves out those with no room), top to bottom, left to right."""
+    QApplication.processEvents()               # as a reader sees it: the axis follows its view's range in the event loop
+    image = QImage(1, 1, QImage.Format.Format_ARGB32)
+    painter = QPainter(image)
+    try:
+        specs = axis.generateDrawSpecs(painter)
+    finally:
+        painter.end()
+    if specs is None:
+        return []
+    return [text for rect, _flags, text in sorted(specs[2], key=lambda spec: (spec[0].top(), spec[0].left()))]
+
+
+def boundary_row(panel) -> int | None:
+    """The row where the heatmap's line divides Prefill rows from Decode rows (None: no line)."""
+    lines = [line for line in plot_items(panel, pg.InfiniteLine) if line.angle == 0]
+    return int(lines[0].value()) if lines else None

@@ -16,7 +16,7 @@ from explorer.session.frames import PANELS as PANEL_IDS, SLIDE_PANELS
 from explorer.ui.beam_panel import BeamPanel
 from explorer.ui.settings import Settings
 from explorer.ui.window import MATTERS_MARK, PANELS, MainWindow
-from teacher import chart_rows, column_ids, column_names, dotted_in, enter_prompt, links_in, listed, shown_texts
+from teacher import boundary_row, chart_rows, column_ids, column_names, dotted_in, enter_prompt, heatmap, links_in, listed, shown_texts
 
 LOGITS_LESSON = """
 format = "token-explorer/lesson"
@@ -216,11 +216,11 @@ def test_attention_full_frame_shows_the_stacked_matrix_and_restores_the_toggle(q
     press(qtbot, window, Qt.Key.Key_Right)             # frame 9: view = attention_full
     assert window.session.frame.view == ("attention_full",)
     assert attention.full_matrix_toggle.isChecked()
-    assert attention.image_array().shape == (4, 4) and attention.boundary_row() == 2
+    assert heatmap(attention).shape == (4, 4) and boundary_row(attention) == 2
     assert any(text.startswith("full matrix up to") for text in shown_texts(attention))
     press(qtbot, window, Qt.Key.Key_Right)
     assert not attention.full_matrix_toggle.isChecked()
-    assert attention.image_array().shape == (1, 4)     # the last Decode step's row again
+    assert heatmap(attention).shape == (1, 4)     # the last Decode step's row again
     attention.full_matrix_toggle.setChecked(True)      # the teacher's own choice survives the frame
     press(qtbot, window, Qt.Key.Key_Left)
     press(qtbot, window, Qt.Key.Key_Left)
