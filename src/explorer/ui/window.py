@@ -228,7 +228,7 @@ def is_compact_width(width: int) -> bool:
 
 class MainWindow(QMainWindow):
     # a check that the window fits its screen ran and changed nothing: its size is settled
-    # until the next change of type, language, run, frame or screen (`fit_pending` meanwhile)
+    # until the next change of type, language, run, frame or screen
     fit_settled = Signal()
 
     def __init__(self, session: Session, settings: Settings, lesson: Lesson | None = None,
@@ -594,11 +594,6 @@ class MainWindow(QMainWindow):
         """Does the model's vocabulary have the ChatML template's turn markers (SmolLM2's)?"""
         model = self.session.requested_model if model is None else model
         return speaks_chatml(model.vocab)
-
-    @property
-    def chat_shown(self) -> bool:
-        """Is the "Chat template" box offered in the prompt bar?"""
-        return self._chat_action.isVisible()
 
     def _wrapped(self, model, text: str) -> tuple[int, ...]:
         """Prompt ids of the typed text, in the chat template when it is ticked."""
@@ -1099,11 +1094,6 @@ class MainWindow(QMainWindow):
         if self.isFullScreen():
             return screen.geometry().height()
         return screen.availableGeometry().height() - (self.frameGeometry().height() - self.height())
-
-    @property
-    def fit_pending(self) -> bool:
-        """Will the window check again that it fits its screen (`fit_settled` once it is done)?"""
-        return self._fit_timer.isActive()
 
     def showEvent(self, event) -> None:
         super().showEvent(event)
