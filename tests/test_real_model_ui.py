@@ -98,7 +98,7 @@ def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
     assert real.session.run.output_ids == (3, 5, 6) and real.session.check_recompute
     assert [f.kind for f in real.session.frames][:3] == ["input", "prefill", "pick"]   # a free run
     assert real.panels["controls"].stop_edit.placeholderText() == "！, 。"
-    assert not real.chat_check.isVisibleTo(real)
+    qtbot.waitUntil(lambda: not real.chat_check.isVisible())   # the tool bar lays the box out of sight
 
 
 def test_the_timeline_shows_time_to_first_token_against_time_per_token_and_exports_hide_it(qtbot, real):
@@ -154,7 +154,7 @@ def test_a_good_small_gguf_opens_and_joins_the_picker(qtbot, window, tmp_path):
     assert window.errors == [] and window.session.model.name == "tiny"
     assert not is_big(window.session.model) and window.session.runner is None
     assert window.model_picker.currentData() == str(path) and window.model_actions[str(path)].isChecked()
-    assert window.chat_check.isVisibleTo(window)   # its vocabulary has ChatML's turn markers
+    qtbot.waitUntil(window.chat_check.isVisible)   # its vocabulary has ChatML's turn markers
 
 
 def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(qtbot, real):
@@ -228,7 +228,8 @@ def test_an_exception_in_the_worker_is_reported_and_nothing_changes(qtbot, real)
 
 def test_the_chat_template_wraps_the_typed_prompt_and_the_box_keeps_the_text(qtbot, real):
     s, text = real.session, "What is the capital of France?"
-    assert real.chat_check.isVisibleTo(real) and real.chat_check.text() == "Chat template"
+    qtbot.waitUntil(real.chat_check.isVisible)
+    assert real.chat_check.text() == "Chat template"
     real.prompt_edit.setFocus()
     real.prompt_edit.setText(text)
     qtbot.keyClick(real.prompt_edit, Qt.Key.Key_Return)
