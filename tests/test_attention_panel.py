@@ -5,10 +5,8 @@ layer/head pickers for bigger models, and Chinese labels."""
 from pathlib import Path
 
 import numpy as np
+import pyqtgraph as pg
 import pytest
-from PySide6.QtCore import QEvent
-from PySide6.QtGui import QHelpEvent
-from PySide6.QtWidgets import QApplication, QToolTip
 
 from explorer.core.attention import attention_weights
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
@@ -18,7 +16,7 @@ from explorer.core.teaching import load_teaching_model, teaching_vocabulary
 from explorer.core.vocab import Vocabulary
 from explorer.session import Session
 from explorer.ui.attention import AttentionPanel
-from teacher import shown_texts, shows
+from teacher import axis_texts, boundary_row, cell_point, heatmap, plot_items, plot_texts, plot_view, shown_texts, shows, tooltip_at
 
 BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
 
@@ -54,33 +52,63 @@ def expected_image(layer_trace, head):  # [n, t], NaN where masked
     return np.where(layer_trace.mask, attention_weights(layer_trace, head), np.nan)
 
 
+def message(panel) -> str:
+    """The message written over an empty heatmap ("" while it draws weights)."""
+    return plot_texts(panel).get((0, 0), "") if heatmap(panel).size == 0 else ""
+
+
+def masked(panel) -> np.ndarray:
+    """[r, t] True where the heatmap draws a masked cell (no weight: NaN in its image)."""
+    return np.isnan(heatmap(panel))
+
+
+def ticks(panel) -> tuple[list[str], list[str]]:
+    """(row labels, column labels) the heatmap's axes write."""
+    plot = plot_view(panel).getPlotItem()
+    return axis_texts(plot.getAxis("left")), axis_texts(plot.getAxis("bottom"))
+
+
+def hover(panel, row, col) -> str:
+    return tooltip_at(plot_view(panel).viewport(), cell_point(panel, row, col))
+
+
+def colour_bar_texts(panel) -> list[str]:
+    """The weights written beside the colour bar, bottom to top."""
+    (bar,) = plot_items(panel, pg.ColorBarItem)
+    return axis_texts(bar.axis)[::-1]
+
+
+def query_axis_titled(panel) -> bool:
+    return plot_view(panel).getPlotItem().getAxis("left").label.isVisible()
+
+
 def test_input_frame_shows_a_message_and_no_image(panel, session):
-    assert panel.message_text() == "the model has not run yet"
-    assert panel.image_array().size == 0
+    assert message(panel) == "the model has not run yet"
+    assert heatmap(panel).size == 0
 
 
 def test_every_forward_frame_shows_that_steps_weights(panel, session):
     for index, frame in enumerate(session.frames[1:], start=1):
         session.go(index)
         layer = session.run.steps[frame.step].trace.layers[0]
-        np.testing.assert_array_equal(panel.image_array(), expected_image(layer, 0))
-        np.testing.assert_array_equal(panel.masked_array(), ~layer.mask)
-        assert panel.message_text() == ""
+        np.testing.assert_array_equal(heatmap(panel), expected_image(layer, 0))
+        np.testing.assert_array_equal(masked(panel), ~layer.mask)
+        assert message(panel) == ""
 
 
 def test_prefill_is_lower_triangular_with_token_labels(panel, session):
     session.next()
-    assert panel.masked_array().tolist() == [[False, True], [False, False]]
-    assert np.isnan(panel.image_array()[0, 1])
-    assert panel.tick_labels() == (["我·0", "爱·1"], ["我·0", "爱·1"])
-    assert set(panel.cell_texts()) == {(0, 0), (1, 0), (1, 1)}    # no number in the masked cell
+    assert masked(panel).tolist() == [[False, True], [False, False]]
+    assert np.isnan(heatmap(panel)[0, 1])
+    assert ticks(panel) == (["我·0", "爱·1"], ["我·0", "爱·1"])
+    assert set(plot_texts(panel)) == {(0, 0), (1, 0), (1, 1)}    # no number in the masked cell
 
 
 def test_decode_row_reads_every_cached_key(panel, session):
     session.go(3)                                                  # Decode 1 feeds 学习 at 2
-    assert panel.tick_labels() == (["学习·2"], ["我·0", "爱·1", "学习·2"])
+    assert ticks(panel) == (["学习·2"], ["我·0", "爱·1", "学习·2"])
     weights = attention_weights(session.run.steps[1].trace.layers[0], 0)[0]
-    assert panel.cell_texts() == {(0, c): f"{w:.2f}" for c, w in enumerate(weights)}
+    assert plot_texts(panel) == {(0, c): f"{w:.2f}" for c, w in enumerate(weights)}
 
 
 def test_masked_cells_are_not_zero_weights(qtbot):
@@ -90,9 +118,9 @@ def test_masked_cells_are_not_zero_weights(qtbot):
     layer = session.run.steps[0].trace.layers[0]
     zero = layer.mask & (attention_weights(layer, 0) == 0)
     assert zero.any(), "the test model should produce a genuine 0 weight"
-    image, masked = panel.image_array(), panel.masked_array()
-    assert np.all(image[zero] == 0) and not masked[zero].any()
-    assert np.all(np.isnan(image[~layer.mask])) and masked[~layer.mask].all()
+    image, hidden = heatmap(panel), masked(panel)
+    assert np.all(image[zero] == 0) and not hidden[zero].any()
+    assert np.all(np.isnan(image[~layer.mask])) and hidden[~layer.mask].all()
     assert shows(panel, "not a zero weight")
 
 
@@ -103,16 +131,16 @@ def test_full_matrix_equals_the_full_recompute(panel, session):
         step = session.run.steps[frame.step]
         processed = session.run.visible_ids[:step.cache_len_after]
         reference = session.model.full_forward(processed).layers[0]
-        np.testing.assert_allclose(panel.image_array(), expected_image(reference, 0), atol=1e-12)
-        assert panel.boundary_row() == (2 if step.index > 0 else None)   # Prefill rows | Decode rows
+        np.testing.assert_allclose(heatmap(panel), expected_image(reference, 0), atol=1e-12)
+        assert boundary_row(panel) == (2 if step.index > 0 else None)   # Prefill rows | Decode rows
 
 
 def test_full_matrix_toggle_back_shows_one_step(panel, session):
     session.last()
     panel.full_matrix_toggle.setChecked(True)
-    assert panel.image_array().shape == (4, 4)
+    assert heatmap(panel).shape == (4, 4)
     panel.full_matrix_toggle.setChecked(False)
-    assert panel.image_array().shape == (1, 4)
+    assert heatmap(panel).shape == (1, 4)
 
 
 def test_pickers_only_when_there_is_a_choice(panel, qtbot):
@@ -126,12 +154,12 @@ def test_layer_and_head_pickers_change_the_image(qtbot):
     session = two_by_two()
     panel = make_panel(qtbot, session)
     session.go(3)
-    before = panel.image_array()
+    before = heatmap(panel)
     panel.layer_picker.setCurrentIndex(1)
     panel.head_picker.setCurrentIndex(1)
     layer = session.step.trace.layers[1]
-    np.testing.assert_array_equal(panel.image_array(), expected_image(layer, 1))
-    assert not np.array_equal(before, panel.image_array(), equal_nan=True)
+    np.testing.assert_array_equal(heatmap(panel), expected_image(layer, 1))
+    assert not np.array_equal(before, heatmap(panel), equal_nan=True)
     assert shows(panel, "query head 1 reads K/V head 0")
 
 
@@ -142,12 +170,12 @@ def test_pickers_are_kept_on_a_rerun(qtbot):
     session.go(3)
     session.set_sampling(max_new_tokens=3)
     assert panel.layer_picker.currentIndex() == 1
-    np.testing.assert_array_equal(panel.image_array(), expected_image(session.step.trace.layers[1], 0))
+    np.testing.assert_array_equal(heatmap(panel), expected_image(session.step.trace.layers[1], 0))
 
 
 def test_chinese_labels(panel, session):
     session.set_lang("zh")
-    assert panel.message_text() == "模型还没有运行"
+    assert message(panel) == "模型还没有运行"
     session.next()
     assert shows(panel, "不是权重为0")
     assert panel.full_matrix_toggle.text().startswith("完整矩阵")
@@ -171,12 +199,12 @@ def test_weights_stay_only_in_cells_wide_enough_for_them(qtbot):
     panel = make_panel(qtbot, session)
     session.go(3)
     weights = attention_weights(session.step.trace.layers[0], 0)[0]   # [12]
-    assert panel.cell_texts() == {(0, c): f"{w:.2f}" for c, w in enumerate(weights)}
+    assert plot_texts(panel) == {(0, c): f"{w:.2f}" for c, w in enumerate(weights)}
     panel.resize(320, 500)
-    qtbot.waitUntil(lambda: panel.cell_texts() == {})
-    assert panel.image_array().shape == (1, 12)                    # the colours stay
+    qtbot.waitUntil(lambda: plot_texts(panel) == {})
+    assert heatmap(panel).shape == (1, 12)                    # the colours stay
     panel.resize(900, 500)
-    qtbot.waitUntil(lambda: len(panel.cell_texts()) == 12)
+    qtbot.waitUntil(lambda: len(plot_texts(panel)) == 12)
 
 
 def test_the_first_keys_label_is_drawn_though_it_reaches_past_the_plots_edge(qtbot):
@@ -184,10 +212,10 @@ def test_the_first_keys_label_is_drawn_though_it_reaches_past_the_plots_edge(qtb
     panel = make_panel(qtbot, session)
     panel.resize(320, 500)
     session.go(3)                                                  # Decode 1: 1 x 12
-    qtbot.waitUntil(lambda: panel.cell_texts() == {})
-    drawn = panel.drawn_column_labels()
+    qtbot.waitUntil(lambda: plot_texts(panel) == {})
+    drawn = ticks(panel)[1]
     assert drawn[0] == "t0·0" and 2 <= len(drawn) < 12
-    assert set(drawn) <= set(panel.tick_labels()[1])
+    assert set(drawn) <= set(ticks(panel)[1])
 
 
 def test_hovering_a_cell_names_its_query_key_and_weight(qtbot):
@@ -197,19 +225,16 @@ def test_hovering_a_cell_names_its_query_key_and_weight(qtbot):
     panel.resize(320, 500)
     session.next()                                                 # Prefill: 11 x 11, lower triangle
     weights = attention_weights(session.step.trace.layers[0], 0)   # [11, 11]
-    qtbot.waitUntil(lambda: panel.cell_texts() == {})
-    assert panel.tip_at(panel.cell_center(7, 3)) == f"query t7·7 → key t3·3: weight {weights[7, 3]:.4f}"
-    assert panel.tip_at(panel.cell_center(3, 7)) == ("query t3·3 → key t7·7: "
+    qtbot.waitUntil(lambda: plot_texts(panel) == {})
+    assert hover(panel, 7, 3) == f"query t7·7 → key t3·3: weight {weights[7, 3]:.4f}"
+    assert hover(panel, 3, 7) == ("query t3·3 → key t7·7: "
                                                      "masked (a future position, not a zero weight)")
-    assert panel.tip_at(panel.cell_center(11, 3)) == ""           # below the last row
+    assert hover(panel, 11, 3) == ""           # below the last row
     panel.head_picker.setCurrentIndex(1)
-    assert panel.tip_at(panel.cell_center(7, 3)).endswith(f"{attention_weights(session.step.trace.layers[0], 1)[7, 3]:.4f}")
+    assert hover(panel, 7, 3).endswith(f"{attention_weights(session.step.trace.layers[0], 1)[7, 3]:.4f}")
     session.set_lang("zh")
-    assert panel.tip_at(panel.cell_center(3, 7)).startswith("查询 t3·3 → 键 t7·7：被遮蔽")
-    viewport = panel._plot_widget.viewport()
-    point = panel.cell_center(10, 0).toPoint()
-    QApplication.sendEvent(viewport, QHelpEvent(QEvent.Type.ToolTip, point, viewport.mapToGlobal(point)))
-    assert QToolTip.text() == panel.tip_at(panel.cell_center(10, 0))
+    assert hover(panel, 3, 7).startswith("查询 t3·3 → 键 t7·7：被遮蔽")
+    assert hover(panel, 10, 0).startswith("查询 t10·10 → 键 t0·0")
 
 
 def test_500_positions_full_matrix(qtbot):
@@ -217,8 +242,8 @@ def test_500_positions_full_matrix(qtbot):
     panel = make_panel(qtbot, session)
     panel.full_matrix_toggle.setChecked(True)
     session.go(1)
-    assert panel.image_array().shape == (500, 500)
-    assert panel.cell_texts() == {}                                # too many cells for numbers
+    assert heatmap(panel).shape == (500, 500)
+    assert plot_texts(panel) == {}                                # too many cells for numbers
     assert not panel.grab().isNull()
 
 
@@ -227,23 +252,23 @@ def test_a_model_without_layers_says_so(qtbot):
     session = Session(model, [6])
     panel = make_panel(qtbot, session)
     session.last()
-    assert panel.message_text() == "this model has no attention layers"
+    assert message(panel) == "this model has no attention layers"
     assert panel.layer_picker.isHidden() and panel.head_picker.isHidden()
 
 
 def test_the_image_item_is_updated_in_place(panel, session):
-    item = panel._image
+    (item,) = plot_items(panel, pg.ImageItem, visible=False)
     session.next()
     session.last()
     panel.full_matrix_toggle.setChecked(True)
-    assert panel._image is item and panel.image_array().shape == (4, 4)
+    assert plot_items(panel, pg.ImageItem, visible=False) == [item] and heatmap(panel).shape == (4, 4)
 
 
 def test_text_follows_the_application_font(panel, session, app_font_size):
     session.next()
     app_font_size(24)
     assert panel.full_matrix_toggle.font().pointSizeF() == 24
-    assert panel.tick_labels() == (["我·0", "爱·1"], ["我·0", "爱·1"])
+    assert ticks(panel) == (["我·0", "爱·1"], ["我·0", "爱·1"])
     assert panel.full_matrix_toggle.font().pointSizeF() >= 11
 
 
@@ -252,14 +277,14 @@ def test_the_colour_bar_writes_only_as_many_weights_as_fit(qtbot, session):
     panel = make_panel(qtbot, session)
     panel.show()
     qtbot.waitExposed(panel)
-    qtbot.waitUntil(lambda: panel.colour_bar_labels() == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"])
+    qtbot.waitUntil(lambda: colour_bar_texts(panel) == ["0.0", "0.2", "0.4", "0.6", "0.8", "1.0"])
     panel.resize(900, 200)                            # a squeezed dock (a 768-line screen)
-    qtbot.waitUntil(lambda: len(panel.colour_bar_labels()) < 6)
-    labels = panel.colour_bar_labels()
+    qtbot.waitUntil(lambda: len(colour_bar_texts(panel)) < 6)
+    labels = colour_bar_texts(panel)
     assert labels[0] == "0.0" and labels[-1] == "1.0"
-    assert not panel.query_axis_titled()              # "queries (token·position)" would be cut
+    assert not query_axis_titled(panel)              # "queries (token·position)" would be cut
     panel.resize(900, 500)
-    qtbot.waitUntil(panel.query_axis_titled)
+    qtbot.waitUntil(lambda: query_axis_titled(panel))
 
 
 def test_a_sliding_window_layer_hatches_the_keys_it_no_longer_reads(qtbot):
@@ -271,17 +296,17 @@ def test_a_sliding_window_layer_hatches_the_keys_it_no_longer_reads(qtbot):
     session.next()                                                 # Prefill: 8 x 8
     assert [panel.layer_picker.itemText(i) for i in range(2)] == ["layer 0 · local 4", "layer 1 · global"]
     lt = session.step.trace.layers[0]
-    image = panel.image_array()
+    image = heatmap(panel)
     assert np.isnan(image[7, :4]).all() and np.isfinite(image[7, 4:]).all()   # query 7 reads 4..7
     for head in range(lt.q.shape[0]):
         row = attention_weights(lt, head)[7]                       # [8]
         assert row[:4].max() == 0 and np.isclose(row.sum(), 1)
     assert shows(panel, "reads only the latest 4 positions")
-    assert panel.tip_at(panel.cell_center(7, 2)) == ("query t7·7 → key t2·2: masked (older than this "
+    assert hover(panel, 7, 2) == ("query t7·7 → key t2·2: masked (older than this "
                                                      "layer's window of the latest 4 positions, not a zero weight)")
-    assert "a future position" in panel.tip_at(panel.cell_center(2, 7))
+    assert "a future position" in hover(panel, 2, 7)
     panel.layer_picker.setCurrentIndex(1)                          # the global layer reads all
-    assert np.isfinite(panel.image_array()[7]).all()
+    assert np.isfinite(heatmap(panel)[7]).all()
     assert not shows(panel, "window")
     session.set_lang("zh")
     assert panel.layer_picker.itemText(0) == "第0层 · 局部4"

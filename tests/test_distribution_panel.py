@@ -7,9 +7,7 @@ from dataclasses import replace
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QEvent, Qt
-from PySide6.QtGui import QFontMetricsF, QHelpEvent
-from PySide6.QtWidgets import QToolTip
+from PySide6.QtCore import QPointF, Qt
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.generate import generate
@@ -20,8 +18,8 @@ from explorer.session import Session
 from explorer.ui import distribution_chart
 from explorer.ui.controls import SamplingControls
 from explorer.ui.distribution import N_SHOWN, DistributionPanel
-from explorer.ui.distribution_chart import Y_TOP
-from teacher import label_showing, shows
+from teacher import (chart_rows, chart_ruler, click_at, column_ids, column_names, drawn_texts, label_showing,
+                     marked_id, shows, tooltip_at)
 
 SEED = 0          # u = 0.637 at step 0: 学习 when greedy-ish, 你 once T is high enough
 
@@ -47,6 +45,20 @@ def go_to(session, kind, step):
     session.go(next(i for i, f in enumerate(session.frames) if f.kind == kind and f.step == step))
 
 
+def u_of(panel):
+    """Where the ruler's u marker is drawn (None: hidden, or no chart)."""
+    ruler = chart_ruler(panel)
+    return None if ruler is None else ruler.u
+
+
+def labels_of(panel, stage):
+    return list(chart_rows(panel)[stage].labels)
+
+
+def heights_of(panel, stage):
+    return chart_rows(panel)[stage].values
+
+
 def holder_of(dist, u):
     """The ruler id whose [lo, hi) holds u, from the core's own ruler."""
     inside = (dist.ruler_lo <= u) & (u < dist.ruler_hi)
@@ -57,54 +69,56 @@ def holder_of(dist, u):
 
 def test_input_frame_shows_a_message_and_no_bars(panel, session):
     session.first()
-    assert "No logits yet" in panel.message_text()
-    assert panel.bar_ids().size == 0 and panel.marked_id() is None and panel.ruler_u() is None
+    assert shows(panel, "No logits yet")
+    assert chart_rows(panel) == {} and marked_id(panel) is None and u_of(panel) is None
 
 
 def test_the_pick_is_marked_only_on_pick_and_stop_frames(panel, session):
     session.set_sampling(mode="sample", temperature=1.5, seed=SEED)
     chosen = session.run.steps[0].selected_id
     go_to(session, "prefill", 0)
-    assert panel.message_text() == "" and panel.marked_id() is None and panel.ruler_u() is None
-    assert not any("chosen" in label for label in panel.value_labels("final"))
-    assert "next frame" in panel.ruler_note()
+    assert not shows(panel, "No logits yet") and marked_id(panel) is None and u_of(panel) is None
+    assert not any("chosen" in label for label in labels_of(panel, "final"))
+    assert "next frame" in chart_ruler(panel).note
     go_to(session, "pick", 0)
-    assert panel.marked_id() == chosen
-    column = list(panel.bar_ids()).index(chosen)
-    assert panel.value_labels("final")[column].startswith("▼ chosen")
-    assert panel.ruler_u() == session.run.steps[0].distribution.u
+    assert marked_id(panel) == chosen
+    column = column_ids(panel).index(chosen)
+    assert labels_of(panel, "final")[column].startswith("▼ chosen")
+    assert u_of(panel) == session.run.steps[0].distribution.u
     session.last()
-    assert panel.marked_id() == session.run.steps[-1].selected_id
+    assert marked_id(panel) == session.run.steps[-1].selected_id
 
 
 def test_each_removed_candidate_is_named_by_the_stage_that_removed_it(panel, session):
     session.set_sampling(mode="sample", temperature=1.5, top_k=3, top_p=0.9)
     go_to(session, "pick", 0)
     dist = session.run.steps[0].distribution
-    assert panel.shown_stages() == ["raw", "temperature", "top_k", "top_p", "final"]
+    assert list(chart_rows(panel)) == ["raw", "temperature", "top_k", "top_p", "final"]
     assert "min-p" in label_showing(panel, "penalty").text()
-    ids = panel.bar_ids()
+    ids = column_ids(panel)
     kept_after = {stage.name: stage.kept for stage in dist.stages} | {"final": dist.stages[-1].kept}
     for stage, kept in kept_after.items():
-        if stage not in panel.shown_stages():
+        if stage not in chart_rows(panel):
             continue
-        for token, label in zip(ids, panel.value_labels(stage)):
+        for token, label in zip(ids, labels_of(panel, stage)):
             if kept[token]:
                 assert not label.startswith("✕")
             else:                                        # "✕ top-k": the stage that removed it, in words
                 assert label == "✕ " + dist.removed_by[token].replace("_", "-")
-    assert sum(label == "✕ top-k" for label in panel.value_labels("final")) == 4
-    raw = panel.value_labels("raw")
+    assert sum(label == "✕ top-k" for label in labels_of(panel, "final")) == 4
+    raw = labels_of(panel, "raw")
     assert all(label.count(".") == 1 and len(label) == 5 for label in raw)   # "0.470": 3 decimals
-    np.testing.assert_array_equal(panel.bar_heights("top_k"), dist.stages[3].probs[ids])
+    np.testing.assert_array_equal(heights_of(panel, "top_k"), dist.stages[3].probs[ids])
+    drawn = [d.text for d in drawn_texts(panel.chart)]
+    assert all(label in drawn for row in chart_rows(panel).values() for label in row.labels if label)
 
 
 def test_temperature_only_is_a_single_stage_row(panel, session):
     go_to(session, "pick", 0)
     session.set_sampling(temperature=0.5)
-    assert panel.shown_stages() == ["raw", "temperature", "final"]
+    assert list(chart_rows(panel)) == ["raw", "temperature", "final"]
     session.set_sampling(temperature=1.0)
-    assert panel.shown_stages() == ["raw", "final"]
+    assert list(chart_rows(panel)) == ["raw", "final"]
 
 
 # ---------------------------------------------------------------------------- live sliders
@@ -121,17 +135,17 @@ def test_dragging_temperature_redraws_the_core_distribution_and_u_picks(qtbot, s
         t = tenths / 10
         assert session.config.temperature == t
         ref = distribution(logits, SamplingConfig(mode="sample", temperature=t, seed=SEED))
-        np.testing.assert_array_equal(panel.bar_heights("final"), ref.probs[panel.bar_ids()])
-        assert sorted(panel.bar_ids()) == list(range(7))
-        assert panel.marked_id() == ref.selected_id == session.run.steps[0].selected_id
+        np.testing.assert_array_equal(heights_of(panel, "final"), ref.probs[column_ids(panel)])
+        assert sorted(column_ids(panel)) == list(range(7))
+        assert marked_id(panel) == ref.selected_id == session.run.steps[0].selected_id
+        ruler = chart_ruler(panel)
         if ref.u is None:
-            assert t == 0 and panel.ruler_u() is None and "greedy" in panel.ruler_note()
+            assert t == 0 and ruler.u is None and "greedy" in ruler.note
         else:
-            assert panel.ruler_u() == ref.u
+            assert ruler.u == ref.u
             assert ref.selected_id == holder_of(ref, ref.u)
-            ids, lo, hi = panel.ruler_intervals()
-            np.testing.assert_array_equal(ids, ref.ruler_ids)
-            np.testing.assert_array_equal(hi, ref.ruler_hi)
+            np.testing.assert_array_equal(ruler.ids, ref.ruler_ids)
+            np.testing.assert_array_equal(ruler.hi, ref.ruler_hi)
         expected = generate(session.model, session.prompt_ids, session.config)
         assert session.run.output_ids == expected.output_ids
         picks.append(ref.selected_id)
@@ -149,14 +163,15 @@ def test_arrow_keys_on_the_slider_rerun_at_every_step(qtbot, session, panel):
     assert runs == [0.51, 0.52, 0.53, 0.54, 0.55]
     ref = distribution(session.run.steps[0].trace.last_logits,
                        SamplingConfig(mode="sample", temperature=0.55))
-    np.testing.assert_array_equal(panel.bar_heights("final"), ref.probs[panel.bar_ids()])
+    np.testing.assert_array_equal(heights_of(panel, "final"), ref.probs[column_ids(panel)])
 
 
 # ---------------------------------------------------------------------------- what-if
 
 def click_bar(qtbot, panel, stage, token_id):
-    """A real left click on the middle of a token's bar."""
-    qtbot.mouseClick(panel.chart, Qt.MouseButton.LeftButton, pos=panel.bar_point(stage, token_id))
+    """A real left click on the foot of a token's bar."""
+    row, column = list(chart_rows(panel)).index(stage), column_ids(panel).index(token_id)
+    click_at(qtbot, panel.chart, panel.chart.bar_center(row, column))
 
 
 def test_clicking_a_bar_forces_it_and_back_and_undo_restore(qtbot, session, panel):
@@ -166,21 +181,21 @@ def test_clicking_a_bar_forces_it_and_back_and_undo_restore(qtbot, session, pane
     click_bar(qtbot, panel, "final", 4)                              # 你 instead of 学习
     assert session.run.steps[0].forced and session.run.output_ids[0] == 4
     assert session.run.output_ids != original
-    assert panel.marked_id() == 4
-    column = list(panel.bar_ids()).index(4)
-    assert "forced" in panel.value_labels("final")[column]
+    assert marked_id(panel) == 4
+    column = column_ids(panel).index(4)
+    assert "forced" in labels_of(panel, "final")[column]
     assert shows(panel, "forced")
-    assert panel.ruler_note().startswith("greedy, overridden")     # not "the most likely is taken"
+    assert chart_ruler(panel).note.startswith("greedy, overridden")     # not "the most likely is taken"
     assert panel.back_button.isEnabled() and panel.undo_button.isEnabled()
 
     qtbot.mouseClick(panel.back_button, Qt.MouseButton.LeftButton)
     assert session.run.output_ids == original and not session.run.steps[0].forced
-    assert panel.marked_id() == 3 and not panel.back_button.isEnabled()
-    assert panel.ruler_note().startswith("greedy: no draw")
+    assert marked_id(panel) == 3 and not panel.back_button.isEnabled()
+    assert chart_ruler(panel).note.startswith("greedy: no draw")
 
     qtbot.mouseClick(panel.undo_button, Qt.MouseButton.LeftButton)
     assert session.run.steps[0].forced and session.run.output_ids[0] == 4
-    assert panel.marked_id() == 4 and panel.back_button.isEnabled()
+    assert marked_id(panel) == 4 and panel.back_button.isEnabled()
 
 
 # ---------------------------------------------------------------------------- big vocabulary
@@ -200,23 +215,23 @@ def test_a_49k_vocabulary_shows_top_20_and_the_rest_as_other(qtbot):
     go_to(session, "pick", 0)
     dist = session.run.steps[0].distribution
     top = dist.top(N_SHOWN)
-    assert panel.bar_ids().tolist() == top.tolist()
-    assert panel.bar_labels()[:3] == [f"t{i}" for i in top[:3]]
-    assert panel.bar_labels()[-1] == "other (49,132)"
-    heights = panel.bar_heights("final")
+    assert column_ids(panel) == top.tolist()
+    assert column_names(panel)[:3] == [f"t{i}" for i in top[:3]]
+    assert column_names(panel)[-1] == "other (49,132)"
+    heights = heights_of(panel, "final")
     assert heights.size == N_SHOWN + 1
     np.testing.assert_array_equal(heights[:-1], dist.probs[top])
     assert heights[-1] == pytest.approx(1 - dist.probs[top].sum(), abs=1e-12)
-    ids, _lo, hi = panel.ruler_intervals()
-    np.testing.assert_array_equal(ids, dist.ruler_ids[:N_SHOWN])
-    np.testing.assert_allclose(hi, dist.ruler_hi[:N_SHOWN], rtol=0, atol=1e-12)
+    ruler = chart_ruler(panel)
+    np.testing.assert_array_equal(ruler.ids, dist.ruler_ids[:N_SHOWN])
+    np.testing.assert_allclose(ruler.hi, dist.ruler_hi[:N_SHOWN], rtol=0, atol=1e-12)
     # the three most likely and the rest carry their probabilities; the chosen its mark
-    raw, final = panel.value_labels("raw"), panel.value_labels("final")
+    raw, final = labels_of(panel, "raw"), labels_of(panel, "final")
     assert raw[:3] == [f"{dist.stages[0].probs[i]:.3f}" for i in top[:3]] and set(raw[3:-1]) == {""}
     assert final[0] == "◀ chosen" and final[1:3] == [f"{dist.probs[i]:.3f}" for i in top[1:3]]
     assert raw[-1] == f"{1 - dist.stages[0].probs[top].sum():.3f}" and final[-1] == f"{1 - dist.probs[top].sum():.3f}"
     go_to(session, "pick", 1)
-    assert panel.bar_ids().size == N_SHOWN and panel.marked_id() == session.run.steps[1].selected_id
+    assert len(column_ids(panel)) == N_SHOWN and marked_id(panel) == session.run.steps[1].selected_id
 
 
 def test_a_49k_vocabulary_shows_the_removed_and_the_pick(qtbot):
@@ -225,10 +240,10 @@ def test_a_49k_vocabulary_shows_the_removed_and_the_pick(qtbot):
     panel = show(qtbot, DistributionPanel(session))
     go_to(session, "pick", 0)
     dist = session.run.steps[0].distribution
-    removed = [label for label in panel.value_labels("final") if label.startswith("✕")]
+    removed = [label for label in labels_of(panel, "final") if label.startswith("✕")]
     assert removed and set(removed) <= {"✕ top-k", "✕ top-p"}
-    assert panel.marked_id() == dist.selected_id
-    assert dist.selected_id in panel.bar_ids()
+    assert marked_id(panel) == dist.selected_id
+    assert dist.selected_id in column_ids(panel)
 
 
 @pytest.fixture
@@ -271,10 +286,13 @@ def test_squeezed_to_its_minimum_each_49k_row_still_holds_its_upright_labels(qtb
     chart = panel.chart
     chart.setFixedSize(chart.width(), chart.minimumSizeHint().height())
     qtbot.waitUntil(lambda: chart.height() == chart.minimumSizeHint().height())
-    metrics = QFontMetricsF(chart.label_font())
-    for r, row in enumerate(chart.rows):
-        longest = max(metrics.horizontalAdvance(label) for label in row.labels if label)
-        assert chart.plot_rect(r).height() * (1 - 0.02 / Y_TOP) >= longest, row.name
+    drawn = drawn_texts(chart)
+    feet = [0.0] + [chart.bar_center(r, 0).y() + 3 for r in range(len(chart.rows))]   # each row's axis
+    marks = {label for row in chart.rows for label in row.labels} | {"✕", "◀", "▼"}     # a label or its sign alone
+    for r, row in enumerate(chart.rows):                    # the labels standing between this axis and the one above
+        above = [d for d in drawn if feet[r] < d.box.bottom() <= feet[r + 1] and d.text in marks]
+        assert sorted(d.text for d in above) == sorted(label for label in row.labels if label), row.name
+        assert all(d.box.top() >= feet[r] for d in above), row.name          # whole, none reaching into the row above
 
 
 def test_many_stages_at_a_large_type_never_ask_for_more_than_their_share_of_the_screen(qtbot):
@@ -291,7 +309,7 @@ def test_many_stages_at_a_large_type_never_ask_for_more_than_their_share_of_the_
     assert chart.minimumSizeHint().height() == share
     chart.setFixedSize(chart.width(), share)
     qtbot.waitUntil(lambda: chart.height() == share)
-    bottoms = [chart.plot_rect(r).bottom() for r in range(len(chart.rows))]
+    bottoms = [chart.bar_center(r, 0).y() for r in range(len(chart.rows))]
     assert bottoms == sorted(bottoms) and bottoms[-1] < share     # every row on the chart, in order
     assert not chart.grab().isNull()
 
@@ -301,21 +319,20 @@ def test_hovering_a_bar_tells_its_token_stage_probability_and_mark(qtbot):
     panel = show(qtbot, DistributionPanel(session))
     go_to(session, "pick", 0)
     dist, chart = session.run.steps[0].distribution, panel.chart
-    top = panel.bar_ids()                                         # the candidate of each column
-    rows = [row.name for row in chart.rows]
+    top = column_ids(panel)                                       # the candidate of each column
+    rows = list(chart_rows(panel))
     final, raw = rows.index("final"), rows.index("raw")
-    first = chart.tip_at(chart.bar_center(raw, 0))
-    assert first == f"t{top[0]} · raw softmax: p = {dist.stages[0].probs[top[0]]:.4f}"
-    removed = chart.tip_at(chart.bar_center(final, 5))            # the 6th column: cut by top-k = 5
+
+    def hover(row, column, shift=0.0):
+        return tooltip_at(chart, (chart.bar_center(row, column) + QPointF(shift, 0)).toPoint())
+
+    assert hover(raw, 0) == f"t{top[0]} · raw softmax: p = {dist.stages[0].probs[top[0]]:.4f}"
+    removed = hover(final, 5)                                     # the 6th column: cut by top-k = 5
     assert removed.startswith(f"t{top[5]} · final: p = 0.0000") and removed.endswith("✕ top-k")
-    chosen = list(top).index(dist.selected_id)
-    assert chart.tip_at(chart.bar_center(final, chosen)).endswith("◀ chosen")
-    point = chart.bar_center(final, 0)
-    point.setX(point.x() + chart.plot_rect(final).width() / (2 * len(chart.rows[final].values)))  # between bars
-    assert chart.tip_at(point) == ""
-    on_bar = chart.bar_center(final, 0).toPoint()
-    chart.event(QHelpEvent(QEvent.Type.ToolTip, on_bar, chart.mapToGlobal(on_bar)))
-    assert QToolTip.text() == chart.tip_at(chart.bar_center(final, 0))
+    chosen = top.index(dist.selected_id)
+    assert hover(final, chosen).endswith("◀ chosen")
+    half = (chart.bar_center(final, 1).x() - chart.bar_center(final, 0).x()) / 2
+    assert hover(final, 0, shift=half) == ""                     # between bars
 
 
 # ---------------------------------------------------------------------------- language
@@ -323,16 +340,16 @@ def test_hovering_a_bar_tells_its_token_stage_probability_and_mark(qtbot):
 def test_switching_to_chinese_changes_the_labels(panel, session):
     session.set_sampling(temperature=1.5)
     go_to(session, "pick", 0)
-    english = (panel.back_button.text(), label_showing(panel, "Step 0").text(), panel.ruler_note())
+    english = (panel.back_button.text(), label_showing(panel, "Step 0").text(), chart_ruler(panel).note)
     session.set_lang("zh")
     assert panel.back_button.text() == "恢复模型的选择" and panel.undo_button.text() == "撤销"
     assert label_showing(panel, "第0步").text().startswith("第0步")
-    assert "贪心" in panel.ruler_note()
-    assert panel.row_titles()["temperature"].startswith("温度")
-    assert panel.row_titles()["ruler"].startswith("累积区间")
-    assert english != (panel.back_button.text(), label_showing(panel, "第0步").text(), panel.ruler_note())
+    assert "贪心" in chart_ruler(panel).note
+    drawn = [d.text for d in drawn_texts(panel.chart)]
+    assert "温度" in drawn and "累积区间" in " ".join(drawn)          # the temperature row's and the ruler's titles
+    assert english != (panel.back_button.text(), label_showing(panel, "第0步").text(), chart_ruler(panel).note)
     session.first()
-    assert "还没有logits" in panel.message_text()
+    assert shows(panel, "还没有logits")
 
 
 def test_a_short_panel_gives_the_chart_the_height_of_its_secondary_lines(qtbot):
@@ -344,26 +361,35 @@ def test_a_short_panel_gives_the_chart_the_height_of_its_secondary_lines(qtbot):
     panel.chart.set_height_cap(120)                           # as the window squeezes it on such a screen
     page = panel.chart.parentWidget()                         # the chart and the "off" line under it
     panel.resize(900, 900)
-    qtbot.waitUntil(lambda: panel.secondary_lines_shown() and panel._off.isVisible())
-    assert panel._hint.isVisible() and panel._status.toolTip() == ""
+    off, hint = "Off (no effect): ", "Click a bar to force"
+
+    def step_line():
+        return label_showing(panel, "Step 0")
+
+    qtbot.waitUntil(lambda: shows(panel, off))
+    assert shows(panel, hint) and step_line().toolTip() == ""
     assert panel.chart.height() < page.height()               # the "off" line has its own room
+    off_line = label_showing(panel, off).text()
     panel.resize(900, 280)                                    # rows would get under 24 px
-    qtbot.waitUntil(lambda: not panel.secondary_lines_shown() and panel.chart.height() == page.height())
-    assert not panel._off.isVisible() and not panel._hint.isVisible()
-    assert panel.off_text() in panel._status.toolTip() and "force" in panel._status.toolTip()
+    qtbot.waitUntil(lambda: not shows(panel, off) and panel.chart.height() == page.height())
+    assert not shows(panel, hint)
+    assert off_line in step_line().toolTip() and hint in step_line().toolTip()
     panel.resize(900, 900)
-    qtbot.waitUntil(lambda: panel.secondary_lines_shown() and panel._off.isVisible())
-    assert panel._status.toolTip() == ""
+    qtbot.waitUntil(lambda: shows(panel, off))
+    assert step_line().toolTip() == ""
 
 
 def test_the_rest_columns_two_line_name_stays_inside_a_narrow_chart(qtbot):
     session = big_session()
     panel = show(qtbot, DistributionPanel(session))
     go_to(session, "pick", 0)
-    chart, last = panel.chart, N_SHOWN                          # "other (49,132)" on two lines
+    chart = panel.chart                                         # "other (49,132)" on two lines
     for width in (460, 1200):
         panel.resize(width, 600)
         qtbot.waitUntil(lambda: chart.width() < width)
-        box, column = chart.upright_name_box(last), chart.upright_name_box(last - 1)
-        assert box.right() <= chart.width() and box.width() > column.width()   # count kept, inside
-        assert box.left() > column.center().x()                 # still right of its neighbour's name
+        names = [d for d in drawn_texts(chart) if d.text in {*column_names(panel), "other", "(49,132)"}]
+        other, count, column = names[-2], names[-1], names[-3]    # painted in column order
+        assert (other.text, count.text) == ("other", "(49,132)")
+        box = other.box.united(count.box)
+        assert box.right() <= chart.width() and box.width() > column.box.width()   # count kept, inside
+        assert box.left() > column.box.center().x()             # still right of its neighbour's name

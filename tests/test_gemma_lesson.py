@@ -18,6 +18,7 @@ from explorer.cli import main
 from explorer.lessons import load_lesson
 from explorer.session.narration import frame_explanation, frame_title
 from explorer.ui.app import build_window
+from teacher import column_names, kv_row_heads
 
 WO_AI = (2, 237169, 238587)          # <bos> 我 爱 on Gemma's tokenizer
 WO, AI = WO_AI[1:]
@@ -134,11 +135,11 @@ def test_the_lesson_list_offers_it_on_gemma_and_opens_it(qtbot, window, gemma3, 
     qtbot.waitUntil(lambda: not window.working, timeout=LONG)
     s = window.session
     assert window.errors == [] and window.lesson.id == "gemma-wo-ai" and s.model is gemma3
-    assert len(window.panels["kv"].row_labels()) == 2 * len(gemma3.config.windows)
+    assert len(kv_row_heads(window.panels["kv"], every=True)) == 2 * len(gemma3.config.windows)
     s.go(frame_index(s, "base", "pick", 0))
-    assert window.panels["distribution"].bar_labels()[0] == "我家"
+    assert column_names(window.panels["distribution"])[0] == "我家"
     s.go(frame_index(s, "smollm2", "input"))               # the side-by-side frame: SmolLM2's 30 layers
-    assert s.model is smollm2 and len(window.panels["kv"].row_labels()) == 60 and window.errors == []
+    assert s.model is smollm2 and len(kv_row_heads(window.panels["kv"], every=True)) == 60 and window.errors == []
 
 
 def test_without_its_models_the_list_offers_to_install_them_one_after_the_other(qtbot, tmp_path, monkeypatch):

@@ -5,9 +5,8 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-from PySide6.QtCore import QEvent, QPoint
-from PySide6.QtGui import QHelpEvent
-from PySide6.QtWidgets import QApplication, QToolTip, QWidget
+from PySide6.QtCore import QRect
+from PySide6.QtWidgets import QWidget
 
 from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.sampling import SamplingConfig
@@ -16,8 +15,10 @@ from explorer.core.teaching import load_teaching_model
 from explorer.core.vocab import Vocabulary
 from explorer.session import Session
 from explorer.ui.kv_grid import MIN_POINT_SIZE, KVGridPanel
+from explorer.ui.kv_legend import KVLegend
 from explorer.ui.units import byte_size
-from teacher import label_showing, shows
+from teacher import (drawn_texts, kv_cell_rect, kv_cell_text, kv_column_heads, kv_row_heads, kv_states, kv_written,
+                     label_showing, shows, tooltip_at)
 
 BEAM_TABLE = Path(__file__).resolve().parents[1] / "resources" / "tables" / "beam-example.json"
 BYTES_TABLE = BEAM_TABLE.with_name("bytes-example.json")
@@ -28,12 +29,17 @@ def session():
     return Session(load_teaching_model(), [1, 2])
 
 
+def shown(qtbot, panel, width=900, height=500):
+    qtbot.addWidget(panel)
+    panel.resize(width, height)
+    panel.show()
+    qtbot.waitExposed(panel)
+    return panel
+
+
 @pytest.fixture
 def panel(qtbot, session):
-    p = KVGridPanel(session)
-    qtbot.addWidget(p)
-    p.resize(900, 500)
-    return p
+    return shown(qtbot, KVGridPanel(session))
 
 
 def big_session(prompt_len=500):
@@ -45,49 +51,61 @@ def big_session(prompt_len=500):
     return Session(model, prompt, SamplingConfig(max_new_tokens=1), check_recompute=False)
 
 
-def shown_states(panel, row=0):
-    return [panel.cell_state(row, c) for c in range(len(panel.column_labels()))]
+def tooltip_of(panel, row: int, col: int) -> str:
+    """What hovering cell (row, col) (row -1: its header) shows."""
+    viewport = panel.grid_view().viewport()
+    return tooltip_at(viewport, kv_cell_rect(panel, row, col).center())
+
+
+def legend_of(panel) -> KVLegend:
+    return panel.findChild(KVLegend)
+
+
+def meanings_written(panel) -> bool:
+    """Does the legend write the meanings out (else: the swatches alone)?"""
+    return "in the cache" in " ".join(d.text for d in drawn_texts(legend_of(panel)))
 
 
 def test_every_frame_of_the_default_run_shows_the_frame_states(panel, session):
     for index, frame in enumerate(session.frames):
         session.go(index)
-        assert panel.column_labels() == [f"{session.model.vocab.display_piece(t)}·{p}"
-                                         for p, t in enumerate(frame.visible_ids)]
-        for row in range(len(panel.row_labels())):
-            assert shown_states(panel, row) == [s.value for s in frame.states], (index, row)
+        assert kv_column_heads(panel) == [f"{session.model.vocab.display_piece(t)}·{p}"
+                                          for p, t in enumerate(frame.visible_ids)]
+        assert kv_row_heads(panel) == ["L0 K", "L0 V"]
+        for row in range(2):
+            assert kv_states(panel, row) == [s.value for s in frame.states], (index, row)
 
 
 def test_one_off_rule_at_the_first_pick(panel, session):
     session.next()
     session.next()                                    # pick after Prefill
     assert session.frame.kind == "pick"
-    assert panel.row_labels() == ["L0 K", "L0 V"]
-    assert shown_states(panel) == ["processed", "processed", "selected"]
-    assert panel.column_labels() == ["我·0", "爱·1", "学习·2"]
+    assert kv_row_heads(panel) == ["L0 K", "L0 V"]
+    assert kv_states(panel) == ["processed", "processed", "selected"]
+    assert kv_column_heads(panel) == ["我·0", "爱·1", "学习·2"]
     assert shows(panel, "visible sequence: 3") and shows(panel, "in cache: 2")
-    assert panel.cell_text(0, 2) == "selected"        # empty cell: a label, no numbers
+    assert kv_cell_text(panel, 0, 2) == "selected"        # empty cell: a label, no numbers
 
 
 def test_the_end_keeps_the_last_selected_token_out_of_the_cache(panel, session):
     session.last()
-    assert shown_states(panel) == ["processed"] * 4 + ["selected"]
+    assert kv_states(panel) == ["processed"] * 4 + ["selected"]
     assert shows(panel, "visible sequence: 5") and shows(panel, "in cache: 4")
 
 
 def test_input_frame_is_all_pending(panel, session):
-    assert shown_states(panel) == ["pending", "pending"]
+    assert kv_states(panel) == ["pending", "pending"]
     assert shows(panel, "in cache: 0")
-    assert panel.written_columns() == ()
+    assert kv_written(panel) == []
 
 
 def test_the_forward_columns_are_outlined(panel, session):
     session.next()                                    # Prefill writes both prompt positions
-    assert panel.written_columns() == (0, 1)
+    assert kv_written(panel) == [0, 1] and shows(panel, "this forward writes positions 0–1")
     session.next()                                    # pick: no forward on this frame
-    assert panel.written_columns() == ()
+    assert kv_written(panel) == [] and not shows(panel, "this forward writes")
     session.next()                                    # Decode 1 feeds 学习 at position 2
-    assert panel.written_columns() == (2,)
+    assert kv_written(panel) == [2]
     assert shows(panel, "position 2")
 
 
@@ -97,31 +115,31 @@ def test_teaching_model_values_are_drawn_in_the_cells(panel, session):
         step = next(s for s in session.run.steps if pos in s.positions)
         layer, i = step.trace.layers[0], step.positions.index(pos)
         for row, vec in ((0, layer.k), (1, layer.v)):
-            numbers = panel.cell_text(row, pos).split()[1:]
+            numbers = kv_cell_text(panel, row, pos).split()[1:]
             assert numbers == [f"{x:.2f}" for x in vec[:, i, :].ravel()]
 
 
 def test_tooltip_shows_the_vector_from_the_step_that_processed_the_position(panel, session):
     session.last()
     v = session.run.steps[1].trace.layers[0].v[0, 0]       # 学习 is fed by Decode 1 at position 2
-    tip = panel.tooltip_text(1, 2)
+    tip = tooltip_of(panel, 1, 2)
     assert "L0 V" in tip and "学习" in tip
     assert all(f"{x:.3f}" in tip for x in v)
-    assert "no K/V" in panel.tooltip_text(0, 4)            # the selected <eos> has none
+    assert "no K/V" in tooltip_of(panel, 0, 4)             # the selected <eos> has none
 
 
 def test_a_tokens_tooltip_names_the_character_it_holds_only_some_bytes_of(qtbot):
     model = load_table_model(BYTES_TABLE)                     # <bos>, then <0xE4> and <0xBD><0xA0>: 你
     session = Session(model, [1], SamplingConfig(max_new_tokens=3))
-    panel = KVGridPanel(session)
-    qtbot.addWidget(panel)
+    panel = shown(qtbot, KVGridPanel(session))
     session.last()
-    assert panel.column_labels()[1:3] == ["<0xE4>·1", "<0xBD><0xA0>·2"]
+    assert kv_column_heads(panel)[1:3] == ["<0xE4>·1", "<0xBD>…·2"]      # a wide token elided in its header
+    assert tooltip_of(panel, -1, 2).startswith("<0xBD><0xA0> at position 2")     # and whole on hover
     for col in (1, 2):                                       # hovering the column's token
-        assert "only some of the bytes of 你" in panel.token_tooltip(col)
-    assert panel.token_tooltip(0) == "<bos> at position 0 is processed: its K/V are in the cache"
+        assert "only some of the bytes of 你" in tooltip_of(panel, -1, col)
+    assert tooltip_of(panel, -1, 0) == "<bos> at position 0 is processed: its K/V are in the cache"
     session.set_lang("zh")
-    assert "只包含“你”的一部分字节" in panel.token_tooltip(2)
+    assert "只包含“你”的一部分字节" in tooltip_of(panel, -1, 2)
 
 
 def test_hovering_a_real_models_byte_tokens_names_their_character(qtbot):
@@ -129,23 +147,17 @@ def test_hovering_a_real_models_byte_tokens_names_their_character(qtbot):
     config = DecoderConfig(vocab_size=4, d_model=8, n_layers=2, n_heads=1, n_kv_heads=1, head_dim=8, d_ff=8)
     model = DecoderModel(config, random_params(config, np.random.default_rng(0)), vocab)
     session = Session(model, [0, 1], SamplingConfig(max_new_tokens=1))     # 我 as two byte tokens
-    panel = KVGridPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(900, 500)
-    panel.show()
-    qtbot.waitExposed(panel)
+    panel = shown(qtbot, KVGridPanel(session))
     session.last()
-    assert "of 我" in panel.tooltip_text(3, 0) and "L1 V" in panel.tooltip_text(3, 0)
-    view = panel.grid_view()
-    point = QPoint(view.label_w + view.cell_w // 2, view.header_h // 2)   # over column 0's header
-    QApplication.sendEvent(view.viewport(), QHelpEvent(QEvent.Type.ToolTip, point, view.viewport().mapToGlobal(point)))
-    assert QToolTip.text() == panel.token_tooltip(0) and "of 我" in QToolTip.text()
+    assert "of 我" in tooltip_of(panel, 3, 0) and "L1 V" in tooltip_of(panel, 3, 0)
+    assert tooltip_of(panel, -1, 0).startswith("<0xE6><0x88> at position 0 is processed")   # column 0's header
+    assert "of 我" in tooltip_of(panel, -1, 0)
 
 
 def test_a_rerun_updates_the_grid(panel, session):
     session.go(4)                                           # pick at step 1
     session.set_sampling(max_new_tokens=1)                  # the run now stops after Prefill
-    assert shown_states(panel) == ["processed", "processed", "selected"]
+    assert kv_states(panel) == ["processed", "processed", "selected"]
     assert shows(panel, "in cache: 2")
 
 
@@ -153,37 +165,41 @@ def test_chinese_labels(panel, session):
     session.go(2)
     session.set_lang("zh")
     assert shows(panel, "可见序列：3") and shows(panel, "已缓存：2")
-    assert panel.cell_text(0, 2) == "已选中"
-    assert any("缓存" in t for t in panel.legend_texts())
+    assert kv_cell_text(panel, 0, 2) == "已选中"
+    assert any("缓存" in d.text for d in drawn_texts(legend_of(panel)))
 
 
 def test_legend_names_all_three_states_in_words(panel):
-    text = " ".join(panel.legend_texts())
+    text = " ".join(d.text for d in drawn_texts(legend_of(panel)))
     assert "K/V are in the cache" in text and "not yet processed" in text
 
 
 def test_text_is_readable_and_follows_the_application_font(panel, app_font_size):
-    assert panel.text_point_size() >= MIN_POINT_SIZE
+    def sizes():
+        return {d.point_size for widget in (panel.grid_view().viewport(), legend_of(panel))
+                for d in drawn_texts(widget)}
+    assert min(sizes()) >= MIN_POINT_SIZE
     app_font_size(24)
-    assert panel.text_point_size() == 24
+    assert sizes() == {24}
 
 
 def test_500_positions_by_30_layers_paints_only_what_is_visible(qtbot):
     small = KVGridPanel(big_session(prompt_len=5))
     qtbot.addWidget(small)
     session = big_session()
-    panel = KVGridPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(900, 500)
+    panel = shown(qtbot, KVGridPanel(session))
     session.go(1)                                           # Prefill: 500 processed positions
-    assert len(panel.row_labels()) == 60 and len(panel.column_labels()) == 500
+    assert kv_row_heads(panel)[0] == "L0 K" and kv_cell_text(panel, -1, 499).endswith("499")
     assert not panel.grab().isNull()
     session.last()
-    assert panel.cell_state(59, 500) == "selected"
+    view = panel.grid_view()
+    view.verticalScrollBar().setValue(view.verticalScrollBar().maximum())     # down to the last layer
+    assert kv_row_heads(panel)[-1] == "L29 V"
+    assert kv_states(panel, 59)[-2:] == ["processed", "selected"]               # positions 499, 500
+    assert kv_cell_text(panel, -1, 500).endswith("500")
     assert shows(panel, "in cache: 500")
-    assert not panel.grab().isNull()
     assert len(panel.findChildren(QWidget)) == len(small.findChildren(QWidget))
-    assert "L29 V" in panel.tooltip_text(59, 499)
+    assert "L29 V" in tooltip_of(panel, 59, 499)
 
 
 def test_the_counts_say_what_the_cache_weighs_and_the_tooltip_how(panel, session):
@@ -222,55 +238,45 @@ def test_byte_sizes_read_as_people_write_them(n, text):
 def test_a_model_without_layers_shows_tokens_but_no_kv_rows(qtbot):
     model = load_table_model(BEAM_TABLE)
     session = Session(model, [6])
-    panel = KVGridPanel(session)
-    qtbot.addWidget(panel)
+    panel = shown(qtbot, KVGridPanel(session))
     session.last()
-    assert panel.row_labels() == [] and len(panel.column_labels()) == session.frame.visible_count
+    assert kv_row_heads(panel) == [] and all(kv_column_heads(panel))
     assert shows(panel, "no layers") and not shows(panel, " B)")
     assert label_showing(panel, "no layers").toolTip() == ""
     assert not panel.grab().isNull()
 
 
-def shown(qtbot, panel, width, height):
-    qtbot.addWidget(panel)
-    panel.resize(width, height)
-    panel.show()
-    qtbot.waitExposed(panel)
-    return panel
-
-
 def test_the_newest_position_stays_in_view_as_the_run_grows(qtbot):
     session = big_session(prompt_len=60)
     panel = shown(qtbot, KVGridPanel(session), 600, 400)
-    assert 0 < len(panel.columns_in_view()) < 60            # 60 columns do not fit: it scrolls
+    assert 0 < len(columns_in_view(panel)) < 60            # 60 columns do not fit: it scrolls
     for index in range(len(session.frames)):
         session.go(index)
-        newest = len(panel.column_labels()) - 1        # the input's last token, or the one just selected
-        assert newest in panel.columns_in_view(), index
+        newest = session.frame.visible_count - 1        # the input's last token, or the one just selected
+        assert newest in columns_in_view(panel), index
     panel.resize(400, 400)
-    assert len(panel.column_labels()) - 1 in panel.columns_in_view()
+    assert session.frame.visible_count - 1 in columns_in_view(panel)
 
 
 def test_the_legend_writes_meanings_out_within_the_width_and_only_swatches_when_short(qtbot, session):
     session.go(2)
     panel = shown(qtbot, KVGridPanel(session), 900, 500)
-    assert not panel.legend_is_compact()
+    legend = legend_of(panel)
+    assert meanings_written(panel)
+    assert len(drawn_texts(legend)) == 7        # 3 cell words and 4 meanings, each on one line
     panel.resize(260, 900)                        # narrow: the meanings wrap, none is cut
-    qtbot.waitUntil(lambda: panel.legend_widget().width() <= 260)
-    width = panel.legend_widget().width()
-    boxes = panel.legend_boxes()
-    assert not panel.legend_is_compact() and all(text.right() < width for _, text in boxes)
-    assert any(text.height() > swatch.height() for swatch, text in boxes)    # some wrap onto more lines
+    qtbot.waitUntil(lambda: legend.width() <= 260)
+    drawn = drawn_texts(legend)
+    assert meanings_written(panel) and all(d.box.right() < legend.width() for d in drawn)
+    assert len(drawn) > 7                         # some wrap onto more lines
     panel.resize(600, 140)                        # short: the swatches alone, one line
-    qtbot.waitUntil(panel.legend_is_compact)
-    boxes = panel.legend_boxes()
-    assert all(text.isEmpty() for _, text in boxes) and len({swatch.top() for swatch, _ in boxes}) == 1
-    legend = panel.legend_widget()
-    swatch = boxes[1][0]                          # "selected": its meaning is its tooltip
-    legend.event(QHelpEvent(QEvent.Type.ToolTip, swatch.center(), legend.mapToGlobal(swatch.center())))
-    assert QToolTip.text() == panel.legend_texts()[1]
+    qtbot.waitUntil(lambda: not meanings_written(panel))
+    drawn = drawn_texts(legend)
+    assert [d.text for d in drawn] == ["processed", "selected", "pending", "written now"]
+    assert len({round(d.box.bottom()) for d in drawn}) == 1
+    assert tooltip_at(legend, drawn[1].center()) == "chosen, not yet processed: no K/V yet (empty cell)"
     panel.resize(900, 500)
-    qtbot.waitUntil(lambda: not panel.legend_is_compact())
+    qtbot.waitUntil(lambda: meanings_written(panel))
 
 
 def test_the_legend_gives_way_before_a_layers_k_and_v_rows_do(qtbot, session):
@@ -283,8 +289,9 @@ def test_the_legend_gives_way_before_a_layers_k_and_v_rows_do(qtbot, session):
         panel.resize(700, height)
         qtbot.wait(5)
         fits = view.viewport().height() >= need
-        assert fits or panel.legend_is_compact(), height      # meanings only while the rows fit
-        seen.add((panel.legend_is_compact(), fits))
+        compact = not meanings_written(panel)
+        assert fits or compact, height                         # meanings only while the rows fit
+        seen.add((compact, fits))
     assert (True, True) in seen and (False, True) in seen    # some heights fit only with swatches alone
 
 
@@ -300,7 +307,7 @@ def test_at_its_minimum_height_the_panel_still_shows_a_layers_k_and_v_rows(qtbot
     panel.setFixedHeight(panel.minimumSizeHint().height())
     need = view.header_h + 2 * view.cell_h                         # the header, L0 K, L0 V
     qtbot.waitUntil(lambda: view.viewport().height() >= need)     # once the legend gave way
-    assert panel.legend_is_compact() and panel.height() == panel.minimumSizeHint().height()
+    assert not meanings_written(panel) and panel.height() == panel.minimumSizeHint().height()
 
 
 def test_sliding_window_layers_are_marked_and_what_they_no_longer_read_is_hatched(qtbot):
@@ -312,17 +319,30 @@ def test_sliding_window_layers_are_marked_and_what_they_no_longer_read_is_hatche
     model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
                          Vocabulary(tuple(f"t{i}" for i in range(50)), {"eos": 49}), name="windowed")
     session = Session(model, list(range(6)), SamplingConfig(max_new_tokens=2), check_recompute=False)
-    panel = KVGridPanel(session)
-    qtbot.addWidget(panel)
-    panel.resize(900, 500)
+    panel = shown(qtbot, KVGridPanel(session))
     session.next()
-    assert panel.row_labels() == ["L0 K · 3", "L0 V · 3", "L1 K · all", "L1 V · all"]
-    assert panel._view.data.unread == (3, 3, 0, 0)
+    assert kv_row_heads(panel) == ["L0 K · 3", "L0 V · 3", "L1 K · all", "L1 V · all"]
+    assert unread(panel) == [3, 3, 0, 0]
     assert shows(panel, "1 local layers (· 3) read only the latest 3 positions, 1 global ones")
-    assert "no longer read by it" in panel.tooltip_text(0, 1)
-    assert "no longer read" not in panel.tooltip_text(0, 4) and "no longer read" not in panel.tooltip_text(2, 1)
     while session.frame.cache_len < 7:                             # on to Decode 1
         session.next()
-    assert panel._view.data.unread == (4, 4, 0, 0)
+    assert unread(panel) == [4, 4, 0, 0]
     session.set_lang("zh")
-    assert panel.row_labels()[2] == "L1 K · 全部" and shows(panel, "只读最近3个位置")
+    assert kv_row_heads(panel)[2] == "L1 K · 全部" and shows(panel, "只读最近3个位置")
+
+
+def columns_in_view(panel) -> list[int]:
+    """The positions whose header and cells are drawn wholly inside the grid's viewport."""
+    view = panel.grid_view()
+    room = QRect(view.label_w, 0, view.viewport().width() - view.label_w, view.viewport().height())
+    drawn = drawn_texts(view.viewport())
+    return [col for col in range(panel.session.frame.visible_count)
+            if room.contains(head := kv_cell_rect(panel, -1, col)) and any(head.contains(d.center()) for d in drawn)]
+
+
+def unread(panel) -> list[int]:
+    """Per row, how many leading processed positions its layer no longer reads, as hovering
+    the cells says."""
+    cached = panel.session.frame.cache_len
+    return [sum("no longer read by it" in tooltip_of(panel, row, col) for col in range(cached))
+            for row in range(len(kv_row_heads(panel)))]

@@ -17,7 +17,7 @@ from explorer.ui.beam_panel import BeamPanel
 from explorer.ui.desk_layout import MATTERS_MARK
 from explorer.ui.settings import Settings
 from explorer.ui.window import PANELS, MainWindow
-from teacher import enter_prompt, shown_texts
+from teacher import boundary_row, chart_rows, column_ids, column_names, dotted_in, enter_prompt, heatmap, links_in, listed, shown_texts
 
 LOGITS_LESSON = """
 format = "token-explorer/lesson"
@@ -217,11 +217,11 @@ def test_attention_full_frame_shows_the_stacked_matrix_and_restores_the_toggle(q
     press(qtbot, window, Qt.Key.Key_Right)             # frame 9: view = attention_full
     assert window.session.frame.view == ("attention_full",)
     assert attention.full_matrix_toggle.isChecked()
-    assert attention.image_array().shape == (4, 4) and attention.boundary_row() == 2
+    assert heatmap(attention).shape == (4, 4) and boundary_row(attention) == 2
     assert any(text.startswith("full matrix up to") for text in shown_texts(attention))
     press(qtbot, window, Qt.Key.Key_Right)
     assert not attention.full_matrix_toggle.isChecked()
-    assert attention.image_array().shape == (1, 4)     # the last Decode step's row again
+    assert heatmap(attention).shape == (1, 4)     # the last Decode step's row again
     attention.full_matrix_toggle.setChecked(True)      # the teacher's own choice survives the frame
     press(qtbot, window, Qt.Key.Key_Left)
     press(qtbot, window, Qt.Key.Key_Left)
@@ -244,7 +244,7 @@ def test_beam_panel_shows_the_course_example(qtbot):
     assert rows["D"] == ("D", "0.990", "0.396", "kept")
     assert [r for r in panel.rows() if r[0] == "F"] == [("F", "0.490", "0.294", "pruned"),    # A F
                                                         ("F", "0.010", "0.004", "pruned")]    # B F
-    final = panel.final_text()
+    final = panel.final.text()
     assert "1. B D: joint probability 0.396" in final and "2. A E: joint probability 0.306" in final
     assert "Greedy (width 1): A E: joint probability 0.306" in final
 
@@ -257,7 +257,7 @@ def test_beam_panel_outside_beam_mode_and_in_the_window(qtbot, window):
     assert not panel.note.isVisibleTo(panel) and panel.rows()
     assert window.errors == []
     window.actions["lang_zh"].trigger()
-    assert panel.tree.headerItem().text(1) == "P(Token|前缀)" and "最终候选" in panel.final_text()
+    assert panel.tree.headerItem().text(1) == "P(Token|前缀)" and "最终候选" in panel.final.text()
 
 
 def test_the_beam_lessons_tree_frames_bring_the_beam_tree_forward(qtbot, window):
@@ -291,20 +291,20 @@ def test_logits_editor_rebuilds_the_model_and_the_bars_follow(qtbot, logits_wind
     w = logits_window
     dist = w.panels["distribution"]
     assert w.prompt_bar.label.text() == "Logits:" and w.prompt_bar.edit.text() == "2, 1, 0"
-    assert list(dist.bar_ids()) == [1, 2, 3]             # no bar for the context token "…"
-    assert np.allclose(dist.bar_heights("raw"), softmax([2, 1, 0]), atol=1e-12)
+    assert column_ids(dist) == [1, 2, 3]                  # no bar for the context token "…"
+    assert np.allclose(chart_rows(dist)["raw"].values, softmax([2, 1, 0]), atol=1e-12)
     w.prompt_bar.edit.setFocus()
     w.prompt_bar.edit.setText("0, 3, 1")
     qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
     assert w.errors == []
     assert w.session.model.vocab.pieces == ("…", "A", "B", "C")
-    assert list(dist.bar_ids()) == [2, 3, 1]             # columns by probability
-    assert np.allclose(dist.bar_heights("raw"), softmax([3, 1, 0]), atol=1e-12)
+    assert column_ids(dist) == [2, 3, 1]                  # columns by probability
+    assert np.allclose(chart_rows(dist)["raw"].values, softmax([3, 1, 0]), atol=1e-12)
     assert w.session.run.output_ids == (2,)              # greedy now picks B
     w.prompt_bar.edit.setText("1, 1, 1, 2.5")                # one more number: a new candidate D
     qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
     assert w.session.model.vocab.pieces == ("…", "A", "B", "C", "D")
-    assert dist.bar_labels()[0] == "D" and w.session.run.output_ids == (4,)
+    assert column_names(dist)[0] == "D" and w.session.run.output_ids == (4,)
     w.prompt_bar.edit.clearFocus()
     assert w.prompt_bar.edit.text() == "1, 1, 1, 2.5"
 
@@ -383,21 +383,27 @@ def test_a_window_made_for_export_finds_the_lesson_it_plays(qtbot, window, tmp_p
 def test_glossary_panel_lists_every_term_and_filters(qtbot, window):
     from explorer.lessons.glossary import load_glossary
     glossary, panel = load_glossary(), window.panels["glossary"]
-    assert panel.shown_terms() == list(glossary.ids)
+    def shown_terms():
+        return listed(panel.list, Qt.ItemDataRole.UserRole)
+
+    def item_text(term_id):
+        return listed(panel.list)[shown_terms().index(term_id)]
+
+    assert shown_terms() == list(glossary.ids)
     kv = glossary.term("kv-cache")
-    assert panel.item_text("kv-cache") == f"{kv.term['en']}\n{kv.definition['en']}"
+    assert item_text("kv-cache") == f"{kv.term['en']}\n{kv.definition['en']}"
     qtbot.keyClicks(panel.filter, "mask")
-    shown = panel.shown_terms()
+    shown = shown_terms()
     assert "causal-mask" in shown and 0 < len(shown) < len(glossary.ids)
     for term_id in shown:
         t = glossary.term(term_id)
         assert "mask" in (t.term["en"] + t.term["zh"] + t.definition["en"] + term_id).casefold()
     assert panel.count.text() == f"{len(shown)} of {len(glossary.ids)} terms"
     window.actions["lang_zh"].trigger()
-    assert panel.item_text("kv-cache") == f"{kv.term['zh']}\n{kv.definition['zh']}"
-    assert panel.shown_terms() == shown and panel.filter.placeholderText() == "筛选术语…"
+    assert shown_terms() == shown and panel.filter.placeholderText() == "筛选术语…"
     panel.filter.clear()
-    assert panel.shown_terms() == list(glossary.ids)
+    assert shown_terms() == list(glossary.ids)
+    assert item_text("kv-cache") == f"{kv.term['zh']}\n{kv.definition['zh']}"
 
 
 def _anchor_point(view, term_id):
@@ -424,9 +430,10 @@ def test_explanation_marks_terms_hover_shows_and_click_selects_the_definition(qt
     from explorer.lessons.glossary import load_glossary
     glossary, panel = load_glossary(), window.panels["explanation"]
     window.session.go(1)                                  # Prefill: "... The attention matrix ..."
-    assert {"attention", "causal-mask", "softmax"} <= set(panel.marked_terms())
-    assert "attention" in panel.dotted_terms()
-    assert panel.marked_terms().count("attention") == 1   # first mention per section only
+    linked = links_in(panel.view.document(), "term")
+    assert {"attention", "causal-mask", "softmax"} <= set(linked)
+    assert "attention" in dotted_in(panel.view.document())
+    assert linked.count("attention") == 1                 # first mention per section only
     window.docks["explanation"].raise_()
     point = _anchor_point(panel.view, "attention")
     qtbot.mouseMove(panel.view.viewport(), point)
@@ -438,5 +445,5 @@ def test_explanation_marks_terms_hover_shows_and_click_selects_the_definition(qt
     assert window.panels["glossary"].selected_term() == "causal-mask"
     assert glossary.term("causal-mask").definition["en"] in panel.last_tip
     window.actions["lang_zh"].trigger()
-    assert "attention" in panel.marked_terms()            # 注意力 in the Chinese text
-    assert glossary.term("attention").term["zh"] in panel.dotted_terms()
+    assert "attention" in links_in(panel.view.document(), "term")     # 注意力 in the Chinese text
+    assert glossary.term("attention").term["zh"] in dotted_in(panel.view.document())

@@ -22,6 +22,7 @@ from PySide6.QtCore import Qt, QTimer
 from explorer import cli, model_install, model_registry
 from explorer.ui.app import build_window
 from explorer.ui.install_dialog import InstallDialog
+from teacher import choice_enabled
 from fake_pip import FakeIndex
 
 TERMS_PAGE = ("<html><head><script>track()</script><style>p{}</style></head><body><nav>site menu</nav>"
@@ -294,7 +295,7 @@ def test_the_window_shows_the_terms_and_downloads_only_once_they_are_accepted(qt
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
     assert w.errors == [] and model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
     assert w.statusBar().currentMessage().startswith("Installed Parted 1M: ")
-    assert w.model_switcher.picker.is_enabled("parted") and not w.model_switcher.install_actions["parted"].isVisible()
+    assert choice_enabled(w.model_switcher.picker, "parted") and not w.model_switcher.install_actions["parted"].isVisible()
 
 
 def test_the_window_cancels_an_install_and_nothing_is_written(qtbot, tmp_path, parted, fake_pip):

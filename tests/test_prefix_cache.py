@@ -17,8 +17,9 @@ from explorer.core.vocab import Vocabulary
 from explorer.session import Session
 from explorer.session.session import FramePlan, Scenario
 from explorer.ui.kv_grid import KVGridPanel
+from explorer.ui.kv_legend import KVLegend
 from explorer.ui.timeline import TimelinePanel
-from teacher import shows
+from teacher import drawn_texts, kv_cell_text, kv_written, shows, table_texts
 
 TEACHING = load_teaching_model()
 RECOMPUTE_TOLERANCE = 1e-9          # float64: the teaching model's cached steps against a full recompute
@@ -180,16 +181,21 @@ def prefix_session(second_prompt=(1, 2, 4, 5)):
     return Session(TEACHING, (1, 2), scenarios=scenarios, plans=plans)
 
 
+def legend_text(panel) -> str:
+    """The KV grid legend's words as drawn, its wrapped lines joined."""
+    return " ".join(d.text for d in drawn_texts(panel.findChild(KVLegend)))
+
+
 def test_the_timeline_says_reused_and_computed_for_such_a_prefill(qtbot):
     session = prefix_session()
     panel = TimelinePanel(session)
     qtbot.addWidget(panel)
-    assert panel.row_texts()[0][2] == "0, 1, 2"                      # request 1: a Prefill from scratch
+    assert table_texts(panel.table)[0][2] == "0, 1, 2"                      # request 1: a Prefill from scratch
     session.go(2)
-    assert panel.row_texts()[0][2] == "reused 2, computed 2: 2, 3"
-    assert "2 positions from the prefix cache" in panel.speed_text()
+    assert table_texts(panel.table)[0][2] == "reused 2, computed 2: 2, 3"
+    assert "2 positions from the prefix cache" in panel.speed.text()
     session.set_lang("zh")
-    assert panel.row_texts()[0][2] == "复用2个，计算2个：2, 3"
+    assert table_texts(panel.table)[0][2] == "复用2个，计算2个：2, 3"
 
 
 def test_the_kv_grid_marks_reused_and_invalidated_positions_and_the_prefix_caches_bytes(qtbot):
@@ -197,15 +203,17 @@ def test_the_kv_grid_marks_reused_and_invalidated_positions_and_the_prefix_cache
     panel = KVGridPanel(session)
     qtbot.addWidget(panel)
     panel.resize(1000, 600)
-    assert [panel.cell_text(0, c).split("\n")[0] for c in range(3)] == ["processed"] * 3   # request 1
-    assert not any("prefix cache" in text for text in panel.legend_texts())
+    panel.show()
+    qtbot.waitExposed(panel)
+    assert [kv_cell_text(panel, 0, c).split("\n")[0] for c in range(3)] == ["processed"] * 3   # request 1
+    assert "prefix cache" not in legend_text(panel)
     session.go(2)                      # request 2's Prefill: 我爱 reused; 学习 at position 2 was cached, 你 is not
-    labels = [panel.cell_text(row, c).split("\n")[0] for row in (0, 1) for c in range(4)]
+    labels = [kv_cell_text(panel, row, c).split("\n")[0] for row in (0, 1) for c in range(4)]
     assert labels == ["reused", "reused", "invalidated", "processed"] * 2
-    assert panel.written_columns() == (2, 3)
-    legend = panel.legend_texts()
-    assert any("taken from the prefix cache" in text for text in legend)
-    assert any("computed again" in text for text in legend)
+    assert kv_written(panel) == [2, 3]
+    legend = legend_text(panel)
+    assert "taken from the prefix cache" in legend
+    assert "computed again" in legend
     # the prefix cache holds request 1's 3 positions x 64 bytes
     assert shows(panel, "prefix cache: 3 positions (192 B) · reused 2, computed 2 · token changed at position 2: "
                         "1 cached positions invalidated")
@@ -213,12 +221,12 @@ def test_the_kv_grid_marks_reused_and_invalidated_positions_and_the_prefix_cache
     k0 = first_run.steps[0].trace.layers[0].k[0, 0]        # [e] a reused cell's key, as request 1 computed it
     assert f"{k0[0]:.3f}" in panel.tooltip_text(0, 0)
     session.set_lang("zh")
-    assert panel.cell_text(0, 0).split("\n")[0] == "复用" and panel.cell_text(0, 2).split("\n")[0] == "失效"
+    assert kv_cell_text(panel, 0, 0).split("\n")[0] == "复用" and kv_cell_text(panel, 0, 2).split("\n")[0] == "失效"
 
 
 def test_the_marks_are_readable_in_both_palettes(qtbot):
     from explorer.ui.theme import THEMES, text_on
-    from explorer.ui.kv_grid import MARK_FILLS
+    from explorer.ui.kv_cells import MARK_FILLS
     from PySide6.QtGui import QColor
 
     def contrast(a, b):

@@ -15,7 +15,8 @@ from explorer.lessons.schema import parse_lesson
 from explorer.session.narration import frame_title
 from explorer.ui.kv_grid import KVGridPanel
 from explorer.ui.timeline import TimelinePanel
-from teacher import shows
+from teacher import drawn_texts, kv_row_cells, shows, table_texts
+from explorer.ui.kv_legend import KVLegend
 
 SYSTEM = "<|im_start|>system\nYou are a {} AI assistant named SmolLM, trained by Hugging Face<|im_end|>\n"
 TURN = "<|im_start|>user\nWhat is the capital of {}?<|im_end|>\n<|im_start|>assistant\n"
@@ -97,19 +98,22 @@ def test_the_panels_mark_reused_and_invalidated_positions(qtbot, session):
     for panel in (grid, timeline):
         qtbot.addWidget(panel)
     grid.resize(1400, 700)
+    grid.show()
+    qtbot.waitExposed(grid)
     session.go(frame_index(session, "second", "prefill"))
-    marks = [grid.cell_text(59, c) for c in range(37)]           # layer 29's V row
+    marks = kv_row_cells(grid, 1)[:37]                            # layer 0's V row
     assert marks == ["reused"] * 29 + ["invalidated"] * 8
-    assert timeline.row_texts()[0][2].startswith("reused 29, computed 8: 29, 30")
+    assert table_texts(timeline.table)[0][2].startswith("reused 29, computed 8: 29, 30")
     assert shows(grid, "prefix cache: 37 positions (1.7 MB) · reused 29, computed 8")
     session.go(frame_index(session, "changed", "prefill"))
-    assert [grid.cell_text(0, c) for c in range(37)] == ["reused"] * 6 + ["invalidated"] * 31
+    assert kv_row_cells(grid, 0)[:37] == ["reused"] * 6 + ["invalidated"] * 31
     assert shows(grid, "token changed at position 6: 31 cached positions invalidated")
     session.go(frame_index(session, "second", "stop"))           # 45 columns: short labels, named in the legend
-    assert grid.cell_text(0, 0) == "reu" and grid.cell_text(0, 29) == "inv" and grid.cell_text(0, 37) == "proc"
-    assert "reused: K/V taken from the prefix cache: an earlier request computed them" in grid.legend_texts()
+    cells = kv_row_cells(grid, 0)
+    assert (cells[0], cells[29], cells[37]) == ("reu", "inv", "proc")
+    assert "reused: K/V taken from the prefix cache: an earlier request computed them" in " ".join(d.text for d in drawn_texts(grid.findChild(KVLegend)))
     session.go(0)                                                 # request 1: nothing reused
-    assert {grid.cell_text(0, c) for c in range(37)} == {"processed"}
+    assert set(kv_row_cells(grid, 0)[:37]) == {"processed"}
 
 
 def test_the_lesson_traces_in_both_languages_with_the_counts(session):

@@ -308,14 +308,14 @@ def test_the_beam_panel_shows_a_frames_search_tree_and_its_vote(qtbot, lessons):
     assert panel.rows() == [("2+3=5", "0.400", "0.2083", "pruned"), ("3+4=7", "0.350", "0.2917", "kept"),
                             ("7×2=14", "0.550", "0.5833", "kept"), ("7+2=9", "0.450", "0.3750", "pruned"),
                             ("2×3=6", "0.250", "0.2500", "pruned")]
-    assert panel.final_text() == "Best: 3+4=7 7×2=14 (score 0.5833) · 2 model calls, 5 evaluations"
+    assert panel.final.text() == "Best: 3+4=7 7×2=14 (score 0.5833) · 2 model calls, 5 evaluations"
     lesson, session = lessons["self-consistency"]
     voting = BeamPanel(session)
     qtbot.addWidget(voting)
     session.go(next(i for i, f in enumerate(session.frames) if f.vote is not None))
     answers = [voting.tree.topLevelItem(i).text(1) for i in range(voting.tree.topLevelItemCount())]
     assert answers == [s.answer for s in session.frame.vote.samples] and len(answers) == 5
-    assert voting.final_text().startswith(f"Votes: {session.frame.vote.counts[0][0]} × ")
+    assert voting.final.text().startswith(f"Votes: {session.frame.vote.counts[0][0]} × ")
 
 
 def test_greedy_settings_give_every_seed_the_same_answer(lessons):

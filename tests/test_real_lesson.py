@@ -23,6 +23,7 @@ from explorer.lessons.schema import parse_lesson
 from explorer.session import Session
 from explorer.session.narration import frame_explanation, frame_title
 from explorer.ui.app import build_window
+from teacher import column_names, kv_row_heads
 
 PROMPT_IDS = (504, 3575, 282, 4649, 314)       # The ␣capital ␣of ␣France ␣is
 LONDON = 4528                                   # ␣London, forced by the lesson's what-if
@@ -184,7 +185,7 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert window.model_switcher.picker.currentData() == "smollm2"
     assert s.runner is window.runner                   # a slider drag computes in the background
     s.go(2)                                            # the first pick
-    assert window.panels["distribution"].bar_labels()[0] == "␣Paris"
+    assert column_names(window.panels["distribution"])[0] == "␣Paris"
     att = window.panels["attention"]
     assert (att.layer_picker.currentIndex(), att.head_picker.currentIndex()) == (0, 0)
     s.go(3)                                            # the frame that names layer 23, head 4
@@ -195,7 +196,7 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     s.go(4)                                            # leaving puts the pickers back
     assert (att.layer_picker.currentIndex(), att.head_picker.currentIndex()) == (0, 0)
     s.go(2)
-    assert len(window.panels["kv"].row_labels()) == 60
+    assert len(kv_row_heads(window.panels["kv"], every=True)) == 60
     slider = window.panels["controls"].slider("temperature")
     slider.setValue(slider.value() + 5)                # greedy: the pick stays, the run recomputes
     qtbot.waitUntil(lambda: not window.working and not s.behind, timeout=LONG)

@@ -20,6 +20,7 @@ from explorer.session import Session
 from explorer.ui.app import build_window
 from explorer.ui.units import byte_size
 from explorer.ui.worker import is_big
+from teacher import chips_in_view, choice_enabled, column_names, kv_row_heads, marked_id, table_texts
 from test_gguf import fake_model, tiny  # noqa: F401  (fixtures: a small GGUF file inside a wheel)
 
 PROMPT = "The capital of France is"
@@ -58,7 +59,7 @@ def first_frame(session, kind):
 def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbot, window):
     picker, s = window.model_switcher.picker, window.session
     assert s.in_lesson and s.config.mode == "greedy"
-    assert picker.keys()[:2] == ["teaching", "smollm2"] and picker.is_enabled("smollm2")
+    assert picker.keys()[:2] == ["teaching", "smollm2"] and choice_enabled(picker, "smollm2")
     assert picker.currentData() == "teaching" and s.runner is None     # the teaching model: at once
     pick(window, "smollm2")
     # the call returned while the model loads: the window still shows (and answers on) the old one
@@ -78,15 +79,16 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
 
     s.go(first_frame(s, "pick"))
     kv = window.panels["kv"]
-    assert len(kv.row_labels()) == 60 and kv.row_labels()[:2] == ["L0 K", "L0 V"]
-    assert kv.row_labels()[-1] == "L29 V"
+    rows = kv_row_heads(kv, every=True)
+    assert len(rows) == 60 and rows[:2] == ["L0 K", "L0 V"] and rows[-1] == "L29 V"
     att = window.panels["attention"]
     assert att.layer_picker.count() == 30 and att.head_picker.count() == 9
     assert att.layer_picker.isVisibleTo(att) and att.head_picker.isVisibleTo(att)
     dist = window.panels["distribution"]
-    assert len(dist.bar_labels()) == 21 and dist.bar_labels()[-1] == "other (49,132)"
-    assert dist.bar_labels()[0] == "␣Paris" and dist.marked_id() == s.run.steps[0].selected_id
-    assert window.panels["timeline"].row_texts()[0][0] == "Prefill"
+    names = column_names(dist)
+    assert len(names) == 21 and names[-1] == "other (49,132)"
+    assert names[0] == "␣Paris" and marked_id(dist) == s.run.steps[0].selected_id
+    assert table_texts(window.panels["timeline"].table)[0][0] == "Prefill"
 
 
 def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
@@ -96,19 +98,20 @@ def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
     assert real.session.run.output_ids == (3, 5, 6) and real.session.check_recompute
     assert [f.kind for f in real.session.frames][:3] == ["input", "prefill", "pick"]   # a free run
     assert real.panels["controls"].stop_edit.placeholderText() == "！, 。"
-    assert not real.prompt_bar.chat_shown
+    qtbot.waitUntil(lambda: not real.prompt_bar.chat_check.isVisible())   # the tool bar lays the box out of sight
 
 
 def test_the_timeline_shows_time_to_first_token_against_time_per_token_and_exports_hide_it(qtbot, real):
     timeline = real.panels["timeline"]
     steps = real.session.run.steps
-    text = timeline.speed_text()
+    assert timeline.speed.isVisible()
+    text = timeline.speed.text()
     assert re.fullmatch(r"Prefill [\d.]+ ms \(5 tok\) · Decode [\d.]+ ms/token ≈ [\d,.]+ tok/s", text), text
     per_token = np.mean([st.seconds for st in steps[1:]]) * 1000
     shown = float(re.search(r"Decode ([\d.]+) ms", text).group(1))
     assert shown == pytest.approx(per_token, rel=0.06, abs=0.06)
     real.prepare_for_export()
-    assert timeline.speed_text() == "" and not timeline.speed.isVisible()
+    assert not timeline.speed.isVisible()
 
 
 @pytest.mark.parametrize("kind", ["wrong magic", "truncated", "unsupported quantisation", "missing tensor"])
@@ -151,7 +154,7 @@ def test_a_good_small_gguf_opens_and_joins_the_picker(qtbot, window, tmp_path):
     assert window.errors == [] and window.session.model.name == "tiny"
     assert not is_big(window.session.model) and window.session.runner is None
     assert window.model_switcher.picker.currentData() == str(path) and window.model_switcher.actions[str(path)].isChecked()
-    assert window.prompt_bar.chat_shown              # its vocabulary has ChatML's turn markers
+    qtbot.waitUntil(window.prompt_bar.chat_check.isVisible)   # its vocabulary has ChatML's turn markers
 
 
 def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(qtbot, real):
@@ -181,7 +184,7 @@ def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(
     assert not real.work_status.cancel_button.isVisible()
     assert real.statusBar().currentMessage() == f"Cancelled after {len(run.output_ids)} tokens"
     s.last()
-    assert real.panels["timeline"].chip_labels()[-1] == "Stop: cancelled"
+    assert chips_in_view(real.panels["timeline"].strip)[-1] == "Stop: cancelled"
     # still usable: another setting computes, and the keys step through it
     controls.max_new_spin.setValue(3)
     wait_idle(qtbot, real)
@@ -225,7 +228,8 @@ def test_an_exception_in_the_worker_is_reported_and_nothing_changes(qtbot, real)
 
 def test_the_chat_template_wraps_the_typed_prompt_and_the_box_keeps_the_text(qtbot, real):
     s, text = real.session, "What is the capital of France?"
-    assert real.prompt_bar.chat_shown and real.prompt_bar.chat_check.text() == "Chat template"
+    qtbot.waitUntil(real.prompt_bar.chat_check.isVisible)
+    assert real.prompt_bar.chat_check.text() == "Chat template"
     real.prompt_bar.edit.setFocus()
     real.prompt_bar.edit.setText(text)
     qtbot.keyClick(real.prompt_bar.edit, Qt.Key.Key_Return)
@@ -291,7 +295,7 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
     menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator() and a.isVisible()]
     assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Gemma 3 270M", "Open GGUF…",
                     "Install SmolLM2-135M-Instruct (98.4 MB)…", "Install Gemma 3 270M (253.1 MB)…"]
-    assert not w.model_switcher.picker.is_enabled("smollm2") and not w.model_switcher.actions["smollm2"].isEnabled()
+    assert not choice_enabled(w.model_switcher.picker, "smollm2") and not w.model_switcher.actions["smollm2"].isEnabled()
     tip = "Not installed. Install it from the Model menu, or with: explorer model install smollm2"
     assert w.model_switcher.picker.tooltip("smollm2") == tip and w.model_switcher.actions["smollm2"].toolTip() == tip
     w.model_switcher.choose_model("smollm2")                      # were it chosen anyway: reported, nothing changes
@@ -309,7 +313,7 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     qtbot.addWidget(w)
     action = w.model_switcher.install_actions["tiny"]
     assert action.isVisible() and action.text() == f"Install a test model ({byte_size(spec.size)})…"
-    assert not w.model_switcher.picker.is_enabled("tiny")
+    assert not choice_enabled(w.model_switcher.picker, "tiny")
     asked = []
     w.model_switcher.confirm_install = lambda s: asked.append(s.name) or False
     action.trigger()                                 # declined: nothing starts
@@ -319,7 +323,7 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     assert not w.model_switcher.install_model("tiny") and fake_pip.calls == [] and "still loading" in w.statusBar().currentMessage()
     w.model_switcher.loading = None
     opened = []
-    assert w.model_switcher.install_model("tiny", then=lambda: opened.append(w.model_switcher.picker.is_enabled("tiny")))
+    assert w.model_switcher.install_model("tiny", then=lambda: opened.append(choice_enabled(w.model_switcher.picker, "tiny")))
     assert w.working and not action.isEnabled() and not w.model_switcher.picker.isEnabled()
     assert w.work_status.label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
     assert not w.work_status.cancel_button.isHidden() and w.work_status.cancel_button.toolTip() == "Stop the download; nothing is written"

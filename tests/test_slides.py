@@ -14,6 +14,7 @@ from explorer.lessons import lesson_names, load_lesson
 from explorer.ui.fonts import register_fonts
 from explorer.ui.slides.job import slide_pictures
 from explorer.ui.slides.layout import BODY_PX, SlideGeometry
+from teacher import drawn_texts, shown_texts
 
 CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
 
@@ -136,7 +137,8 @@ def test_a_panel_slide_of_the_cache_fills_the_body(qapp):
         content = panel.slide_content_size()
         covered = min(content.width(), body.width()) * min(content.height(), body.height())
         assert covered > 0.6 * body.width() * body.height()
-        assert panel.text_point_size() * panel.logicalDpiY() / 72 > 1.3 * BODY_PX   # grown to fill
+        size = min(d.point_size for d in drawn_texts(panel.grid_view().viewport()))
+        assert size * panel.logicalDpiY() / 72 > 1.3 * BODY_PX   # grown to fill
 
 
 def test_thirty_layers_are_elided_around_a_visible_gap(qapp, sessions):
@@ -181,7 +183,7 @@ def test_an_empty_panel_asked_for_says_so_without_a_hint_to_click(qapp):
     with composer(session, panel="distribution") as pictures:
         session.go(0)
         ((panel, _, _),) = pictures.lay_out()
-        assert panel.message_text() == "No logits yet: the prompt has not been through the model."
+        assert shown_texts(panel) == ["No logits yet: the prompt has not been through the model."]
 
 
 def test_panel_rects_follow_the_content(qapp):

@@ -11,7 +11,7 @@ from PySide6.QtCore import QRect, QSettings, Qt, QTimer
 from PySide6.QtWidgets import QApplication
 
 from explorer.cli import main
-from teacher import CTRL, CTRL_SHIFT, click_bar, click_chip, enter_prompt
+from teacher import CTRL, CTRL_SHIFT, click_bar, click_chip, column_ids, enter_prompt
 
 
 def test_a_typed_prompt_runs_when_return_is_pressed_and_a_bad_one_is_named(qtbot, window):
@@ -38,7 +38,7 @@ def test_a_click_on_a_bar_forces_that_token_and_ctrl_z_takes_it_back(qtbot, wind
     s, dist = window.session, window.panels["distribution"]
     s.go(2)                                                # step 0's pick: 学习 (id 3)
     assert s.step.selected_id == 3
-    column = list(dist.bar_ids()).index(4)                 # 你, the runner-up
+    column = column_ids(dist).index(4)                      # 你, the runner-up
     click_bar(qtbot, dist, len(dist.chart.rows) - 1, column)
     selected = window.panels["timeline"].table.item(0, 5)  # the Prefill row's "selected" cell
     assert s.step.forced and s.step.selected_id == 4 and s.run.output_ids[0] == 4

@@ -9,6 +9,7 @@ from explorer.core.sampling import SamplingConfig
 from explorer.core.vocab import Vocabulary
 from explorer.session import Session
 from explorer.ui.timeline import TimelinePanel
+from teacher import chips_in_view, current_chip, drawn_texts, table_texts
 
 
 def long_session(new_tokens=30, prompt=(1, 2)):
@@ -31,16 +32,21 @@ def shown(qtbot, session, width):
 def test_the_current_step_stays_in_view_on_a_long_run(qtbot):
     session = long_session()
     panel = shown(qtbot, session, 400)
-    labels = panel.chip_labels()
-    assert len(labels) == 31 and labels[-1] == "Stop: length"      # Prefill, Decode 1..29, the stop
-    assert len(panel.chips_in_view()) < 10                          # far more chips than room
+    strip = panel.strip
+    assert len(chips_in_view(strip)) < 10                           # far more chips than room
     for index in range(len(session.frames)):
         session.go(index)
-        if panel.current_chip() is not None:
-            assert panel.current_chip() in panel.chips_in_view(), index
-    assert panel.chips_in_view()[-1] == "Stop: length"
+        if session.frame.step is not None:                          # a step's chip is the current one
+            assert current_chip(strip) in chips_in_view(strip), index
+    assert chips_in_view(strip)[-1] == "Stop: length" == current_chip(strip)
+    panel.resize(4000, 300)                                         # room for every chip
+    qtbot.waitUntil(lambda: strip.width() > 3000)
+    labels = chips_in_view(strip)
+    assert len(labels) == 31 and labels[0] == "Prefill" and labels[-1] == "Stop: length"   # Decode 1..29 between
+    panel.resize(400, 300)
+    qtbot.waitUntil(lambda: len(chips_in_view(strip)) < 10)
     session.first()
-    assert panel.chips_in_view()[0] == "Prefill"                   # before any step: from the start
+    assert chips_in_view(strip)[0] == "Prefill" and current_chip(strip) is None   # before any step: from the start
 
 
 def test_a_click_on_a_slid_chip_goes_to_its_step_and_the_mark_goes_nowhere(qtbot):
@@ -48,11 +54,9 @@ def test_a_click_on_a_slid_chip_goes_to_its_step_and_the_mark_goes_nowhere(qtbot
     panel = shown(qtbot, session, 400)
     session.last()
     strip = panel.strip
-    rects = strip.chip_rects()
-    first_seen = panel.chips_in_view()[0]
-    target = panel.chip_labels().index(first_seen)
-    qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=rects[target].center().toPoint())
-    assert session.frame.step == target and session.frame.kind != "stop"
+    first_seen = next(d for d in drawn_texts(strip) if d.text not in ("›", "…"))     # right of the "…" mark
+    qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=first_seen.center())
+    assert session.frame.kind == "decode" and f"Decode {session.frame.step}" == first_seen.text
     frame = session.cursor
     qtbot.mouseClick(strip, Qt.MouseButton.LeftButton, pos=QPoint(2, strip.height() // 2))   # on "…"
     assert session.cursor == frame
@@ -62,7 +66,7 @@ def test_a_long_prompts_cells_keep_the_ends_of_the_sequences(qtbot):
     session = long_session(new_tokens=2, prompt=range(14))           # 14 tokens at positions 0..13
     panel = shown(qtbot, session, 900)
     session.go(1)                                                     # Prefill
-    step, fed, positions, cache_after = panel.row_texts()[0][:4]
+    step, fed, positions, cache_after = table_texts(panel.table)[0][:4]
     assert step == "Prefill"
     assert fed == "t0 t1 t2 t3 t4 …(+4)… t9 t10 t11 t12 t13  [0, 1, 2, 3, 4, …(+4)…, 9, 10, 11, 12, 13]"
     assert positions == "0, 1, 2, 3, 4, …(+4)…, 9, 10, 11, 12, 13"

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPointF, QRectF, Qt
-from PySide6.QtGui import QBrush, QColor, QFontMetrics, QImage, QPainter
+from PySide6.QtGui import QBrush, QColor, QFontMetrics
 from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout, QLabel,
                                QVBoxLayout, QWidget)
 
@@ -373,7 +373,6 @@ class AttentionPanel(Panel):
         return text + (self.tr("attention.boundary") if self._boundary.isVisible() else "")
 
     def _set_ticks(self, rows: list, cols: list) -> None:
-        self._ticks = ([label for _, label in rows], [label for _, label in cols])
         self._all_ticks = (rows, cols)
         self._fit_ticks()
 
@@ -465,11 +464,6 @@ class AttentionPanel(Panel):
             return self.tr("attention.tip_masked", query=query, cell_key=key)
         return self.tr("attention.tip", query=query, cell_key=key, weight=float(m.weights[row, col]))
 
-    def cell_center(self, row: int, col: int) -> QPointF:
-        """The viewport point at the middle of a cell (for tests, as a pointer would hover it)."""
-        scene = self._plot.getViewBox().mapViewToScene(QPointF(col + 0.5, row + 0.5))
-        return QPointF(self._plot_widget.mapFromScene(scene))
-
     def eventFilter(self, watched, event) -> bool:
         if event.type() == QEvent.Type.ToolTip and watched is self._plot_widget.viewport():
             return answer_tooltip(event, self.tip_at(QPointF(event.pos())), watched)
@@ -512,51 +506,6 @@ class AttentionPanel(Panel):
         # room above the plot for the upper half of the colour bar's top label ("1.0")
         half_line = QFontMetrics(font).height() // 2
         self._plot.layout.setContentsMargins(0, half_line, 0, 0)
-
-    # ---------------------------------------------------------------- read-only API for tests
-    def image_array(self) -> np.ndarray:
-        """[r, t] the weights shown (NaN = masked); empty before the model has run."""
-        image = self._image.image
-        return np.empty((0, 0)) if image is None else np.array(image)
-
-    def masked_array(self) -> np.ndarray:
-        """[r, t] True where the cell is drawn as masked."""
-        return np.empty((0, 0), bool) if self._matrix is None else ~self._matrix.mask
-
-    def tick_labels(self) -> tuple[list[str], list[str]]:
-        """(row labels, column labels) in order, e.g. "学习·2"."""
-        return self._ticks
-
-    def drawn_column_labels(self) -> list[str]:
-        """The key labels the bottom axis actually draws (it leaves out any that would
-        overflow its room), left to right."""
-        image = QImage(1, 1, QImage.Format.Format_ARGB32)
-        painter = QPainter(image)
-        try:
-            specs = self._plot.getAxis("bottom").generateDrawSpecs(painter)
-        finally:
-            painter.end()
-        return [text for rect, _flags, text in sorted(specs[2], key=lambda spec: spec[0].left())]
-
-    def query_axis_titled(self) -> bool:
-        """Whether the rows' axis shows its title."""
-        return self._plot.getAxis("left").label.isVisible()
-
-    def colour_bar_labels(self) -> list[str]:
-        """The weights written beside the colour bar, bottom to top."""
-        return [label for _, label in self._bar_ticks]
-
-    def cell_texts(self) -> dict[tuple[int, int], str]:
-        """(row, col) -> the weight printed in that cell."""
-        return {(int(item.pos().y()), int(item.pos().x())): item.textItem.toPlainText()
-                for item in self._value_items if item.isVisible()}
-
-    def message_text(self) -> str:
-        return self._message.textItem.toPlainText() if self._message.isVisible() else ""
-
-    def boundary_row(self) -> int | None:
-        """Row index where Decode rows start in the full matrix, or None when not drawn."""
-        return int(self._boundary.value()) if self._boundary.isVisible() else None
 
 
 def _same_matrix(a: _Matrix | None, b: _Matrix | None) -> bool:

@@ -96,9 +96,6 @@ class BeamPanel(Panel):
             walk(self.tree.topLevelItem(i))
         return out
 
-    def final_text(self) -> str:
-        return self.final.text()
-
     # ------------------------------------------------------------------ slides
     def show_on_slide(self) -> None:
         self.tree.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)

@@ -104,7 +104,7 @@ class DeskLayout(QObject):
     remember the presentation layout."""
 
     # a check that the window fits its screen ran and changed nothing: its size is settled
-    # until the next change of type, language, run, frame or screen (`fit_pending` meanwhile)
+    # until the next change of type, language, run, frame or screen
     fit_settled = Signal()
     presenting_changed = Signal(bool)
 
@@ -273,11 +273,6 @@ class DeskLayout(QObject):
         if w.isFullScreen():
             return screen.geometry().height()
         return screen.availableGeometry().height() - (w.frameGeometry().height() - w.height())
-
-    @property
-    def fit_pending(self) -> bool:
-        """Will the window check again that it fits its screen (`fit_settled` once it is done)?"""
-        return self._fit_timer.isActive()
 
     # ------------------------------------------------------------------ frames' hints
     def mark_docks(self, theme) -> None:

@@ -4,7 +4,7 @@ ruler and the uniform draw; clicking a bar forces that token (what-if)."""
 from __future__ import annotations
 
 import numpy as np
-from PySide6.QtCore import QEvent, QPoint, Qt
+from PySide6.QtCore import QEvent, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QPen
 from PySide6.QtWidgets import (
     QHBoxLayout,
@@ -128,72 +128,6 @@ class DistributionPanel(Panel):
         self._style(self.theme)
         self.refresh()
 
-    # ------------------------------------------------------------------ read-only, for tests
-    def bar_ids(self) -> np.ndarray:  # (k,)
-        """The candidate id of each column (the "other" column, if any, is not included)."""
-        return self._ids.copy()
-
-    def bar_heights(self, stage: str) -> np.ndarray:  # (c,)
-        """The probability each column of a stage's row stands for ("raw", a stage name or
-        "final"); the last entry is the "other" mass when that column is shown."""
-        return self._row(stage).values.copy()
-
-    def bar_labels(self) -> list[str]:
-        """The column names: token pieces (and "other (n)")."""
-        return list(self._ticks)
-
-    def value_labels(self, stage: str) -> list[str]:
-        """The text on or above each bar of a stage's row (numbers, "✕ top-k", the mark)."""
-        return list(self._row(stage).labels)
-
-    def shown_stages(self) -> list[str]:
-        return [row.name for row in self.chart.rows] if self._stack.currentIndex() == 1 else []
-
-    def row_titles(self) -> dict[str, str]:
-        """Stage -> the title written left of its row (and "ruler" -> the ruler's)."""
-        titles = {row.name: row.title for row in self.chart.rows}
-        if self._ruler is not None:
-            titles["ruler"] = self._ruler.title
-        return titles if self._stack.currentIndex() == 1 else {}
-
-    def bar_point(self, stage: str, token_id: int) -> QPoint:
-        """Where the bar of `token_id` in a stage's row is, in `chart` pixels."""
-        row = next(r for r, bar_row in enumerate(self.chart.rows) if bar_row.name == stage)
-        column = int(np.flatnonzero(self._ids == token_id)[0])
-        return self.chart.bar_center(row, column).toPoint()
-
-    def marked_id(self) -> int | None:
-        """The id marked as selected (None before the pick)."""
-        return self._marked
-
-    def ruler_u(self) -> float | None:
-        """Where the u marker is drawn (None: greedy, or not yet drawn)."""
-        return None if self._ruler is None else self._ruler.u
-
-    def ruler_intervals(self):
-        """(ids, lo, hi) of the drawn ruler intervals."""
-        if self._ruler is None:
-            return np.zeros(0, dtype=np.int64), np.zeros(0), np.zeros(0)
-        return self._ruler.ids.copy(), self._ruler.lo.copy(), self._ruler.hi.copy()
-
-    def ruler_note(self) -> str:
-        return "" if self._ruler is None else self._ruler.note
-
-    def message_text(self) -> str:
-        """The centred message, or "" when the chart is shown."""
-        return self._message.text() if self._stack.currentWidget() is self._message else ""
-
-    def off_text(self) -> str:
-        return self._off.text()
-
-    def secondary_lines_shown(self) -> bool:
-        """Whether the "off" line and the click hint are written out (not only in a tooltip)."""
-        return not self._compact
-
-    @property
-    def _ruler(self) -> Ruler | None:
-        return self.chart.ruler if self._stack.currentIndex() == 1 else None
-
     # ------------------------------------------------------------------ actions
     def click_candidate(self, token_id: int) -> None:
         """What-if: force `token_id` at the current step (what clicking its bar does)."""
@@ -287,12 +221,6 @@ class DistributionPanel(Panel):
         return [self.back_button, self.undo_button, self._hint]
 
     # ------------------------------------------------------------------ drawing
-    def _row(self, stage: str) -> BarRow:
-        for row in self.chart.rows:
-            if row.name == stage and self._stack.currentIndex() == 1:
-                return row
-        raise KeyError(f"stage {stage!r} is not shown; shown: {self.shown_stages()}")
-
     def refresh(self) -> None:
         self._sync_font()
         self._retranslate()

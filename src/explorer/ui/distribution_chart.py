@@ -129,11 +129,6 @@ class StageChart(QWidget):
         self.updateGeometry()
         self.update()
 
-    def label_font(self) -> QFont:
-        """The font of labels, names and ticks."""
-        return QFont(self._small)
-
-    # ------------------------------------------------------------------ geometry
     def minimumSizeHint(self) -> QSize:
         """Room for every row, band and the ruler, but never more than SCREEN_SHARE of the
         screen nor the window's `set_height_cap`: beyond that, rows get shorter (and leave
@@ -231,10 +226,6 @@ class StageChart(QWidget):
         return out
 
     # ------------------------------------------------------------------ reading positions
-    def plot_rect(self, row: int) -> QRectF:
-        """The bar area of a row, in widget pixels."""
-        return QRectF(self._laid_out().plots[row])
-
     def bar_center(self, row: int, column: int) -> QPointF:
         """Where the middle of a bar's foot is, in widget pixels (tests click there)."""
         plot = self._laid_out().plots[row]
@@ -423,13 +414,6 @@ class StageChart(QWidget):
         size = self._texts.get(text, "small").size()       # unrotated: the box is size.height() wide
         x = min(x, self.width() - size.height() / 2)
         return QRectF(x - size.height() / 2, top, size.height(), size.width())
-
-    def upright_name_box(self, column: int) -> QRectF:
-        """The box the last row's upright name of `column` is drawn in (for tests)."""
-        layout, row = self._laid_out(), self.rows[-1]
-        band, width = layout.names[-1], layout.plots[-1].width() / len(row.values)
-        text = self._upright_name(row.names[column], row.roles[column])
-        return self._upright_box(text, band.left() + (column + 0.5) * width, band.top() + PAD)
 
     def _names(self, p, row: BarRow, band: QRectF, width: float) -> None:
         p.setPen(self._colors["text"])

@@ -3,7 +3,6 @@ implemented, a common misconception and a check; glossary terms are marked and l
 
 from __future__ import annotations
 
-import re
 from functools import lru_cache
 from html import escape
 
@@ -95,24 +94,6 @@ class ExplanationPanel(Panel):
                     cursor.mergeCharFormat(dotted)
                 it += 1
             block = block.next()
-
-    def dotted_terms(self) -> list[str]:
-        """The text of every fragment drawn with a dotted underline (for tests)."""
-        doc, out = self.view.document(), []
-        block = doc.begin()
-        while block.isValid():
-            it = block.begin()
-            while not it.atEnd():
-                f = it.fragment()
-                if f.charFormat().underlineStyle() == QTextCharFormat.UnderlineStyle.DotLine:
-                    out.append(f.text())
-                it += 1
-            block = block.next()
-        return out
-
-    def marked_terms(self) -> list[str]:
-        """Ids of the terms marked in the text now shown, in order."""
-        return re.findall(rf"href='{TERM_SCHEME}:([a-z0-9-]+)'", self._html)
 
     def term_tip(self, term_id: str) -> str:
         """The tooltip of a marked term: its name and definition in the current language."""

@@ -82,15 +82,6 @@ class GlossaryPanel(Panel):
         self.refresh()
 
     # ------------------------------------------------------------------ read-only, for tests
-    def shown_terms(self) -> list[str]:
-        """Ids of the terms listed and not filtered out, in order."""
-        return [self.list.item(i).data(Qt.ItemDataRole.UserRole) for i in range(self.list.count())
-                if not self.list.item(i).isHidden()]
-
-    def item_text(self, term_id: str) -> str:
-        item = self._item(term_id)
-        return "" if item is None else item.text()
-
     def selected_term(self) -> str | None:
         item = self.list.currentItem()
         return None if item is None or not item.isSelected() else item.data(Qt.ItemDataRole.UserRole)

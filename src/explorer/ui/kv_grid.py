@@ -1,28 +1,34 @@
-"""KV cache panel: one column per visible position, a K row and a V row per layer, each
-cell's state (processed, selected, pending) by colour and by label."""
+"""KV cache grid: one column per visible position, a K row and a V row per layer.
+
+Every cell shows the state of its position by colour AND a text label: processed (its
+K/V are in the cache), selected (chosen, not yet processed: an empty cell with a dashed
+outline, because no K/V exist for it yet) or pending (known input, not yet processed).
+The columns the current forward writes are outlined. Hovering a processed cell shows its
+vector, read from the trace of the step that processed the position.
+
+The grid paints only the cells in view, so a few hundred positions x 30 layers stay
+responsive: no widget or graphics item per cell, tooltips are built on hover.
+"""
 
 from __future__ import annotations
-
-from dataclasses import dataclass
 
 import numpy as np
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
-from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout, QWidget
+from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout
 
 from ..core.elide import elided_indexes
 from ..core.kv_memory import kv_memory
 from ..i18n import add_messages
-from ..session import Session, TokenState
+from ..session import Session
+from .kv_cells import CODE, STATES, VALUES_PER_LINE, GridData, mark_at, marks_of, paint_cells, paint_marked, \
+    same_grid, source_of_positions, value_lines, vector, vector_size, written_columns
+from .kv_legend import KVLegend
 from .panel import Panel, answer_tooltip
-from .theme import Theme, text_on
 from .units import byte_size
 
 MIN_POINT_SIZE = 11.0          # readable from the back of a classroom
-STATES = ("processed", "selected", "pending")   # cell codes 0, 1, 2
-_CODE = {TokenState.PROCESSED: 0, TokenState.SELECTED: 1, TokenState.PENDING: 2}
 VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at most this many numbers
-VALUES_PER_LINE = 2            # numbers per text line inside a cell
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
 SLIDE_LEAST_ROWS = 5           # a slide shows at least L0 K/V, "…", the last layer's K/V
@@ -119,80 +125,18 @@ def readable_font(font: QFont) -> QFont:
     return out
 
 
-def paint_cells(p: QPainter, theme: Theme, cells: list[tuple[QRect, int, list[str]]]) -> None:
-    """Cells (rect, state code, text lines): processed and pending filled, selected empty
-    with a dashed outline. Batched by state: a few calls per paint, not a few per cell."""
-    inner = [[rect.adjusted(1, 1, -1, -1) for rect, code, _ in cells if code == k] for k in range(3)]
-    fills = (theme.processed, theme.background, theme.pending)
-    p.setPen(Qt.NoPen)
-    for rects, fill in zip(inner, fills):
-        p.setBrush(QColor(fill))
-        p.drawRects(rects)
-    p.setBrush(Qt.NoBrush)
-    p.setPen(QPen(theme.color("selected"), 2, Qt.DashLine))
-    p.drawRects([r.adjusted(1, 1, -1, -1) for r in inner[1]])
-    for code, color in enumerate((text_on(fills[0]), theme.text, text_on(fills[2]))):
-        p.setPen(QColor(color))
-        for rect, _, lines in (cell for cell in cells if cell[1] == code):
-            p.drawText(rect, Qt.AlignCenter, "\n".join(lines))
-
-
-MARKS = ("reused", "invalidated")        # what a prefix cache did to a column: see `_marks`
-MARK_FILLS = {"reused": "kept", "invalidated": "chosen"}      # theme colours
-
-
-def paint_marked(p: QPainter, theme: Theme, cells: list[tuple[QRect, str, list[str]]]) -> None:
-    """Processed cells a prefix cache gave (reused) or could not give (invalidated): filled in
-    the mark's own colour, with a solid outline in the text colour and the mark's label."""
-    for rect, mark, lines in cells:
-        fill = theme.color(MARK_FILLS[mark])
-        p.setPen(QPen(theme.color("text"), 1))
-        p.setBrush(fill)
-        p.drawRect(rect.adjusted(1, 1, -2, -2))
-        p.setPen(QColor(text_on(fill.name())))
-        p.drawText(rect, Qt.AlignCenter, "\n".join(lines))
-    p.setBrush(Qt.NoBrush)
-
-
-def _mark(data: "_GridData", col: int) -> str:
-    return data.marks[col] if data.marks else ""
-
-
-@dataclass(frozen=True)
-class _GridData:
-    """Everything the grid draws, computed once per refresh."""
-    codes: np.ndarray            # [c] state code per column (0 processed, 1 selected, 2 pending)
-    pieces: tuple[str, ...]      # [c] token piece per column
-    split: tuple[str, ...]       # [c] characters the column's token holds only some bytes of ("" none)
-    row_labels: tuple[str, ...]  # [2L] "L0 K", "L0 V", ... ("L0 K · 512" with sliding windows)
-    unread: tuple[int, ...]      # [2L] leading columns the row's layer no longer reads (its window)
-    labels: tuple[str, ...]      # state code -> label drawn in the cell
-    source: np.ndarray           # [c, 2] (step index, row in that step's forward) per processed column
-    written: tuple[int, int] | None   # first, last column written by the current forward
-    values: dict                 # (row, col) -> text lines of the vector, for small models only
-    marks: tuple[str, ...] = ()  # [c] "reused" (K/V from a prefix cache), "invalidated" or "" per column
-
-    @property
-    def n_rows(self) -> int:
-        return len(self.row_labels)
-
-    @property
-    def n_cols(self) -> int:
-        return len(self.codes)
-
-
 class _GridView(QAbstractScrollArea):
     """Frozen header row and label column; cells painted on demand."""
 
     def __init__(self, panel: KVGridPanel):
         super().__init__(panel)
         self._panel = panel
-        self.data: _GridData | None = None
+        self.data: GridData | None = None
         self._minimum_key = None          # what the minimum height is made of (`minimumSizeHint`)
         self._measure()
 
     # ---------------------------------------------------------------- geometry
-    def set_data(self, data: _GridData) -> None:
+    def set_data(self, data: GridData) -> None:
         self.data = data
         self._measure()
         self.viewport().update()
@@ -322,8 +266,8 @@ class _GridView(QAbstractScrollArea):
         cols, rows = self.places()
         cells = [(QRect(x, y, self.cell_w, self.cell_h), int(data.codes[c]), self._panel.cell_lines(r, c), c)
                  for y, r in rows if r is not None for x, c in cols if c is not None]
-        paint_cells(p, theme, [cell[:3] for cell in cells if not _mark(data, cell[3])])
-        paint_marked(p, theme, [(rect, _mark(data, c), lines) for rect, _, lines, c in cells if _mark(data, c)])
+        paint_cells(p, theme, [cell[:3] for cell in cells if not mark_at(data, cell[3])])
+        paint_marked(p, theme, [(rect, mark_at(data, c), lines) for rect, _, lines, c in cells if mark_at(data, c)])
         self._paint_unread(p, cols, rows)
         self._paint_gaps(p, cols, rows)
         right = cols[-1][0] + self.cell_w if cols else self.label_w
@@ -426,135 +370,6 @@ class _GridView(QAbstractScrollArea):
         return super().viewportEvent(event)
 
 
-class _Legend(QWidget):
-    """The three cell kinds drawn exactly as in the grid, each with its meaning in words,
-    and the outline of the written columns; wraps to the panel's width. `compact`: the
-    swatches alone on one line, each meaning in its tooltip (a short panel, where the
-    meanings would leave the grid no room)."""
-
-    def __init__(self, panel: KVGridPanel):
-        super().__init__(panel)
-        self._panel = panel
-        self.compact = False
-        self._placed: dict = {}       # (type, labels, language, width, compact) -> `_layout`'s answer
-        sp = self.sizePolicy()
-        sp.setHeightForWidth(True)
-        self.setSizePolicy(sp)
-
-    def entries(self) -> list[tuple[int | None, str, str]]:
-        """(state code, prefix-cache mark or None for the outline; text in the swatch; meaning)."""
-        data = self._panel.grid_view().data
-        if data is None:
-            return []
-        tr, labels = self._panel.tr, data.labels
-        out = []
-        for code, state in enumerate(STATES):
-            name, meaning = tr(f"kv.state.{state}"), tr(f"kv.legend.{state}")
-            if labels[code] != name:     # the cells show a short label: name it in full
-                meaning = tr("kv.legend.named", name=name, meaning=meaning)
-            out.append((code, labels[code], meaning))
-        for mark in (m for m in MARKS if m in data.marks):
-            label, name, meaning = self._panel.mark_label(mark), tr(f"kv.mark.{mark}"), tr(f"kv.legend.{mark}")
-            out.append((mark, label, meaning if label == name else tr("kv.legend.named", name=name, meaning=meaning)))
-        return out + [(None, "", tr("kv.legend.written"))]
-
-    def _layout(self, width: int, compact: bool) -> list[tuple[QRect, QRect, int | None, str, str]]:
-        """(swatch, meaning's box, code, swatch text, meaning) per entry, placed left to right
-        and wrapped to `width`; a meaning wider than the room left beside its swatch wraps
-        onto more lines. Remembered: a slide measures the legend many times per frame."""
-        data = self._panel.grid_view().data
-        key = (self.font().key(), data.labels if data else None, self._panel.session.lang, width, compact)
-        if key not in self._placed:
-            if len(self._placed) > 64:
-                self._placed.clear()
-            self._placed[key] = self._place(width, compact)
-        return [(QRect(swatch), QRect(text), *rest) for swatch, text, *rest in self._placed[key]]
-
-    def _place(self, width: int, compact: bool) -> list[tuple[QRect, QRect, int | None, str, str]]:
-        fm = QFontMetrics(self.font())
-        line, gap = fm.height() + 6, fm.height() // (2 if compact else 1)
-        entries = self.entries()
-        if compact:                    # the outline's swatch says what it stands for
-            entries = [(code, short or self._panel.tr("kv.legend.written_short"), meaning)
-                       for code, short, meaning in entries]
-        widest = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
-        x = y = row_h = 0
-        placed = []
-        for code, short, meaning in entries:
-            # swatches alone: each as wide as its own word; with meanings: all alike, in a column
-            swatch_w = fm.horizontalAdvance(short) + 12 if compact else widest
-            text = QRect()
-            if not compact:
-                room = max(width - swatch_w - 6, 8 * fm.averageCharWidth())
-                text = fm.boundingRect(QRect(0, 0, room, 10 * line), Qt.TextWordWrap, meaning)
-                text.setHeight(max(text.height(), line))
-            w = swatch_w + (6 + text.width() if not compact else 0)
-            if x and x + w > width:
-                x, y, row_h = 0, y + row_h + 4, 0
-            swatch = QRect(x, y, swatch_w, line)
-            if not compact:
-                text.moveTo(x + swatch_w + 6, y)
-            placed.append((swatch, text, code, short, meaning))
-            row_h = max(row_h, line, text.height())
-            x += w + gap
-        return placed
-
-    def entry_width(self) -> int:
-        """The width of the widest entry with its meaning on one line."""
-        fm = QFontMetrics(self.font())
-        entries = self.entries()
-        swatch = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
-        return swatch + 6 + max((fm.horizontalAdvance(meaning) for *_, meaning in entries), default=0)
-
-    def full_height(self, width: int) -> int:
-        """The height with every meaning written out, at this width."""
-        return self._height(self._layout(width, False))
-
-    @staticmethod
-    def _height(placed) -> int:
-        return max((max(swatch.bottom(), text.bottom()) for swatch, text, *_ in placed), default=0) + 2
-
-    def hasHeightForWidth(self) -> bool:
-        return True
-
-    def heightForWidth(self, width: int) -> int:
-        return self._height(self._layout(width, self.compact))
-
-    def sizeHint(self) -> QSize:
-        return QSize(400, self.heightForWidth(400))
-
-    def minimumSizeHint(self) -> QSize:
-        """The swatches alone on one line: what the legend gives way to (`_fit_legend`)."""
-        return QSize(0, self._height(self._layout(self.width() or 400, True)))
-
-    def paintEvent(self, _event) -> None:
-        p, theme = QPainter(self), self._panel.theme
-        for swatch, text, code, short, meaning in self._layout(self.width(), self.compact):
-            if isinstance(code, str):
-                paint_marked(p, theme, [(swatch, code, [short])])
-            elif code is None:
-                p.setPen(QPen(theme.color("accent"), 4))
-                p.drawRect(swatch.adjusted(2, 2, -2, -2))
-                if short:
-                    p.setPen(theme.color("text"))
-                    p.drawText(swatch, Qt.AlignCenter, short)
-            else:
-                paint_cells(p, theme, [(swatch, code, [short])])
-            if not text.isEmpty():
-                p.setPen(theme.color("text"))
-                p.drawText(text, Qt.AlignLeft | Qt.AlignVCenter | Qt.TextWordWrap, meaning)
-
-    def event(self, event) -> bool:
-        if event.type() == QEvent.ToolTip:          # compact: each swatch says what it means
-            meaning = next((meaning for swatch, _text, _code, _short, meaning
-                            in self._layout(self.width(), self.compact) if swatch.contains(event.pos())), "")
-            return answer_tooltip(event, meaning, self)
-        return super().event(event)
-
-    def changeEvent(self, event) -> None:
-        super().changeEvent(event)
-        if event.type() == QEvent.FontChange:
-            self.updateGeometry()
 
 
 class KVGridPanel(Panel):
@@ -567,7 +382,7 @@ class KVGridPanel(Panel):
         super().__init__(session, parent)
         self._status = QLabel(self)
         self._status.setWordWrap(True)
-        self._legend = _Legend(self)
+        self._legend = KVLegend(self)
         self._view = _GridView(self)
         self._painted_font, self._painted_theme = None, None   # what the grid was last drawn with
         self._values_on_slide = True      # on a slide: numbers in the cells (while they have room)
@@ -584,28 +399,29 @@ class KVGridPanel(Panel):
             self._fit_values_to_slide()
         data, old = self._grid_data(), self._view.data
         restyled = self._view.font() != self._painted_font or self.theme is not self._painted_theme
-        if old is None or restyled or not _same_grid(data, old):
+        if old is None or restyled or not same_grid(data, old):
             self._view.set_data(data)
             self._view.show_newest()
             self._fit_legend()
             self._painted_font, self._painted_theme = self._view.font(), self.theme
-            if old is None or restyled or data.labels != old.labels:   # else the legend is as drawn
+            if old is None or restyled or (data.labels, set(data.marks)) != (old.labels, set(old.marks)):
+                # else the legend is as drawn
                 self._legend.update()
                 self._legend.updateGeometry()
         self._status.setText(self._status_text())
 
-    def _grid_data(self) -> _GridData:
+    def _grid_data(self) -> GridData:
         session = self.session
         frame, run, vocab = session.frame, session.run, session.model.vocab
         layers = run.steps[0].trace.layers
-        codes = np.array([_CODE[s] for s in frame.states], np.int8)        # [c]
+        codes = np.array([CODE[s] for s in frame.states], np.int8)        # [c]
         full = len(codes) <= FULL_LABEL_COLUMNS
-        source = _source_of_positions(run.steps, len(codes))
+        source = source_of_positions(run.steps, len(codes))
         values = {}
         if self._value_rows() and (not self.on_slide or self._values_on_slide):
-            values = {(r, c): _value_lines(_vector(run.steps, source, r, c, run.prefix))
+            values = {(r, c): value_lines(vector(run.steps, source, r, c, run.prefix))
                       for r in range(2 * len(layers)) for c in np.flatnonzero(codes == 0)}
-        return _GridData(
+        return GridData(
             codes=codes,
             pieces=tuple(vocab.display_piece(t) for t in frame.visible_ids),
             split=tuple(vocab.split_characters(frame.visible_ids)),
@@ -613,9 +429,9 @@ class KVGridPanel(Panel):
             unread=tuple(max(0, frame.cache_len - lt.window) if lt.window else 0 for lt in layers for _ in "KV"),
             labels=tuple(self.tr(f"kv.{'state' if full else 'short'}.{s}") for s in STATES),
             source=source,
-            written=_written_columns(session),
+            written=written_columns(session),
             values=values,
-            marks=_marks(run, codes))
+            marks=marks_of(run, codes))
 
     def mark_label(self, mark: str) -> str:
         """The label a marked cell shows, full or short as the state labels are."""
@@ -625,7 +441,7 @@ class KVGridPanel(Panel):
     def _value_rows(self) -> int:
         """Lines of numbers in a processed cell: its vector, for a tiny model (else none)."""
         session = self.session
-        size = _vector_size(session.run.steps[0].trace.layers)
+        size = vector_size(session.run.steps[0].trace.layers)
         if len(session.frame.states) > FULL_LABEL_COLUMNS or not 0 < size <= VALUES_IN_CELLS:
             return 0
         return -(-size // VALUES_PER_LINE)
@@ -697,7 +513,7 @@ class KVGridPanel(Panel):
     def cell_lines(self, row: int, col: int) -> list[str]:
         """Text drawn in a cell: its state label (or its prefix-cache mark), then (small models) its vector."""
         data = self._view.data
-        mark = _mark(data, col)
+        mark = mark_at(data, col)
         label = self.mark_label(mark) if mark else data.labels[int(data.codes[col])]
         return [label, *data.values.get((row, col), ())]
 
@@ -723,7 +539,7 @@ class KVGridPanel(Panel):
             window = self.session.run.steps[0].trace.layers[row // 2].window
             lines.append(self.tr("kv.tip.unread", i=row // 2, w=window, pos=col))
         run = self.session.run
-        for g, head in enumerate(_vector(run.steps, data.source, row, col, run.prefix)):
+        for g, head in enumerate(vector(run.steps, data.source, row, col, run.prefix)):
             values = [f"{x:.3f}" for x in head]
             chunks = [", ".join(values[i:i + TOOLTIP_PER_LINE]) for i in range(0, len(values), TOOLTIP_PER_LINE)]
             lines.append(f"{self.tr('kv.tip.head', g=g)}: [" + ",\n  ".join(chunks) + "]")
@@ -804,105 +620,8 @@ class KVGridPanel(Panel):
             child.setFont(font)
         self._fit_legend()
 
-    # ---------------------------------------------------------------- read-only API for tests
-    def row_labels(self) -> list[str]:
-        return list(self._view.data.row_labels)
-
-    def column_labels(self) -> list[str]:
-        return [f"{piece}·{c}" for c, piece in enumerate(self._view.data.pieces)]
-
-    def cell_state(self, row: int, col: int) -> str:
-        if not 0 <= row < self._view.data.n_rows:
-            raise IndexError(f"row {row}: the grid has {self._view.data.n_rows} rows")
-        return STATES[int(self._view.data.codes[col])]
-
-    def cell_text(self, row: int, col: int) -> str:
-        return "\n".join(self.cell_lines(row, col))
-
-    def written_columns(self) -> tuple[int, ...]:
-        written = self._view.data.written
-        return tuple(range(written[0], written[1] + 1)) if written else ()
-
-    def legend_texts(self) -> list[str]:
-        return [meaning for *_, meaning in self._legend.entries()]
-
-    def legend_is_compact(self) -> bool:
-        return self._legend.compact
-
-    def legend_boxes(self) -> list[tuple[QRect, QRect]]:
-        """(swatch, meaning) rectangles of the legend entries, in the legend's pixels."""
-        return [(swatch, text) for swatch, text, *_ in self._legend._layout(self._legend.width(), self._legend.compact)]
-
-    def legend_widget(self) -> QWidget:
-        return self._legend
-
-    def columns_in_view(self) -> range:
-        return self._view.columns_in_view()
-
-    def text_point_size(self) -> float:
-        return self._view.font().pointSizeF()
-
+    # ---------------------------------------------------------------- for the legend
     def grid_view(self) -> QAbstractScrollArea:
         return self._view
 
 
-def _same_grid(a: _GridData, b: _GridData) -> bool:
-    """Whether two grids draw the same (a rerun that changed nothing here repaints nothing)."""
-    return (a.pieces == b.pieces and a.row_labels == b.row_labels and a.labels == b.labels
-            and a.unread == b.unread
-            and a.written == b.written and a.values == b.values and a.marks == b.marks
-            and np.array_equal(a.codes, b.codes) and np.array_equal(a.source, b.source))
-
-
-def _vector_size(layers) -> int:
-    """Numbers in one layer's K (or V) vector of one position: K/V heads x head size."""
-    if not layers:
-        return 0
-    g, _, e = layers[0].k.shape
-    return g * e
-
-
-def _source_of_positions(steps, n: int) -> np.ndarray:  # -> [n, 2] (step, row in its forward)
-    """Position p's K/V come from the step whose forward fed p; -1 where no step did."""
-    source = np.full((n, 2), -1, np.int64)
-    for step in steps:
-        positions = np.asarray(step.positions)
-        inside = positions < n
-        source[positions[inside], 0] = step.index
-        source[positions[inside], 1] = np.arange(len(positions))[inside]
-    return source
-
-
-def _vector(steps, source, row: int, col: int, prefix=None) -> np.ndarray:  # -> [g, e]
-    """K (even rows) or V (odd rows) of layer row // 2 at position col, from the step that fed it
-    (or, for a position no step fed, from the prefix cache's copy the run started from)."""
-    step, index = source[col]
-    if step < 0 and prefix is not None:
-        return (prefix.cache.values if row % 2 else prefix.cache.keys)(row // 2)[:, col]
-    layer = steps[step].trace.layers[row // 2]
-    return (layer.v if row % 2 else layer.k)[:, index, :]
-
-
-def _value_lines(vector: np.ndarray) -> tuple[str, ...]:  # [g, e] -> lines of VALUES_PER_LINE numbers
-    values = [f"{x:.2f}" for x in vector.ravel()]
-    return tuple("  ".join(values[i:i + VALUES_PER_LINE]) for i in range(0, len(values), VALUES_PER_LINE))
-
-
-def _marks(run, codes: np.ndarray) -> tuple[str, ...]:
-    """[c] per processed column: "reused" where the run's Prefill took its K/V from a prefix cache,
-    "invalidated" where the cache held it but an earlier token had changed; else ""."""
-    hit = run.prefix
-    if hit is None:
-        return ()
-    marks = [""] * len(codes)
-    for col in np.flatnonzero(codes == 0):
-        marks[col] = "reused" if col < hit.reused else "invalidated" if col in hit.match.invalidated else ""
-    return tuple(marks)
-
-
-def _written_columns(session: Session) -> tuple[int, int] | None:
-    """First and last position fed by the current frame's forward (prefill / decode frames)."""
-    if not session.frame.shows_forward:
-        return None
-    positions = session.step.positions
-    return positions[0], positions[-1]

@@ -80,10 +80,6 @@ class ModelPicker(QComboBox):
     def keys(self) -> list[str]:
         return [self.itemData(i) for i in range(self.count())]
 
-    def is_enabled(self, key: str) -> bool:
-        i = self.findData(key)
-        return i >= 0 and self.model().item(i).isEnabled()
-
     def tooltip(self, key: str) -> str:
         return self.itemData(self.findData(key), Qt.ItemDataRole.ToolTipRole) or ""
 

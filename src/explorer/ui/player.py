@@ -37,9 +37,6 @@ class FittedTitle(QLabel):
         self._full = text
         self._fit()
 
-    def full_title(self) -> str:
-        return self._full
-
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         self._fit()

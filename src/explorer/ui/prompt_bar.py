@@ -70,11 +70,6 @@ class PromptBar:
         model = self.session.requested_model if model is None else model
         return speaks_chatml(model.vocab)
 
-    @property
-    def chat_shown(self) -> bool:
-        """Is the "Chat template" box offered?"""
-        return self._chat_action.isVisible()
-
     def prompt_ids(self, model, text: str) -> tuple[int, ...]:
         """Prompt ids of the typed text for `model`, in the chat template when it is ticked."""
         chat = self.chat_check.isChecked() and self.chat_available(model)

@@ -302,29 +302,6 @@ class TimelinePanel(Panel):
         if event.type() == QEvent.Type.FontChange and self.on_slide:
             self.refresh()                           # rows and columns measured in the new type
 
-    # -------------------------------------------------------------- reading (tests, export)
-    def row_texts(self) -> list[list[str]]:
-        return [[self.table.item(r, c).text() for c in range(self.table.columnCount())]
-                for r in range(self.table.rowCount())]
-
-    def speed_text(self) -> str:
-        """The speed line, or "" when hidden (exports)."""
-        return self.speed.text() if self._timings_visible else ""
-
-    def chip_labels(self) -> list[str]:
-        return list(self.strip._labels)
-
-    def chips_in_view(self) -> list[str]:
-        """The labels of the chips wholly visible in the strip."""
-        rects = self.strip.chip_rects()
-        left = self.strip.hidden_mark_width(rects)
-        return [label for label, r in zip(self.strip._labels, rects)
-                if r.left() >= left and r.right() <= self.strip.width()]
-
-    def current_chip(self) -> str | None:
-        current = self.strip._current
-        return self.strip._labels[current] if 0 <= current < len(self.strip._labels) else None
-
     # -------------------------------------------------------------- drawing
     def refresh(self) -> None:
         s, run, frame = self.session, self.session.run, self.session.frame
