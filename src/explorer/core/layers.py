@@ -36,6 +36,17 @@ def rms_norm(x, gamma, eps=1e-5):  # [n, d], [d] -> [n, d]
     return x * (gamma / np.sqrt(mean_square + eps)[..., None])   # gamma / rms: [n, d]
 
 
+def rms_norm_ggml(x, gamma, eps=1e-5):  # [n, d] float32, [d] -> [n, d] float32
+    """`rms_norm` rounded as llama.cpp's CPU backend rounds it: the squares summed in
+    float64, their mean, 1 / sqrt(mean + eps) and x times it in float32, then times gamma.
+    Bit for bit matters there: 8-bit rounding of the result turns a last-bit difference on
+    an exact tie (x / step = 42.5, frequent right after the quantised embedding) into a
+    whole step."""
+    mean = (np.square(x).astype(np.float64).sum(axis=-1) / x.shape[-1]).astype(np.float32)   # [n]
+    scale = np.float32(1) / np.sqrt(mean + np.float32(eps))
+    return (x * scale[..., None]) * gamma
+
+
 def gelu(x):  # [...] -> [...], the tanh approximation used by GPT-2 (and ggml's gelu)
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in the dtype of x, in place in one
     scratch array (a Gemma 3 Prefill of 500 tokens takes it of 18 x 1M numbers)."""
@@ -49,6 +60,18 @@ def gelu(x):  # [...] -> [...], the tanh approximation used by GPT-2 (and ggml's
     t *= x
     t *= 0.5
     return t
+
+
+def to_half(x):  # [...] float32 -> [...] float32 holding float16 values
+    """Rounded to the nearest float16 (ties to even, as x86's F16C and llama.cpp do)."""
+    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
+
+
+def gelu_half_table(x):  # [...] float32 -> [...] float32
+    """GELU as llama.cpp's CPU backend reads it from a table of float16: x rounded to
+    float16, its GELU (float32, `gelu`) rounded to float16; 0 below -10, x above 10."""
+    table = to_half(gelu(to_half(x)))
+    return np.where(x <= -10, np.float32(0), np.where(x >= 10, x, table))
 
 
 def silu(x):  # [...] -> [...]
@@ -133,16 +156,20 @@ def grouped_queries(q, kv: slice, g: int):  # [h, n, e] -> [b, h/g, n, e] the qu
     return q[kv.start * m:kv.stop * m].reshape(kv.stop - kv.start, m, *q.shape[1:])
 
 
-def attention(q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
+def attention(q, k, v, mask, half_weights=False):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
     """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head
     i // (h/g)), the query heads of a K/V head stacked against it (K and V are never copied
-    per query head). The weights are not kept: `core.attention` recomputes a head's."""
+    per query head). The weights are not kept: `core.attention` recomputes a head's.
+    `half_weights`: the weights are rounded to float16 before they multiply V (llama.cpp
+    multiplies its float16 V cache so)."""
     h, n, e = q.shape
     g = k.shape[0]
     out = np.empty(q.shape, q.dtype)                                  # [h, n, e]
     for kv in kv_batches(g, n):
         weights = group_weights(grouped_queries(q, kv, g), k[kv], mask)   # [b, m, n, t]
         b = weights.shape[0]
+        if half_weights:
+            weights = to_half(weights)
         heads = weights.reshape(b, -1, weights.shape[-1]) @ v[kv]     # [b, m*n, e]
         out[kv.start * (h // g):kv.stop * (h // g)] = heads.reshape(-1, n, e)
     return out

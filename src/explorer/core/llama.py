@@ -55,9 +55,10 @@ CONTROL, USER_DEFINED = 3, 4     # tokenizer.ggml.token_type values recognised i
 END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<|end|>")
 
 
-def load_llama(path, name: str | None = None) -> DecoderModel:
+def load_llama(path, name: str | None = None, arithmetic: str = "float") -> DecoderModel:
     """Read a llama- or gemma3-architecture GGUF file into a DecoderModel (float32
-    activations) with its tokenizer."""
+    activations) with its tokenizer. `arithmetic`: "float" (float32 throughout) or
+    "llama.cpp" (as llama.cpp's CPU backend computes: see `decoder.ARITHMETICS`)."""
     gf = GGUFFile(path)
     check_model_metadata(gf)             # sizes and layer count believable before anything is allocated
     config = llama_config(gf)
@@ -67,7 +68,8 @@ def load_llama(path, name: str | None = None) -> DecoderModel:
                         f"{config.vocab_size} rows")
     params = llama_params(gf, config)
     return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
-    return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32)
+    return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32,
+                        arithmetic=arithmetic)
 
 
 def llama_config(gf: GGUFFile) -> DecoderConfig:

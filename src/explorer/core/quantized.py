@@ -27,6 +27,8 @@ from .gguf import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0, TYPES
 
 BLOCK = 32
 QUANTISED = (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K)
+# the activation rows llama.cpp multiplies each type by (its CPU backend's vec_dot_type)
+ACTIVATIONS = {Q4_0: "q8_0", Q5_0: "q8_0", Q8_0: "q8_0", Q4_1: "q8_1", Q4_K: "q8_K", Q6_K: "q8_K"}
 # numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
 # loops at once; the window computes on a worker thread and the UI thread, so launches
 # take turns (a lock costs well under a microsecond next to a product's milliseconds)
@@ -45,6 +47,8 @@ class BlockMatrix:
     q: np.ndarray                  # [rows, cols/2] uint8 (4-bit) or [rows, cols] int8 (8-bit)
     scale: np.ndarray              # [rows, cols/32] float32 ([rows, cols/16] for Q6_K's 8-bit rows)
     offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
+    activations: str = "q8_0"      # how llama.cpp rounds the input rows it multiplies:
+                                   # "q8_0", "q8_1" (Q4_1's) or "q8_K" (K-quants'), `int8_products`
 
     __array_ufunc__ = None         # numpy must not turn it into an object array
     dtype = np.dtype(np.float32)
@@ -56,8 +60,9 @@ class BlockMatrix:
         shape [rows, cols]; copies out of the file, which may then close. Q5_0 and Q6_K
         become 8-bit rows, Q4_K 4-bit ones (`block_unpack`)."""
         rows, cols = shape
+        activations = ACTIVATIONS[ggml_type]
         if ggml_type in UNPACK:
-            return cls(*UNPACK[ggml_type](raw, rows, cols))
+            return cls(*UNPACK[ggml_type](raw, rows, cols), activations)
         _, _, size = TYPES[ggml_type]
         blocks = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, size)   # [r, c/32, bytes]
         scale = half(blocks[..., 0:2])                                         # [r, c/32]
@@ -65,7 +70,7 @@ class BlockMatrix:
             return cls(np.ascontiguousarray(blocks[..., 2:]).view(np.int8).reshape(rows, cols), scale, None)
         q = np.ascontiguousarray(blocks[..., -16:]).reshape(rows, cols // 2)
         if ggml_type == Q4_1:
-            return cls(q, scale, half(blocks[..., 2:4]))
+            return cls(q, scale, half(blocks[..., 2:4]), activations)
         assert ggml_type == Q4_0
         return cls(q, scale, scale * np.float32(-8))    # (nibble - 8) * d = nibble * d - 8d
 
@@ -74,7 +79,7 @@ class BlockMatrix:
         """The rows of `parts` (all of one `kind`) one after another."""
         offsets = [p.offset for p in parts]
         return cls(np.concatenate([p.q for p in parts]), np.concatenate([p.scale for p in parts]),
-                   None if offsets[0] is None else np.concatenate(offsets))
+                   None if offsets[0] is None else np.concatenate(offsets), parts[0].activations)
 
     @property
     def bits(self) -> int:
@@ -90,9 +95,10 @@ class BlockMatrix:
         return self.shape[1] // self.scale.shape[1]
 
     @property
-    def kind(self) -> tuple[int, int]:
-        """(bits, group): matrices of one kind can be stacked and multiplied by one loop."""
-        return self.bits, self.group
+    def kind(self) -> tuple[int, int, str]:
+        """(bits, group, activations): matrices of one kind can be stacked and multiplied
+        by one loop, in either arithmetic."""
+        return self.bits, self.group, self.activations
 
     @property
     def nbytes(self) -> int:
@@ -105,11 +111,11 @@ class BlockMatrix:
     def row_block(self, start: int, stop: int) -> "BlockMatrix":
         """Rows start..stop-1 as a view (the Q, K and V parts of a stacked matrix)."""
         return BlockMatrix(self.q[start:stop], self.scale[start:stop],
-                           None if self.offset is None else self.offset[start:stop])
+                           None if self.offset is None else self.offset[start:stop], self.activations)
 
     def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
         offset = None if self.offset is None else self.offset[rows]
-        return BlockMatrix(self.q[rows], self.scale[rows], offset).dense()
+        return BlockMatrix(self.q[rows], self.scale[rows], offset, self.activations).dense()
 
     def dense(self) -> np.ndarray:  # -> [rows, cols] float32
         """Every weight, through the products' own unpacking (of several rows, as a
@@ -154,6 +160,11 @@ class _Transposed:
 
     def __rmatmul__(self, x) -> np.ndarray:  # [n, cols] -> [n, rows]
         return self.T.times_rows(x)
+
+    def times_int8(self, x) -> np.ndarray:  # [n, cols] -> [n, rows]
+        """`x @ self` as llama.cpp computes it: x rounded to 8 bits, integer products."""
+        from . import int8_products     # numba: only once a quantised model multiplies
+        return int8_products.times_rows(self.T, x, _LAUNCH)
 
 
 def prepare() -> None:
