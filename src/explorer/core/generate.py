@@ -57,6 +57,7 @@ class Run:
     output_text: str = ""                            # decoded output as shown (stop text cut off)
     overrides: dict = field(default_factory=dict)   # step -> forced id
     stop_match: StopMatch | None = None
+    arithmetic: str | None = None    # what the model computed in ("float32", "llama.cpp", ...)
 
     @property
     def visible_ids(self) -> tuple[int, ...]:
@@ -142,7 +143,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     if stop is not None:
         text = text[:stop.char_index]
     return Run(model.name, prompt, tuple(steps), tuple(output), finish, config, text,
-               dict(overrides), stop)
+               dict(overrides), stop, getattr(model, "arithmetic_label", None))
 
 
 def _forward(model, prompt, output, steps, cache, reuse: Run | None, check: bool):

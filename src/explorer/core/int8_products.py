@@ -30,6 +30,8 @@ from __future__ import annotations
 
 import numba as nb
 import numpy as np
+from numba import types
+from numba.extending import intrinsic
 
 from .block_kernels import _compiled
 from .layers import to_half
@@ -47,11 +49,13 @@ def _round_blocks_32(x, q, d, total):
     n, cols = x.shape
     for i in range(n):
         for b in range(cols // 32):
-            amax = np.float32(0)
+            amax, bad = np.float32(0), False
             for k in range(32):
                 a = abs(x[i, 32 * b + k])
-                if not a <= amax:                  # NaN propagates
-                    amax = a
+                bad |= a != a
+                amax = max(amax, a)
+            if bad:
+                amax = np.float32(np.nan)
             inv = np.float32(127) / amax if amax != 0 else np.float32(0)
             t = 0
             for k in range(32):
@@ -71,11 +75,14 @@ def _round_blocks_256(x, q, d, total):
     n, cols = x.shape
     for i in range(n):
         for b in range(cols // 256):
-            amax, peak = np.float32(0), np.float32(0)
+            amax, peak, bad = np.float32(0), np.float32(0), False
             for k in range(256):
                 v = x[i, 256 * b + k]
-                if not abs(v) <= amax:             # NaN propagates
+                bad |= v != v
+                if abs(v) > amax:
                     amax, peak = abs(v), v
+            if bad:
+                amax = peak = np.float32(np.nan)
             if amax == 0:
                 for k in range(256):
                     q[i, 256 * b + k] = 0
@@ -112,54 +119,136 @@ def quantize_rows(x: np.ndarray, kind: str):  # [n, cols] -> q [n, cols] int8, d
     return q, d, d * total
 
 
-@_compiled(parallel=True)
-def product_4bit(xq, xd, xs, q, scale, offset, out):
-    """out[i, j] = sum over blocks b of scale[j, b] * xd[i, b] * sum(nibbles * xq) +
-    offset[j, b] * xs[i, b]: xq [n, cols] int8, xd, xs [n, cols/32], q [rows, cols/2] uint8
-    (byte k of block b: element 32b + k low, 32b + 16 + k high), scale, offset [rows, cols/32]
-    -> out [n, rows]."""
+# The products round in llama.cpp's order, so they need IEEE arithmetic: no fastmath
+# (which would let the compiler reorder the sums).
+_exact = nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False, error_model="numpy")
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c rounded once, the FMA instruction llama.cpp's kernels use (float32)."""
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+@nb.njit(inline="always")
+def _sum_lanes(acc):
+    """llama.cpp's horizontal sum of eight float32 lanes (hsum_float_8): halves, then
+    pairs, then the two."""
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+
+
+@nb.njit(inline="always")
+def _quad(w, x, k):  # sum of w[k + t] * x[k + t] for t < 4, int8 rows -> int32
+    return (np.int32(w[k]) * np.int32(x[k]) + np.int32(w[k + 1]) * np.int32(x[k + 1])
+            + np.int32(w[k + 2]) * np.int32(x[k + 2]) + np.int32(w[k + 3]) * np.int32(x[k + 3]))
+
+
+@_exact
+def product_8bit_lanes(xq, xd, q, scale, out):
+    """Rows with a scale per 32 (Q8_0, Q5_0) times Q8_0 activations, as llama.cpp's x86
+    kernels (ggml_vec_dot_q8_0_q8_0, and tinyBLAS for several rows) sum: eight float32
+    lanes, lane l taking elements 4l..4l+3 of every block, each block's integer lane sums
+    added as lane = fma(scale * d, sum, lane); then summed as `_sum_lanes`.
+    xq [n, cols] int8, xd [n, cols/32], q [rows, cols] int8, scale [rows, cols/32] -> out [n, rows]."""
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
+        w = q[j]
+        for i in range(n):
+            x = xq[i]
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0)
+            for b in range(cols // 32):
+                d, k = scale[j, b] * xd[i, b], 32 * b
+                a0 = _fma(d, np.float32(_quad(w, x, k)), a0)
+                a1 = _fma(d, np.float32(_quad(w, x, k + 4)), a1)
+                a2 = _fma(d, np.float32(_quad(w, x, k + 8)), a2)
+                a3 = _fma(d, np.float32(_quad(w, x, k + 12)), a3)
+                a4 = _fma(d, np.float32(_quad(w, x, k + 16)), a4)
+                a5 = _fma(d, np.float32(_quad(w, x, k + 20)), a5)
+                a6 = _fma(d, np.float32(_quad(w, x, k + 24)), a6)
+                a7 = _fma(d, np.float32(_quad(w, x, k + 28)), a7)
+            out[i, j] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+
+
+@_exact
+def product_4bit_lanes(xq, xd, xs, q, scale, offset, centre, out):
+    """Q4_0 (centre 8, no offset term) and Q4_1 (centre 0) rows times Q8_0 / Q8_1
+    activations, as ggml_vec_dot_q4_0_q8_0 / q4_1_q8_1 sum on x86: the lanes of
+    `product_8bit_lanes` over (nibble - centre) * q, and for Q4_1 a float32 sum of
+    offset * s (fma), added last. xq [n, cols] int8, xd, xs [n, cols/32], q [rows, cols/2]
+    uint8, scale, offset [rows, cols/32] -> out [n, rows]."""
+    rows, half = q.shape
+    n = xq.shape[0]
+    low, shift = np.uint8(15), np.uint8(4)
+    for j in nb.prange(rows):
+        acc = np.empty(8, np.float32)
+        for i in range(n):
+            acc[:] = 0
+            offsets = np.float32(0)
+            for b in range(half // 16):
+                d = scale[j, b] * xd[i, b]
+                for lane in range(8):
+                    p = np.int32(0)
+                    for e in range(4 * lane, 4 * lane + 4):     # element e of the block
+                        v = q[j, 16 * b + (e & 15)]
+                        nibble = (v & low) if e < 16 else (v >> shift)
+                        p += (np.int32(nibble) - centre) * np.int32(xq[i, 32 * b + e])
+                    acc[lane] = _fma(d, np.float32(p), acc[lane])
+                if centre == 0:
+                    offsets = _fma(offset[j, b], xs[i, b], offsets)
+            out[i, j] = _sum_lanes(acc) + offsets
+
+
+@_exact
+def product_q4_k(xq, xd, q, d, dmin, sc, m, out):
+    """Q4_K rows times Q8_K activations, as llama.cpp's repacked x86 kernels
+    (ggml_gemv/gemm_q4_K_8x8_q8_K) sum: per block of 256 one integer sum of sc * q * x and
+    one of m * sum(x), scaled into two float32 sums by fma (d * d_x, dmin * d_x), the
+    second subtracted at the end. xq [n, cols] int8, xd [n, cols/32] (one value per 256,
+    repeated), q [rows, cols/2] uint8, d, dmin [rows, cols/256], sc, m [rows, cols/32]
+    uint8 -> out [n, rows]."""
     rows, half = q.shape
     n = xq.shape[0]
     low, shift = np.uint8(15), np.uint8(4)
     for j in nb.prange(rows):
         for i in range(n):
+            total, minimum = np.float32(0), np.float32(0)
+            for s in range(half // 128):
+                isum, imin = np.int32(0), np.int32(0)
+                for b in range(8 * s, 8 * s + 8):
+                    acc, xsum = np.int32(0), np.int32(0)
+                    for k in range(16):
+                        v = q[j, 16 * b + k]
+                        x0, x1 = np.int32(xq[i, 32 * b + k]), np.int32(xq[i, 32 * b + 16 + k])
+                        acc += np.int32(v & low) * x0 + np.int32(v >> shift) * x1
+                        xsum += x0 + x1
+                    isum += np.int32(sc[j, b]) * acc
+                    imin += np.int32(m[j, b]) * xsum
+                dx = xd[i, 8 * s]
+                total = _fma(np.float32(isum), d[j, s] * dx, total)
+                minimum = _fma(np.float32(imin), dmin[j, s] * dx, minimum)
+            out[i, j] = total - minimum
+
+
+@_exact
+def product_8bit_16(xq, xd, q, scale, out):
+    """Q6_K's rows (a scale per 16) times Q8_K activations: per block of 16,
+    scale * d_x * its integer sum, added in order. (Not llama.cpp's exact order, which
+    could not be pinned down: the one product of this model that is not bit for bit.)
+    xq [n, cols] int8, xd [n, cols/32], q [rows, cols] int8, scale [rows, cols/16] -> out [n, rows]."""
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
+        for i in range(n):
             s = np.float32(0)
-            for b in range(half // 16):
+            for b in range(cols // 16):
                 acc = np.int32(0)
-                for k in range(16):
-                    v = q[j, 16 * b + k]
-                    acc += (np.int32(v & low) * np.int32(xq[i, 32 * b + k])
-                            + np.int32(v >> shift) * np.int32(xq[i, 32 * b + 16 + k]))
-                s += scale[j, b] * xd[i, b] * np.float32(acc) + offset[j, b] * xs[i, b]
+                for k in range(16 * b, 16 * b + 16):
+                    acc += np.int32(q[j, k]) * np.int32(xq[i, k])
+                s += scale[j, b] * xd[i, b >> 1] * np.float32(acc)
             out[i, j] = s
-
-
-def _product_8bit(shift: int):
-    """The 8-bit product for rows with a scale per 1 << shift elements (5: per 32, 4: Q6_K's
-    per 16), the shift folded in when it compiles (as `block_kernels._eight_bit_loops`)."""
-    per = 1 << shift
-
-    @_compiled(parallel=True)
-    def product_8bit(xq, xd, q, scale, out):
-        """out[i, j] = sum over blocks b of scale[j, b] * xd[i, b's 32-block] * sum(q * xq):
-        xq [n, cols] int8, xd [n, cols/32], q [rows, cols] int8, scale [rows, cols >> shift]
-        -> out [n, rows]."""
-        rows, cols = q.shape
-        n = xq.shape[0]
-        for j in nb.prange(rows):
-            for i in range(n):
-                s = np.float32(0)
-                for b in range(cols >> shift):
-                    acc = np.int32(0)
-                    for k in range(per * b, per * b + per):
-                        acc += np.int32(q[j, k]) * np.int32(xq[i, k])
-                    s += scale[j, b] * xd[i, (b * per) >> 5] * np.float32(acc)
-                out[i, j] = s
-
-    return product_8bit
-
-
-PRODUCT_8BIT = {5: _product_8bit(5), 4: _product_8bit(4)}    # shift -> loop
 
 
 def times_rows(m, x: np.ndarray, lock) -> np.ndarray:  # BlockMatrix [rows, cols], x [n, cols] -> [n, rows]
@@ -167,8 +256,12 @@ def times_rows(m, x: np.ndarray, lock) -> np.ndarray:  # BlockMatrix [rows, cols
     xq, xd, xs = quantize_rows(x, m.activations)
     out = np.empty((x.shape[0], m.shape[0]), np.float32)
     with lock:
-        if m.offset is None:
-            PRODUCT_8BIT[m.group.bit_length() - 1](xq, xd, m.q, m.scale, out)
+        if m.offset is None and m.group == 16:
+            product_8bit_16(xq, xd, m.q, m.scale, out)
+        elif m.offset is None:
+            product_8bit_lanes(xq, xd, m.q, m.scale, out)
+        elif m.k_parts is not None:
+            product_q4_k(xq, xd, m.q, *m.k_parts, out)
         else:
-            product_4bit(xq, xd, xs, m.q, m.scale, m.offset, out)
+            product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8 if m.activations == "q8_0" else 0, out)
     return out

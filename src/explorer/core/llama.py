@@ -28,12 +28,14 @@ so that rotary positions act on adjacent pairs, the layout `layers.rope` uses.
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
+from .errors import ExplorerError
 from .gguf import GGUFError, GGUFFile
 from .gguf_checks import check_model_metadata
 from .heap import return_freed_memory
@@ -70,6 +72,18 @@ def load_llama(path, name: str | None = None, arithmetic: str = "float") -> Deco
     return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
     return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32,
                         arithmetic=arithmetic)
+
+
+def with_arithmetic(model, arithmetic: str):
+    """`model` computing in `arithmetic` (`decoder.ARITHMETICS`), sharing its weights:
+    "llama.cpp" only for a model read from a GGUF file (its quantised products are what
+    that arithmetic changes)."""
+    if getattr(model, "arithmetic", "float") == arithmetic:
+        return model
+    if not (isinstance(model, DecoderModel) and isinstance(model.params.embed, BlockMatrix)):
+        raise ExplorerError(f"arithmetic {arithmetic!r}: only a model read from a quantised GGUF file "
+                            f"(smollm2, gemma3-270m, a .gguf) computes as llama.cpp; {model.name!r} is not one")
+    return replace(model, arithmetic=arithmetic)
 
 
 def llama_config(gf: GGUFFile) -> DecoderConfig:

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .block_unpack import UNPACK, half
+from .block_unpack import UNPACK, half, q4_k_parts
 from .gguf import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0, TYPES
 
 BLOCK = 32
@@ -49,6 +49,8 @@ class BlockMatrix:
     offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
     activations: str = "q8_0"      # how llama.cpp rounds the input rows it multiplies:
                                    # "q8_0", "q8_1" (Q4_1's) or "q8_K" (K-quants'), `int8_products`
+    k_parts: tuple | None = None   # Q4_K's (d, dmin [rows, cols/256], sc, m [rows, cols/32] uint8),
+                                   # which llama.cpp's integer products scale by separately
 
     __array_ufunc__ = None         # numpy must not turn it into an object array
     dtype = np.dtype(np.float32)
@@ -62,7 +64,8 @@ class BlockMatrix:
         rows, cols = shape
         activations = ACTIVATIONS[ggml_type]
         if ggml_type in UNPACK:
-            return cls(*UNPACK[ggml_type](raw, rows, cols), activations)
+            parts = q4_k_parts(raw, rows, cols) if ggml_type == Q4_K else None
+            return cls(*UNPACK[ggml_type](raw, rows, cols), activations, parts)
         _, _, size = TYPES[ggml_type]
         blocks = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, size)   # [r, c/32, bytes]
         scale = half(blocks[..., 0:2])                                         # [r, c/32]
@@ -77,9 +80,10 @@ class BlockMatrix:
     @classmethod
     def stack(cls, parts) -> "BlockMatrix":
         """The rows of `parts` (all of one `kind`) one after another."""
-        offsets = [p.offset for p in parts]
+        offsets, k_parts = [p.offset for p in parts], [p.k_parts for p in parts]
         return cls(np.concatenate([p.q for p in parts]), np.concatenate([p.scale for p in parts]),
-                   None if offsets[0] is None else np.concatenate(offsets), parts[0].activations)
+                   None if offsets[0] is None else np.concatenate(offsets), parts[0].activations,
+                   None if k_parts[0] is None else tuple(map(np.concatenate, zip(*k_parts))))
 
     @property
     def bits(self) -> int:
@@ -102,7 +106,7 @@ class BlockMatrix:
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.q, self.scale, self.offset) if a is not None)
+        return sum(a.nbytes for a in (self.q, self.scale, self.offset, *(self.k_parts or ())) if a is not None)
 
     @property
     def T(self) -> "_Transposed":
@@ -111,11 +115,12 @@ class BlockMatrix:
     def row_block(self, start: int, stop: int) -> "BlockMatrix":
         """Rows start..stop-1 as a view (the Q, K and V parts of a stacked matrix)."""
         return BlockMatrix(self.q[start:stop], self.scale[start:stop],
-                           None if self.offset is None else self.offset[start:stop], self.activations)
+                           None if self.offset is None else self.offset[start:stop], self.activations,
+                           None if self.k_parts is None else tuple(a[start:stop] for a in self.k_parts))
 
     def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
         offset = None if self.offset is None else self.offset[rows]
-        return BlockMatrix(self.q[rows], self.scale[rows], offset, self.activations).dense()
+        return BlockMatrix(self.q[rows], self.scale[rows], offset).dense()
 
     def dense(self) -> np.ndarray:  # -> [rows, cols] float32
         """Every weight, through the products' own unpacking (of several rows, as a
