@@ -114,9 +114,9 @@ def random_matrix(rng, layout: str, rows: int, cols: int) -> BlockMatrix:
     if layout == "Q8_0":
         return BlockMatrix(rng.integers(-127, 128, (rows, cols), dtype=np.int8), halfs(rows, cols // 32), None)
     if layout == "Q6_K":
+        d, sc = halfs(rows, cols // 256), rng.integers(-128, 128, (rows, cols // 16), dtype=np.int8)
         return BlockMatrix(rng.integers(-32, 32, (rows, cols), dtype=np.int8),
-                           halfs(rows, cols // 256).repeat(16, axis=1) * rng.integers(-40, 40, (rows, cols // 16)).astype(f32),
-                           None, "q8_K")
+                           d.repeat(16, axis=1) * sc.astype(f32), None, "q8_K", (d, sc))
     q = rng.integers(0, 256, (rows, cols // 2), dtype=np.uint8)
     scale = halfs(rows, cols // 32)
     if layout == "Q4_0":

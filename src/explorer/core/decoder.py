@@ -239,7 +239,7 @@ class DecoderModel(StepwiseModel):
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
-            heads = L.attention(q, k_all, v_all, mask, half_weights=self._llama_cpp)   # [h, n, e]
+            heads = self._attention(q, k_all, v_all, mask)                 # [h, n, e]
             attn_out = self._norm(self._mm(L.merge_heads(heads), lp.wo), lp.post_norm1)   # [n, d]
             x = x + attn_out
             ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp), lp.post_norm2)   # [n, d]
@@ -256,6 +256,12 @@ class DecoderModel(StepwiseModel):
         p = self.params
         logits = self._mm(final, p.embed.T if self.config.tied_output else p.w_out)
         return logits if p.b_out is None else logits + p.b_out
+
+    def _attention(self, q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> [h, n, e]
+        if not self._llama_cpp:
+            return L.attention(q, k, v, mask)
+        from .int8_products import half_product      # numba: only in llama.cpp's arithmetic
+        return L.attention(q, k, v, mask, half_weights=True, dot=half_product)
 
     def _mm(self, x, w):  # [n, a] @ [a, b] -> [n, b]
         """A product with a weight matrix; in llama.cpp's arithmetic a quantised one

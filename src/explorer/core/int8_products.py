@@ -233,22 +233,70 @@ def product_q4_k(xq, xd, q, d, dmin, sc, m, out):
 
 
 @_exact
-def product_8bit_16(xq, xd, q, scale, out):
-    """Q6_K's rows (a scale per 16) times Q8_K activations: per block of 16,
-    scale * d_x * its integer sum, added in order. (Not llama.cpp's exact order, which
-    could not be pinned down: the one product of this model that is not bit for bit.)
-    xq [n, cols] int8, xd [n, cols/32], q [rows, cols] int8, scale [rows, cols/16] -> out [n, rows]."""
+def product_q6_k(xq, xd, q, d, sc, out):
+    """Q6_K rows times Q8_K activations, as llama.cpp's x86 ggml_vec_dot_q6_K_q8_K sums:
+    per block of 256, eight int32 lanes, lane l taking elements 4l..4l+3 of each of the
+    eight runs of 32, each times its 16-element scale, with (q + 32) for q; then the
+    offset, 32 * (sc * sum(x)) of the 16-element groups 2l and 2l + 1, taken from lane l;
+    each lane added as lane = fma(d * d_x, lane sum, lane), then summed as `_sum_lanes`.
+    xq [n, cols] int8, xd [n, cols/32] (one per 256, repeated), q [rows, cols] int8 (q - 32
+    of the file), d [rows, cols/256], sc [rows, cols/16] int8 -> out [n, rows]."""
     rows, cols = q.shape
     n = xq.shape[0]
     for j in nb.prange(rows):
+        acc = np.empty(8, np.float32)
+        lanes = np.empty(8, np.int32)
         for i in range(n):
-            s = np.float32(0)
-            for b in range(cols // 16):
-                acc = np.int32(0)
-                for k in range(16 * b, 16 * b + 16):
-                    acc += np.int32(q[j, k]) * np.int32(xq[i, k])
-                s += scale[j, b] * xd[i, b >> 1] * np.float32(acc)
-            out[i, j] = s
+            acc[:] = 0
+            for s in range(cols // 256):
+                base = 256 * s
+                lanes[:] = 0
+                for c in range(8):                 # runs of 32
+                    for lane in range(8):
+                        k = base + 32 * c + 4 * lane
+                        p = np.int32(0)
+                        for e in range(k, k + 4):
+                            p += (np.int32(q[j, e]) + 32) * np.int32(xq[i, e])
+                        lanes[lane] += np.int32(sc[j, (k - base) // 16 + 16 * s]) * p
+                for lane in range(8):
+                    offset = np.int32(0)
+                    for g in (2 * lane, 2 * lane + 1):
+                        x_sum = np.int32(0)
+                        for e in range(base + 16 * g, base + 16 * g + 16):
+                            x_sum += np.int32(xq[i, e])
+                        offset += np.int32(sc[j, g + 16 * s]) * x_sum
+                    acc[lane] = _fma(xd[i, 8 * s] * d[j, s], np.float32(lanes[lane] - 32 * offset), acc[lane])
+            out[i, j] = _sum_lanes(acc)
+
+
+@_exact
+def _lanes16(a, c, out):
+    """out[i, j] = sum over k of a[i, k] * c[j, k], as llama.cpp's tinyBLAS sums float16
+    rows on an AVX-512 CPU: sixteen float32 lanes (lane l takes k = l, l + 16, ...), each
+    product added by fma, then the lanes summed as _mm512_reduce_add_ps does (halves,
+    halves, then pairs). a [r, k], c [s, k] float32 (float16 values) -> out [r, s]."""
+    rows, width = a.shape
+    for i in nb.prange(rows):
+        acc = np.empty(16, np.float32)
+        for j in range(c.shape[0]):
+            acc[:] = 0
+            for k in range(width):
+                acc[k & 15] = _fma(a[i, k], c[j, k], acc[k & 15])
+            h = np.empty(8, np.float32)
+            for t in range(8):
+                h[t] = acc[t + 8] + acc[t]
+            q0, q1, q2, q3 = h[4] + h[0], h[5] + h[1], h[6] + h[2], h[7] + h[3]
+            out[i, j] = (q0 + q2) + (q1 + q3)
+
+
+def half_product(a, c):  # [b, r, k], [b, s, k] float32 (float16 values) -> [b, r, s] = a @ c^T
+    """The attention's products in llama.cpp's order (`_lanes16`): every entry summed the
+    same way whatever the number of rows, so a Prefill and a Decode step agree bit for bit."""
+    a, c = np.ascontiguousarray(a, np.float32), np.ascontiguousarray(c, np.float32)
+    out = np.empty((a.shape[0], a.shape[1], c.shape[1]), np.float32)
+    for head in range(a.shape[0]):
+        _lanes16(a[head], c[head], out[head])
+    return out
 
 
 def times_rows(m, x: np.ndarray, lock) -> np.ndarray:  # BlockMatrix [rows, cols], x [n, cols] -> [n, rows]
@@ -257,10 +305,10 @@ def times_rows(m, x: np.ndarray, lock) -> np.ndarray:  # BlockMatrix [rows, cols
     out = np.empty((x.shape[0], m.shape[0]), np.float32)
     with lock:
         if m.offset is None and m.group == 16:
-            product_8bit_16(xq, xd, m.q, m.scale, out)
+            product_q6_k(xq, xd, m.q, *m.k_parts, out)
         elif m.offset is None:
             product_8bit_lanes(xq, xd, m.q, m.scale, out)
-        elif m.k_parts is not None:
+        elif m.k_parts is not None:                    # Q4_K
             product_q4_k(xq, xd, m.q, *m.k_parts, out)
         else:
             product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8 if m.activations == "q8_0" else 0, out)

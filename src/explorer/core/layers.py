@@ -7,6 +7,7 @@ The dtype of the inputs is kept (float64 for the teaching model, float32 for rea
 
 from __future__ import annotations
 
+import functools
 import math
 
 import numpy as np
@@ -67,10 +68,24 @@ def to_half(x):  # [...] float32 -> [...] float32 holding float16 values
     return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
 
 
+@functools.cache
+def _gelu_of_every_half() -> np.ndarray:  # [65536] float32, indexed by a float16's bits
+    """llama.cpp's GELU table (ggml_table_gelu_f16): for every float16 x, its GELU as
+    ggml_gelu_f32 computes it in float32 (1 + 0.044715 x x fused, tanhf), rounded to
+    float16. tanh in float64 rounded to float32 stands for tanhf: equal on every entry
+    llama.cpp's own products were checked against."""
+    x = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
+    with np.errstate(invalid="ignore", over="ignore"):      # NaN and infinite entries stay so
+        inner = ((np.float32(0.044715) * x).astype(np.float64) * x + 1).astype(np.float32)   # one rounding
+        angle = (np.float32(math.sqrt(2 / math.pi)) * x) * inner
+        t = np.tanh(angle.astype(np.float64)).astype(np.float32)
+        return to_half((np.float32(0.5) * x) * (np.float32(1) + t))
+
+
 def gelu_half_table(x):  # [...] float32 -> [...] float32
-    """GELU as llama.cpp's CPU backend reads it from a table of float16: x rounded to
-    float16, its GELU (float32, `gelu`) rounded to float16; 0 below -10, x above 10."""
-    table = to_half(gelu(to_half(x)))
+    """GELU as llama.cpp's CPU backend reads it from its table: x rounded to float16, the
+    table's float16 value; 0 at or below -10, x at or above 10."""
+    table = _gelu_of_every_half()[np.asarray(x, np.float32).astype(np.float16).view(np.uint16)]
     return np.where(x <= -10, np.float32(0), np.where(x >= 10, x, table))
 
 
@@ -119,22 +134,27 @@ def causal_mask(query_positions, key_positions, window: int = 0):  # [n], [t] ->
     return (back >= 0) & (back < window) if window else back >= 0
 
 
-def group_scores(q, k):  # [b, m, n, e], [b, t, e] -> [b, m, n, t]
-    """q.k / sqrt(e) for b K/V heads, each read by m query heads (before any mask)."""
+def transposed_product(a, c):  # [b, r, k], [b, s, k] -> [b, r, s] = a @ c^T
+    return a @ c.transpose(0, 2, 1)
+
+
+def group_scores(q, k, dot=transposed_product):  # [b, m, n, e], [b, t, e] -> [b, m, n, t]
+    """q.k / sqrt(e) for b K/V heads, each read by m query heads (before any mask).
+    `dot(a, c)` = a @ c^T ([b, r, k], [b, s, k] -> [b, r, s]): numpy's, or llama.cpp's order."""
     b, m, n, e = q.shape
-    scores = q.reshape(b, m * n, e) @ k.transpose(0, 2, 1)            # [b, m*n, t]
+    scores = dot(q.reshape(b, m * n, e), k)                           # [b, m*n, t]
     scores *= 1 / math.sqrt(e)     # a Python float: float32 scores stay float32
     return scores.reshape(b, m, n, -1)                                # [b, m, n, t]
 
 
-def group_weights(q, k, mask):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
+def group_weights(q, k, mask, dot=transposed_product):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
     """Attention weights for b K/V heads, each read by m query heads: a softmax of
     `group_scores` over the keys each query may read (`mask`); masked cells are exactly 0.
 
     The forward and `core.attention` (one head, when a panel shows it) both call this with
     the same arrays (the same `kv_batches`), so the weights shown are bit for bit the ones
     the forward used."""
-    scores = group_scores(q, k)                                       # [b, m, n, t]
+    scores = group_scores(q, k, dot)                                  # [b, m, n, t]
     if mask.all():                 # a decode step's single query sees every key: nothing to mask
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
@@ -156,21 +176,21 @@ def grouped_queries(q, kv: slice, g: int):  # [h, n, e] -> [b, h/g, n, e] the qu
     return q[kv.start * m:kv.stop * m].reshape(kv.stop - kv.start, m, *q.shape[1:])
 
 
-def attention(q, k, v, mask, half_weights=False):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
+def attention(q, k, v, mask, half_weights=False, dot=transposed_product):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
     """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head
     i // (h/g)), the query heads of a K/V head stacked against it (K and V are never copied
     per query head). The weights are not kept: `core.attention` recomputes a head's.
     `half_weights`: the weights are rounded to float16 before they multiply V (llama.cpp
-    multiplies its float16 V cache so)."""
+    multiplies its float16 V cache so); `dot` as in `group_scores`, for both products."""
     h, n, e = q.shape
     g = k.shape[0]
     out = np.empty(q.shape, q.dtype)                                  # [h, n, e]
     for kv in kv_batches(g, n):
-        weights = group_weights(grouped_queries(q, kv, g), k[kv], mask)   # [b, m, n, t]
+        weights = group_weights(grouped_queries(q, kv, g), k[kv], mask, dot)   # [b, m, n, t]
         b = weights.shape[0]
         if half_weights:
             weights = to_half(weights)
-        heads = weights.reshape(b, -1, weights.shape[-1]) @ v[kv]     # [b, m*n, e]
+        heads = dot(weights.reshape(b, -1, weights.shape[-1]), v[kv].transpose(0, 2, 1))   # [b, m*n, e]
         out[kv.start * (h // g):kv.stop * (h // g)] = heads.reshape(-1, n, e)
     return out
 

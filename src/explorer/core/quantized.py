@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .block_unpack import UNPACK, half, q4_k_parts
+from .block_unpack import UNPACK, half, q4_k_parts, q6_k_parts
 from .gguf import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0, TYPES
 
 BLOCK = 32
@@ -49,8 +49,10 @@ class BlockMatrix:
     offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
     activations: str = "q8_0"      # how llama.cpp rounds the input rows it multiplies:
                                    # "q8_0", "q8_1" (Q4_1's) or "q8_K" (K-quants'), `int8_products`
-    k_parts: tuple | None = None   # Q4_K's (d, dmin [rows, cols/256], sc, m [rows, cols/32] uint8),
-                                   # which llama.cpp's integer products scale by separately
+    k_parts: tuple | None = None   # a K-quant's scales before they were multiplied, which
+                                   # llama.cpp's integer products apply separately: Q4_K's
+                                   # (d, dmin [rows, cols/256], sc, m [rows, cols/32] uint8),
+                                   # Q6_K's (d [rows, cols/256], sc [rows, cols/16] int8)
 
     __array_ufunc__ = None         # numpy must not turn it into an object array
     dtype = np.dtype(np.float32)
@@ -64,7 +66,7 @@ class BlockMatrix:
         rows, cols = shape
         activations = ACTIVATIONS[ggml_type]
         if ggml_type in UNPACK:
-            parts = q4_k_parts(raw, rows, cols) if ggml_type == Q4_K else None
+            parts = {Q4_K: q4_k_parts, Q6_K: q6_k_parts}.get(ggml_type, lambda *_: None)(raw, rows, cols)
             return cls(*UNPACK[ggml_type](raw, rows, cols), activations, parts)
         _, _, size = TYPES[ggml_type]
         blocks = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, size)   # [r, c/32, bytes]
