@@ -21,6 +21,8 @@ products per block. These loops compute exactly that for every weight layout the
 files use (4-bit rows: Q4_0, Q4_1, Q4_K; 8-bit rows with a scale per 32: Q5_0, Q8_0, or
 per 16: Q6_K).
 
+The attention's float16 products (`half_product`) are summed in one fixed order too.
+
 Activation rows [n, cols] become (q [n, cols] int8, d [n, cols/32] float32, s [n, cols/32]
 float32): per 32 elements the scale (Q8_K's one per 256, repeated) and the number an
 offset multiplies (d * sum(q), Q8_1's float16 s).
@@ -271,10 +273,13 @@ def product_q6_k(xq, xd, q, d, sc, out):
 
 @_exact
 def _lanes16(a, c, out):
-    """out[i, j] = sum over k of a[i, k] * c[j, k], as llama.cpp's tinyBLAS sums float16
-    rows on an AVX-512 CPU: sixteen float32 lanes (lane l takes k = l, l + 16, ...), each
-    product added by fma, then the lanes summed as _mm512_reduce_add_ps does (halves,
-    halves, then pairs). a [r, k], c [s, k] float32 (float16 values) -> out [r, s]."""
+    """out[i, j] = sum over k of a[i, k] * c[j, k] in the order llama.cpp's tinyBLAS sums
+    float16 rows on an AVX-512 CPU, as read from its source: sixteen float32 lanes (lane l
+    takes k = l, l + 16, ...), each product added by fma, then the lanes summed as
+    _mm512_reduce_add_ps does (halves, halves, then pairs). Not yet equal to llama.cpp's
+    attention bit for bit (see tests/test_gemma3.py); what it does guarantee is one order
+    for every entry, whatever the number of rows. a [r, k], c [s, k] float32 (float16
+    values) -> out [r, s]."""
     rows, width = a.shape
     for i in nb.prange(rows):
         acc = np.empty(16, np.float32)
