@@ -11,7 +11,10 @@ $TOKEN_EXPLORER_PEER_PYTHON; the rows say "no peer" without one). Target: <= 2x 
 Targets: load < 1.5 s, < 800 MB resident, Decode < 20 ms/token at position 10 on 2 cores,
 peak resident memory <= 1 GB over a 2,000-token Prefill (its trace held, in a fresh process).
 The last rows time opening the shipped real-model lesson with the model already loaded,
-and a slider change in it once switched to sampling.
+and a slider change in it once switched to sampling; then, for each real model, Decode
+in llama.cpp's arithmetic (8-bit activations, float16 K/V: `--arithmetic llama.cpp`)
+beside float32, steps taking turns, with the largest |logit| and |probability|
+differences between the two over those steps.
 The weights stay in the file's 4- and 8-bit blocks (core.quantized), 111 MB read per
 token. The "floor" row times a step's matrix-vector products alone, on those blocks.
 `vs_floor` is the median of Decode / floor over pairs taken back to back (a Decode step
@@ -201,7 +204,43 @@ def main() -> None:
     rows.append(summary("real-model lesson: a new seed in sampling mode", lesson_changes(seeds=7)))
     rows += long_prompt_rows()
     rows += gemma3_rows(args.loads, args.steps, peer_python(args.peer))
+    rows += arithmetic_rows(args.steps)
     report(rows, args.json)
+
+
+def arithmetic_rows(steps: int) -> list[dict]:
+    """Each installed real model in both arithmetics (`--arithmetic`): Decode steps at
+    position 10, the float32 and the llama.cpp arithmetic taking turns on the same tokens
+    (so both meet the same machine), and how far apart their next-token logits and
+    probabilities are over those steps."""
+    from explorer.core.layers import softmax
+    from explorer.core.llama import with_arithmetic
+    rows = []
+    for name in ("smollm2", "gemma3-270m"):
+        if model_registry.installed_path(name) is None:
+            continue
+        plain = model_registry.load_model(name)
+        models = (plain, with_arithmetic(plain, "llama.cpp"))
+        prompt = np.random.default_rng(10).integers(100, len(plain.vocab), 10).tolist()
+        caches = [m.prefill(prompt)[1] for m in models]
+        times, logit_gap, p_gap = ([], []), 0.0, 0.0
+        before, token = conditions(), prompt[-1]
+        for i in range(steps + 2):
+            traces = []
+            for k, m in enumerate(models):
+                trace, caches[k] = m.decode(token, caches[k])
+                traces.append(trace)
+                if i >= 2:                 # the first steps warm the caches
+                    times[k].append(trace.seconds)
+            a, b = (np.asarray(t.last_logits, np.float64) for t in traces)
+            logit_gap = max(logit_gap, float(np.max(np.abs(a - b))))
+            p_gap = max(p_gap, float(np.max(np.abs(softmax(a) - softmax(b)))))
+            token = int(np.argmax(a))
+        rows.append(summary(f"{name}: decode at position 10, llama.cpp arithmetic", times[1],
+                            float32_ms=statistics.median(times[0]) * 1000,
+                            vs_float32=statistics.median(times[1]) / statistics.median(times[0]),
+                            max_abs_dlogit=logit_gap, max_abs_dp=p_gap, **before))
+    return rows
 
 
 def long_prompt_rows() -> list[dict]:

@@ -41,8 +41,8 @@ def forward_weights(monkeypatch, run) -> list[np.ndarray]:
     passes in `run()` computed, in order."""
     seen = []
 
-    def spy(q, k, mask):
-        weights = group_weights(q, k, mask)
+    def spy(q, k, mask, *product):            # product: the forward's `dot`, if it gives one
+        weights = group_weights(q, k, mask, *product)
         seen.extend(weights.copy())            # [b, m, n, t]: b K/V heads computed together
         return weights
 

@@ -355,7 +355,8 @@ def test_quantised_matrices_stay_in_their_blocks_and_same_kinds_are_stacked(tiny
     assert isinstance(lp.wo.T, BlockMatrix) and lp.wo.T.bits == 8          # Q8_0
     assert isinstance(lp.wv, np.ndarray) and lp.wv.dtype == np.float32    # F16 -> float32
     assert lp.wqkv is None                        # Q4_0, Q4_1 and F16: three products
-    assert lp.w13 is not None and lp.w13.T.bits == 4   # Q4_1 gate and Q4_0 up: one product
+    assert lp.w13 is None and lp.w1.T.bits == lp.w3.T.bits == 4   # Q4_1 gate and Q4_0 up: llama.cpp
+    assert (lp.w1.T.activations, lp.w3.T.activations) == ("q8_1", "q8_0")   # rounds their inputs apart
 
 
 def test_cached_decode_equals_full_recompute_and_stays_float32(tiny):

@@ -10,7 +10,13 @@ app, and the tests never run this script) on the same GGUF file and writes down:
 - for a handful of prompts (Chinese and English, short, and a few hundred tokens, one
   of them longer than the 512-position sliding window): the greedy continuation, and
   after the prompt and after each greedy token the five most probable next tokens with
-  their probabilities (softmax of llama.cpp's logits, in float64).
+  their probabilities (softmax of llama.cpp's logits, in float64) and their logits
+  (float32, exact).
+
+llama-cpp-python's Llama leaves flash attention off (flash_attn=False: the context's
+flash_attn_type is DISABLED), so llama.cpp keeps K and V as float16 and multiplies the
+attention weights, rounded to float16, by V: what the explorer's llama.cpp arithmetic
+does too.
 
 Usage (about a minute on two cores):
 
@@ -103,19 +109,21 @@ def softmax(logits: np.ndarray) -> np.ndarray:  # [V] -> [V] float64
     return z / z.sum()
 
 
-def top(llm) -> list[list]:
-    """[[id, probability], ...] of the next token after what llm has evaluated (the one
-    row of logits llama.cpp computed for the last token of the last batch)."""
+def top(llm) -> tuple[list[list], list[float]]:
+    """([[id, probability], ...], [their float32 logits]) of the next token after what llm
+    has evaluated (the one row of logits llama.cpp computed for the last token of the
+    last batch). The logits are exact (a float32 is a float64 exactly): the explorer's
+    llama.cpp arithmetic is checked against them bit for bit."""
     import llama_cpp
-    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),))
-    p = softmax(logits.copy())
+    logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1), shape=(llm.n_vocab(),)).copy()
+    p = softmax(logits)
     ids = np.argsort(-p, kind="stable")[:TOP]
-    return [[int(i), round(float(p[i]), 6)] for i in ids]
+    return [[int(i), round(float(p[i]), 6)] for i in ids], [float(logits[i]) for i in ids]
 
 
 def record(model_path: str) -> dict:
     import llama_cpp
-    llm = llama_cpp.Llama(model_path=model_path, n_ctx=2048, n_batch=2048, n_threads=2,
+    llm = llama_cpp.Llama(model_path=model_path, n_ctx=2048, n_batch=2048, n_threads=2, flash_attn=False,
                           logits_all=False, verbose=False)
     tokenize = [{"text": t, "ids": llm.tokenize(t.encode("utf-8"), add_bos=True, special=False)}
                 for t in TOKENIZER_TEXTS]
@@ -126,15 +134,17 @@ def record(model_path: str) -> dict:
         llm.eval(ids)
         tops, greedy = [top(llm)], []
         for _ in range(GREEDY_STEPS):
-            token = tops[-1][0][0]
+            token = tops[-1][0][0][0]
             greedy.append(token)
             llm.eval([token])
             tops.append(top(llm))
-        prompts.append({"name": name, "text": text, "ids": ids, "greedy": greedy, "top5": tops})
+        prompts.append({"name": name, "text": text, "ids": ids, "greedy": greedy,
+                        "top5": [t for t, _ in tops], "top5_logits": [lg for _, lg in tops]})
     return {
         "about": "llama.cpp (llama-cpp-python) on gemma-3-270m-q4_k_m.gguf; written by "
                  "tools/record_gemma3_reference.py. top5[0] follows the prompt, top5[k] follows "
-                 "greedy[:k]; probabilities are the softmax of llama.cpp's logits.",
+                 "greedy[:k]; probabilities are the softmax of llama.cpp's logits, top5_logits "
+                 "those logits (float32). Flash attention off, 2 threads, on an x86 CPU with AVX2.",
         "llama_cpp_python": llama_cpp.__version__,
         "model_sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         "tokenize": tokenize,

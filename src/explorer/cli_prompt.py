@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from .cli_numbers import parse_numbers
 from .core.bpe import CHAT_MARKERS, chat_turn, speaks_chatml
+from .core.decoder import ARITHMETICS
 from .core.errors import ExplorerError
 from .core.limits import check_prompt_length
+from .core.llama import with_arithmetic
 from .model_registry import default_prompt, load_model
 
 
@@ -17,10 +19,13 @@ def add_prompt_flags(parser, model_required: bool = False) -> None:
     parser.add_argument("--model", required=model_required,
                         help="teaching | smollm2 | gemma3-270m | a .gguf file (see: token-explorer model list)")
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
+    parser.add_argument("--arithmetic", choices=ARITHMETICS, default="float",
+                        help="float: float32 throughout (default); llama.cpp: a real model computes as "
+                             "llama.cpp's CPU backend (8-bit activations, float16 K/V)")
 
 
 def model_from_args(args):
-    return load_model(args.model or "teaching")
+    return with_arithmetic(load_model(args.model or "teaching"), getattr(args, "arithmetic", "float"))
 
 
 def prompt_ids(args, model) -> list[int]:

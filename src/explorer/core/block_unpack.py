@@ -62,6 +62,20 @@ def q4_k(raw, rows: int, cols: int):  # -> q [rows, cols/2] uint8, scale, offset
             offset.reshape(rows, cols // BLOCK))
 
 
+def q4_k_parts(raw, rows: int, cols: int):  # -> d, dmin [rows, cols/256] float32, sc, m [rows, cols/32] uint8
+    """Q4_K's scales before they are multiplied (`q4_k` keeps d * sc and dmin * m): what
+    llama.cpp's integer products scale their sums by (`int8_products`)."""
+    b = np.asarray(raw, np.uint8).reshape(rows, cols // SUPER, 144)       # [r, nb, 144]
+    sc, m = _scales_and_minimums(b[..., 4:16])                            # [r, nb, 8]
+    return half(b[..., 0:2]), half(b[..., 2:4]), sc.reshape(rows, -1), m.reshape(rows, -1)
+
+
+def q6_k_parts(raw, rows: int, cols: int):  # -> d [rows, cols/256] float32, sc [rows, cols/16] int8
+    """Q6_K's scales before they are multiplied (`q6_k` keeps d * sc)."""
+    b = np.asarray(raw, np.uint8).reshape(rows, cols // SUPER, 210)       # [r, nb, 210]
+    return half(b[..., 208:210]), np.ascontiguousarray(b[..., 192:208]).view(np.int8).reshape(rows, -1)
+
+
 def q6_k(raw, rows: int, cols: int):  # -> q [rows, cols] int8, scale [rows, cols/16], None
     nb = cols // SUPER
     b = np.asarray(raw, np.uint8).reshape(rows, nb, 210)                  # [r, nb, 210]

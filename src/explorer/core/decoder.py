@@ -18,6 +18,11 @@ from .vocab import Vocabulary
 NORMS = ("none", "layer", "rms")
 POSITIONS = ("none", "learned", "rope")
 FFNS = ("tanh", "gelu", "swiglu", "geglu")
+# "float": every product in the model's dtype (float32 for a real model), the teaching path;
+# "llama.cpp": as llama.cpp's CPU backend computes (8-bit activations into quantised
+# weights, K and V kept as float16, queries and attention weights rounded to float16 for
+# their products with them, GELU read from a float16 table)
+ARITHMETICS = ("float", "llama.cpp")
 ROPE_PAIRS = ("adjacent", "halves")
 
 
@@ -154,6 +159,20 @@ class DecoderModel(StepwiseModel):
     vocab: Vocabulary
     name: str = "decoder"
     dtype: type = field(default=np.float64)
+    arithmetic: str = "float"      # one of ARITHMETICS
+
+    def __post_init__(self):
+        if self.arithmetic not in ARITHMETICS:
+            raise ValueError(f"arithmetic = {self.arithmetic!r}: expected one of {ARITHMETICS}")
+
+    @property
+    def arithmetic_label(self) -> str:
+        """What a run computed in, as a record says it: "float32", "float64" or "llama.cpp"."""
+        return np.dtype(self.dtype).name if self.arithmetic == "float" else self.arithmetic
+
+    @property
+    def _llama_cpp(self) -> bool:
+        return self.arithmetic == "llama.cpp"
 
     def new_cache(self) -> KVCache:
         c = self.config
@@ -208,12 +227,14 @@ class DecoderModel(StepwiseModel):
             x_in, mask = x, masks[windows[i]]
             a_in = self._norm(x, lp.norm1)
             q, k, v = self._qkv(a_in, lp, tables.get(windows[i]))         # [n, h*e], [n, g*e] x2
+            if self._llama_cpp:        # the cache holds float16; q meets K as float16 (the
+                q, k, v = L.to_half(q), L.to_half(k), L.to_half(v)   # scale 1/sqrt(e) after: exact)
             q = L.split_heads(q, c.n_heads)                                # [h, n, e]
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
-            heads = L.attention(q, k_all, v_all, mask)                     # [h, n, e]
-            attn_out = self._norm(L.merge_heads(heads) @ lp.wo, lp.post_norm1)   # [n, d]
+            heads = self._attention(q, k_all, v_all, mask)                 # [h, n, e]
+            attn_out = self._norm(self._mm(L.merge_heads(heads), lp.wo), lp.post_norm1)   # [n, d]
             x = x + attn_out
             ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp), lp.post_norm2)   # [n, d]
             x = x + ffn_out
@@ -227,8 +248,19 @@ class DecoderModel(StepwiseModel):
 
     def _head(self, final):  # [n, d] -> [n, V] logits
         p = self.params
-        logits = final @ (p.embed.T if self.config.tied_output else p.w_out)
+        logits = self._mm(final, p.embed.T if self.config.tied_output else p.w_out)
         return logits if p.b_out is None else logits + p.b_out
+
+    def _attention(self, q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> [h, n, e]
+        if not self._llama_cpp:
+            return L.attention(q, k, v, mask)
+        from .int8_products import half_product      # numba: only in llama.cpp's arithmetic
+        return L.attention(q, k, v, mask, half_weights=True, dot=half_product)
+
+    def _mm(self, x, w):  # [n, a] @ [a, b] -> [n, b]
+        """A product with a weight matrix; in llama.cpp's arithmetic a quantised one
+        (`quantized.BlockMatrix`) reads x rounded to 8 bits (`int8_products`)."""
+        return w.times_int8(x) if self._llama_cpp and hasattr(w, "times_int8") else x @ w
 
     def _norm(self, x, norm):  # [n, d] -> [n, d]
         c = self.config
@@ -236,7 +268,7 @@ class DecoderModel(StepwiseModel):
             return x
         gamma, beta = norm
         if c.norm == "rms":
-            return L.rms_norm(x, gamma, c.norm_eps)
+            return (L.rms_norm_ggml if self._llama_cpp else L.rms_norm)(x, gamma, c.norm_eps)
         return L.layer_norm(x, gamma, beta, c.norm_eps)
 
     def _qkv(self, x, lp: LayerParams, tables):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
@@ -244,9 +276,9 @@ class DecoderModel(StepwiseModel):
         has those norms (Gemma 3), then turned by the rotary `tables` ([n, e/2], or None
         without rotary positions)."""
         if lp.wqkv is None:
-            q, k, v = x @ lp.wq, x @ lp.wk, x @ lp.wv
+            q, k, v = self._mm(x, lp.wq), self._mm(x, lp.wk), self._mm(x, lp.wv)
         else:
-            qkv = x @ lp.wqkv                          # one product instead of three
+            qkv = self._mm(x, lp.wqkv)                 # one product instead of three
             a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
             v = qkv[:, b:].copy()      # its own array: a trace keeping V does not keep Q and K twice
             if lp.q_norm is None and tables is not None:
@@ -269,15 +301,15 @@ class DecoderModel(StepwiseModel):
     def _ffn(self, x, lp: LayerParams):  # [n, d] -> [n, d]
         act = self.config.ffn
         if act in ("swiglu", "geglu"):                 # gate(x) * up(x), gated by SiLU or GELU
-            gate = L.silu if act == "swiglu" else L.gelu
+            gate = L.silu if act == "swiglu" else L.gelu_half_table if self._llama_cpp else L.gelu
             if lp.w13 is None:
-                return (gate(x @ lp.w1) * (x @ lp.w3)) @ lp.w2
-            gate_up = x @ lp.w13                       # [n, 2f], one product instead of two
+                return self._mm(gate(self._mm(x, lp.w1)) * self._mm(x, lp.w3), lp.w2)
+            gate_up = self._mm(x, lp.w13)              # [n, 2f], one product instead of two
             f = lp.w1.shape[1]
-            return (gate(gate_up[:, :f]) * gate_up[:, f:]) @ lp.w2
-        hidden = x @ lp.w1 + (0 if lp.b1 is None else lp.b1)             # [n, f]
+            return self._mm(gate(gate_up[:, :f]) * gate_up[:, f:], lp.w2)
+        hidden = self._mm(x, lp.w1) + (0 if lp.b1 is None else lp.b1)    # [n, f]
         hidden = np.tanh(hidden) if act == "tanh" else L.gelu(hidden)
-        return hidden @ lp.w2 + (0 if lp.b2 is None else lp.b2)
+        return self._mm(hidden, lp.w2) + (0 if lp.b2 is None else lp.b2)
 
 
 def random_params(config: DecoderConfig, rng: np.random.Generator, scale: float = 0.5,

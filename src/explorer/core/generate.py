@@ -61,6 +61,7 @@ class Run:
     stop_match: StopMatch | None = None
     prefix: PrefixHit | None = None                  # what the Prefill took from a prefix cache
     time_to_first_token: float = 0.0                 # seconds: prefix lookup + Prefill forward + first selection
+    arithmetic: str | None = None    # what the model computed in ("float32", "llama.cpp", ...)
 
     @property
     def visible_ids(self) -> tuple[int, ...]:
@@ -160,7 +161,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     if stop is not None:
         text = text[:stop.char_index]
     return Run(model.name, prompt, tuple(steps), tuple(output), finish, config, text,
-               dict(overrides), stop, prefix, first_token)
+               dict(overrides), stop, prefix, first_token, getattr(model, "arithmetic_label", None))
 
 
 def _prefix_key(hit: PrefixHit | None) -> tuple:

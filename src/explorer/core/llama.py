@@ -3,12 +3,14 @@ DecoderModel with float32 arithmetic."""
 
 from __future__ import annotations
 
+from dataclasses import replace
 from pathlib import Path
 
 import numpy as np
 
 from .bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
 from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
+from .errors import ExplorerError
 from .gguf import GGUFError, GGUFFile
 from .gguf_checks import check_model_metadata
 from .heap import keep_freed_arrays, return_freed_memory
@@ -30,9 +32,10 @@ CONTROL, USER_DEFINED = 3, 4     # tokenizer.ggml.token_type values recognised i
 END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "<end_of_turn>", "<|end|>")
 
 
-def load_llama(path, name: str | None = None) -> DecoderModel:
+def load_llama(path, name: str | None = None, arithmetic: str = "float") -> DecoderModel:
     """Read a llama- or gemma3-architecture GGUF file into a DecoderModel (float32
-    activations) with its tokenizer.
+    activations) with its tokenizer. `arithmetic`: "float" (float32 throughout) or
+    "llama.cpp" (as llama.cpp's CPU backend computes: see `decoder.ARITHMETICS`).
 
     "gemma3" reads the same tensors as "llama" plus four norms per layer (attn_q_norm,
     attn_k_norm [e]; post_attention_norm, post_ffw_norm [d]), scales its embedding by
@@ -64,7 +67,20 @@ def load_llama(path, name: str | None = None) -> DecoderModel:
                         f"{config.vocab_size} rows")
     params = llama_params(gf, config)
     return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
-    return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32)
+    return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32,
+                        arithmetic=arithmetic)
+
+
+def with_arithmetic(model, arithmetic: str):
+    """`model` computing in `arithmetic` (`decoder.ARITHMETICS`), sharing its weights:
+    "llama.cpp" only for a model read from a GGUF file (its quantised products are what
+    that arithmetic changes)."""
+    if getattr(model, "arithmetic", "float") == arithmetic:
+        return model
+    if not (isinstance(model, DecoderModel) and isinstance(model.params.embed, BlockMatrix)):
+        raise ExplorerError(f"arithmetic {arithmetic!r}: only a model read from a quantised GGUF file "
+                            f"(smollm2, gemma3-270m, a .gguf) computes as llama.cpp; {model.name!r} is not one")
+    return replace(model, arithmetic=arithmetic)
 
 
 def llama_config(gf: GGUFFile) -> DecoderConfig:

@@ -8,11 +8,13 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .block_unpack import UNPACK, half
+from .block_unpack import UNPACK, half, q4_k_parts, q6_k_parts
 from .gguf import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0, TYPES
 
 BLOCK = 32
 QUANTISED = (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K)
+# the activation rows llama.cpp multiplies each type by (its CPU backend's vec_dot_type)
+ACTIVATIONS = {Q4_0: "q8_0", Q5_0: "q8_0", Q8_0: "q8_0", Q4_1: "q8_1", Q4_K: "q8_K", Q6_K: "q8_K"}
 # numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
 # loops at once; the window computes on a worker thread and the UI thread, so launches
 # take turns (a lock costs well under a microsecond next to a product's milliseconds)
@@ -39,6 +41,12 @@ class BlockMatrix:
     q: np.ndarray                  # [rows, cols/2] uint8 (4-bit) or [rows, cols] int8 (8-bit)
     scale: np.ndarray              # [rows, cols/32] float32 ([rows, cols/16] for Q6_K's 8-bit rows)
     offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
+    activations: str = "q8_0"      # how llama.cpp rounds the input rows it multiplies:
+                                   # "q8_0", "q8_1" (Q4_1's) or "q8_K" (K-quants'), `int8_products`
+    k_parts: tuple | None = None   # a K-quant's scales before they were multiplied, which
+                                   # llama.cpp's integer products apply separately: Q4_K's
+                                   # (d, dmin [rows, cols/256], sc, m [rows, cols/32] uint8),
+                                   # Q6_K's (d [rows, cols/256], sc [rows, cols/16] int8)
 
     __array_ufunc__ = None         # numpy must not turn it into an object array
     dtype = np.dtype(np.float32)
@@ -50,8 +58,10 @@ class BlockMatrix:
         shape [rows, cols]; copies out of the file, which may then close. Q5_0 and Q6_K
         become 8-bit rows, Q4_K 4-bit ones (`block_unpack`)."""
         rows, cols = shape
+        activations = ACTIVATIONS[ggml_type]
         if ggml_type in UNPACK:
-            return cls(*UNPACK[ggml_type](raw, rows, cols))
+            parts = {Q4_K: q4_k_parts, Q6_K: q6_k_parts}.get(ggml_type, lambda *_: None)(raw, rows, cols)
+            return cls(*UNPACK[ggml_type](raw, rows, cols), activations, parts)
         _, _, size = TYPES[ggml_type]
         blocks = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, size)   # [r, c/32, bytes]
         scale = half(blocks[..., 0:2])                                         # [r, c/32]
@@ -59,16 +69,17 @@ class BlockMatrix:
             return cls(np.ascontiguousarray(blocks[..., 2:]).view(np.int8).reshape(rows, cols), scale, None)
         q = np.ascontiguousarray(blocks[..., -16:]).reshape(rows, cols // 2)
         if ggml_type == Q4_1:
-            return cls(q, scale, half(blocks[..., 2:4]))
+            return cls(q, scale, half(blocks[..., 2:4]), activations)
         assert ggml_type == Q4_0
         return cls(q, scale, scale * np.float32(-8))    # (nibble - 8) * d = nibble * d - 8d
 
     @classmethod
     def stack(cls, parts) -> "BlockMatrix":
         """The rows of `parts` (all of one `kind`) one after another."""
-        offsets = [p.offset for p in parts]
+        offsets, k_parts = [p.offset for p in parts], [p.k_parts for p in parts]
         return cls(np.concatenate([p.q for p in parts]), np.concatenate([p.scale for p in parts]),
-                   None if offsets[0] is None else np.concatenate(offsets))
+                   None if offsets[0] is None else np.concatenate(offsets), parts[0].activations,
+                   None if k_parts[0] is None else tuple(map(np.concatenate, zip(*k_parts))))
 
     @property
     def bits(self) -> int:
@@ -84,13 +95,14 @@ class BlockMatrix:
         return self.shape[1] // self.scale.shape[1]
 
     @property
-    def kind(self) -> tuple[int, int]:
-        """(bits, group): matrices of one kind can be stacked and multiplied by one loop."""
-        return self.bits, self.group
+    def kind(self) -> tuple[int, int, str]:
+        """(bits, group, activations): matrices of one kind can be stacked and multiplied
+        by one loop, in either arithmetic."""
+        return self.bits, self.group, self.activations
 
     @property
     def nbytes(self) -> int:
-        return sum(a.nbytes for a in (self.q, self.scale, self.offset) if a is not None)
+        return sum(a.nbytes for a in (self.q, self.scale, self.offset, *(self.k_parts or ())) if a is not None)
 
     @property
     def T(self) -> "_Transposed":
@@ -99,7 +111,8 @@ class BlockMatrix:
     def row_block(self, start: int, stop: int) -> "BlockMatrix":
         """Rows start..stop-1 as a view (the Q, K and V parts of a stacked matrix)."""
         return BlockMatrix(self.q[start:stop], self.scale[start:stop],
-                           None if self.offset is None else self.offset[start:stop])
+                           None if self.offset is None else self.offset[start:stop], self.activations,
+                           None if self.k_parts is None else tuple(a[start:stop] for a in self.k_parts))
 
     def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
         offset = None if self.offset is None else self.offset[rows]
@@ -148,6 +161,11 @@ class _Transposed:
 
     def __rmatmul__(self, x) -> np.ndarray:  # [n, cols] -> [n, rows]
         return self.T.times_rows(x)
+
+    def times_int8(self, x) -> np.ndarray:  # [n, cols] -> [n, rows]
+        """`x @ self` as llama.cpp computes it: x rounded to 8 bits, integer products."""
+        from . import int8_products     # numba: only once a quantised model multiplies
+        return int8_products.times_rows(self.T, x, _LAUNCH)
 
 
 def prepare() -> None:

@@ -45,6 +45,7 @@ def run_to_dict(run: Run, vocab: Vocabulary, top_n: int = 10) -> dict:
     stop = run.stop_match
     return {
         "model": run.model_name,
+        "arithmetic": run.arithmetic,
         "prompt_ids": list(run.prompt_ids), "output_ids": list(run.output_ids),
         "output_text": run.output_text,
         "finish_reason": run.finish_reason, "incomplete": run.incomplete,
