@@ -76,6 +76,13 @@ class KVCache:
         self._positions[self._len:self._len + n] = positions
         self._len += n
 
+    def truncate(self, length: int) -> None:
+        """Forget every position from `length` on (a rejected speculative draft): the cache
+        then holds what it held at that length; later writes overwrite the dropped K/V."""
+        if not 0 <= length <= self._len:
+            raise ValueError(f"truncate to {length}: expected 0..{self._len} (the cache length)")
+        self._len = length
+
     def copy(self) -> "KVCache":
         """An independent cache with the same contents (beam search forks prefixes)."""
         other = KVCache.__new__(KVCache)

@@ -47,6 +47,13 @@ class StepwiseModel:
         ids = self.vocab.id_array([token_id], "decode id")
         return self._forward(ids, np.array([len(cache)]), cache), cache
 
+    def feed(self, ids, cache: KVCache) -> ForwardTrace:
+        """Feed known tokens at the next positions in one pass, causal among themselves (a
+        Prefill that continues a cache: a speculative draft's verification); the cache
+        grows by len(ids) (in place)."""
+        ids = self.vocab.id_array(ids, "fed ids")
+        return self._forward(ids, np.arange(len(cache), len(cache) + len(ids)), cache)
+
     def full_forward(self, ids) -> ForwardTrace:
         """The reference: recompute every position of `ids` from scratch, no cache reuse."""
         ids = self.vocab.id_array(ids, "ids")

@@ -1,0 +1,218 @@
+"""Speculative decoding: the prompt-lookup drafter, one-pass verification, greedy identity
+with plain decoding, the sampling rule's distribution, and the cache rolled back."""
+
+from __future__ import annotations
+
+import functools
+import math
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from explorer.core.errors import SettingError
+from explorer.core.generate import cache_from_traces, generate
+from explorer.core.layers import softmax
+from explorer.core.sampling import SamplingConfig
+from explorer.core.speculative import prompt_lookup, prompt_lookup_draft, speculative_generate
+from explorer.core.teaching import load_teaching_model
+from explorer.lessons import all_lessons
+from explorer.lessons.lesson_models import installed_name
+
+TEACHING = load_teaching_model()
+
+
+# ---------------------------------------------------------------------------- the drafter
+
+def test_prompt_lookup_copies_what_followed_the_earliest_occurrence_of_the_last_ngram():
+    #        0  1  2  3  4  5  6  7  8
+    ctx = [7, 8, 9, 1, 7, 8, 2, 7, 8]
+    assert prompt_lookup_draft(ctx, 3, ngram=2) == (9, 1, 7)     # (7, 8) first at 0: then 9 1 7
+    assert prompt_lookup_draft(ctx, 1, ngram=2) == (9,)
+    assert prompt_lookup_draft([5, 6, 7, 6], 4, ngram=2) == (7, 6)  # no (7, 6) before: 1-gram 6 at 1
+    assert prompt_lookup_draft([1, 2, 3, 4], 3, ngram=3) == ()      # nothing repeats: no draft
+    assert prompt_lookup_draft([4, 4, 4], 5, ngram=2) == (4,)       # (4, 4) at 0: what follows it
+    assert prompt_lookup_draft([3], 2) == ()
+
+
+def test_bad_settings_are_named():
+    with pytest.raises(SettingError, match="k = 0"):
+        speculative_generate(TEACHING, [1, 2], k=0)
+    with pytest.raises(SettingError, match="ngram = 0"):
+        prompt_lookup(0)
+
+
+# ---------------------------------------------------------------------------- greedy identity
+
+def _same_as_plain(model, prompt, config, k, ngram=2, check=False):
+    spec = speculative_generate(model, prompt, config, k=k, drafter=prompt_lookup(ngram), check_recompute=check)
+    plain = generate(model, prompt, config, check_recompute=False)
+    assert spec.output_ids == plain.output_ids
+    assert (spec.finish_reason, spec.output_text) == (plain.finish_reason, plain.output_text)
+    assert spec.cache_len == plain.cache_len == len(spec.visible_ids) - 1
+    return spec
+
+
+def _greedy_lesson_scenarios():
+    for lesson in all_lessons():
+        for name, spec in lesson.scenarios:
+            if installed_name(spec.model) is not None:
+                continue
+            s = lesson._scenario(name, spec)
+            greedy = s.config.mode == "greedy" or (s.config.mode == "sample" and s.config.temperature <= 0)
+            if greedy and not s.overrides and s.cancel_after is None:
+                yield f"{lesson.id}/{name}", s
+
+
+GREEDY_SCENARIOS = list(_greedy_lesson_scenarios())
+
+
+def test_every_greedy_lesson_prompt_is_found():
+    assert len(GREEDY_SCENARIOS) >= 10
+
+
+@pytest.mark.parametrize("k", [1, 3])
+def test_greedy_verification_gives_plain_greedy_on_every_lesson_prompt(k):
+    for where, s in GREEDY_SCENARIOS:
+        try:
+            _same_as_plain(s.model, s.prompt_ids, s.config, k)
+        except AssertionError as exc:
+            raise AssertionError(f"{where}: {exc}") from None
+
+
+@settings(max_examples=60, deadline=None)
+@given(prompt=st.lists(st.integers(0, 6), min_size=1, max_size=14), k=st.integers(1, 6),
+       ngram=st.integers(1, 3), new=st.integers(1, 14))
+def test_greedy_verification_gives_plain_greedy_on_random_prompts(prompt, k, ngram, new):
+    lengths = []
+    spec = speculative_generate(TEACHING, prompt, SamplingConfig(max_new_tokens=new), k=k,
+                                drafter=prompt_lookup(ngram), check_recompute=False,
+                                on_pass=lambda p, cache: lengths.append((len(cache), tuple(cache.ids))))
+    plain = generate(TEACHING, prompt, SamplingConfig(max_new_tokens=new), check_recompute=False)
+    assert spec.output_ids == plain.output_ids and spec.finish_reason == plain.finish_reason
+    produced = np.cumsum([len(p.new_ids) for p in spec.passes])
+    for (cached, ids), count in zip(lengths, produced):     # one-off rule after every pass
+        assert cached == len(prompt) + count - 1 and ids == spec.visible_ids[:cached]
+
+
+def test_a_repetitive_prompt_takes_fewer_passes_with_the_same_output():
+    spec = _same_as_plain(TEACHING, [1, 1, 3, 4], SamplingConfig(max_new_tokens=12), k=3, check=True)
+    assert spec.output_ids == (3, 5) * 6
+    assert len(spec.passes) < len(spec.output_ids) and spec.passes_saved == len(spec.output_ids) - len(spec.passes)
+    assert max(spec.accepted_counts) == 3 and 0 in spec.accepted_counts      # kept and rejected drafts
+    assert spec.max_recompute_diff < 1e-12                                   # every row of every pass
+    verify = next(p for p in spec.verify_passes if p.accepted == 3)
+    assert verify.trace.logits.shape == (4, 7) and verify.new_ids == verify.draft + (verify.model_id,)
+    mask = verify.trace.layers[0].mask                                       # [4, t]: causal inside the draft
+    n = verify.cache_len_before
+    assert mask[:, n:].tolist() == np.tril(np.ones((4, 4), bool)).tolist() and mask[:, :n].all()
+
+
+def test_cache_after_a_rejected_draft_equals_plain_decoding_at_that_length():
+    config = SamplingConfig(max_new_tokens=12)
+    snapshots = []
+
+    def keep(p, cache):
+        snapshots.append((p, cache.ids, [(cache.keys(0).copy(), cache.values(0).copy())]))
+
+    spec = speculative_generate(TEACHING, [1, 1, 3, 4], config, k=3, on_pass=keep)
+    plain = generate(TEACHING, [1, 1, 3, 4], config, check_recompute=False)
+    rolled = [(p, ids, kv) for p, ids, kv in snapshots if p.rejected]
+    assert rolled
+    for p, ids, [(keys, values)] in rolled:
+        assert p.cache_len_written > p.cache_len_after == len(ids)
+        steps = p.cache_len_after - len(spec.prompt_ids) + 1       # plain steps that wrote as much
+        reference = cache_from_traces(TEACHING, [s.trace for s in plain.steps[:steps]])
+        assert len(reference) == len(ids) and reference.ids.tolist() == ids.tolist()
+        np.testing.assert_allclose(keys, reference.keys(0), atol=1e-12)
+        np.testing.assert_allclose(values, reference.values(0), atol=1e-12)
+        # the pass's own record of the rejected K/V stays what that pass computed
+        written = p.trace.layers[0].k.shape[1]
+        assert written == len(p.input_ids) == p.cache_len_written - p.cache_len_before
+
+
+def test_greedy_identity_on_smollm2(smollm2):
+    prompts = ["January, February, March, April, May, June, July, August, September, October, November, "
+               "December. January, February,",
+               "x = [1, 2, 3, 4, 5, 6, 7, 8, 9, 10]\ny = [1, 2, 3, 4,"]
+    config = SamplingConfig(max_new_tokens=10)
+    runs = [_same_as_plain(smollm2, smollm2.vocab.encode(text), config, k=4, check=i == 0)
+            for i, text in enumerate(prompts)]
+    assert runs[0].max_recompute_diff < 1e-3                 # float32 logits of magnitude ~20
+    assert all(r.passes_saved > 0 for r in runs)             # the repetition lets drafts through
+
+
+# ---------------------------------------------------------------------------- sampling
+
+def _exact_sequence_probs(model, prompt, new: int) -> dict[tuple, float]:
+    """P(output) of every output of at most `new` tokens under the model (temperature 1),
+    from full forward passes: the reference the sampled counts are tested against."""
+    probs = {}
+
+    def walk(seq, p):
+        if seq and (seq[-1] in model.vocab.end_ids or len(seq) == new):
+            probs[seq] = p
+            return
+        row = softmax(model.full_forward(list(prompt) + list(seq)).logits[-1])
+        for token, q in enumerate(row):
+            walk(seq + (token,), p * q)
+
+    walk((), 1.0)
+    return probs
+
+
+def _chi_square_ok(counts: dict, probs: dict, n: int) -> tuple[float, float]:
+    """(statistic, critical value at p = 0.001) with cells of expected count < 5 pooled."""
+    big = [s for s in probs if probs[s] * n >= 5]
+    observed = [counts.get(s, 0) for s in big] + [n - sum(counts.get(s, 0) for s in big)]
+    expected = [probs[s] * n for s in big] + [n * (1 - sum(probs[s] for s in big))]
+    stat = sum((o - e) ** 2 / e for o, e in zip(observed, expected) if e > 0)
+    df = len(observed) - 1
+    z = 3.0902                                       # the normal quantile of 0.999 (Wilson–Hilferty)
+    critical = df * (1 - 2 / (9 * df) + z * math.sqrt(2 / (9 * df))) ** 3
+    return stat, critical
+
+
+PROMPT, NEW, SAMPLES = (1, 2, 3, 5, 1, 2), 3, 2500      # 我爱学习！我爱: the drafter proposes 学习！我爱…
+
+
+@functools.cache
+def _sampled_runs():
+    config = SamplingConfig(mode="sample", temperature=1.0, max_new_tokens=NEW)
+    return [speculative_generate(TEACHING, PROMPT, config.with_(seed=seed), k=3, check_recompute=False)
+            for seed in range(SAMPLES)]
+
+
+def _counts(outputs) -> dict:
+    counts = {}
+    for out in outputs:
+        counts[out] = counts.get(out, 0) + 1
+    return counts
+
+
+def test_sampled_speculative_output_has_the_models_distribution():
+    runs = _sampled_runs()
+    accepted = sum(sum(r.accepted_counts) for r in runs)
+    rejected = sum(len(p.rejected) for r in runs for p in r.verify_passes)
+    assert accepted > 300 and rejected > 300                # the drafter is not trivial here
+    stat, critical = _chi_square_ok(_counts(r.output_ids for r in runs),
+                                    _exact_sequence_probs(TEACHING, PROMPT, NEW), SAMPLES)
+    assert stat < critical
+
+
+def test_the_test_sees_a_wrong_rule():
+    """Always keeping the first draft (what greedy-minded code might do) fails the same test."""
+    def kept_draft(run):
+        draft = run.passes[1].draft if len(run.passes) > 1 else ()
+        return (run.output_ids[:1] + draft)[:NEW] if draft else run.output_ids
+
+    stat, critical = _chi_square_ok(_counts(kept_draft(r) for r in _sampled_runs()),
+                                    _exact_sequence_probs(TEACHING, PROMPT, NEW), SAMPLES)
+    assert stat > critical
+
+
+def test_sampling_is_seeded():
+    config = SamplingConfig(mode="sample", temperature=1.0, max_new_tokens=10, seed=7)
+    a = speculative_generate(TEACHING, [1, 2, 3, 5, 1, 2], config, k=3, check_recompute=False)
+    b = speculative_generate(TEACHING, [1, 2, 3, 5, 1, 2], config, k=3, check_recompute=False)
+    assert a.output_ids == b.output_ids and a.accepted_counts == b.accepted_counts
