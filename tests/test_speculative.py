@@ -4,6 +4,7 @@ with plain decoding, the sampling rule's distribution, and the cache rolled back
 from __future__ import annotations
 
 import functools
+import json
 import math
 
 import numpy as np
@@ -216,3 +217,45 @@ def test_sampling_is_seeded():
     a = speculative_generate(TEACHING, [1, 2, 3, 5, 1, 2], config, k=3, check_recompute=False)
     b = speculative_generate(TEACHING, [1, 2, 3, 5, 1, 2], config, k=3, check_recompute=False)
     assert a.output_ids == b.output_ids and a.accepted_counts == b.accepted_counts
+
+
+# ---------------------------------------------------------------------------- explorer trace --speculative
+
+def _cli(capsys, *argv):
+    from explorer.cli import main
+    code = main(list(argv))
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_trace_speculative_prints_the_accepted_counts_per_pass(capsys):
+    code, out, _ = _cli(capsys, "trace", "--prompt-ids", "1,1,3,4", "--speculative", "3", "--max-new-tokens", "12")
+    assert code == 0
+    assert "accepted per verify pass: [0, 0, 0, 2, 3, 0]" in out
+    assert "forward passes: 7 instead of 12 (one per output token): 5 saved" in out
+    row = next(line for line in out.splitlines() if line.startswith("Verify 1 "))
+    assert "0 of 2" in row and "7 → 5" in row            # two drafted tokens rejected, cache rolled back
+    code, out, _ = _cli(capsys, "trace", "--prompt-ids", "1,1,3,4", "--speculative", "3", "--max-new-tokens", "12",
+                        "--lang", "zh")
+    assert "每次验证接受的草稿数：[0, 0, 0, 2, 3, 0]" in out and "3个中3个" in out
+
+
+def test_trace_speculative_json_has_the_passes(capsys):
+    code, out, _ = _cli(capsys, "trace", "--prompt-ids", "1,1,3,4", "--speculative", "3", "--max-new-tokens", "12",
+                        "--json")
+    data = json.loads(out)
+    plain = generate(TEACHING, [1, 1, 3, 4], SamplingConfig(max_new_tokens=12), check_recompute=False)
+    assert data["output_ids"] == list(plain.output_ids)
+    assert data["accepted_counts"] == [0, 0, 0, 2, 3, 0] == [p["accepted"] for p in data["passes"][1:]]
+    assert data["forward_passes"] == 7 and data["plain_forward_passes"] == 12
+    first = data["passes"][1]
+    assert (first["draft"], first["rejected"], first["cache_len_written"], first["cache_len_after"]) == \
+           ([4, 3], [4, 3], 7, 5)
+
+
+def test_trace_speculative_refuses_what_it_cannot_do(capsys):
+    assert _cli(capsys, "trace", "--speculative", "0")[0] != 0
+    code, _, err = _cli(capsys, "trace", "--speculative", "2", "--force", "0:3")
+    assert code != 0 and "--force" in err and "Traceback" not in err
+    code, _, err = _cli(capsys, "trace", "--speculative", "2", "--mode", "beam")
+    assert code != 0 and "beam" in err

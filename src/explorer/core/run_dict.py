@@ -85,3 +85,34 @@ def search_to_dict(result: SearchResult, vocab: Vocabulary, evaluator: str) -> d
             "nodes": [{"id": n.node_id, "parent": n.parent_id, "token_id": n.token_id,
                        "text": None if n.token_id is None else vocab.piece_text(n.token_id), "depth": n.depth,
                        "prob": n.prob, "score": n.score, "status": n.status} for n in result.nodes]}
+
+
+def speculative_to_dict(run, vocab: Vocabulary) -> dict:
+    """A SpeculativeRun: the run's tokens and finish, then every pass with its draft, the
+    accepted count, the rejected tokens, the model's own token and the cache rolled back."""
+    passes = []
+    for p in run.passes:
+        passes.append({
+            "index": p.index, "phase": p.phase, "input_ids": list(p.input_ids), "positions": list(p.positions),
+            "draft": list(p.draft), "accepted": p.accepted, "rejected": list(p.rejected),
+            "model_id": p.model_id, "model_text": vocab.piece_text(p.model_id),
+            "new_ids": list(p.new_ids), "passes_saved": p.passes_saved,
+            "u": [d.u for d in p.distributions],
+            "cache_len_before": p.cache_len_before, "cache_len_written": p.cache_len_written,
+            "cache_len_after": p.cache_len_after,
+            "recompute_max_abs_diff": p.recompute_max_abs_diff, "forward_ms": p.seconds * 1000,
+        })
+    stop = run.stop_match
+    return {
+        "model": run.model_name, "speculative_k": run.k,
+        "prompt_ids": list(run.prompt_ids), "output_ids": list(run.output_ids), "output_text": run.output_text,
+        "finish_reason": run.finish_reason, "incomplete": run.incomplete,
+        "stop_match": None if stop is None else {"text": stop.text, "char_index": stop.char_index,
+                                                 "step": stop.step},
+        "visible_count": len(run.visible_ids), "cache_len": run.cache_len,
+        "accepted_counts": list(run.accepted_counts), "drafted": run.drafted,
+        "acceptance_rate": run.acceptance_rate, "forward_passes": len(run.passes),
+        "plain_forward_passes": len(run.output_ids), "passes_saved": run.passes_saved,
+        "settings": _settings(run),
+        "passes": passes,
+    }

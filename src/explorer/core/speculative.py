@@ -46,6 +46,7 @@ from .trace import ForwardTrace
 DEFAULT_K = 4          # tokens drafted per pass
 DEFAULT_NGRAM = 2      # longest n-gram looked up (Hugging Face's max_matching_ngram_size)
 MAX_K = 64             # a verify pass feeds k + 1 tokens; more than this is no longer "a few"
+MAX_NGRAM = 16         # longer n-grams almost never repeat word for word
 
 Drafter = Callable[[tuple, int], tuple]   # (visible ids, k) -> up to k drafted ids
 
@@ -69,8 +70,9 @@ def prompt_lookup_draft(context, k: int, ngram: int = DEFAULT_NGRAM) -> tuple[in
 
 def prompt_lookup(ngram: int = DEFAULT_NGRAM) -> Drafter:
     """The prompt-lookup drafter with n-grams up to `ngram` tokens long."""
-    if isinstance(ngram, bool) or not isinstance(ngram, int) or ngram < 1:
-        raise SettingError(f"ngram = {ngram!r}: expected an integer >= 1 (the longest n-gram looked up)")
+    if isinstance(ngram, bool) or not isinstance(ngram, int) or not 1 <= ngram <= MAX_NGRAM:
+        raise SettingError(f"ngram = {ngram!r}: expected an integer from 1 to {MAX_NGRAM} "
+                           "(the longest n-gram looked up)")
     return lambda context, k: prompt_lookup_draft(context, k, ngram)
 
 
@@ -129,6 +131,11 @@ class SpeculativeRun:
     @property
     def incomplete(self) -> bool:
         return self.finish_reason in INCOMPLETE
+
+    @property
+    def overrides(self) -> dict:
+        """None: speculative decoding verifies the model's own choices, it forces none."""
+        return {}
 
     @property
     def verify_passes(self) -> tuple[Pass, ...]:
