@@ -259,3 +259,41 @@ def test_trace_speculative_refuses_what_it_cannot_do(capsys):
     assert code != 0 and "--force" in err and "Traceback" not in err
     code, _, err = _cli(capsys, "trace", "--speculative", "2", "--mode", "beam")
     assert code != 0 and "beam" in err
+
+
+# ---------------------------------------------------------------------------- the lesson and its timeline
+
+def test_the_speculative_lesson_plays_the_course_numbers():
+    from explorer.lessons import load_lesson
+    session = load_lesson("speculative").build_session()
+    run = session.scenario_results()[0][0]
+    plain = generate(TEACHING, [1, 1, 3, 4], SamplingConfig(max_new_tokens=12), check_recompute=False)
+    assert run.output_ids == plain.output_ids == (3, 5) * 6
+    assert len(run.steps) == 7 and [s.accepted for s in run.steps[1:]] == [0, 0, 0, 2, 3, 0]
+    first = run.steps[1]
+    assert (first.draft, first.rejected, first.cache_len_written, first.cache_len_after) == ((4, 3), (4, 3), 7, 5)
+    assert first.trace.layers[0].mask.shape == (3, 7) and first.logits_position == 4
+    assert run.max_recompute_diff < 1e-12
+
+
+def test_the_timeline_marks_verify_passes_and_kept_and_rejected_tokens(qtbot):
+    from explorer.lessons import load_lesson
+    from explorer.ui.timeline import TimelinePanel
+    session = load_lesson("speculative").build_session()
+    panel = TimelinePanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(1200, 400)
+    panel.show()
+    qtbot.waitExposed(panel)
+    assert panel.chip_labels()[:3] == ["Prefill", "Verify 1", "Verify 2"]
+    session.last()
+
+    def row(r):
+        return [panel.table.item(r, c).text() for c in range(panel.table.columnCount())]
+
+    assert row(1)[0] == "Verify 1" and "学习 你 学习" in row(1)[1] and "4, 5, 6" in row(1)[2]
+    assert "(rolled back from 7)" in row(1)[3]
+    assert "✓ none ✗ 你 学习 → ！ (5)" in row(1)[5]
+    assert "✓ 学习 ！ ✗ none → 学习 (3)" in row(4)[5] and "rolled back" not in row(4)[3]
+    session.set_lang("zh")
+    assert "（从7回退）" in row(1)[3] and "✓ 无 ✗ 你 学习" in row(1)[5]

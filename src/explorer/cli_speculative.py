@@ -23,7 +23,6 @@ add_messages({
     "spec.col.kv": {"en": "cache written → kept", "zh": "缓存写入→保留"},
     "spec.col.saved": {"en": "passes saved", "zh": "省下的前向"},
     "spec.accepted_of": {"en": "{a} of {k}", "zh": "{k}个中{a}个"},
-    "spec.none": {"en": "-", "zh": "-"},
     "spec.heading": {"en": "speculative decoding: up to {k} drafted tokens per pass (prompt lookup, n-grams up to {n})",
                      "zh": "投机解码：每次前向最多验证{k}个草稿Token（提示查找，n-gram最长{n}）"},
     "spec.accepted_counts": {"en": "accepted per verify pass: {counts}", "zh": "每次验证接受的草稿数：{counts}"},
@@ -73,7 +72,7 @@ def format_speculative(run: SpeculativeRun, vocab: Vocabulary, lang: str = "en",
     """One row per forward pass (the Prefill, then each verify pass), then the accepted
     counts, the acceptance rate and the forward passes saved."""
     pieces = vocab.display_pieces
-    none = tr("spec.none", lang)
+    none = "-"
     rows = []
     for p in run.passes:
         verify = p.phase == "verify"

@@ -35,7 +35,7 @@ from typing import Callable
 import numpy as np
 
 from .errors import SettingError
-from .generate import finish_check, recompute_diff
+from .generate import Run, Step, finish_check, recompute_diff
 from .kvcache import KVCache
 from .limits import check_prompt_length
 from .protocol import LanguageModel
@@ -286,3 +286,38 @@ def _checked_k(k) -> int:
     if isinstance(k, bool) or not isinstance(k, int) or not 1 <= k <= MAX_K:
         raise SettingError(f"k = {k!r}: expected an integer from 1 to {MAX_K} (tokens drafted per pass)")
     return k
+
+
+@dataclass(frozen=True)
+class VerifyStep(Step):
+    """A verify pass as a step of a Run (what the panels draw): fed the last selected token
+    and the draft; `selected_id` is the last token it added to the output."""
+
+    draft: tuple[int, ...] = ()
+    accepted: int = 0
+    new_ids: tuple[int, ...] = ()
+    cache_len_written: int = 0      # before the rollback
+
+    @property
+    def rejected(self) -> tuple[int, ...]:
+        return self.draft[self.accepted:]
+
+    @property
+    def logits_position(self) -> int:
+        """The row that chose the last new token: the first disagreement, or the bonus row."""
+        return self.positions[0] + len(self.new_ids) - 1
+
+
+def as_run(run: SpeculativeRun) -> Run:
+    """The speculative run as a Run whose steps are its forward passes (the Prefill, then
+    one VerifyStep per verify pass), so the timeline, cache, attention and distribution
+    panels show it; the one-off rule holds after every pass (visible = cache + 1)."""
+    steps = []
+    for p in run.passes:
+        fields = (p.index, "prefill" if p.index == 0 else "verify", p.input_ids, p.positions, p.cache_len_before,
+                  p.cache_len_after, p.trace, p.distributions[-1], p.new_ids[-1], False, p.recompute_max_abs_diff,
+                  p.seconds)
+        steps.append(Step(*fields) if p.index == 0 else
+                     VerifyStep(*fields, p.draft, p.accepted, p.new_ids, p.cache_len_written))
+    return Run(run.model_name, run.prompt_ids, tuple(steps), run.output_ids, run.finish_reason, run.config,
+               run.output_text, {}, run.stop_match)

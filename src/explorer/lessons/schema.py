@@ -18,6 +18,7 @@ from ..core.userfile import check_nesting, parse_problem, read_user_text
 from ..core.sampling import SamplingConfig
 from ..core.generate import generate
 from ..core.search import SearchSpec
+from ..core.speculative import MAX_K
 from ..core.tools import continue_after_tool
 from ..i18n import LANGS
 from ..model_registry import MODELS, installed_path
@@ -55,6 +56,7 @@ class ScenarioSpec:
     forces: dict = field(default_factory=dict)     # step -> id
     cancel_after: int | None = None                # the user cancels after this many steps
     after_tool: tuple[str, tuple] | None = None    # (scenario whose tool call the host answered, result tokens)
+    speculative: int = 0                           # k > 0: speculative decoding, k drafted tokens per pass
 
 
 @dataclass(frozen=True)
@@ -140,7 +142,7 @@ class Lesson:
                            prompt_ids=self._after_tool(name, spec.after_tool, vocab))
         prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
         return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())),
-                        spec.cancel_after, name)
+                        spec.cancel_after, name, spec.speculative)
 
 
     def _after_tool(self, name: str, after: tuple[str, tuple], vocab) -> tuple[int, ...]:
@@ -223,8 +225,9 @@ def lesson_id(path: Path) -> str:
 
 
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
-            "settings", "forces", "scenarios", "evaluators", "frames", "checks")
-SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool")
+            "settings", "forces", "scenarios", "evaluators", "frames", "checks", "speculative")
+SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool",
+                 "speculative")
 FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search")
 SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
@@ -334,7 +337,12 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None,
     if cancel_after is not None and (not isinstance(cancel_after, int) or isinstance(cancel_after, bool)
                                      or cancel_after < 1):
         r.fail(at("cancel_after"), f"{cancel_after!r}: expected a number of steps >= 1 (the user cancels after them)")
-    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool)
+    speculative = d.get("speculative", base.speculative if base else 0)
+    if (not isinstance(speculative, int) or isinstance(speculative, bool) or not 0 <= speculative <= MAX_K
+            or (speculative and forces)):
+        r.fail(at("speculative"), f"{speculative!r}: expected the tokens drafted per pass, 1 to {MAX_K} (0 = off), "
+                                  "on a scenario without forces (speculative decoding verifies the model's own choices)")
+    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool, speculative)
 
 
 def _number(r: _Reader, value, where: str) -> float:

@@ -33,6 +33,7 @@ from ..core.errors import SettingError
 from ..core.generate import Run, Step, generate
 from ..core.protocol import LanguageModel
 from ..core.sampling import SamplingConfig
+from ..core.speculative import as_run, speculative_generate
 from ..core.usage import count_usage
 from ..core.vote import self_consistency
 from ..i18n import LANGS
@@ -53,6 +54,7 @@ class Scenario:
     overrides: tuple[tuple[int, int], ...] = ()      # (step, forced id), sorted
     cancel_after: int | None = None                  # the user cancels after this many steps (a lesson's case)
     name: str = ""                                   # a lesson's name for it ("base", ...); "" otherwise
+    speculative: int = 0                             # k > 0: decoded speculatively, k drafted tokens a pass
 
 
 @dataclass(frozen=True)
@@ -401,9 +403,13 @@ class Session:
             reuse = next((r for k, r in {**known, **runs}.items()
                           if k.model is s.model and k.prompt_ids == s.prompt_ids), None)
             progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
-            runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
-                               check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
-                               on_step=progress)
+            if s.speculative and not s.overrides:       # a what-if decodes plainly
+                runs[s] = as_run(speculative_generate(s.model, s.prompt_ids, s.config, k=s.speculative,
+                                                      check_recompute=check))
+            else:
+                runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
+                                   check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
+                                   on_step=progress)
             done += s.config.max_new_tokens
             if s.config.mode == "beam":
                 beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
@@ -434,7 +440,7 @@ def _apply_user(s: Scenario, u: _UserLayer) -> Scenario:
     config = s.config.with_(**u.config) if u.config else s.config
     overrides = dict(s.overrides) | u.overrides
     return Scenario(u.model or s.model, u.prompt if u.prompt is not None else s.prompt_ids,
-                    config, tuple(sorted(overrides.items())), s.cancel_after, s.name)
+                    config, tuple(sorted(overrides.items())), s.cancel_after, s.name, s.speculative)
 
 
 def _cancel_after(steps: int | None, cancel: Callable[[], bool] | None) -> Callable[[], bool] | None:

@@ -13,6 +13,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePoli
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..core.elide import ENDS, elided, elided_indexes, elided_list
+from ..core.speculative import VerifyStep
 from ..i18n import add_messages, tr
 from ..session.narration import finish_text, frame_usage, shown_text
 from .panel import Panel
@@ -29,6 +30,10 @@ add_messages({
     "timeline.prefill": {"en": "Prefill", "zh": "Prefill"},
     "timeline.decode": {"en": "Decode {n}", "zh": "Decode {n}"},
     "timeline.stop": {"en": "Stop: {reason}", "zh": "停止：{reason}"},
+    "timeline.verify": {"en": "Verify {n}", "zh": "验证{n}"},
+    "timeline.verify.selected": {"en": "draft {draft}: ✓ {kept} ✗ {rejected} → {piece} ({id})",
+                                 "zh": "草稿{draft}：✓ {kept} ✗ {rejected} → {piece}（{id}）"},
+    "timeline.verify.kv": {"en": "{pieces} (rolled back from {written})", "zh": "{pieces}（从{written}回退）"},
     "timeline.chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
     "timeline.counts": {"en": "visible sequence {visible}  ·  in cache {cache}  ·  text shown {chars} characters",
                         "zh": "可见序列 {visible}  ·  已进缓存 {cache}  ·  显示文字 {chars}个字符"},
@@ -65,7 +70,7 @@ def speed_text(run, lang: str) -> str:
     values = dict(prefill=_ms(prefill.seconds), n=len(prefill.input_ids))
     if not decodes:
         return tr("timeline.speed.prefill_only", lang, **values)
-    per_token = sum(s.seconds for s in decodes) / len(decodes)
+    per_token = sum(s.seconds for s in decodes) / (len(run.output_ids) - 1)   # a verify pass may add several
     rate = "∞" if per_token <= 0 else f"{1 / per_token:,.0f}" if per_token < 0.1 else f"{1 / per_token:.1f}"
     return tr("timeline.speed", lang, decode=_ms(per_token), rate=rate, **values)
 
@@ -334,8 +339,9 @@ class TimelinePanel(Panel):
         s, run, frame = self.session, self.session.run, self.session.frame
         vocab = s.model.vocab
         pieces = vocab.display_pieces
-        labels = [self.tr("timeline.prefill")] + [self.tr("timeline.decode", n=i)
-                                                  for i in range(1, len(run.steps))]
+        labels = [self.tr("timeline.prefill")] + [self.tr("timeline.verify" if isinstance(step, VerifyStep)
+                                                          else "timeline.decode", n=step.index)
+                                                  for step in run.steps[1:]]
         labels.append(self.tr("timeline.stop", reason=run.finish_reason))
         current = -2 if frame.step is None else (len(labels) - 1 if frame.kind == "stop" else frame.step)
         t = self.theme
@@ -355,9 +361,13 @@ class TimelinePanel(Panel):
             selected = "" if not picked else (
                 f"{vocab.display_piece(step.selected_id)} ({step.selected_id})"
                 + (self.tr("timeline.forced") if step.forced else ""))
+            kv = pieces(run.visible_ids[:step.cache_len_after], ENDS)
+            if isinstance(step, VerifyStep):
+                selected = selected and self._verified(step, vocab)
+                if step.cache_len_written > step.cache_len_after:
+                    kv = self.tr("timeline.verify.kv", pieces=kv, written=step.cache_len_written)
             rows.append([labels[step.index], f"{pieces(step.input_ids, ENDS)}  {elided_list(step.input_ids)}",
-                         elided([str(p) for p in step.positions], ", "),
-                         pieces(run.visible_ids[:step.cache_len_after], ENDS),
+                         elided([str(p) for p in step.positions], ", "), kv,
                          self.tr("timeline.chooser", p=step.logits_position),
                          selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"])
         if frame.kind == "stop":
@@ -367,6 +377,13 @@ class TimelinePanel(Panel):
         if self.on_slide:
             self._fit_columns()
             self._drop_rows_without_room(rows)
+
+    def _verified(self, step: VerifyStep, vocab) -> str:
+        """A verify pass's choice: its draft, the kept (✓) and rejected (✗) tokens, the model's own."""
+        def shown(ids):
+            return vocab.display_pieces(ids) if ids else self.tr("spec.none")
+        return self.tr("timeline.verify.selected", draft=shown(step.draft), kept=shown(step.draft[:step.accepted]),
+                       rejected=shown(step.rejected), piece=vocab.display_piece(step.selected_id), id=step.selected_id)
 
     def _fill(self, rows) -> None:
         table = self.table
