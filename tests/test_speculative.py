@@ -293,7 +293,7 @@ def test_the_timeline_marks_verify_passes_and_kept_and_rejected_tokens(qtbot):
 
     assert row(1)[0] == "Verify 1" and "学习 你 学习" in row(1)[1] and "4, 5, 6" in row(1)[2]
     assert "(rolled back from 7)" in row(1)[3]
-    assert "✓ none ✗ 你 学习 → ！ (5)" in row(1)[5]
-    assert "✓ 学习 ！ ✗ none → 学习 (3)" in row(4)[5] and "rolled back" not in row(4)[3]
+    assert "✓ – ✗ 你 学习 → ！ (5)" in row(1)[5]
+    assert "✓ 学习 ！ ✗ – → 学习 (3)" in row(4)[5] and "rolled back" not in row(4)[3]
     session.set_lang("zh")
-    assert "（从7回退）" in row(1)[3] and "✓ 无 ✗ 你 学习" in row(1)[5]
+    assert "（从7回退）" in row(1)[3] and "✓ – ✗ 你 学习 → ！（5）" in row(1)[5]

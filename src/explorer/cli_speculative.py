@@ -15,7 +15,6 @@ from .session.narration import finish_text
 from .texttable import format_table
 
 add_messages({
-    "spec.phase.verify": {"en": "Verify {n}", "zh": "验证{n}"},
     "spec.col.draft": {"en": "draft", "zh": "草稿"},
     "spec.col.accepted": {"en": "accepted", "zh": "接受"},
     "spec.col.rejected": {"en": "rejected", "zh": "拒绝"},
@@ -76,7 +75,7 @@ def format_speculative(run: SpeculativeRun, vocab: Vocabulary, lang: str = "en",
     rows = []
     for p in run.passes:
         verify = p.phase == "verify"
-        rows.append([tr("spec.phase.verify", lang, n=p.index) if verify else tr("phase.prefill", lang),
+        rows.append([tr("phase.verify", lang, n=p.index) if verify else tr("phase.prefill", lang),
                      f"{pieces(p.input_ids, ENDS)} {elided_list(p.input_ids)}",
                      elided([str(x) for x in p.positions], ","),
                      pieces(p.draft) if p.draft else none,

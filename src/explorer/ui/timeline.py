@@ -30,9 +30,8 @@ add_messages({
     "timeline.prefill": {"en": "Prefill", "zh": "Prefill"},
     "timeline.decode": {"en": "Decode {n}", "zh": "Decode {n}"},
     "timeline.stop": {"en": "Stop: {reason}", "zh": "停止：{reason}"},
-    "timeline.verify": {"en": "Verify {n}", "zh": "验证{n}"},
-    "timeline.verify.selected": {"en": "draft {draft}: ✓ {kept} ✗ {rejected} → {piece} ({id})",
-                                 "zh": "草稿{draft}：✓ {kept} ✗ {rejected} → {piece}（{id}）"},
+    "timeline.verify.selected": {"en": "✓ {kept} ✗ {rejected} → {piece} ({id})",
+                                 "zh": "✓ {kept} ✗ {rejected} → {piece}（{id}）"},
     "timeline.verify.kv": {"en": "{pieces} (rolled back from {written})", "zh": "{pieces}（从{written}回退）"},
     "timeline.chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
     "timeline.counts": {"en": "visible sequence {visible}  ·  in cache {cache}  ·  text shown {chars} characters",
@@ -339,7 +338,7 @@ class TimelinePanel(Panel):
         s, run, frame = self.session, self.session.run, self.session.frame
         vocab = s.model.vocab
         pieces = vocab.display_pieces
-        labels = [self.tr("timeline.prefill")] + [self.tr("timeline.verify" if isinstance(step, VerifyStep)
+        labels = [self.tr("timeline.prefill")] + [self.tr("phase.verify" if isinstance(step, VerifyStep)
                                                           else "timeline.decode", n=step.index)
                                                   for step in run.steps[1:]]
         labels.append(self.tr("timeline.stop", reason=run.finish_reason))
@@ -363,7 +362,8 @@ class TimelinePanel(Panel):
                 + (self.tr("timeline.forced") if step.forced else ""))
             kv = pieces(run.visible_ids[:step.cache_len_after], ENDS)
             if isinstance(step, VerifyStep):
-                selected = selected and self._verified(step, vocab)
+                if selected and step.draft:                   # without a draft it was a plain Decode
+                    selected = self._verified(step, vocab)
                 if step.cache_len_written > step.cache_len_after:
                     kv = self.tr("timeline.verify.kv", pieces=kv, written=step.cache_len_written)
             rows.append([labels[step.index], f"{pieces(step.input_ids, ENDS)}  {elided_list(step.input_ids)}",
@@ -379,10 +379,10 @@ class TimelinePanel(Panel):
             self._drop_rows_without_room(rows)
 
     def _verified(self, step: VerifyStep, vocab) -> str:
-        """A verify pass's choice: its draft, the kept (✓) and rejected (✗) tokens, the model's own."""
+        """A verify pass's choice: the kept (✓) and rejected (✗) drafted tokens, then the model's own."""
         def shown(ids):
-            return vocab.display_pieces(ids) if ids else self.tr("spec.none")
-        return self.tr("timeline.verify.selected", draft=shown(step.draft), kept=shown(step.draft[:step.accepted]),
+            return vocab.display_pieces(ids) if ids else "–"
+        return self.tr("timeline.verify.selected", kept=shown(step.draft[:step.accepted]),
                        rejected=shown(step.rejected), piece=vocab.display_piece(step.selected_id), id=step.selected_id)
 
     def _fill(self, rows) -> None:
