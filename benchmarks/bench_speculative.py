@@ -20,7 +20,7 @@ from benchutil import parser, report
 from explorer import model_registry
 from explorer.core.generate import generate
 from explorer.core.sampling import SamplingConfig
-from explorer.core.speculative import prompt_lookup, speculative_generate
+from explorer.core.speculative import acceptance_rate, accepted_counts, prompt_lookup, speculative_generate
 
 CASES = {
     "list": "January, February, March, April, May, June, July, August, September, October, November, "
@@ -59,14 +59,14 @@ def main() -> None:
             spec_times.append(seconds)
             if spec.output_ids != plain.output_ids:
                 raise SystemExit(f"{case}: speculative output differs from plain greedy decoding")
-        counts = spec.accepted_counts
+        counts = accepted_counts(spec)
         plain_ms, spec_ms = statistics.median(plain_times) * 1000, statistics.median(spec_times) * 1000
         rows.append({"case": f"{case}: speculative k={args.k}", "median_ms": spec_ms,
                      "p95_ms": max(spec_times) * 1000, "n": args.repeat,
                      "plain_ms": plain_ms, "speed_up": plain_ms / spec_ms,
-                     "tokens": len(spec.output_ids), "passes": len(spec.passes), "plain_passes": len(plain.steps),
+                     "tokens": len(spec.output_ids), "passes": len(spec.steps), "plain_passes": len(plain.steps),
                      "accepted_per_pass": sum(counts) / len(counts) if counts else 0.0,
-                     "acceptance": spec.acceptance_rate or 0.0, "accepted_counts": " ".join(map(str, counts)),
+                     "acceptance": acceptance_rate(spec) or 0.0, "accepted_counts": " ".join(map(str, counts)),
                      "load_avg": load})
     report(rows, args.json)
 

@@ -15,7 +15,8 @@ from explorer.core.errors import SettingError
 from explorer.core.generate import cache_from_traces, generate
 from explorer.core.layers import softmax
 from explorer.core.sampling import SamplingConfig
-from explorer.core.speculative import prompt_lookup, prompt_lookup_draft, speculative_generate
+from explorer.core.speculative import (acceptance_rate, accepted_counts, passes_saved, prompt_lookup,
+                                       prompt_lookup_draft, speculative_generate, verify_steps)
 from explorer.core.teaching import load_teaching_model
 from explorer.lessons import all_lessons
 from explorer.lessons.lesson_models import installed_name
@@ -88,10 +89,10 @@ def test_greedy_verification_gives_plain_greedy_on_random_prompts(prompt, k, ngr
     lengths = []
     spec = speculative_generate(TEACHING, prompt, SamplingConfig(max_new_tokens=new), k=k,
                                 drafter=prompt_lookup(ngram), check_recompute=False,
-                                on_pass=lambda p, cache: lengths.append((len(cache), tuple(cache.ids))))
+                                on_step=lambda p, cache: lengths.append((len(cache), tuple(cache.ids))))
     plain = generate(TEACHING, prompt, SamplingConfig(max_new_tokens=new), check_recompute=False)
     assert spec.output_ids == plain.output_ids and spec.finish_reason == plain.finish_reason
-    produced = np.cumsum([len(p.new_ids) for p in spec.passes])
+    produced = np.cumsum([1] + [len(p.new_ids) for p in verify_steps(spec)])
     for (cached, ids), count in zip(lengths, produced):     # one-off rule after every pass
         assert cached == len(prompt) + count - 1 and ids == spec.visible_ids[:cached]
 
@@ -99,11 +100,11 @@ def test_greedy_verification_gives_plain_greedy_on_random_prompts(prompt, k, ngr
 def test_a_repetitive_prompt_takes_fewer_passes_with_the_same_output():
     spec = _same_as_plain(TEACHING, [1, 1, 3, 4], SamplingConfig(max_new_tokens=12), k=3, check=True)
     assert spec.output_ids == (3, 5) * 6
-    assert len(spec.passes) < len(spec.output_ids) and spec.passes_saved == len(spec.output_ids) - len(spec.passes)
-    assert max(spec.accepted_counts) == 3 and 0 in spec.accepted_counts      # kept and rejected drafts
+    assert len(spec.steps) < len(spec.output_ids) and passes_saved(spec) == len(spec.output_ids) - len(spec.steps)
+    assert accepted_counts(spec) == (0, 0, 0, 2, 3, 0) and acceptance_rate(spec) == 5 / 10   # 10 drafted      # kept and rejected drafts
     assert spec.max_recompute_diff < 1e-12                                   # every row of every pass
-    verify = next(p for p in spec.verify_passes if p.accepted == 3)
-    assert verify.trace.logits.shape == (4, 7) and verify.new_ids == verify.draft + (verify.model_id,)
+    verify = next(p for p in verify_steps(spec) if p.accepted == 3)
+    assert verify.trace.logits.shape == (4, 7) and verify.new_ids == verify.draft + (verify.selected_id,)
     mask = verify.trace.layers[0].mask                                       # [4, t]: causal inside the draft
     n = verify.cache_len_before
     assert mask[:, n:].tolist() == np.tril(np.ones((4, 4), bool)).tolist() and mask[:, :n].all()
@@ -116,9 +117,9 @@ def test_cache_after_a_rejected_draft_equals_plain_decoding_at_that_length():
     def keep(p, cache):
         snapshots.append((p, cache.ids, [(cache.keys(0).copy(), cache.values(0).copy())]))
 
-    spec = speculative_generate(TEACHING, [1, 1, 3, 4], config, k=3, on_pass=keep)
+    spec = speculative_generate(TEACHING, [1, 1, 3, 4], config, k=3, on_step=keep)
     plain = generate(TEACHING, [1, 1, 3, 4], config, check_recompute=False)
-    rolled = [(p, ids, kv) for p, ids, kv in snapshots if p.rejected]
+    rolled = [(p, ids, kv) for p, ids, kv in snapshots if getattr(p, "rejected", ())]
     assert rolled
     for p, ids, [(keys, values)] in rolled:
         assert p.cache_len_written > p.cache_len_after == len(ids)
@@ -140,7 +141,7 @@ def test_greedy_identity_on_smollm2(smollm2):
     runs = [_same_as_plain(smollm2, smollm2.vocab.encode(text), config, k=4, check=i == 0)
             for i, text in enumerate(prompts)]
     assert runs[0].max_recompute_diff < 1e-3                 # float32 logits of magnitude ~20
-    assert all(r.passes_saved > 0 for r in runs)             # the repetition lets drafts through
+    assert all(passes_saved(r) > 0 for r in runs)             # the repetition lets drafts through
 
 
 # ---------------------------------------------------------------------------- sampling
@@ -193,8 +194,8 @@ def _counts(outputs) -> dict:
 
 def test_sampled_speculative_output_has_the_models_distribution():
     runs = _sampled_runs()
-    accepted = sum(sum(r.accepted_counts) for r in runs)
-    rejected = sum(len(p.rejected) for r in runs for p in r.verify_passes)
+    accepted = sum(sum(accepted_counts(r)) for r in runs)
+    rejected = sum(len(p.rejected) for r in runs for p in verify_steps(r))
     assert accepted > 300 and rejected > 300                # the drafter is not trivial here
     stat, critical = _chi_square_ok(_counts(r.output_ids for r in runs),
                                     _exact_sequence_probs(TEACHING, PROMPT, NEW), SAMPLES)
@@ -204,7 +205,7 @@ def test_sampled_speculative_output_has_the_models_distribution():
 def test_the_test_sees_a_wrong_rule():
     """Always keeping the first draft (what greedy-minded code might do) fails the same test."""
     def kept_draft(run):
-        draft = run.passes[1].draft if len(run.passes) > 1 else ()
+        draft = run.steps[1].draft if len(run.steps) > 1 else ()
         return (run.output_ids[:1] + draft)[:NEW] if draft else run.output_ids
 
     stat, critical = _chi_square_ok(_counts(kept_draft(r) for r in _sampled_runs()),
@@ -216,7 +217,7 @@ def test_sampling_is_seeded():
     config = SamplingConfig(mode="sample", temperature=1.0, max_new_tokens=10, seed=7)
     a = speculative_generate(TEACHING, [1, 2, 3, 5, 1, 2], config, k=3, check_recompute=False)
     b = speculative_generate(TEACHING, [1, 2, 3, 5, 1, 2], config, k=3, check_recompute=False)
-    assert a.output_ids == b.output_ids and a.accepted_counts == b.accepted_counts
+    assert a.output_ids == b.output_ids and accepted_counts(a) == accepted_counts(b)
 
 
 # ---------------------------------------------------------------------------- explorer trace --speculative
@@ -246,9 +247,9 @@ def test_trace_speculative_json_has_the_passes(capsys):
     data = json.loads(out)
     plain = generate(TEACHING, [1, 1, 3, 4], SamplingConfig(max_new_tokens=12), check_recompute=False)
     assert data["output_ids"] == list(plain.output_ids)
-    assert data["accepted_counts"] == [0, 0, 0, 2, 3, 0] == [p["accepted"] for p in data["passes"][1:]]
+    assert data["accepted_counts"] == [0, 0, 0, 2, 3, 0] == [p["accepted"] for p in data["steps"][1:]]
     assert data["forward_passes"] == 7 and data["plain_forward_passes"] == 12
-    first = data["passes"][1]
+    first = data["steps"][1]
     assert (first["draft"], first["rejected"], first["cache_len_written"], first["cache_len_after"]) == \
            ([4, 3], [4, 3], 7, 5)
 

@@ -8,7 +8,9 @@ from .core.elide import ENDS, elided, elided_list
 from .core.errors import SettingError
 from .core.run_dict import speculative_to_dict
 from .core.limits import check_count
-from .core.speculative import DEFAULT_NGRAM, MAX_K, MAX_NGRAM, SpeculativeRun, prompt_lookup, speculative_generate
+from .core.generate import Run
+from .core.speculative import (DEFAULT_NGRAM, MAX_K, MAX_NGRAM, VerifyStep, acceptance_rate, accepted_counts,
+                               passes_saved, prompt_lookup, speculative_generate)
 from .core.vocab import Vocabulary
 from .i18n import add_messages, tr
 from .session.narration import finish_text
@@ -60,46 +62,49 @@ def speculative_output(scenarios, names, args) -> str:
             continue
         run = speculative_generate(s.model, s.prompt_ids, s.config, k=args.speculative, drafter=drafter,
                                    check_recompute=not args.no_check)
-        data.append(speculative_to_dict(run, s.model.vocab))
-        blocks.append(label + format_speculative(run, s.model.vocab, args.lang, args.ngram))
+        data.append(speculative_to_dict(run, s.model.vocab, args.speculative, args.top))
+        blocks.append(label + format_speculative(run, s.model.vocab, args.speculative, args.lang, args.ngram))
     if args.json:
         return json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2)
     return "\n\n".join(blocks)
 
 
-def format_speculative(run: SpeculativeRun, vocab: Vocabulary, lang: str = "en", ngram: int = DEFAULT_NGRAM) -> str:
+def format_speculative(run: Run, vocab: Vocabulary, k: int, lang: str = "en", ngram: int = DEFAULT_NGRAM) -> str:
     """One row per forward pass (the Prefill, then each verify pass), then the accepted
     counts, the acceptance rate and the forward passes saved."""
     pieces = vocab.display_pieces
     none = "-"
     rows = []
-    for p in run.passes:
-        verify = p.phase == "verify"
-        rows.append([tr("phase.verify", lang, n=p.index) if verify else tr("phase.prefill", lang),
-                     f"{pieces(p.input_ids, ENDS)} {elided_list(p.input_ids)}",
-                     elided([str(x) for x in p.positions], ","),
-                     pieces(p.draft) if p.draft else none,
-                     tr("spec.accepted_of", lang, a=p.accepted, k=len(p.draft)) if p.draft else none,
-                     pieces(p.rejected) if p.rejected else none,
-                     f"{p.model_id} {vocab.display_piece(p.model_id)}",
-                     f"{p.cache_len_written} → {p.cache_len_after}",
-                     p.passes_saved,
-                     "-" if p.recompute_max_abs_diff is None else f"{p.recompute_max_abs_diff:.1e}"])
-    headers = [tr(k, lang) for k in ("col.time", "col.input", "col.positions", "spec.col.draft", "spec.col.accepted",
-                                     "spec.col.rejected", "spec.col.model", "spec.col.kv", "spec.col.saved",
-                                     "col.diff")]
-    accepted = sum(run.accepted_counts)
-    rate = "-" if run.acceptance_rate is None else f"{run.acceptance_rate:.0%}"
+    for s in run.steps:
+        verify = isinstance(s, VerifyStep)
+        draft, rejected = (s.draft, s.rejected) if verify else ((), ())
+        own = not verify or len(s.new_ids) > s.accepted           # the last new token is the model's own
+        rows.append([tr("phase.verify", lang, n=s.index) if verify else tr("phase.prefill", lang),
+                     f"{pieces(s.input_ids, ENDS)} {elided_list(s.input_ids)}",
+                     elided([str(x) for x in s.positions], ","),
+                     pieces(draft) if draft else none,
+                     tr("spec.accepted_of", lang, a=s.accepted, k=len(draft)) if draft else none,
+                     pieces(rejected) if rejected else none,
+                     f"{s.selected_id} {vocab.display_piece(s.selected_id)}" if own else none,
+                     f"{s.cache_len_written if verify else s.cache_len_after} → {s.cache_len_after}",
+                     s.passes_saved if verify else 0,
+                     "-" if s.recompute_max_abs_diff is None else f"{s.recompute_max_abs_diff:.1e}"])
+    headers = [tr(key, lang) for key in ("col.time", "col.input", "col.positions", "spec.col.draft",
+                                         "spec.col.accepted", "spec.col.rejected", "spec.col.model", "spec.col.kv",
+                                         "spec.col.saved", "col.diff")]
+    counts = accepted_counts(run)
+    rate = acceptance_rate(run)
     lines = [
-        tr("spec.heading", lang, k=run.k, n=ngram),
+        tr("spec.heading", lang, k=k, n=ngram),
         f"{tr('prompt', lang)}: {pieces(run.prompt_ids)} {list(run.prompt_ids)}",
         "",
         format_table(headers, rows, align_right=(8,)),
         "",
         f"{tr('output', lang)}: {pieces(run.output_ids)} {list(run.output_ids)}  \u2192 {run.output_text!r}",
-        tr("spec.accepted_counts", lang, counts=list(run.accepted_counts)),
-        tr("spec.rate", lang, drafted=run.drafted, accepted=accepted, rate=rate),
-        tr("spec.passes", lang, passes=len(run.passes), plain=len(run.output_ids), saved=run.passes_saved),
+        tr("spec.accepted_counts", lang, counts=list(counts)),
+        tr("spec.rate", lang, drafted=sum(len(s.draft) for s in run.steps if isinstance(s, VerifyStep)),
+           accepted=sum(counts), rate="-" if rate is None else f"{rate:.0%}"),
+        tr("spec.passes", lang, passes=len(run.steps), plain=len(run.output_ids), saved=passes_saved(run)),
         tr("counts", lang, visible=len(run.visible_ids), cache=run.cache_len, chars=len(run.output_text)),
         tr("finish", lang, reason=finish_text(run, lang)),
     ]

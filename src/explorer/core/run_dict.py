@@ -6,6 +6,7 @@ import math
 
 from .generate import Run, Step
 from .search import SearchResult
+from .speculative import VerifyStep, acceptance_rate, accepted_counts, passes_saved
 from .usage import count_usage
 from .vote import Vote
 from .vocab import Vocabulary
@@ -87,32 +88,17 @@ def search_to_dict(result: SearchResult, vocab: Vocabulary, evaluator: str) -> d
                        "prob": n.prob, "score": n.score, "status": n.status} for n in result.nodes]}
 
 
-def speculative_to_dict(run, vocab: Vocabulary) -> dict:
-    """A SpeculativeRun: the run's tokens and finish, then every pass with its draft, the
-    accepted count, the rejected tokens, the model's own token and the cache rolled back."""
-    passes = []
-    for p in run.passes:
-        passes.append({
-            "index": p.index, "phase": p.phase, "input_ids": list(p.input_ids), "positions": list(p.positions),
-            "draft": list(p.draft), "accepted": p.accepted, "rejected": list(p.rejected),
-            "model_id": p.model_id, "model_text": vocab.piece_text(p.model_id),
-            "new_ids": list(p.new_ids), "passes_saved": p.passes_saved,
-            "u": [d.u for d in p.distributions],
-            "cache_len_before": p.cache_len_before, "cache_len_written": p.cache_len_written,
-            "cache_len_after": p.cache_len_after,
-            "recompute_max_abs_diff": p.recompute_max_abs_diff, "forward_ms": p.seconds * 1000,
-        })
-    stop = run.stop_match
-    return {
-        "model": run.model_name, "speculative_k": run.k,
-        "prompt_ids": list(run.prompt_ids), "output_ids": list(run.output_ids), "output_text": run.output_text,
-        "finish_reason": run.finish_reason, "incomplete": run.incomplete,
-        "stop_match": None if stop is None else {"text": stop.text, "char_index": stop.char_index,
-                                                 "step": stop.step},
-        "visible_count": len(run.visible_ids), "cache_len": run.cache_len,
-        "accepted_counts": list(run.accepted_counts), "drafted": run.drafted,
-        "acceptance_rate": run.acceptance_rate, "forward_passes": len(run.passes),
-        "plain_forward_passes": len(run.output_ids), "passes_saved": run.passes_saved,
-        "settings": _settings(run),
-        "passes": passes,
-    }
+
+def speculative_to_dict(run: Run, vocab: Vocabulary, k: int, top_n: int = 10) -> dict:
+    """A speculative Run: `run_to_dict`, each verify step with its draft, accepted count,
+    rejected tokens, new tokens and the cache before the rollback, and the totals."""
+    data = run_to_dict(run, vocab, top_n)
+    for entry, step in zip(data["steps"], run.steps):
+        if isinstance(step, VerifyStep):
+            entry |= {"draft": list(step.draft), "accepted": step.accepted, "rejected": list(step.rejected),
+                      "new_ids": list(step.new_ids), "passes_saved": step.passes_saved,
+                      "cache_len_written": step.cache_len_written}
+    rate = acceptance_rate(run)
+    return data | {"speculative_k": k, "accepted_counts": list(accepted_counts(run)), "acceptance_rate": rate,
+                   "forward_passes": len(run.steps), "plain_forward_passes": len(run.output_ids),
+                   "passes_saved": passes_saved(run)}

@@ -28,7 +28,6 @@ Acceptance.
 
 from __future__ import annotations
 
-import time
 from dataclasses import dataclass, replace
 from typing import Callable
 
@@ -40,7 +39,6 @@ from .kvcache import KVCache
 from .limits import check_prompt_length
 from .protocol import LanguageModel
 from .sampling import Distribution, SamplingConfig, distribution
-from .stopping import INCOMPLETE, StopMatch
 from .trace import ForwardTrace
 
 DEFAULT_K = 4          # tokens drafted per pass
@@ -77,25 +75,16 @@ def prompt_lookup(ngram: int = DEFAULT_NGRAM) -> Drafter:
 
 
 @dataclass(frozen=True)
-class Pass:
-    """One forward pass of a speculative run: the Prefill, or a verify pass."""
+class VerifyStep(Step):
+    """A verify pass as a step of a Run: it fed the last selected token and the draft
+    (`input_ids`, positions n .. n+k); `selected_id` is the last token it added."""
 
-    index: int                      # 0 = prefill
-    phase: str                      # "prefill" | "verify"
-    input_ids: tuple[int, ...]      # fed in: the prompt, or the last selected token + the draft
-    positions: tuple[int, ...]
-    draft: tuple[int, ...]          # drafted tokens checked by this pass (() for the Prefill, or no match)
-    accepted: int                   # how many of them the model kept (a prefix of the draft)
-    model_id: int                   # the model's own token: at the first disagreement, or the bonus
-    new_ids: tuple[int, ...]        # what this pass added to the output: draft[:accepted] + (model_id,),
-                                    # cut where the run stopped
-    distributions: tuple[Distribution, ...]   # how each of new_ids was chosen (its row's logits)
-    cache_len_before: int
-    cache_len_written: int          # after the forward: every fed token's K/V
-    cache_len_after: int            # after the rollback: only the kept ones'
-    trace: ForwardTrace             # logits of every fed position (k + 1 rows)
-    recompute_max_abs_diff: float | None
-    seconds: float
+    draft: tuple[int, ...] = ()         # drafted tokens it checked (() when the drafter found none)
+    accepted: int = 0                   # how many of them the model kept (a prefix of the draft)
+    new_ids: tuple[int, ...] = ()       # what it added to the output: draft[:accepted] + the model's
+                                        # own token, cut where the run stopped
+    distributions: tuple[Distribution, ...] = ()   # how each of new_ids was chosen (its row)
+    cache_len_written: int = 0          # the cache length before the rollback
 
     @property
     def rejected(self) -> tuple[int, ...]:
@@ -107,76 +96,44 @@ class Pass:
         """Forward passes plain decoding would need beyond this one for the same tokens."""
         return len(self.new_ids) - 1
 
-
-@dataclass(frozen=True)
-class SpeculativeRun:
-    model_name: str
-    prompt_ids: tuple[int, ...]
-    passes: tuple[Pass, ...]
-    output_ids: tuple[int, ...]
-    finish_reason: str
-    config: SamplingConfig
-    k: int
-    output_text: str = ""
-    stop_match: StopMatch | None = None
-
     @property
-    def visible_ids(self) -> tuple[int, ...]:
-        return self.prompt_ids + self.output_ids
+    def logits_position(self) -> int:
+        """The row that chose the last new token: the first disagreement, or the bonus row."""
+        return self.positions[0] + len(self.new_ids) - 1
 
-    @property
-    def cache_len(self) -> int:
-        return self.passes[-1].cache_len_after
 
-    @property
-    def incomplete(self) -> bool:
-        return self.finish_reason in INCOMPLETE
+def verify_steps(run: Run) -> tuple[VerifyStep, ...]:
+    return tuple(s for s in run.steps if isinstance(s, VerifyStep))
 
-    @property
-    def overrides(self) -> dict:
-        """None: speculative decoding verifies the model's own choices, it forces none."""
-        return {}
 
-    @property
-    def verify_passes(self) -> tuple[Pass, ...]:
-        return self.passes[1:]
+def accepted_counts(run: Run) -> tuple[int, ...]:
+    """Drafted tokens kept by each verify pass."""
+    return tuple(s.accepted for s in verify_steps(run))
 
-    @property
-    def accepted_counts(self) -> tuple[int, ...]:
-        """Drafted tokens kept by each verify pass."""
-        return tuple(p.accepted for p in self.verify_passes)
 
-    @property
-    def drafted(self) -> int:
-        return sum(len(p.draft) for p in self.verify_passes)
+def acceptance_rate(run: Run) -> float | None:
+    """Kept drafted tokens / drafted tokens; None when nothing was drafted."""
+    drafted = sum(len(s.draft) for s in verify_steps(run))
+    return sum(accepted_counts(run)) / drafted if drafted else None
 
-    @property
-    def acceptance_rate(self) -> float | None:
-        """Kept drafted tokens / drafted tokens; None when nothing was drafted."""
-        return sum(self.accepted_counts) / self.drafted if self.drafted else None
 
-    @property
-    def passes_saved(self) -> int:
-        """Plain decoding needs one forward per output token; this run needed len(passes)."""
-        return len(self.output_ids) - len(self.passes)
-
-    @property
-    def max_recompute_diff(self) -> float | None:
-        diffs = [p.recompute_max_abs_diff for p in self.passes if p.recompute_max_abs_diff is not None]
-        return max(diffs) if diffs else None
+def passes_saved(run: Run) -> int:
+    """Plain decoding needs one forward pass per output token; this run needed one per step."""
+    return len(run.output_ids) - len(run.steps)
 
 
 def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfig = SamplingConfig(), *,
                          k: int = DEFAULT_K, drafter: Drafter | None = None,
                          check_recompute: bool = True, cancel: Callable[[], bool] | None = None,
-                         on_pass: Callable[[Pass, KVCache], None] | None = None) -> SpeculativeRun:
-    """Prefill, then verify passes of up to k drafted tokens each, until a stop criterion
-    holds (the criteria of `generate`, checked after every output token).
+                         on_step: Callable[[Step, KVCache], None] | None = None) -> Run:
+    """A Run of a Prefill step and then verify passes (VerifySteps) of up to k drafted tokens
+    each, until a stop criterion holds (the criteria of `generate`, checked after every
+    output token). The one-off rule holds after every pass: visible = cache + 1.
 
     drafter: (visible ids, k) -> draft; default prompt lookup with n-grams up to 2.
     check_recompute: compare every row of every pass's logits with a full recompute.
-    cancel: asked after every pass. on_pass: called after every pass (and its rollback)
-    with the pass and the live cache (a progress bar; what the cache holds then)."""
+    cancel: asked after every pass. on_step: called after every pass (and its rollback)
+    with the step and the live cache (a progress bar; what the cache holds then)."""
     k = _checked_k(k)
     drafter = drafter or prompt_lookup()
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
@@ -186,11 +143,11 @@ def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfi
     diff = recompute_diff(model, prompt, trace) if check_recompute else None
     dist = distribution(trace.last_logits, config, seen_ids=prompt, step=0)
     output = [dist.selected_id]
-    passes = [Pass(0, "prefill", prompt, tuple(range(len(prompt))), (), 0, dist.selected_id, tuple(output),
-                   (dist,), 0, len(prompt), len(prompt), trace, diff, trace.seconds)]
+    steps = [Step(0, "prefill", prompt, tuple(range(len(prompt))), 0, len(prompt), trace, dist, dist.selected_id,
+                  False, diff, trace.seconds)]
     finish, stop = finish_check(model, output, config, 0)
-    if on_pass is not None:
-        on_pass(passes[-1], cache)
+    if on_step is not None:
+        on_step(steps[-1], cache)
     while finish is None:
         room = min(k, config.max_new_tokens - len(output) - 1)    # the pass adds a token of its own
         draft = tuple(int(t) for t in drafter(prompt + tuple(output), room))[:room]
@@ -198,30 +155,29 @@ def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfi
         before, fed = len(cache), (output[-1],) + draft
         trace = verifier.feed(fed, cache)                          # logits [len(fed), V]
         diff = recompute_diff(model, prompt + tuple(output) + draft, trace) if check_recompute else None
-        chosen = _verified(trace.logits, draft, config, prompt + tuple(output), len(output))
         new = []
-        for token, d in chosen:
+        for token, d in _verified(trace.logits, draft, config, prompt + tuple(output), len(output)):
             output.append(token)
             new.append((token, d))
             finish, stop = finish_check(model, output, config, len(output) - 1)
             if finish is not None:
                 break
-        accepted = _common_prefix([t for t, _ in new], draft)
+        ids, dists = tuple(t for t, _ in new), tuple(d for _, d in new)
         written = len(cache)
         if written > before + len(new):        # the last new token is selected, not processed
             trace = owned(trace)
             cache.truncate(before + len(new))
-        passes.append(Pass(len(passes), "verify", fed, tuple(range(before, written)), draft, accepted,
-                           chosen[-1][0], tuple(t for t, _ in new), tuple(d for _, d in new),
-                           before, written, len(cache), trace, diff, trace.seconds))
-        if on_pass is not None:
-            on_pass(passes[-1], cache)
+        steps.append(VerifyStep(len(steps), "verify", fed, tuple(range(before, written)), before, len(cache), trace,
+                                dists[-1], ids[-1], False, diff, trace.seconds,
+                                draft, _common_prefix(ids, draft), ids, dists, written))
+        if on_step is not None:
+            on_step(steps[-1], cache)
         if finish is None and cancel is not None and cancel():
             finish = "cancelled"
     text = model.vocab.decode(output)
     if stop is not None:
         text = text[:stop.char_index]
-    return SpeculativeRun(model.name, prompt, tuple(passes), tuple(output), finish, config, k, text, stop)
+    return Run(model.name, prompt, tuple(steps), tuple(output), finish, config, text, {}, stop)
 
 
 def _verified(logits, draft, config: SamplingConfig, context, first_step: int) -> list[tuple[int, Distribution]]:
@@ -287,37 +243,3 @@ def _checked_k(k) -> int:
         raise SettingError(f"k = {k!r}: expected an integer from 1 to {MAX_K} (tokens drafted per pass)")
     return k
 
-
-@dataclass(frozen=True)
-class VerifyStep(Step):
-    """A verify pass as a step of a Run (what the panels draw): fed the last selected token
-    and the draft; `selected_id` is the last token it added to the output."""
-
-    draft: tuple[int, ...] = ()
-    accepted: int = 0
-    new_ids: tuple[int, ...] = ()
-    cache_len_written: int = 0      # before the rollback
-
-    @property
-    def rejected(self) -> tuple[int, ...]:
-        return self.draft[self.accepted:]
-
-    @property
-    def logits_position(self) -> int:
-        """The row that chose the last new token: the first disagreement, or the bonus row."""
-        return self.positions[0] + len(self.new_ids) - 1
-
-
-def as_run(run: SpeculativeRun) -> Run:
-    """The speculative run as a Run whose steps are its forward passes (the Prefill, then
-    one VerifyStep per verify pass), so the timeline, cache, attention and distribution
-    panels show it; the one-off rule holds after every pass (visible = cache + 1)."""
-    steps = []
-    for p in run.passes:
-        fields = (p.index, "prefill" if p.index == 0 else "verify", p.input_ids, p.positions, p.cache_len_before,
-                  p.cache_len_after, p.trace, p.distributions[-1], p.new_ids[-1], False, p.recompute_max_abs_diff,
-                  p.seconds)
-        steps.append(Step(*fields) if p.index == 0 else
-                     VerifyStep(*fields, p.draft, p.accepted, p.new_ids, p.cache_len_written))
-    return Run(run.model_name, run.prompt_ids, tuple(steps), run.output_ids, run.finish_reason, run.config,
-               run.output_text, {}, run.stop_match)

@@ -7,7 +7,7 @@ from ..core.attention import attention_weights
 from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
 from ..core.search import SearchResult
-from ..core.speculative import VerifyStep
+from ..core.speculative import VerifyStep, accepted_counts, passes_saved, verify_steps
 from ..core.usage import Usage, count_usage
 from ..core.vote import Vote
 from ..core.vocab import Vocabulary, one_line
@@ -206,7 +206,7 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
             values["n"] = step.index
         if frame.attention is not None:
             values |= _attended(step, frame.attention, vocab)
-    if any(isinstance(s, VerifyStep) for s in run.steps):
+    if verify_steps(run):
         values |= _speculative_values(step, run, vocab, lang)
     if frame.kind == "stop":
         short = run.finish_reason + (tr("incomplete_after", lang) if run.incomplete else "")
@@ -220,10 +220,8 @@ def _speculative_values(step, run: Run, vocab: Vocabulary, lang: str) -> dict:
     """A speculative run's totals, {passes} {plain_passes} {passes_saved} {accepted_counts}, and a
     verify pass's {draft} {k} {accepted} {kept} {rejected} {rejected_n} {model_piece} {written}
     {rolled_back} {saved} ({draft} etc. are "-" / 0 on other steps)."""
-    verify = [s for s in run.steps if isinstance(s, VerifyStep)]
-    values = {"passes": len(run.steps), "plain_passes": len(run.output_ids),
-              "passes_saved": len(run.output_ids) - len(run.steps),
-              "accepted_counts": elided_list(s.accepted for s in verify)}
+    values = {"passes": len(run.steps), "plain_passes": len(run.output_ids), "passes_saved": passes_saved(run),
+              "accepted_counts": elided_list(accepted_counts(run))}
     none = tr("spec.none", lang)
     if not isinstance(step, VerifyStep):
         return values | {"draft": none, "k": 0, "accepted": 0, "kept": none, "rejected": none, "rejected_n": 0,
@@ -234,7 +232,7 @@ def _speculative_values(step, run: Run, vocab: Vocabulary, lang: str) -> dict:
                      "kept": shown(step.draft[:step.accepted]), "rejected": shown(step.rejected),
                      "rejected_n": len(step.rejected), "model_piece": vocab.display_piece(step.new_ids[-1]),
                      "written": step.cache_len_written, "rolled_back": step.cache_len_written - step.cache_len_after,
-                     "saved": len(step.new_ids) - 1}
+                     "saved": step.passes_saved}
 
 
 def _vote_values(vote: Vote, lang: str) -> dict:

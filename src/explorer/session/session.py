@@ -33,7 +33,7 @@ from ..core.errors import SettingError
 from ..core.generate import Run, Step, generate
 from ..core.protocol import LanguageModel
 from ..core.sampling import SamplingConfig
-from ..core.speculative import as_run, speculative_generate
+from ..core.speculative import speculative_generate
 from ..core.usage import count_usage
 from ..core.vote import self_consistency
 from ..i18n import LANGS
@@ -404,8 +404,8 @@ class Session:
                           if k.model is s.model and k.prompt_ids == s.prompt_ids), None)
             progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
             if s.speculative and not s.overrides:       # a what-if decodes plainly
-                runs[s] = as_run(speculative_generate(s.model, s.prompt_ids, s.config, k=s.speculative,
-                                                      check_recompute=check))
+                runs[s] = speculative_generate(s.model, s.prompt_ids, s.config, k=s.speculative,
+                                               check_recompute=check)
             else:
                 runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
                                    check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
