@@ -298,3 +298,18 @@ def test_the_timeline_marks_verify_passes_and_kept_and_rejected_tokens(qtbot):
     assert "✓ 学习 ！ ✗ – → 学习 (3)" in row(4)[5] and "rolled back" not in row(4)[3]
     session.set_lang("zh")
     assert "（从7回退）" in row(1)[3] and "✓ – ✗ 你 学习 → ！（5）" in row(1)[5]
+
+
+def test_a_plain_scenario_beside_a_speculative_one_decodes_plainly():
+    from explorer.session import Session
+    from explorer.session.session import Scenario
+    config = SamplingConfig(max_new_tokens=12)
+    speculative = Scenario(TEACHING, (1, 1, 3, 4), config, name="fast", speculative=3)
+    plain = Scenario(TEACHING, (1, 1, 3, 4), config.with_(max_new_tokens=11), name="plain")
+    session = Session(TEACHING, (1, 1, 3, 4), scenarios=(speculative, plain), check_recompute=False)
+    (fast_run, _), (plain_run, _) = session.scenario_results()
+    assert len(fast_run.steps) == 7 and len(plain_run.steps) == 11
+    reference = generate(TEACHING, (1, 1, 3, 4), config.with_(max_new_tokens=11), check_recompute=False)
+    assert [s.input_ids for s in plain_run.steps] == [s.input_ids for s in reference.steps]
+    session.force(2, 4)                                   # a what-if on the fast scenario decodes it plainly
+    assert all(s.phase != "verify" for s in session.scenario_results()[0][0].steps)

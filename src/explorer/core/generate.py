@@ -28,7 +28,7 @@ Selector = Callable[[np.ndarray, tuple, int], Distribution]   # (logits [V], see
 @dataclass(frozen=True)
 class Step:
     index: int                     # 0 = prefill
-    phase: str                     # "prefill" | "decode"
+    phase: str                     # "prefill" | "decode" | "verify" (speculative.VerifyStep)
     input_ids: tuple[int, ...]     # tokens fed into the model by this forward
     positions: tuple[int, ...]     # their positions
     cache_len_before: int

@@ -33,7 +33,7 @@ from ..core.errors import SettingError
 from ..core.generate import Run, Step, generate
 from ..core.protocol import LanguageModel
 from ..core.sampling import SamplingConfig
-from ..core.speculative import speculative_generate
+from ..core.speculative import speculative_generate, verify_steps
 from ..core.usage import count_usage
 from ..core.vote import self_consistency
 from ..i18n import LANGS
@@ -401,7 +401,8 @@ class Session:
                     beams[s] = known_beams[s]
                 continue
             reuse = next((r for k, r in {**known, **runs}.items()
-                          if k.model is s.model and k.prompt_ids == s.prompt_ids), None)
+                          if k.model is s.model and k.prompt_ids == s.prompt_ids
+                          and not verify_steps(r)), None)      # a verify step is no Decode step to reuse
             progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
             if s.speculative and not s.overrides:       # a what-if decodes plainly
                 runs[s] = speculative_generate(s.model, s.prompt_ids, s.config, k=s.speculative,
