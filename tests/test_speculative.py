@@ -313,3 +313,15 @@ def test_a_plain_scenario_beside_a_speculative_one_decodes_plainly():
     assert [s.input_ids for s in plain_run.steps] == [s.input_ids for s in reference.steps]
     session.force(2, 4)                                   # a what-if on the fast scenario decodes it plainly
     assert all(s.phase != "verify" for s in session.scenario_results()[0][0].steps)
+
+
+def test_a_what_if_in_the_speculative_lesson_keeps_every_text_filled():
+    from explorer.lessons import load_lesson
+    from explorer.session.narration import frame_explanation, frame_title
+    session = load_lesson("speculative").build_session()
+    session.force(1, 4)                                   # decoded plainly from here: no verify pass
+    for i in range(len(session.frames)):
+        session.go(i)
+        for lang in ("en", "zh"):
+            assert frame_title(session.frame, session.run, session.model.vocab, lang)
+            assert frame_explanation(session.frame, session.run, session.model.vocab, lang)

@@ -7,7 +7,7 @@ from ..core.attention import attention_weights
 from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
 from ..core.search import SearchResult
-from ..core.speculative import VerifyStep, accepted_counts, passes_saved, verify_steps
+from ..core.speculative import VerifyStep, accepted_counts, passes_saved
 from ..core.usage import Usage, count_usage
 from ..core.vote import Vote
 from ..core.vocab import Vocabulary, one_line
@@ -206,8 +206,7 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
             values["n"] = step.index
         if frame.attention is not None:
             values |= _attended(step, frame.attention, vocab)
-    if verify_steps(run):
-        values |= _speculative_values(step, run, vocab, lang)
+    values |= _speculative_values(step, run, vocab, lang)     # also plain: a what-if decodes a speculative lesson plainly
     if frame.kind == "stop":
         short = run.finish_reason + (tr("incomplete_after", lang) if run.incomplete else "")
         values |= {"reason": finish_text(run, lang), "short": short, "ids": elided_list(run.output_ids),
