@@ -25,7 +25,9 @@ REAL_MODEL_LESSONS = {"real-model": 9, "gemma-wo-ai": 14,     # on SmolLM2 and G
 Q016_LESSONS = {            # Q016's four kinds of extra compute (and the reasoning-token follow-ups)
     "reasoning-budget": 10, "self-consistency": 11, "search-evaluator": 12, "tool-evidence": 13,
 }
-AUTHORED = dict(sorted({**COURSE_LESSONS, **REAL_MODEL_LESSONS, **Q016_LESSONS}.items(), key=lambda item: item[1]))
+BEYOND_LESSONS = {"speculative": 16}  # issue 23: serving techniques that follow from the KV cache
+AUTHORED = dict(sorted({**COURSE_LESSONS, **REAL_MODEL_LESSONS, **Q016_LESSONS, **BEYOND_LESSONS}.items(),
+                       key=lambda item: item[1]))
 SHIPPED = ["wo-ai-to-eos", *AUTHORED]
 
 

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 from .cli_prompt import add_prompt_flags, model_from_args, prompt_ids
 from .cli_sample import add_sampling_flags, sampling_changes
 from .cli_beam import format_tree
+from .cli_speculative import add_flags as add_speculative_flags, speculative_output
 from .core.elide import ENDS, elided, elided_list
 from .core.errors import ExplorerError, SettingError
 from .core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, shown
@@ -19,7 +21,9 @@ from .core.teaching import load_teaching_model
 from .core.vocab import Vocabulary
 from .i18n import add_messages, tr
 from .lessons import load_lesson
+from .core.sampling import SamplingConfig
 from .session import Session
+from .session.session import Scenario
 from .session.frames import frames_of_run
 from .session.narration import finish_text, milliseconds, shown_text
 from .texttable import format_table
@@ -52,6 +56,7 @@ def add_parser(subparsers) -> None:
     p.add_argument("--top", type=int, default=10, help="candidates per step in --json (default 10)")
     p.add_argument("--lang", choices=("en", "zh"), default="en")
     p.add_argument("--json", action="store_true", help="print the run as JSON")
+    add_speculative_flags(p)
     add_sampling_flags(p, default_mode=None)
     p.set_defaults(func=run)
 
@@ -75,12 +80,29 @@ def _session(args) -> Session:
 
 def run(args) -> int:
     check_count("--top", args.top, 1, MAX_TOP)
+    if args.speculative is not None:
+        print(speculative_output(*_speculative_scenarios(args), args))
+        return 0
     session = _session(args)
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
     print(trace_output(session, args.lang, args.json, args.top))
     return 0
+
+
+def _speculative_scenarios(args) -> tuple[list[Scenario], list[str]]:
+    """The scenarios `--speculative` decodes (the lesson's, or the model and prompt given),
+    with the sampling flags applied; and their names when there are several."""
+    changes = sampling_changes(args)
+    if args.lesson is not None:
+        lesson = load_lesson(args.lesson)
+        scenarios = [replace(s, config=s.config.with_(**changes)) for s in lesson.build_scenarios()]
+        return scenarios, ([name for name, _ in lesson.scenarios] if len(scenarios) > 1 else [])
+    if args.model is not None and args.params is not None:
+        raise ExplorerError("give --model or --params, not both")
+    model = load_teaching_model(args.params) if args.params is not None else model_from_args(args)
+    return [Scenario(model, tuple(prompt_ids(args, model)), SamplingConfig(**changes))], []
 
 
 def trace_output(session: Session, lang: str = "en", as_json: bool = False, top: int = 10) -> str:

@@ -20,6 +20,7 @@ MESSAGES = {
     "col.diff": {"en": "|cached - recompute|", "zh": "与完整重算之差"},
     "phase.prefill": {"en": "Prefill", "zh": "Prefill"},
     "phase.decode": {"en": "Decode {n}", "zh": "Decode {n}"},
+    "phase.verify": {"en": "Verify {n}", "zh": "验证{n}"},    # a speculative draft checked in one pass
     "chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
     "forced": {"en": " (forced)", "zh": "（人为指定）"},
     "prompt": {"en": "prompt", "zh": "提示"},

@@ -24,7 +24,7 @@ Selector = Callable[[np.ndarray, tuple, int], Distribution]   # (logits [V], see
 @dataclass(frozen=True)
 class Step:
     index: int                     # 0 = prefill
-    phase: str                     # "prefill" | "decode"
+    phase: str                     # "prefill" | "decode" | "verify" (speculative.VerifyStep)
     input_ids: tuple[int, ...]     # tokens fed into the model by this forward
     positions: tuple[int, ...]     # their positions
     cache_len_before: int
@@ -122,8 +122,6 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     check_prompt_length(len(prompt))
     overrides = _checked_overrides(overrides or {}, model, config)
     select = selector or default_selector(config)
-    ends = model.vocab.end_ids
-    tool_calls = getattr(model, "tool_call_sequences", ())
 
     steps: list[Step] = []
     output: list[int] = []
@@ -147,21 +145,28 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
                           trace, dist, dist.selected_id, dist.forced, diff, trace.seconds, reused))
         if on_step is not None:
             on_step(len(steps))
-        if output[-1] in ends:
-            finish = "eos"
-        elif ends_with_any(output, tool_calls):
-            finish = "tool_call"
-        elif (stop := find_stop_string(model.vocab.decode(output), config.stop_strings, index)):
-            finish = "stop_string"
-        elif len(output) >= config.max_new_tokens:
-            finish = "length"
-        elif cancel is not None and cancel():
+        finish, stop = finish_check(model, output, config, index)
+        if finish is None and cancel is not None and cancel():
             finish = "cancelled"
     text = model.vocab.decode(output)
     if stop is not None:
         text = text[:stop.char_index]
     return Run(model.name, prompt, tuple(steps), tuple(output), finish, config, text,
                dict(overrides), stop, prefix, first_token, getattr(model, "arithmetic_label", None))
+
+
+def finish_check(model: LanguageModel, output, config: SamplingConfig, index: int):
+    """-> (finish reason or None, StopMatch or None) after output token `index` was
+    selected: the stop criteria in their order (see `stopping`), cancel aside."""
+    if output[-1] in model.vocab.end_ids:
+        return "eos", None
+    if ends_with_any(output, getattr(model, "tool_call_sequences", ())):
+        return "tool_call", None
+    if (stop := find_stop_string(model.vocab.decode(output), config.stop_strings, index)):
+        return "stop_string", stop
+    if len(output) >= config.max_new_tokens:
+        return "length", None
+    return None, None
 
 
 def _prefix_key(hit: PrefixHit | None) -> tuple:
@@ -187,7 +192,7 @@ def _forward(model, prompt, output, steps, cache, reuse: Run | None, check: bool
         if cache is None:
             cache = cache_from_traces(model, [s.trace for s in steps], prefix)
         trace, cache = model.decode(output[-1], cache)
-    diff = _recompute_diff(model, prompt + tuple(output), trace) if check else None
+    diff = recompute_diff(model, prompt + tuple(output), trace) if check else None
     return trace, diff, cache
 
 
@@ -211,7 +216,7 @@ def prefix_cache_of(model: LanguageModel, runs) -> PrefixCache:
     return store
 
 
-def _recompute_diff(model, processed_ids, trace: ForwardTrace) -> float:
+def recompute_diff(model, processed_ids, trace: ForwardTrace) -> float:
     """max |logits of this cached forward - logits of a full recompute of the prefix|."""
     full = model.reference_logits(processed_ids, len(trace.logits))   # [m, V], the rows kept
     both = np.isfinite(full) & np.isfinite(trace.logits)

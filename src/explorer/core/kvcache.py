@@ -89,6 +89,13 @@ class KVCache:
         """Bytes of the K/V the held positions take (what a position costs times the length)."""
         return sum(k[:, :, 0].nbytes + v[:, 0].nbytes for k, v in zip(self._k, self._v)) * self._len
 
+    def truncate(self, length: int) -> None:
+        """Forget every position from `length` on (a rejected speculative draft): the cache
+        then holds what it held at that length; later writes overwrite the dropped K/V."""
+        if not 0 <= length <= self._len:
+            raise ValueError(f"truncate to {length}: expected 0..{self._len} (the cache length)")
+        self._len = length
+
     def copy(self) -> "KVCache":
         """An independent cache with the same contents (beam search forks prefixes)."""
         other = KVCache.__new__(KVCache)

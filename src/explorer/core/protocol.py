@@ -45,6 +45,13 @@ class StepwiseModel:
         ids = self.vocab.id_array([token_id], "decode id")
         return self._forward(ids, np.array([len(cache)]), cache), cache
 
+    def feed(self, ids, cache: KVCache) -> ForwardTrace:
+        """Feed known tokens at the next positions in one pass, causal among themselves (a
+        Prefill that continues a cache: a speculative draft's verification); the cache
+        grows by len(ids) (in place)."""
+        ids = self.vocab.id_array(ids, "fed ids")
+        return self._forward(ids, np.arange(len(cache), len(cache) + len(ids)), cache)
+
     def prefill_after(self, ids, cache: KVCache) -> tuple[ForwardTrace, KVCache]:
         """A Prefill that starts from `cache` (the K/V of `ids[:len(cache)]`, e.g. a prefix
         cache's copy) and processes only the rest, positions len(cache)..len(ids)-1; the
@@ -54,7 +61,7 @@ class StepwiseModel:
         if not 0 <= n < len(ids) or not np.array_equal(cache.ids, ids[:n]):
             raise ValueError(f"prefill_after: the cache holds {n} positions that are not the first of the "
                              f"{len(ids)} prompt ids")
-        return self._forward(ids[n:], np.arange(n, len(ids)), cache), cache
+        return self.feed(ids[n:], cache), cache
 
     def full_forward(self, ids) -> ForwardTrace:
         """The reference: recompute every position of `ids` from scratch, no cache reuse."""

@@ -6,6 +6,7 @@ import math
 
 from .generate import Run, Step
 from .search import SearchResult
+from .speculative import VerifyStep, acceptance_rate, accepted_counts, passes_saved
 from .usage import count_usage
 from .vote import Vote
 from .vocab import Vocabulary
@@ -91,3 +92,19 @@ def search_to_dict(result: SearchResult, vocab: Vocabulary, evaluator: str) -> d
             "nodes": [{"id": n.node_id, "parent": n.parent_id, "token_id": n.token_id,
                        "text": None if n.token_id is None else vocab.piece_text(n.token_id), "depth": n.depth,
                        "prob": n.prob, "score": n.score, "status": n.status} for n in result.nodes]}
+
+
+
+def speculative_to_dict(run: Run, vocab: Vocabulary, k: int, top_n: int = 10) -> dict:
+    """A speculative Run: `run_to_dict`, each verify step with its draft, accepted count,
+    rejected tokens, new tokens and the cache before the rollback, and the totals."""
+    data = run_to_dict(run, vocab, top_n)
+    for entry, step in zip(data["steps"], run.steps):
+        if isinstance(step, VerifyStep):
+            entry |= {"draft": list(step.draft), "accepted": step.accepted, "rejected": list(step.rejected),
+                      "new_ids": list(step.new_ids), "passes_saved": step.passes_saved,
+                      "cache_len_written": step.cache_len_written}
+    rate = acceptance_rate(run)
+    return data | {"speculative_k": k, "accepted_counts": list(accepted_counts(run)), "acceptance_rate": rate,
+                   "forward_passes": len(run.steps), "plain_forward_passes": len(run.output_ids),
+                   "passes_saved": passes_saved(run)}

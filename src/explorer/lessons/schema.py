@@ -18,6 +18,7 @@ from ..core.userfile import check_nesting, parse_problem, read_user_text
 from ..core.sampling import SamplingConfig
 from ..core.generate import generate
 from ..core.search import SearchSpec
+from ..core.speculative import MAX_K
 from ..core.tools import continue_after_tool
 from ..i18n import LANGS
 from ..model_registry import MODELS, installed_path
@@ -56,6 +57,7 @@ class ScenarioSpec:
     cancel_after: int | None = None                # the user cancels after this many steps
     after_tool: tuple[str, tuple] | None = None    # (scenario whose tool call the host answered, result tokens)
     prefix_from: str = ""                          # the scenario whose request filled the prefix cache
+    speculative: int = 0                           # k > 0: speculative decoding, k drafted tokens per pass
 
 
 @dataclass(frozen=True)
@@ -141,7 +143,7 @@ class Lesson:
                            prompt_ids=self._after_tool(name, spec.after_tool, vocab))
         prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
         return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())),
-                        spec.cancel_after, name, spec.prefix_from)
+                        spec.cancel_after, name, spec.prefix_from, spec.speculative)
 
 
     def _after_tool(self, name: str, after: tuple[str, tuple], vocab) -> tuple[int, ...]:
@@ -224,9 +226,9 @@ def lesson_id(path: Path) -> str:
 
 
 TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "model", "prompt", "prompt_ids",
-            "settings", "forces", "scenarios", "evaluators", "frames", "checks")
+            "settings", "forces", "scenarios", "evaluators", "frames", "checks", "speculative")
 SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool",
-                 "prefix_from")
+                 "prefix_from", "speculative")
 FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search")
 SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
@@ -343,7 +345,13 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None,
     if "prefix_from" in d and "model" in d:
         r.fail(at("model"), "a request that reuses another's prefix cache runs on that request's model: "
                             "leave model out")
-    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool, prefix_from)
+    speculative = d.get("speculative", base.speculative if base else 0)
+    if (not isinstance(speculative, int) or isinstance(speculative, bool) or not 0 <= speculative <= MAX_K
+            or (speculative and forces)):
+        r.fail(at("speculative"), f"{speculative!r}: expected the tokens drafted per pass, 1 to {MAX_K} (0 = off), "
+                                  "on a scenario without forces (speculative decoding verifies the model's own choices)")
+    return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool, prefix_from,
+                        speculative)
 
 
 def _number(r: _Reader, value, where: str) -> float:

@@ -7,6 +7,7 @@ from ..core.attention import attention_weights
 from ..core.elide import ENDS, elided_list
 from ..core.generate import Run
 from ..core.search import SearchResult
+from ..core.speculative import VerifyStep, accepted_counts, passes_saved
 from ..core.usage import Usage, count_usage
 from ..core.vote import Vote
 from ..core.vocab import Vocabulary, one_line
@@ -16,6 +17,7 @@ from .frames import Frame
 SECTIONS = ("what", "why", "how", "misconception", "check")
 
 add_messages({
+    "spec.none": {"en": "none", "zh": "无"},
     "frame.input": {"en": "Input {pieces} = {ids}: nothing has been processed yet",
                     "zh": "输入 {pieces} = {ids}：还没有处理任何Token"},
     "frame.prefill": {"en": "Prefill: positions {first}–{last} processed together, cache {cache}",
@@ -206,6 +208,7 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
             values["n"] = step.index
         if frame.attention is not None:
             values |= _attended(step, frame.attention, vocab)
+    values |= _speculative_values(step, run, vocab, lang)     # also plain: a what-if decodes a speculative lesson plainly
     if frame.kind == "stop":
         short = run.finish_reason + (tr("incomplete_after", lang) if run.incomplete else "")
         values |= {"reason": finish_text(run, lang), "short": short, "ids": elided_list(run.output_ids),
@@ -232,6 +235,25 @@ def _prefix_values(run: Run, vocab: Vocabulary) -> dict:
             "changed_at": "-" if changed is None else changed,
             "changed_piece": "-" if changed is None else vocab.display_piece(run.prompt_ids[changed]),
             "cached_piece": "-" if changed is None else vocab.display_piece(hit.cached_ids[changed])}
+
+
+def _speculative_values(step, run: Run, vocab: Vocabulary, lang: str) -> dict:
+    """A speculative run's totals, {passes} {plain_passes} {passes_saved} {accepted_counts}, and a
+    verify pass's {draft} {k} {accepted} {kept} {rejected} {rejected_n} {model_piece} {written}
+    {rolled_back} {saved} ({draft} etc. are "-" / 0 on other steps)."""
+    values = {"passes": len(run.steps), "plain_passes": len(run.output_ids), "passes_saved": passes_saved(run),
+              "accepted_counts": elided_list(accepted_counts(run))}
+    none = tr("spec.none", lang)
+    if not isinstance(step, VerifyStep):
+        return values | {"draft": none, "k": 0, "accepted": 0, "kept": none, "rejected": none, "rejected_n": 0,
+                         "model_piece": none, "written": 0, "rolled_back": 0, "saved": 0}
+    def shown(ids):
+        return vocab.display_pieces(ids) if ids else none
+    return values | {"draft": shown(step.draft), "k": len(step.draft), "accepted": step.accepted,
+                     "kept": shown(step.draft[:step.accepted]), "rejected": shown(step.rejected),
+                     "rejected_n": len(step.rejected), "model_piece": vocab.display_piece(step.new_ids[-1]),
+                     "written": step.cache_len_written, "rolled_back": step.cache_len_written - step.cache_len_after,
+                     "saved": step.passes_saved}
 
 
 def _vote_values(vote: Vote, lang: str) -> dict:

@@ -34,6 +34,7 @@ from ..core.errors import SettingError
 from ..core.generate import Run, Step, generate, prefix_cache_of
 from ..core.protocol import LanguageModel
 from ..core.sampling import SamplingConfig
+from ..core.speculative import speculative_generate, verify_steps
 from ..core.usage import count_usage
 from ..core.vote import self_consistency
 from ..i18n import LANGS
@@ -55,6 +56,7 @@ class Scenario:
     cancel_after: int | None = None                  # the user cancels after this many steps (a lesson's case)
     name: str = ""                                   # a lesson's name for it ("base", ...); "" otherwise
     prefix_from: str = ""                            # the scenario whose request filled the prefix cache it uses
+    speculative: int = 0                             # k > 0: decoded speculatively, k drafted tokens a pass
 
 
 @dataclass(frozen=True)
@@ -450,11 +452,16 @@ class Session:
                     beams[s] = known_beams[s]
                 continue
             reuse = next((r for k, r in {**known, **runs}.items()
-                          if k.model is s.model and k.prompt_ids == s.prompt_ids), None)
+                          if k.model is s.model and k.prompt_ids == s.prompt_ids
+                          and not verify_steps(r)), None)      # a verify step is no Decode step to reuse
             progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
-            runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
-                               check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
-                               on_step=progress, prefix=_prefix_hit(s, effective, runs))
+            if s.speculative and not s.overrides:       # a what-if decodes plainly
+                runs[s] = speculative_generate(s.model, s.prompt_ids, s.config, k=s.speculative,
+                                               check_recompute=check)
+            else:
+                runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
+                                   check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
+                                   on_step=progress, prefix=_prefix_hit(s, effective, runs))
             done += s.config.max_new_tokens
             if s.config.mode == "beam":
                 beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
@@ -487,7 +494,8 @@ def _apply_user(s: Scenario, u: _UserLayer) -> Scenario:
     config = s.config.with_(**u.config) if u.config else s.config
     overrides = dict(s.overrides) | u.overrides
     return Scenario(u.model or s.model, u.prompt if u.prompt is not None else s.prompt_ids,
-                    config, tuple(sorted(overrides.items())), s.cancel_after, s.name, s.prefix_from)
+                    config, tuple(sorted(overrides.items())), s.cancel_after, s.name, s.prefix_from,
+                    s.speculative)
 
 
 def _prefix_hit(s: Scenario, effective: tuple[Scenario, ...], runs: dict):

@@ -364,7 +364,7 @@ class AttentionPanel(Panel):
     def _caption_text(self, m: _Matrix) -> str:
         step = self.session.step
         phase = (self.tr("phase.prefill") if step.phase == "prefill"
-                 else self.tr("phase.decode", n=step.index))
+                 else self.tr("phase.verify" if step.phase == "verify" else "phase.decode", n=step.index))
         key = "attention.caption_full" if self.full_matrix_toggle.isChecked() else "attention.caption"
         text = self.tr(key, phase=phase, rows=m.weights.shape[0], cols=m.weights.shape[1])
         n_layers, n_heads, _ = self._counts()

@@ -19,6 +19,7 @@ from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout
 
 from ..core.elide import elided_indexes
 from ..core.kv_memory import kv_memory
+from ..core.speculative import VerifyStep
 from ..i18n import add_messages
 from ..session import Session
 from .kv_cells import CODE, STATES, VALUES_PER_LINE, GridData, mark_at, marks_of, paint_cells, paint_marked, \
@@ -61,6 +62,7 @@ add_messages({
                    "zh": "本次前向写入位置{first}–{last}"},
     "kv.written_one": {"en": "this forward writes position {first}",
                        "zh": "本次前向写入位置{first}"},
+    "kv.rolled_back": {"en": "rejected draft: {first}–{last} rolled back", "zh": "草稿被拒：{first}–{last}已回退"},
     "kv.no_layers": {"en": "this model has no layers: it stores no K/V",
                      "zh": "该模型没有层：不存储K/V"},
     "kv.corner": {"en": "token\nposition", "zh": "Token\n位置"},
@@ -474,6 +476,9 @@ class KVGridPanel(Panel):
         if written:
             key = "kv.written_one" if written[0] == written[1] else "kv.written"
             parts.append(self.tr(key, first=written[0], last=written[1]))
+        step = self.session.step
+        if frame.shows_forward and isinstance(step, VerifyStep) and step.cache_len_written > step.cache_len_after:
+            parts.append(self.tr("kv.rolled_back", first=step.cache_len_after, last=step.cache_len_written - 1))
         if not self._view.data.n_rows:
             parts.append(self.tr("kv.no_layers"))
         windows = [lt.window for lt in layers]

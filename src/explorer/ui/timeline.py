@@ -9,6 +9,7 @@ from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePoli
                                QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..core.elide import ENDS, elided, elided_indexes, elided_list
+from ..core.speculative import VerifyStep
 from ..i18n import MESSAGES, add_messages, tr
 from ..session import Session
 from ..session.narration import finish_text, frame_usage, milliseconds, shown_text
@@ -24,6 +25,9 @@ add_messages({
     "timeline.col.selected": {"en": "Selected", "zh": "选出"},
     "timeline.col.ms": {"en": "Forward ms", "zh": "前向耗时(ms)"},
     "timeline.stop": {"en": "Stop: {reason}", "zh": "停止：{reason}"},
+    "timeline.verify.selected": {"en": "✓ {kept} ✗ {rejected} → {piece} ({id})",
+                                 "zh": "✓ {kept} ✗ {rejected} → {piece}（{id}）"},
+    "timeline.verify.kv": {"en": "{pieces} (rolled back from {written})", "zh": "{pieces}（从{written}回退）"},
     "timeline.counts": {"en": "visible sequence {visible}  ·  in cache {cache}  ·  text shown {chars} characters",
                         "zh": "可见序列 {visible}  ·  已进缓存 {cache}  ·  显示文字 {chars}个字符"},
     "timeline.usage.tip": {"en": "Counted apart as serving APIs report them. Reasoning tokens are selected, "
@@ -53,7 +57,7 @@ def speed_text(run, lang: str) -> str:
     values = dict(prefill=milliseconds(prefill.seconds), n=len(prefill.input_ids))
     if not decodes:
         return tr("timeline.speed.prefill_only", lang, **values) + _prefix_speed(run, lang)
-    per_token = sum(s.seconds for s in decodes) / len(decodes)
+    per_token = sum(s.seconds for s in decodes) / (len(run.output_ids) - 1)   # a verify pass may add several
     rate = "∞" if per_token <= 0 else f"{1 / per_token:,.0f}" if per_token < 0.1 else f"{1 / per_token:.1f}"
     return tr("timeline.speed", lang, decode=milliseconds(per_token), rate=rate, **values) + _prefix_speed(run, lang)
 
@@ -307,8 +311,9 @@ class TimelinePanel(Panel):
         s, run, frame = self.session, self.session.run, self.session.frame
         vocab = s.model.vocab
         pieces = vocab.display_pieces
-        labels = [self.tr("phase.prefill")] + [self.tr("phase.decode", n=i)
-                                                  for i in range(1, len(run.steps))]
+        labels = [self.tr("phase.prefill")] + [self.tr("phase.verify" if isinstance(step, VerifyStep)
+                                                          else "phase.decode", n=step.index)
+                                                  for step in run.steps[1:]]
         labels.append(self.tr("timeline.stop", reason=run.finish_reason))
         current = -2 if frame.step is None else (len(labels) - 1 if frame.kind == "stop" else frame.step)
         t = self.theme
@@ -328,9 +333,14 @@ class TimelinePanel(Panel):
             selected = "" if not picked else (
                 f"{vocab.display_piece(step.selected_id)} ({step.selected_id})"
                 + (self.tr("forced") if step.forced else ""))
+            kv = pieces(run.visible_ids[:step.cache_len_after], ENDS)
+            if isinstance(step, VerifyStep):
+                if selected and step.draft:                   # without a draft it was a plain Decode
+                    selected = self._verified(step, vocab)
+                if step.cache_len_written > step.cache_len_after:
+                    kv = self.tr("timeline.verify.kv", pieces=kv, written=step.cache_len_written)
             rows.append([labels[step.index], f"{pieces(step.input_ids, ENDS)}  {elided_list(step.input_ids)}",
-                         self._positions_text(step),
-                         pieces(run.visible_ids[:step.cache_len_after], ENDS),
+                         self._positions_text(step), kv,
                          self.tr("chooser", p=step.logits_position),
                          selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"])
         if frame.kind == "stop":
@@ -348,6 +358,13 @@ class TimelinePanel(Panel):
             return positions
         return self.tr("timeline.reused", reused=step.reused_positions, computed=step.computed_positions,
                        positions=positions)
+
+    def _verified(self, step: VerifyStep, vocab) -> str:
+        """A verify pass's choice: the kept (✓) and rejected (✗) drafted tokens, then the model's own."""
+        def shown(ids):
+            return vocab.display_pieces(ids) if ids else "–"
+        return self.tr("timeline.verify.selected", kept=shown(step.draft[:step.accepted]),
+                       rejected=shown(step.rejected), piece=vocab.display_piece(step.selected_id), id=step.selected_id)
 
     def _fill(self, rows) -> None:
         table = self.table
