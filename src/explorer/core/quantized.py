@@ -171,15 +171,18 @@ class _Transposed:
         return self.T.times_rows(x)
 
 
-def prepare() -> None:
-    """Compile the block loops now, or read them from numba's cache (about 4 s the first
-    time, 0.3 s after). Loading a quantised model does it, so that its first Prefill's
-    time (which the timeline shows) is the model's, and `explorer model install` does it,
-    so that the first load does not wait for the compiler."""
+def prepare(kinds=None) -> None:
+    """Compile the block loops of these `BlockMatrix.kind`s (None: all of them) now, or
+    read them from numba's cache (about 4 s the first time, 0.3 s after). Loading a
+    quantised model does it for the kinds it holds, so that its first Prefill's time
+    (which the timeline shows) is the model's, and `explorer model install` does it, so
+    that the first load does not wait for the compiler."""
     one = np.ones((1, 1), np.float32)                                          # a block's scale
     for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
               BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None),           # 8-bit [1, 32]
               BlockMatrix(np.zeros((1, BLOCK), np.int8), np.ones((1, 2), np.float32), None)):  # per 16
+        if kinds is not None and m.kind not in kinds:
+            continue                   # SmolLM2 has no 8-bit rows with a scale per 16
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
 
