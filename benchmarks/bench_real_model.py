@@ -168,7 +168,7 @@ def side_by_side_rows(rounds: int, steps: int, peer: str | None, ids: list[int])
             (ours if who == "ours" else theirs).append(json.loads(done.stdout.strip().splitlines()[-1]))
     rows = []
     for name, key, target in SIDE_BY_SIDE:
-        extra = {"target": target}
+        extra = {"target": target, "load_avg": statistics.median(loads)}
         if key == "load":
             extra["rss_mb"] = statistics.median(o["rss_mb"] for o in ours)
         if theirs:
@@ -177,7 +177,6 @@ def side_by_side_rows(rounds: int, steps: int, peer: str | None, ids: list[int])
             if key == "load":
                 extra["llama_cpp_rss_mb"] = statistics.median(t["rss_mb"] for t in theirs)
         rows.append(summary(name, [o[key] for o in ours], **extra))
-    rows[-1]["load_avg"] = statistics.median(loads)
     return rows
 
 
@@ -275,7 +274,8 @@ def conditions() -> dict:
 
 def main() -> None:
     p = parser(__doc__)
-    p.add_argument("--loads", type=int, default=3, help="fresh processes that load the model")
+    p.add_argument("--loads", type=int, default=3,
+                   help="fresh processes per engine (the rounds of the side-by-side rows)")
     p.add_argument("--steps", type=int, default=20, help="Decode steps timed per position")
     p.add_argument("--peer", help="a Python with llama-cpp-python (SmolLM2 and Gemma 3 rows beside llama.cpp)")
     p.add_argument("--busy", type=int, default=0, help="busy processes running during the side-by-side rows")
