@@ -595,7 +595,7 @@ def _pick(probs: np.ndarray, candidates: np.ndarray, before: float, u: float) ->
 # logits (a trace's, read-only): 262,144 of them are checked, copied to float64 and turned
 # into probabilities and favourites once, not on every tick.
 _RAW_STAGES: dict[int, tuple] = {}
-_RAW_STAGES_KEPT = 8
+_RAW_STAGES_KEPT = 4         # 4 MB each on a 262,144-id vocabulary (logits and probabilities)
 
 
 def _raw_of(logits) -> tuple[np.ndarray, Stage]:  # -> (V,) float64 read-only, the raw Stage
