@@ -181,8 +181,10 @@ def side_by_side_rows(rounds: int, steps: int, peer: str | None, ids: list[int])
 
 
 def busy_processes(n: int) -> list[subprocess.Popen]:
-    """n processes that only spin, as another program at work on the machine."""
-    return [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(n)]
+    """n processes that only spin, as another program at work on the machine; each ends
+    when this process does, even when it is killed before it can end them."""
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
+    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(n)]
 
 
 def load_in_fresh_processes(n: int, child: str, *args: str) -> list[dict]:
