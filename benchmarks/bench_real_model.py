@@ -1,6 +1,15 @@
 """SmolLM2-135M-Instruct and Gemma 3 270M in numpy: load time, memory, Prefill and Decode.
 
-    python benchmarks/bench_real_model.py [--json] [--loads 3] [--steps 20] [--peer PYTHON]
+    python benchmarks/bench_real_model.py [--json] [--loads 3] [--steps 20] [--peer PYTHON] [--busy N]
+
+SmolLM2 rows side by side with llama.cpp (`--peer`, as below): the explorer and llama.cpp
+take turns in fresh processes (`--loads` rounds; who goes first alternates), each process
+loading the model (imports included), noting its resident memory, timing a Prefill of 64
+and of 500 tokens and Decode steps at positions 10 and 500 on the same token ids; the
+rows are the medians over the rounds, each with llama.cpp's median and the ratio
+explorer / llama.cpp (`vs_llama_cpp`). Without a peer the same rows print without those
+columns. `--busy N` keeps N busy processes (`while True: pass`) running meanwhile: what a
+student's machine with another program at work sees.
 
 Gemma 3 rows (when its file is installed): load in a fresh process, resident memory after
 a 500-token Prefill in that process (target <= 600 MB), and Decode ms/token at positions
@@ -42,18 +51,6 @@ from explorer import model_registry
 from explorer.lessons import lessons_dir
 from explorer.lessons.schema import parse_lesson
 
-CHILD = r"""
-import json, time
-start = time.perf_counter()
-from explorer.model_registry import load_model
-model = load_model("smollm2")
-seconds = time.perf_counter() - start
-status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
-kb = lambda key: int(status[key].split()[0])
-print(json.dumps({"seconds": seconds, "rss_mb": kb("VmRSS") / 1024, "peak_mb": kb("VmHWM") / 1024}))
-"""
-
-
 GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 # load a model (argv[1]: a name or file) and Prefill argv[2] tokens, holding the trace
 PREFILL_CHILD = r"""
@@ -91,7 +88,109 @@ print(json.dumps(times))
 """
 
 
-def load_in_fresh_processes(n: int, child: str = CHILD, *args: str) -> list[dict]:
+# one round of the explorer in a fresh process: load, resident memory, Prefill 64 and 500
+# (median of a few), Decode at positions 10 and 500 (a step per timing); argv: steps
+OURS_ROUND = r"""
+import json, statistics, sys, time
+start = time.perf_counter()
+from explorer.model_registry import load_model
+model = load_model("smollm2")
+out = {"load": time.perf_counter() - start}
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+out["rss_mb"] = int(status["VmRSS"].split()[0]) / 1024
+steps, ids = int(sys.argv[1]), json.loads(sys.stdin.read())
+for n, repeat in ((64, 5), (500, 2)):
+    model.prefill(ids[:n])                                   # warm
+    times = []
+    for _ in range(repeat):
+        start = time.perf_counter()
+        model.prefill(ids[:n])
+        times.append(time.perf_counter() - start)
+    out[f"prefill {n}"] = statistics.median(times)
+for position in (10, 500):
+    _, cache = model.prefill(ids[:position])
+    times = []
+    for i in range(steps + 2):
+        trace, cache = model.decode(ids[position + i], cache)
+        if i >= 2:                                           # the first steps warm the caches
+            times.append(trace.seconds)
+    out[f"decode {position}"] = statistics.median(times)
+print(json.dumps(out))
+"""
+# the same round in llama.cpp (llama-cpp-python, two threads) on the same file and token ids
+PEER_ROUND = r"""
+import json, statistics, sys, time
+start = time.perf_counter()
+import llama_cpp
+llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=1024, n_batch=512, n_threads=2, verbose=False)
+out = {"load": time.perf_counter() - start}
+status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+out["rss_mb"] = int(status["VmRSS"].split()[0]) / 1024
+steps, ids = int(sys.argv[2]), json.loads(sys.stdin.read())
+for n, repeat in ((64, 5), (500, 2)):
+    times = []
+    for i in range(repeat + 1):
+        llm.reset()
+        start = time.perf_counter()
+        llm.eval(ids[:n])
+        if i:
+            times.append(time.perf_counter() - start)
+    out[f"prefill {n}"] = statistics.median(times)
+for position in (10, 500):
+    llm.reset()
+    llm.eval(ids[:position])
+    times = []
+    for i in range(steps + 2):
+        start = time.perf_counter()
+        llm.eval([ids[position + i]])
+        if i >= 2:
+            times.append(time.perf_counter() - start)
+    out[f"decode {position}"] = statistics.median(times)
+print(json.dumps(out))
+"""
+SIDE_BY_SIDE = (("load (fresh process)", "load", "< 1500 ms, <= 3x llama.cpp"),
+                ("prefill 64 tokens", "prefill 64", ""),
+                ("prefill 500 tokens", "prefill 500", "<= 1.1x llama.cpp"),
+                ("decode at position 10", "decode 10", "< 20 ms, <= 1.5x llama.cpp"),
+                ("decode at position 500", "decode 500", "<= 1.5x llama.cpp"))
+
+
+def side_by_side_rows(rounds: int, steps: int, peer: str | None, ids: list[int]) -> list[dict]:
+    """SmolLM2 beside llama.cpp: `rounds` fresh processes of each, taking turns (see the
+    module doc); without a peer, the explorer's alone."""
+    path, payload = model_registry.model_path("smollm2"), json.dumps(ids)
+    ours, theirs, loads = [], [], []
+    for r in range(rounds):
+        runs = [("ours", [sys.executable, "-c", OURS_ROUND, str(steps)])]
+        if peer is not None:
+            runs.append(("peer", [peer, "-c", PEER_ROUND, str(path), str(steps)]))
+        for who, cmd in (runs if r % 2 == 0 else runs[::-1]):
+            loads.append(os.getloadavg()[0])
+            done = subprocess.run(cmd, input=payload, capture_output=True, text=True, check=True,
+                                  env=child_env())
+            (ours if who == "ours" else theirs).append(json.loads(done.stdout.strip().splitlines()[-1]))
+    rows = []
+    for name, key, target in SIDE_BY_SIDE:
+        extra = {"target": target, "load_avg": statistics.median(loads)}
+        if key == "load":
+            extra["rss_mb"] = statistics.median(o["rss_mb"] for o in ours)
+        if theirs:
+            mine, peer_s = statistics.median(o[key] for o in ours), statistics.median(t[key] for t in theirs)
+            extra.update(llama_cpp_ms=peer_s * 1000, vs_llama_cpp=mine / peer_s)
+            if key == "load":
+                extra["llama_cpp_rss_mb"] = statistics.median(t["rss_mb"] for t in theirs)
+        rows.append(summary(name, [o[key] for o in ours], **extra))
+    return rows
+
+
+def busy_processes(n: int) -> list[subprocess.Popen]:
+    """n processes that only spin, as another program at work on the machine; each ends
+    when this process does, even when it is killed before it can end them."""
+    spin = "import os\nparent = os.getppid()\nwhile os.getppid() == parent: pass"
+    return [subprocess.Popen([sys.executable, "-c", spin]) for _ in range(n)]
+
+
+def load_in_fresh_processes(n: int, child: str, *args: str) -> list[dict]:
     out = []
     for _ in range(n):
         done = subprocess.run([sys.executable, "-c", child, *args], capture_output=True, text=True,
@@ -180,30 +279,37 @@ def conditions() -> dict:
 
 def main() -> None:
     p = parser(__doc__)
-    p.add_argument("--loads", type=int, default=3, help="fresh processes that load the model")
+    p.add_argument("--loads", type=int, default=3,
+                   help="fresh processes per engine (the rounds of the side-by-side rows)")
     p.add_argument("--steps", type=int, default=20, help="Decode steps timed per position")
-    p.add_argument("--peer", help="a Python with llama-cpp-python, for the Gemma 3 rows")
+    p.add_argument("--peer", help="a Python with llama-cpp-python (SmolLM2 and Gemma 3 rows beside llama.cpp)")
+    p.add_argument("--busy", type=int, default=0, help="busy processes running during the side-by-side rows")
+    p.add_argument("--side-by-side-only", action="store_true", help="only the rows measured beside llama.cpp")
     args = p.parse_args()
     model_registry.require_installed("smollm2")
-    loads = load_in_fresh_processes(args.loads)
-    rows = [summary("load (fresh process)", [r["seconds"] for r in loads],
-                    rss_mb=statistics.median(r["rss_mb"] for r in loads),
-                    peak_mb=statistics.median(r["peak_mb"] for r in loads), target="< 1500 ms, < 800 MB")]
     model = model_registry.load_model("smollm2")
-    text = model.vocab.encode("The capital of France is Paris. " * 80)
-    for n, repeat in ((64, 7), (500, 3)):
-        rows.append(summary(f"prefill {n} tokens", measure(lambda: model.prefill(text[:n]), repeat=repeat, warmup=1)))
-    for position, target in ((10, "< 20 ms"), (500, "")):
-        before = conditions()
-        rows.append(summary(f"decode at position {position}", decode_times(model, position, args.steps)[0],
-                            target=target, **before))
+    text = model.vocab.encode("The capital of France is Paris. " * 200)      # 1,400 ids
+    peer = peer_python(args.peer)
+    spinning = busy_processes(args.busy)
+    try:
+        rows = side_by_side_rows(args.loads, args.steps, peer, text[:502 + args.steps])
+    finally:
+        for process in spinning:
+            process.kill()
+            process.wait()
+    if args.busy:
+        for row in rows:
+            row["busy_processes"] = args.busy
+    if args.side_by_side_only:
+        report(rows, args.json)
+        return
     decode, floor = decode_times(model, 10, args.steps, after=lambda: products_only(model))
     rows.append(summary("matrix products only (floor)", floor,
                         vs_floor=statistics.median(d / f for d, f in zip(decode, floor))))
     rows.append(summary("open the real-model lesson (model loaded)", measure(open_real_lesson, repeat=5, warmup=1)))
     rows.append(summary("real-model lesson: a new seed in sampling mode", lesson_changes(seeds=7)))
     rows += long_prompt_rows()
-    rows += gemma3_rows(args.loads, args.steps, peer_python(args.peer))
+    rows += gemma3_rows(args.loads, args.steps, peer)
     rows += arithmetic_rows(args.steps)
     report(rows, args.json)
 

@@ -393,3 +393,30 @@ def test_sample_on_a_real_models_next_token(capsys):
                  "--temperature", "0.7", "--top-k", "5", "--top", "6", "--lang", "zh"]) == 0
     out = capsys.readouterr().out
     assert "' Paris'" in out and "Token片段" in out and out.count("\n7042 ") >= 1
+
+
+def test_a_read_only_logits_vector_is_prepared_once_and_a_writeable_one_read_anew():
+    """A slider drag reselects from a trace's (read-only) logits: the raw stage is shared
+    by every Distribution made from it, and each still shows its own settings' numbers.
+    A vector the caller may change is read again every time."""
+    logits = np.array([1.0, 2.0, 3.0, 0.5])
+    logits.flags.writeable = False
+    cold = distribution(logits, SamplingConfig(mode="greedy", temperature=1.0))
+    warm = distribution(logits, SamplingConfig(mode="greedy", temperature=2.0))
+    assert warm.stages[0] is cold.stages[0]
+    want = np.exp(logits / 2) / np.exp(logits / 2).sum()
+    np.testing.assert_allclose(warm.probs, want, rtol=1e-12)
+    assert warm.top(2, 0).tolist() == [2, 1] and warm.top(2).tolist() == [2, 1]
+
+    mutable = np.array([1.0, 2.0, 3.0])
+    assert distribution(mutable, SamplingConfig(mode="greedy")).selected_id == 2
+    mutable[0] = 10.0
+    assert distribution(mutable, SamplingConfig(mode="greedy")).selected_id == 0
+
+
+def test_removers_of_some_ids_agree_with_removed_by():
+    dist = distribution(np.array([3.0, 2.0, 1.0, 0.0, -1.0]),
+                        SamplingConfig(mode="greedy", top_k=3, min_p=0.2))
+    ids = np.array([4, 0, 2, 3])
+    assert dist.removers(ids).tolist() == dist.removed_by[ids].tolist()
+    assert dist.removers(ids).tolist()[0] == "top_k"

@@ -280,13 +280,14 @@ def test_the_speculative_lesson_plays_the_course_numbers():
 def test_the_timeline_marks_verify_passes_and_kept_and_rejected_tokens(qtbot):
     from explorer.lessons import load_lesson
     from explorer.ui.timeline import TimelinePanel
+    from teacher import chips_in_view
     session = load_lesson("speculative").build_session()
     panel = TimelinePanel(session)
     qtbot.addWidget(panel)
     panel.resize(1200, 400)
     panel.show()
     qtbot.waitExposed(panel)
-    assert panel.chip_labels()[:3] == ["Prefill", "Verify 1", "Verify 2"]
+    assert chips_in_view(panel.strip)[:3] == ["Prefill", "Verify 1", "Verify 2"]
     session.last()
 
     def row(r):

@@ -86,6 +86,25 @@ def byte_to_unicode() -> dict[int, str]:
     return table
 
 
+@lru_cache(maxsize=1)
+def _byte_characters() -> dict[int, str]:
+    """str.translate's table from GPT-2's characters back to their bytes (as the
+    characters 0-255); the characters below 256 that are no byte's stand-in become one no
+    byte has (U+FFFF), so that a token holding them fails the Latin-1 encoding."""
+    table = {ord(ch): chr(b) for b, ch in byte_to_unicode().items()}
+    return {**{c: "\uffff" for c in range(256)}, **table}
+
+
+def _token_bytes(token: str) -> bytes:
+    """A token's real bytes from its GPT-2 spelling; a token with characters that stand
+    for no byte (a control token's, say) is its own UTF-8. (One translate per token: the
+    vocabulary of 49,152 is read at every model load.)"""
+    try:
+        return token.translate(_byte_characters()).encode("latin-1")
+    except UnicodeEncodeError:
+        return token.encode("utf-8")
+
+
 @lru_cache(maxsize=4096)
 def _char_class(c: str) -> str:
     """'S' whitespace, 'L' letter, 'N' number, 'O' anything else."""
@@ -176,11 +195,8 @@ class BPEVocabulary(Vocabulary):
     def build(cls, tokens, merges, specials: dict, control=(), split_digits: bool = True,
               chat_system: str | None = None):
         """From the GGUF lists: tokens (GPT-2 spelling), merges ("a b"), specials {role: id}."""
-        decoder = {ch: b for b, ch in byte_to_unicode().items()}
         control = frozenset(int(i) for i in control) | frozenset(specials.values())
-        pieces = tuple(tok.encode("utf-8") if i in control or any(ch not in decoder for ch in tok)
-                       else bytes(decoder[ch] for ch in tok)
-                       for i, tok in enumerate(tokens))
+        pieces = tuple(tok.encode("utf-8") if i in control else _token_bytes(tok) for i, tok in enumerate(tokens))
         ranks = {}
         for rank, merge in enumerate(merges):
             left, _, right = merge.partition(" ")

@@ -164,8 +164,9 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
                             f"expected {list(shape)} from the metadata")
         gf.raw(name)                             # GGUFError naming an unsupported type
     stored = {name: _stored(gf, name) for name in expected}   # matrices [out, in]
-    if any(isinstance(w, BlockMatrix) for w in stored.values()):
-        prepare()          # the compiled loops now, not inside the first timed Prefill
+    kinds = {w.kind for w in stored.values() if isinstance(w, BlockMatrix)}
+    if kinds:
+        prepare(kinds)     # the compiled loops now, not inside the first timed Prefill
 
     def layer(i: int) -> LayerParams:
         def w(kind):

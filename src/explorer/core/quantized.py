@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass
+from functools import cached_property, lru_cache
 
 import numpy as np
 
@@ -115,8 +116,16 @@ class BlockMatrix:
                            None if self.k_parts is None else tuple(a[start:stop] for a in self.k_parts))
 
     def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
-        offset = None if self.offset is None else self.offset[rows]
-        return BlockMatrix(self.q[rows], self.scale[rows], offset).dense()
+        """Rows unpacked by numpy, as the loops unpack them: an integer times its scale is
+        exact in float32, so the value rounds once (by the offset) either way. (Through
+        `dense`, a Decode step's one embedding row cost a product by a [cols, cols] identity.)"""
+        q, scale = self.q[rows], self.scale[rows][..., None]           # [n, cols/2 or cols], [n, blocks, 1]
+        n, blocks = scale.shape[0], scale.shape[1]
+        if self.offset is None:                                        # 8-bit: q * scale
+            return (q.reshape(n, blocks, -1).astype(np.float32) * scale).reshape(n, -1)
+        packed = q.reshape(n, blocks, BLOCK // 2)                      # [n, blocks, 16] bytes
+        nibbles = np.concatenate([packed & 15, packed >> 4], axis=-1)  # [n, blocks, 32]: low, then high
+        return (nibbles.astype(np.float32) * scale + self.offset[rows][..., None]).reshape(n, -1)
 
     def dense(self) -> np.ndarray:  # -> [rows, cols] float32
         """Every weight, through the products' own unpacking (of several rows, as a
@@ -124,24 +133,30 @@ class BlockMatrix:
         zeros is exactly w."""
         return self.times_rows(np.eye(self.shape[1], dtype=np.float32)).T.copy()
 
-    def times_rows(self, x: np.ndarray) -> np.ndarray:  # x [n, cols] -> x @ self.T [n, rows]
-        if x.ndim != 2 or x.shape[1] != self.shape[1]:
-            raise ValueError(f"cannot multiply {x.shape} by a [{self.shape[1]}, {self.shape[0]}] matrix")
-        x = np.ascontiguousarray(x, np.float32)
-        out = np.empty((x.shape[0], self.shape[0]), np.float32)
+    @cached_property
+    def _loops(self):  # -> (rows, cols, the loops' arguments after x, matvec, matmul)
+        """What every product of this matrix needs, looked up once: a Decode step makes
+        120 products of SmolLM2, and finding its loops anew cost a tenth of the step."""
         k = _kernels()
-        one = x.shape[0] == 1                            # a decode step
+        rows, cols = self.shape
+        if self.offset is None:
+            matvec, matmul = k.EIGHT_BIT[self.group.bit_length() - 1]       # t's scale: t >> shift
+            return rows, cols, (self.q, self.scale), matvec, matmul
+        return rows, cols, (self.q, self.scale, self.offset), k.matvec_4bit, k.matmul_4bit
+
+    def times_rows(self, x: np.ndarray) -> np.ndarray:  # x [n, cols] -> x @ self.T [n, rows]
+        rows, cols, weights, matvec, matmul = self._loops
+        if x.ndim != 2 or x.shape[1] != cols:
+            raise ValueError(f"cannot multiply {x.shape} by a [{cols}, {rows}] matrix")
+        x = np.ascontiguousarray(x, np.float32)
+        if self.offset is not None:
+            x = nibble_order(x)
+        out = np.empty((x.shape[0], rows), np.float32)
         with _LAUNCH:
-            if self.offset is None:
-                matvec, matmul = k.EIGHT_BIT[self.group.bit_length() - 1]   # t's scale: t >> shift
-                if one:
-                    matvec(x[0], self.q, self.scale, out[0])
-                else:
-                    matmul(x, self.q, self.scale, out)
-            elif one:
-                k.matvec_4bit(nibble_order(x)[0], self.q, self.scale, self.offset, out[0])
+            if x.shape[0] == 1:                          # a decode step
+                matvec(x[0], *weights, out[0])
             else:
-                k.matmul_4bit(nibble_order(x), self.q, self.scale, self.offset, out)
+                matmul(x, *weights, out)
         return out
 
 
@@ -168,15 +183,18 @@ class _Transposed:
         return int8_products.times_rows(self.T, x, _LAUNCH)
 
 
-def prepare() -> None:
-    """Compile the block loops now, or read them from numba's cache (about 4 s the first
-    time, 0.3 s after). Loading a quantised model does it, so that its first Prefill's
-    time (which the timeline shows) is the model's, and `explorer model install` does it,
-    so that the first load does not wait for the compiler."""
+def prepare(kinds=None) -> None:
+    """Compile the block loops of these `BlockMatrix.kind`s (None: all of them) now, or
+    read them from numba's cache (about 4 s the first time, 0.3 s after). Loading a
+    quantised model does it for the kinds it holds, so that its first Prefill's time
+    (which the timeline shows) is the model's, and `explorer model install` does it, so
+    that the first load does not wait for the compiler."""
     one = np.ones((1, 1), np.float32)                                          # a block's scale
     for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
               BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None),           # 8-bit [1, 32]
               BlockMatrix(np.zeros((1, BLOCK), np.int8), np.ones((1, 2), np.float32), None)):  # per 16
+        if kinds is not None and m.kind not in kinds:
+            continue                   # SmolLM2 has no 8-bit rows with a scale per 16
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
 
@@ -185,4 +203,11 @@ def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bi
     """Elements 0-15 of every block first, then elements 16-31 of every block, the order
     in which `block_kernels` unpacks a 4-bit row (low nibbles, then high ones)."""
     n, cols = x.shape
+    if n == 1:                                    # a decode step: one gather (a third of the time)
+        return x[:, _nibble_index(cols)]
     return np.ascontiguousarray(x.reshape(n, cols // BLOCK, 2, 16).transpose(0, 2, 1, 3)).reshape(n, cols)
+
+
+@lru_cache(maxsize=None)
+def _nibble_index(cols: int) -> np.ndarray:  # -> [cols] the columns of x in nibble order
+    return np.arange(cols).reshape(cols // BLOCK, 2, 16).transpose(1, 0, 2).reshape(-1)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import weakref
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
 
@@ -266,6 +267,21 @@ class Stage:
         before = np.ones(self.vocab_size, dtype=bool) if self.previous is None else self.previous.kept
         return _frozen(before & ~self.kept)
 
+    def top(self, n: int) -> np.ndarray:  # -> (min(n, V),)
+        """The n most likely ids by this stage's probabilities, best first, lower id first
+        on ties. Cached: the raw stage of a recorded step is shared by every Distribution
+        a slider drag makes of it (`distribution`), so its favourites are found once."""
+        cache = self.__dict__.setdefault("_tops", {})
+        if n not in cache:
+            if self._unchanged:
+                cache[n] = self.previous.top(n)
+            else:
+                probs = self.probs                                    # (V,)
+                k = min(n, probs.size)
+                cache[n] = _frozen(np.zeros(0, dtype=np.int64) if k <= 0 else
+                                   _ranked(probs, np.flatnonzero(probs >= _kth_largest(probs, k)))[:k])
+        return cache[n]
+
 
 @dataclass(frozen=True, eq=False)
 class Distribution:
@@ -291,6 +307,16 @@ class Distribution:
             names[stage.removed] = stage.name
         return _frozen(names)
 
+    def removers(self, ids: np.ndarray) -> np.ndarray:  # (k,) -> (k,) object
+        """`removed_by[ids]` without the (V,) array of names (a panel shows a few dozen ids)."""
+        names = np.full(ids.size, None, dtype=object)
+        before = np.ones(ids.size, dtype=bool)
+        for stage in self.stages:
+            kept = stage.kept[ids]                                # (k,)
+            names[before & ~kept] = stage.name
+            before = kept
+        return names
+
     @cached_property
     def _ruler_positions(self) -> np.ndarray:  # (n,) positions in the last stage's candidates
         probs = self.stages[-1].candidate_probs
@@ -314,14 +340,7 @@ class Distribution:
     def top(self, n: int, stage: int = -1) -> np.ndarray:  # -> (min(n, V),)
         """The n most likely ids by one stage's probabilities (default: the final ones),
         best first, lower id first on ties: for top-N + "other" displays."""
-        cache = self.__dict__.setdefault("_tops", {})        # bars and ruler ask for the same
-        if (n, stage) not in cache:
-            probs = self.stages[stage].probs                  # (V,)
-            k = min(n, probs.size)
-            ids = (np.zeros(0, dtype=np.int64) if k <= 0 else
-                   _ranked(probs, np.flatnonzero(probs >= _kth_largest(probs, k)))[:k])
-            cache[(n, stage)] = _frozen(ids)
-        return cache[(n, stage)]
+        return self.stages[stage].top(n)
 
     def ruler_head(self, n: int):  # -> ids (m,), lo (m,), hi (m,), m <= n
         """The first n intervals of the ruler, without sorting the whole ruler: the n most
@@ -556,6 +575,30 @@ def _pick(probs: np.ndarray, candidates: np.ndarray, before: float, u: float) ->
     return int(ids[min(int(np.searchsorted(hi, u, side="right")), ids.size - 1)])
 
 
+# the raw stages of read-only logits vectors seen lately: id(logits) -> (weak reference, checked
+# logits, Stage). A slider drag on a recorded step selects again and again from the same
+# logits (a trace's, read-only): 262,144 of them are checked, copied to float64 and turned
+# into probabilities and favourites once, not on every tick.
+_RAW_STAGES: dict[int, tuple] = {}
+_RAW_STAGES_KEPT = 4         # 4 MB each on a 262,144-id vocabulary (logits and probabilities)
+
+
+def _raw_of(logits) -> tuple[np.ndarray, Stage]:  # -> (V,) float64 read-only, the raw Stage
+    key = id(logits)
+    hit = _RAW_STAGES.get(key)
+    if hit is not None and hit[0]() is logits:
+        return hit[1], hit[2]
+    raw = _checked_logits(logits)
+    stage = _raw_stage(raw)
+    if isinstance(logits, np.ndarray) and not logits.flags.writeable:     # cannot change under us
+        for dead in [k for k, (ref, _, _) in _RAW_STAGES.items() if ref() is None]:
+            del _RAW_STAGES[dead]
+        while len(_RAW_STAGES) >= _RAW_STAGES_KEPT:
+            del _RAW_STAGES[next(iter(_RAW_STAGES))]                       # the oldest
+        _RAW_STAGES[key] = (weakref.ref(logits), raw, stage)
+    return raw, stage
+
+
 def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0) -> Distribution:
     """Run the stages of `config.order` on one logits vector (V,) and select a token.
 
@@ -570,9 +613,9 @@ def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0) 
     id on ties) or by inverse-CDF sampling with one uniform draw `u` per step, keyed by
     (seed, step) so that changing a setting reshapes the intervals while `u` stays put.
     Float64 throughout."""
-    raw = _checked_logits(logits)                             # (V,)
+    raw, first = _raw_of(logits)                              # (V,), shared for read-only logits
     seen = _checked_ids(seen_ids, raw.size)                   # (s,)
-    stages = [_raw_stage(raw)]
+    stages = [first]
     for name in config.order:
         change, note = _change(name, stages[-1], config, seen)
         stages.append(_advance(stages[-1], name, change, note))

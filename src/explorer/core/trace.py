@@ -8,6 +8,7 @@ e = head size, V = vocabulary size."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -51,9 +52,13 @@ class ForwardTrace:
                                # the last m of the n positions
     seconds: float = 0.0       # wall time of the forward
 
-    @property
+    @cached_property
     def last_logits(self) -> np.ndarray:  # [V] the logits that choose the next token
-        return self.logits[-1]
+        """A read-only view, the same object every time: sampling recognises it and builds
+        its raw stage once per trace, however often a slider reselects from it."""
+        last = self.logits[-1]
+        last.flags.writeable = False
+        return last
 
     @property
     def kv_bytes_per_position(self) -> int:

@@ -158,7 +158,7 @@ class AttentionPanel(Panel):
     def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self._matrix: _Matrix | None = None
-        self._computed = None              # (run, (step, layer, head, toggle), matrix) last recomputed
+        self._computed = None              # (traces read, (step, layer, head, toggle), matrix) last recomputed
         self._shown = None                 # (theme, language, font, toggle) of the last drawing
         self._toggle_before_view = None    # the toggle as the teacher left it, while a frame's view overrides it
         self._pickers_before_view = None   # (layer, head) as the teacher left them, while a frame chooses
@@ -294,10 +294,14 @@ class AttentionPanel(Panel):
         head = max(0, self.head_picker.currentIndex())
         full, run = self.full_matrix_toggle.isChecked(), self.session.run
         chosen = (step.index, layer, head, full)
-        if self._computed is not None and self._computed[0] is run and self._computed[1] == chosen:
+        # the forwards the matrix reads: a slider drag on a recorded step makes a new run
+        # holding the same traces, whose weights need not be recomputed
+        traces = tuple(s.trace for s in run.steps[:step.index + 1]) if full else (step.trace,)
+        if (self._computed is not None and self._computed[1] == chosen and len(self._computed[0]) == len(traces)
+                and all(a is b for a, b in zip(self._computed[0], traces))):
             return self._computed[2]       # the weights are recomputed on demand: once per choice
         matrix = stacked_matrix(run.steps[:step.index + 1], layer, head) if full else step_matrix(step, layer, head)
-        self._computed = (run, chosen, matrix)
+        self._computed = (traces, chosen, matrix)
         return matrix
 
     def _window(self) -> int:

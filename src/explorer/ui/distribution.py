@@ -323,7 +323,7 @@ class DistributionPanel(Panel):
             self._ticks.append(self.tr("distribution.other", count=vocab_size - ids.size))
         few = len(self._ticks) <= NUMBERS_UP_TO
         cut = cut_heights(dist.stages, ids)                               # (k,)
-        removers = [stage_label(r, lang) if r else "" for r in dist.removed_by[ids]]
+        removers = [stage_label(r, lang) if r else "" for r in dist.removers(ids)]
         entries = [(s.probs, s.kept, s.name) for s in dist.stages if s.active or s.name == "raw"]
         entries.append((dist.probs, dist.stages[-1].kept, "final"))
         rows = []
