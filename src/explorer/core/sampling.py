@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import numbers
+import threading
 import weakref
 from dataclasses import dataclass, field
 from functools import cached_property, lru_cache
@@ -580,22 +581,25 @@ def _pick(probs: np.ndarray, candidates: np.ndarray, before: float, u: float) ->
 # logits (a trace's, read-only): 262,144 of them are checked, copied to float64 and turned
 # into probabilities and favourites once, not on every tick.
 _RAW_STAGES: dict[int, tuple] = {}
+_RAW_STAGES_LOCK = threading.Lock()     # the window's worker and its UI thread may both select
 _RAW_STAGES_KEPT = 4         # 4 MB each on a 262,144-id vocabulary (logits and probabilities)
 
 
 def _raw_of(logits) -> tuple[np.ndarray, Stage]:  # -> (V,) float64 read-only, the raw Stage
     key = id(logits)
-    hit = _RAW_STAGES.get(key)
+    with _RAW_STAGES_LOCK:
+        hit = _RAW_STAGES.get(key)
     if hit is not None and hit[0]() is logits:
         return hit[1], hit[2]
     raw = _checked_logits(logits)
     stage = _raw_stage(raw)
     if isinstance(logits, np.ndarray) and not logits.flags.writeable:     # cannot change under us
-        for dead in [k for k, (ref, _, _) in _RAW_STAGES.items() if ref() is None]:
-            del _RAW_STAGES[dead]
-        while len(_RAW_STAGES) >= _RAW_STAGES_KEPT:
-            del _RAW_STAGES[next(iter(_RAW_STAGES))]                       # the oldest
-        _RAW_STAGES[key] = (weakref.ref(logits), raw, stage)
+        with _RAW_STAGES_LOCK:
+            for dead in [k for k, (ref, _, _) in _RAW_STAGES.items() if ref() is None]:
+                del _RAW_STAGES[dead]
+            while len(_RAW_STAGES) >= _RAW_STAGES_KEPT:
+                del _RAW_STAGES[next(iter(_RAW_STAGES))]                       # the oldest
+            _RAW_STAGES[key] = (weakref.ref(logits), raw, stage)
     return raw, stage
 
 
