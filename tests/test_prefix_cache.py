@@ -161,12 +161,12 @@ def test_the_kv_grid_gives_the_bytes_per_layer_kind(qtbot):
     qtbot.addWidget(panel)
     panel.resize(1200, 500)
     session.next()                     # the Prefill: 5 positions; one position in one layer = 2 x 1 x 4 x 8 = 64 B
-    assert shows(panel, "K/V bytes per position: local 2 × 2 × 1 × 4 × 8 (≤ 3 kept), global 1 × 2 × 1 × 4 × 8; "
-                        "at 5 positions: 704 B")
-    (status,) = [label for label in panel.findChildren(QLabel) if "K/V bytes per position" in label.text()]
+    assert shows(panel, "K/V per position: local 2 × 64 B (≤ 3 kept), global 1 × 64 B; at 5 positions: 704 B")
+    (status,) = [label for label in panel.findChildren(QLabel) if "K/V per position" in label.text()]
+    assert "64 = 2 × 1 × 4 × 8" in status.toolTip()
     assert "At 5 positions = 2 × 3 × 64 + 1 × 5 × 64 = 704 bytes" in status.toolTip()
     session.set_lang("zh")
-    assert shows(panel, "每个位置的K/V字节：局部2 × 2 × 1 × 4 × 8（最多留3个），全局1 × 2 × 1 × 4 × 8；5个位置：704 B")
+    assert shows(panel, "每个位置的K/V：局部2层 × 64 B（最多留3个），全局1层 × 64 B；5个位置：704 B")
 
 
 # ---------------------------------------------------------------------------- what the panels show

@@ -69,7 +69,7 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
             cols, rows = view.places()
             assert rows[-1][0] + view.cell_h <= view.viewport().height() + 1, (where, "kv rows cut")
             assert cols[-1][0] + view.cell_w <= view.viewport().width() + 1, (where, "kv columns cut")
-            drawn, n_rows = [r for _, r in rows], len(panel.row_labels())
+            drawn, n_rows = [r for _, r in rows], len(view.data.row_labels)     # the rows the grid draws from
             if None in drawn:                   # layers left out: the first and the last around "…"
                 assert drawn[:2] == [0, 1] and drawn[-2:] == [n_rows - 2, n_rows - 1], (where, drawn)
         if panel.panel_id == "attention":
@@ -207,7 +207,7 @@ def test_three_panel_gemma_slides_keep_the_first_and_the_last_layer_and_name_eve
         session.go(2)
         placed = {panel.panel_id: panel for panel, _, _ in pictures.lay_out()}
         assert set(placed) == {"timeline", "kv", "attention"}
-        labels = placed["kv"].row_labels()
+        labels = placed["kv"].grid_view().data.row_labels
         _, rows = placed["kv"].grid_view().places()
         drawn = [None if r is None else labels[r] for _, r in rows]
         assert drawn == ["L0 K · 512", "L0 V · 512", None, "L17 K · all", "L17 V · all"]
@@ -250,8 +250,8 @@ def test_the_chosen_mark_stands_clear_of_its_bar(qapp, sessions, lesson, frame):
         panel.setUpdatesEnabled(True)               # slide copies take no updates; grab() needs them
         image = chart.grab().toImage()
         background = image.pixelColor(2, 2)
-        foot, plot = chart.bar_center(last, 0), chart.plot_rect(last)
-        half = plot.width() / len(chart.rows[last].values) * BAR_WIDTH / 2
+        foot = chart.bar_center(last, 0)
+        half = (chart.bar_center(last, 1).x() - foot.x()) * BAR_WIDTH / 2      # a column's width x the bar's share
         left, right = round(foot.x() - half) + 3, round(foot.x() + half) - 3
         top = round(foot.y())
         while image.pixelColor(left, top - 1) != background:      # up through the bar to its top edge

@@ -101,17 +101,17 @@ add_messages({
                                 "token changed at position {at}: {invalidated} cached positions invalidated",
                           "zh": "前缀缓存：{cached}个位置（{size}）· 复用{reused}个，计算{computed}个 · "
                                 "位置{at}的Token变了：{invalidated}个已缓存的位置失效"},
-    "kv.kinds": {"en": "K/V bytes per position: {kinds}; at {n} positions: {total:,} B",
-                 "zh": "每个位置的K/V字节：{kinds}；{n}个位置：{total:,} B"},
-    "kv.kinds.tip": {"en": "K/V bytes per layer kind (layers × K and V × K/V heads × head size × bytes per number). "
-                           "At {n} positions = {sums} = {total:,} bytes: a local layer keeps at most the latest "
-                           "positions its window reads, a global layer keeps them all.",
-                     "zh": "按层的种类计算K/V字节（层数 × K和V × K/V头数 × 头的维度 × 每个数的字节）。{n}个位置 = {sums} = "
+    "kv.kinds": {"en": "K/V per position: {kinds}; at {n} positions: {total:,} B",
+                 "zh": "每个位置的K/V：{kinds}；{n}个位置：{total:,} B"},
+    "kv.kinds.tip": {"en": "K/V bytes per layer of each kind: {factors} (K and V × K/V heads × head size × bytes "
+                           "per number). At {n} positions = {sums} = {total:,} bytes: a local layer keeps at most "
+                           "the latest positions its window reads, a global layer keeps them all.",
+                     "zh": "每种层一层的K/V字节：{factors}（K和V × K/V头数 × 头的维度 × 每个数的字节）。{n}个位置 = {sums} = "
                            "{total:,}字节：局部层最多保留它的窗口读得到的最近位置，全局层全部保留。"},
-    "kv.kind.local": {"en": "local {layers} × 2 × {heads} × {dim} × {item} (≤ {w} kept)",
-                      "zh": "局部{layers} × 2 × {heads} × {dim} × {item}（最多留{w}个）"},
-    "kv.kind.global": {"en": "global {layers} × 2 × {heads} × {dim} × {item}",
-                       "zh": "全局{layers} × 2 × {heads} × {dim} × {item}"},
+    "kv.kind.local": {"en": "local {layers} × {per:,} B (≤ {w} kept)",
+                      "zh": "局部{layers}层 × {per:,} B（最多留{w}个）"},
+    "kv.kind.global": {"en": "global {layers} × {per:,} B", "zh": "全局{layers}层 × {per:,} B"},
+    "kv.kind.factors": {"en": "{per:,} = 2 × {heads} × {dim} × {item}", "zh": "{per:,} = 2 × {heads} × {dim} × {item}"},
     "kv.kind.sum": {"en": "{layers} × {kept} × {per:,}", "zh": "{layers} × {kept} × {per:,}"},
     "kv.kinds_sep": {"en": ", ", "zh": "，"},
     "kv.tip.pending": {"en": "{piece} at position {pos} is pending: no forward has processed it yet",
@@ -508,12 +508,14 @@ class KVGridPanel(Panel):
         if config is None or not any(config.window(i) for i in range(config.n_layers)):
             return [], ""
         memory = kv_memory(config, np.dtype(model.dtype).itemsize)
-        kinds = [self.tr(f"kv.kind.{'local' if k.window else 'global'}", layers=k.layers, heads=k.kv_heads,
-                         dim=k.head_dim, item=k.itemsize, w=k.window) for k in memory.kinds]
+        kinds = [self.tr(f"kv.kind.{'local' if k.window else 'global'}", layers=k.layers, per=k.bytes_per_layer,
+                         w=k.window) for k in memory.kinds]
+        factors = self.tr("kv.kind.factors", per=memory.kinds[0].bytes_per_layer, heads=memory.kinds[0].kv_heads,
+                          dim=memory.kinds[0].head_dim, item=memory.kinds[0].itemsize)
         sums = " + ".join(self.tr("kv.kind.sum", layers=k.layers, kept=k.kept(n), per=k.bytes_per_layer)
                           for k in memory.kinds)
         return ([self.tr("kv.kinds", kinds=self.tr("kv.kinds_sep").join(kinds), n=n, total=memory.bytes_at(n))],
-                self.tr("kv.kinds.tip", n=n, sums=sums, total=memory.bytes_at(n)))
+                self.tr("kv.kinds.tip", factors=factors, n=n, sums=sums, total=memory.bytes_at(n)))
 
     def cell_lines(self, row: int, col: int) -> list[str]:
         """Text drawn in a cell: its state label (or its prefix-cache mark), then (small models) its vector."""
