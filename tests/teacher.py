@@ -367,9 +367,9 @@ def cell_point(panel, row: int, col: int) -> QPoint:
     return plot_view(panel).mapFromScene(scene)
 
 
-def axis_texts(axis) -> list[str]:
-    """The tick labels an axis draws (it leaves out those with no room), top to bottom, left to right."""
-    QApplication.processEvents()               # as a reader sees it: the axis follows its view's range in the event loop
+def axis_labels(axis) -> list[tuple[QRectF, str]]:
+    """(box, text) of the tick labels an axis draws (it leaves out those with no room), top to
+    bottom, left to right."""
     image = QImage(1, 1, QImage.Format.Format_ARGB32)
     painter = QPainter(image)
     try:
@@ -378,7 +378,13 @@ def axis_texts(axis) -> list[str]:
         painter.end()
     if specs is None:
         return []
-    return [text for rect, _flags, text in sorted(specs[2], key=lambda spec: (spec[0].top(), spec[0].left()))]
+    return [(QRectF(rect), text) for rect, _flags, text in sorted(specs[2], key=lambda spec: (spec[0].top(), spec[0].left()))]
+
+
+def axis_texts(axis) -> list[str]:
+    """The tick labels an axis draws, top to bottom, left to right."""
+    QApplication.processEvents()               # as a reader sees it: the axis follows its view's range in the event loop
+    return [text for _box, text in axis_labels(axis)]
 
 
 def boundary_row(panel) -> int | None:

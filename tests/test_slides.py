@@ -6,7 +6,6 @@ from contextlib import contextmanager
 import pytest
 import pyqtgraph as pg
 from PySide6.QtCore import QRect, QRectF
-from PySide6.QtGui import QImage, QPainter
 from PySide6.QtWidgets import QAbstractButton, QAbstractSlider, QComboBox, QLabel, QLineEdit
 
 from explorer.export.spec import ExportSpec
@@ -14,7 +13,7 @@ from explorer.lessons import lesson_names, load_lesson
 from explorer.ui.fonts import register_fonts
 from explorer.ui.slides.job import slide_pictures
 from explorer.ui.slides.layout import BODY_PX, SlideGeometry
-from teacher import drawn_texts, shown_texts
+from teacher import axis_labels, drawn_texts, shown_texts
 
 CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
 
@@ -97,14 +96,7 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
 def key_labels_drawn(panel) -> list[tuple[QRectF, str]]:
     """(box, text) of the labels the attention panel's key axis draws, left to right."""
     axis = panel.findChild(pg.PlotWidget).getPlotItem().getAxis("bottom")
-    image = QImage(8, 8, QImage.Format.Format_RGB32)
-    painter = QPainter(image)
-    try:
-        specs = axis.generateDrawSpecs(painter)
-    finally:
-        painter.end()
-    return sorted(((QRectF(rect), text) for rect, _flags, text in (specs[2] if specs else [])),
-                  key=lambda spec: spec[0].left())
+    return sorted(axis_labels(axis), key=lambda label: label[0].left())
 
 
 @pytest.mark.parametrize("lang", ["en", "zh"])
