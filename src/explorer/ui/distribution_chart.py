@@ -479,7 +479,8 @@ class StageChart(QWidget):
             x, anchor = x_of(ruler.u) - 2 * PAD, 1.0
         else:
             x, anchor = x_of(ruler.u) + 2 * PAD, 0.0
-        texts.draw(p, ruler.note, "small", x, note_top, anchor, 0.0)
+        room = {0.0: self.width() - x, 1.0: x, 0.5: 2 * min(x, self.width() - x)}[anchor] - PAD
+        texts.draw(p, texts.elided(ruler.note, "small", room), "small", x, note_top, anchor, 0.0)   # never cut at an edge
 
 
 class _Texts:
