@@ -112,6 +112,10 @@ def user_settings(tmp_path, monkeypatch, qapp):
     import explorer.ui.window as window_module
     for scope in (QSettings.Scope.UserScope, QSettings.Scope.SystemScope):
         QSettings.setPath(QSettings.Format.NativeFormat, scope, str(tmp_path / "config"))
+    # the single-instance socket is named after the settings folder: another test run on the
+    # same machine (or a teacher's open window) is not mistaken for this user's first window
+    qt_default = os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config")
+    monkeypatch.setenv("XDG_CONFIG_HOME", str(tmp_path / "config"))
     # the lesson list opens by itself only on a screen a person looks at, not offscreen
     monkeypatch.setattr(window_module.QGuiApplication, "platformName", staticmethod(lambda: "xcb"))
     monkeypatch.setattr(type(qapp), "exec", lambda _app: 0)
@@ -131,8 +135,7 @@ def user_settings(tmp_path, monkeypatch, qapp):
     for w in windows:
         w.close()
     # Qt's own defaults on Linux, as it read them from the environment
-    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope,
-                      os.environ.get("XDG_CONFIG_HOME") or os.path.expanduser("~/.config"))
+    QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.UserScope, qt_default)
     QSettings.setPath(QSettings.Format.NativeFormat, QSettings.Scope.SystemScope, "/etc/xdg")
 
 
