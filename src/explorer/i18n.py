@@ -23,6 +23,7 @@ MESSAGES = {
     "phase.verify": {"en": "Verify {n}", "zh": "验证{n}"},    # a speculative draft checked in one pass
     "chooser": {"en": "logits at position {p}", "zh": "位置{p}的logits"},
     "forced": {"en": " (forced)", "zh": "（人为指定）"},
+    "cancel": {"en": "Cancel", "zh": "取消"},                 # the button that stops work in progress
     "prompt": {"en": "prompt", "zh": "提示"},
     "scenario": {"en": "scenario “{name}”", "zh": "情景“{name}”"},
     "output": {"en": "output", "zh": "输出"},

@@ -51,7 +51,6 @@ add_messages({
                            "zh": "PNG图片 (*.png);;PDF页面 (*.pdf);;PowerPoint幻灯片 (*.pptx);;SVG矢量图 (*.svg)"},
     "export.folder": {"en": "Export lesson into folder", "zh": "把整课导出到文件夹"},
     "export.progress": {"en": "Exporting {what}…", "zh": "正在导出 {what}…"},
-    "export.cancel": {"en": "Cancel", "zh": "取消"},
     "export.done": {"en": "Wrote {n} files to {folder}", "zh": "已写入 {n} 个文件到 {folder}"},
     "export.wrote": {"en": "Wrote {path}", "zh": "已写入 {path}"},
     "export.cancelled": {"en": "Export cancelled: nothing was written", "zh": "已取消导出：没有写入任何文件"},
@@ -219,7 +218,7 @@ def export_lesson(window) -> list[Path]:
         return []
     from .slides.job import export_session
     lang = window.session.lang
-    dialog = QProgressDialog(tr("export.progress", lang, what=""), tr("export.cancel", lang), 0, 1, window)
+    dialog = QProgressDialog(tr("export.progress", lang, what=""), tr("cancel", lang), 0, 1, window)
     dialog.setMinimumDuration(0)
 
     def progress(done: int, total: int, what: str) -> bool:

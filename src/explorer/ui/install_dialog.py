@@ -30,7 +30,6 @@ add_messages({
                                     "阅读，再决定是否接受。"},
     "install.accept": {"en": "I accept the {title}", "zh": "我接受《{title}》"},
     "install.download": {"en": "Download ({size})", "zh": "下载（{size}）"},
-    "install.cancel": {"en": "Cancel", "zh": "取消"},
 })
 
 
@@ -51,7 +50,7 @@ class InstallDialog(QDialog):
         buttons = QDialogButtonBox()
         self.download_button = buttons.addButton(tr("install.download", lang, size=size),
                                                  QDialogButtonBox.ButtonRole.AcceptRole)
-        buttons.addButton(tr("install.cancel", lang), QDialogButtonBox.ButtonRole.RejectRole)
+        buttons.addButton(tr("cancel", lang), QDialogButtonBox.ButtonRole.RejectRole)
         buttons.accepted.connect(self.accept)
         buttons.rejected.connect(self.reject)
         self.terms_view = self.accept_box = None

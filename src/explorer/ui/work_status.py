@@ -22,7 +22,6 @@ add_messages({
     "work.progress": {"en": "%v / %m tokens", "zh": "%v / %m 个Token"},
     "work.rate": {"en": "{n} tokens · {rate:.1f} tok/s", "zh": "{n}个Token · 每秒{rate:.1f}个Token"},
     "work.steps": {"en": "{n} tokens", "zh": "{n}个Token"},
-    "work.cancel": {"en": "Cancel", "zh": "取消"},
     "work.cancel.tip": {"en": "Stop generating after the current step (the run ends as cancelled)",
                         "zh": "在当前这一步之后停止生成（结束原因为“已取消”）"},
     "work.cancelled": {"en": "Cancelled after {n} tokens", "zh": "已取消：生成了{n}个Token"},
@@ -59,7 +58,7 @@ class WorkStatus:
         self.label.setText(text)
         self.bar.setRange(0, 0)                 # busy until the first step is reported
         self.bar.setTextVisible(False)
-        self.cancel_button.setText(tr("work.cancel", lang))
+        self.cancel_button.setText(tr("cancel", lang))
         self.cancel_button.setToolTip(tr("work.cancel.tip", lang))
         if delayed:
             self._timer.start()
