@@ -26,8 +26,8 @@ TOP_P_TOLERANCE = 1e-9   # keeps 0.55 + 0.25 "reaching" 0.8 despite float64 roun
 _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
 _THRESHOLD_STEP = 1 / 16 # _ruler_prefix lowers its probability threshold 16x at a time
 _THRESHOLD_FLOOR = 1e-20 # ... down to this fraction of the top probability, then takes all
-_BAND = 256              # _inverse_cdf sorts at most about this many candidates
-_BUCKET_BITS = 12        # _inverse_cdf puts the candidates in at most 2**12 buckets per round
+_BAND = 256              # inverse_cdf sorts at most about this many candidates
+_BUCKET_BITS = 12        # inverse_cdf puts the candidates in at most 2**12 buckets per round
 
 
 # ---------------------------------------------------------------------------- settings
@@ -525,7 +525,7 @@ def _change(name: str, stage: Stage, config: SamplingConfig, seen: np.ndarray):
     return _min_p(stage, config.min_p), f"min_p={config.min_p:g}"
 
 
-def _inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> position
+def inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> position
     """The ruler position whose interval [lo, hi) holds u (the last one if round-off
     leaves u at or above the final hi).
 
@@ -630,7 +630,7 @@ def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0) 
         u, position = None, int(np.argmax(final.values))
     else:
         u = uniform_draw(config.seed, step)
-        position = _inverse_cdf(final.candidate_probs, u)
+        position = inverse_cdf(final.candidate_probs, u)
     return Distribution(raw, tuple(stages), u, int(final.ids[position]), greedy)
 
 

@@ -38,7 +38,7 @@ from .generate import Run, Step, finish_check, recompute_diff
 from .kvcache import KVCache
 from .limits import check_prompt_length
 from .protocol import LanguageModel
-from .sampling import Distribution, SamplingConfig, distribution
+from .sampling import Distribution, SamplingConfig, distribution, inverse_cdf
 from .trace import ForwardTrace
 
 DEFAULT_K = 4          # tokens drafted per pass
@@ -208,12 +208,8 @@ def _sampled(dist: Distribution, drafted: int) -> int:
     if dist.u < kept:
         return drafted
     rest = p.copy()
-    rest[drafted] = 0.0
-    ids = np.flatnonzero(rest > 0)                                       # [m]
-    ids = ids[np.lexsort((ids, -rest[ids]))]                             # ruler order
-    hi = np.cumsum(rest[ids]) / rest[ids].sum()                          # [m]
-    u = (dist.u - kept) / (1.0 - kept)
-    return int(ids[min(int(np.searchsorted(hi, u, side="right")), ids.size - 1)])
+    rest[drafted] = 0.0                                                  # [V] (p - q)+
+    return inverse_cdf(rest / rest.sum(), (dist.u - kept) / (1.0 - kept))
 
 
 def _common_prefix(a, b) -> int:
