@@ -260,6 +260,8 @@ def test_trace_speculative_refuses_what_it_cannot_do(capsys):
     assert code != 0 and "--force" in err and "Traceback" not in err
     code, _, err = _cli(capsys, "trace", "--speculative", "2", "--mode", "beam")
     assert code != 0 and "beam" in err
+    code, out, err = _cli(capsys, "trace", "--ngram", "2")     # an n-gram length with nothing to look up
+    assert code == 2 and "--ngram 2" in err and "--speculative" in err and out == ""
 
 
 # ---------------------------------------------------------------------------- the lesson and its timeline

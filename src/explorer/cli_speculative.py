@@ -38,7 +38,7 @@ add_messages({
 def add_flags(parser) -> None:
     parser.add_argument("--speculative", type=int, metavar="K",
                         help="decode speculatively: draft up to K tokens by prompt lookup, verify them in one pass")
-    parser.add_argument("--ngram", type=int, default=DEFAULT_NGRAM,
+    parser.add_argument("--ngram", type=int,
                         help=f"with --speculative: the longest n-gram looked up (default {DEFAULT_NGRAM})")
 
 
@@ -49,7 +49,8 @@ def speculative_output(scenarios, names, args) -> str:
         raise SettingError("--force: a what-if cannot be combined with --speculative "
                            "(speculative decoding verifies the model's own choices)")
     check_count("--speculative", args.speculative, 1, MAX_K)
-    drafter = prompt_lookup(check_count("--ngram", args.ngram, 1, MAX_NGRAM))
+    ngram = DEFAULT_NGRAM if args.ngram is None else check_count("--ngram", args.ngram, 1, MAX_NGRAM)
+    drafter = prompt_lookup(ngram)
     data, blocks = [], []
     for i, s in enumerate(scenarios):
         if s.config.mode == "beam":
@@ -63,7 +64,7 @@ def speculative_output(scenarios, names, args) -> str:
         run = speculative_generate(s.model, s.prompt_ids, s.config, k=args.speculative, drafter=drafter,
                                    check_recompute=not args.no_check)
         data.append(speculative_to_dict(run, s.model.vocab, args.speculative, args.top))
-        blocks.append(label + format_speculative(run, s.model.vocab, args.speculative, args.lang, args.ngram))
+        blocks.append(label + format_speculative(run, s.model.vocab, args.speculative, args.lang, ngram))
     if args.json:
         return json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2)
     return "\n\n".join(blocks)

@@ -80,6 +80,9 @@ def _session(args) -> Session:
 
 def run(args) -> int:
     check_count("--top", args.top, 1, MAX_TOP)
+    if args.speculative is None and args.ngram is not None:
+        raise SettingError(f"--ngram {args.ngram}: the n-gram length of prompt lookup only applies with "
+                           "--speculative K (give both, or leave --ngram out)")
     if args.speculative is not None:
         print(speculative_output(*_speculative_scenarios(args), args))
         return 0
