@@ -434,6 +434,15 @@ def test_malformed_lessons_name_the_file_and_the_key(tmp_path, case):
         assert part in message, message
 
 
+def test_speculative_decoding_of_a_beam_is_refused(tmp_path):
+    text = GOOD.read_text(encoding="utf-8").replace('"../tables/', f'"{GOOD.parents[1] / "tables"}/')
+    text = _edit(_edit(text, 'name = "f15"\n', 'name = "f15"\nspeculative = 2\n'), 'mode = "greedy"\n', 'mode = "beam"\n')
+    path = tmp_path / "beam.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(LessonError, match=r'^beam\.toml: scenarios\[0\]\.speculative: 2: .*one sequence.*"beam"'):
+        load_lesson(path)
+
+
 def test_a_top_level_key_after_a_header_is_caught(tmp_path):
     """The TOML pitfall: `order` written after [title] belongs to the title table."""
     text = GOOD.read_text(encoding="utf-8")

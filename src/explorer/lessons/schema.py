@@ -350,6 +350,9 @@ def _scenario_spec(r: _Reader, d: dict, where: str, base: ScenarioSpec | None,
             or (speculative and forces)):
         r.fail(at("speculative"), f"{speculative!r}: expected the tokens drafted per pass, 1 to {MAX_K} (0 = off), "
                                   "on a scenario without forces (speculative decoding verifies the model's own choices)")
+    if speculative and settings.get("mode") == "beam":
+        r.fail(at("speculative"), f"{speculative}: speculative decoding verifies one sequence; expected settings.mode "
+                                  "\"greedy\" or \"sample\", not \"beam\" (or speculative = 0)")
     return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool, prefix_from,
                         speculative)
 
