@@ -68,7 +68,6 @@ class Frame:
     vote: Vote | None = None
     search_result: SearchResult | None = None
     usages: tuple[tuple[str, Usage], ...] = ()   # (scenario name, usage of its whole run), every scenario
-    ttfts: tuple[tuple[str, float], ...] = ()     # (scenario name, its run's time to first token in s), every scenario
 
     @property
     def visible_count(self) -> int:

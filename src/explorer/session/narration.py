@@ -188,8 +188,7 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
     values |= usage.as_dict() | {"answer": answer, "chars": len(answer)}
     for name, whole in frame.usages:              # {total_tokens@tool}: another scenario's whole run
         values |= {f"{key}@{name}": n for key, n in whole.as_dict().items()}
-    values |= {f"ttft@{name}": milliseconds(seconds) for name, seconds in frame.ttfts}
-    values |= {"ttft": milliseconds(run.time_to_first_token)} | _prefix_values(run, vocab)
+    values |= _prefix_values(run, vocab)
     if frame.vote is not None:
         values |= _vote_values(frame.vote, lang)
     if frame.search_result is not None:

@@ -472,11 +472,9 @@ class Session:
             frames, owners = list(derived[effective[0]]), [0] * len(derived[effective[0]])
         usages = tuple((s.name, count_usage(runs[s].prompt_ids, runs[s].output_ids, s.model.vocab))
                        for s in effective) if plans else ()
-        ttfts = tuple((s.name, runs[s].time_to_first_token) for s in effective) if plans else ()
         computed: dict = {}                  # (kind, scenario, spec) -> Vote | SearchResult, once per change
         for i, plan in enumerate(plans):
-            frame = replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages,
-                            ttfts=ttfts)
+            frame = replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages)
             frames.append(_computed(frame, effective[plan.scenario], computed, i))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,
