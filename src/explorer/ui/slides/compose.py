@@ -3,10 +3,11 @@ for the slide, drawn by their own code with slide-sized type) and the caption st
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, QSizeF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QRegion
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPalette, QPen, QRegion
 from PySide6.QtWidgets import QApplication, QWidget
 
 from ...session import Session
@@ -126,17 +127,34 @@ class SlideComposer:
     # ------------------------------------------------------------------ painting
     def paint(self, painter: QPainter, text: SlideText) -> None:
         """The whole slide of the current frame, in slide pixels (lays the panels out)."""
+        placed = self.lay_out()
+        self._paint_frame(painter, text)
+        for panel, rect, scale in placed:
+            _paint_panel(painter, panel, rect, scale)
+
+    def paint_image(self, image: QImage, text: SlideText, scale: int) -> None:
+        """The slide into `image`, `scale` image pixels a slide pixel. A panel drawn at its
+        own size paints itself straight into the image at its place, as grab() paints a
+        pixmap; one drawn smaller (or a scaled slide) goes through a scaling painter."""
+        placed = self.lay_out()
+        painter = image_painter(image, scale)
+        self._paint_frame(painter, text)
+        straight = []
+        for panel, rect, drawn in placed:
+            if scale == 1 and drawn == 1.0 and rect.toRect() == rect:
+                straight.append((panel, rect.toRect().topLeft()))
+            else:
+                _paint_panel(painter, panel, rect, drawn)
+        painter.end()
+        for panel, at in straight:
+            with _drawable(panel):
+                panel.render(image, at, QRegion(), QWidget.RenderFlag.DrawChildren)
+
+    def _paint_frame(self, painter: QPainter, text: SlideText) -> None:
+        """Background, title and caption strip: everything but the panels."""
         g, theme = self.geometry, self.theme
         painter.fillRect(QRectF(0, 0, g.width, g.height), QColor(theme.background))
         self._paint_title(painter, text.title)
-        for panel, rect, scale in self.lay_out():
-            painter.save()
-            painter.translate(rect.topLeft())
-            painter.scale(scale, scale)
-            panel.setUpdatesEnabled(True)         # render() draws nothing of a widget that takes no updates
-            panel.render(painter, QPoint(0, 0), QRegion(), QWidget.RenderFlag.DrawChildren)
-            panel.setUpdatesEnabled(False)
-            painter.restore()
         if g.caption:
             paint_caption(painter, g, theme, text)
 
@@ -150,6 +168,36 @@ class SlideComposer:
         p.setPen(QColor(self.theme.text))
         elided = p.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight, int(rect.width()))
         p.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, elided)
+
+
+def image_painter(image: QImage, scale: int) -> QPainter:
+    """A painter on a slide image, in slide pixels."""
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+    painter.scale(scale, scale)
+    return painter
+
+
+@contextmanager
+def _drawable(panel: Panel):
+    """A slide copy takes no updates (it is never on screen), and render() draws nothing of
+    a widget that takes none: drawable while it is drawn."""
+    panel.setUpdatesEnabled(True)
+    try:
+        yield
+    finally:
+        panel.setUpdatesEnabled(False)
+
+
+def _paint_panel(painter: QPainter, panel: Panel, rect: QRectF, scale: float) -> None:
+    """`panel` drawn by `painter` at `rect`, `scale` times its size."""
+    painter.save()
+    painter.translate(rect.topLeft())
+    painter.scale(scale, scale)
+    with _drawable(panel):
+        panel.render(painter, QPoint(0, 0), QRegion(), QWidget.RenderFlag.DrawChildren)
+    painter.restore()
 
 
 def paint_caption(p: QPainter, g: SlideGeometry, theme: Theme, text: SlideText) -> None:
