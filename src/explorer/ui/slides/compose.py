@@ -6,7 +6,7 @@ from __future__ import annotations
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, QSizeF, Qt
+from PySide6.QtCore import QObject, QPoint, QPointF, QRectF, QSizeF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPalette, QPen, QRegion
 from PySide6.QtWidgets import QApplication, QWidget
 
@@ -41,6 +41,16 @@ def settle(rounds: int = 4) -> None:
     for _ in range(rounds):
         QApplication.sendPostedEvents()
         QApplication.processEvents()
+
+
+def settle_panels(panels, rounds: int = 2) -> None:
+    """Deliver the events posted to `panels` and everything in them (layout requests,
+    queued signals), deepest first, until their fonts, sizes and layouts have settled;
+    nothing else in the application runs meanwhile (not the window's own panels)."""
+    for _ in range(rounds):
+        for panel in panels:
+            for obj in reversed([panel, *panel.findChildren(QObject)]):
+                QApplication.sendPostedEvents(obj, 0)
 
 
 def slide_palette(theme: Theme) -> QPalette:
@@ -115,12 +125,15 @@ class SlideComposer:
         panels = {pid: self.panel_copy(pid) for pid in ids}
         for panel in panels.values():
             _set_type(panel, base)
-        settle()
-        wants = {pid: None if p.SLIDE_STRETCHES else QSizeF(p.slide_content_size())
-                 for pid, p in panels.items()}
-        placed = []
-        for pid, rect in zip(ids, g.panel_rects(ids, wants)):
-            placed.append((panels[pid], rect, _fit(panels[pid], rect.size(), base)))
+        settle_panels(panels.values())            # the frame's content laid out (a table keeps the rows it has room for)
+        # what a table or grid beside others needs at the body type; a lone panel takes the whole body
+        wants = {pid: QSizeF(p.slide_content_size()) for pid, p in panels.items()
+                 if len(ids) > 1 and not p.SLIDE_STRETCHES}
+        rects = g.panel_rects(ids, wants)
+        for pid, rect in zip(ids, rects):
+            panels[pid].resize(rect.size().toSize())
+        settle_panels(panels.values())
+        placed = [(panels[pid], rect, _fit(panels[pid], rect.size(), base)) for pid, rect in zip(ids, rects)]
         self._laid_out = (made_for, placed)
         return placed
 
@@ -231,25 +244,23 @@ def _set_type(panel: Panel, px: float) -> None:
 
 
 def _fit(panel: Panel, room: QSizeF, base: float) -> float:
-    """Type and size of `panel` for a place of `room`; returns the scale it is drawn at."""
-    panel.resize(room.toSize())
-    settle()
-    need = panel.slide_growth_size()
-    ratio = min(room.width() / max(1, need.width()), room.height() / max(1, need.height()))
-    if ratio > 1.05 and panel.SLIDE_GROWTH > 1:
-        for grow in (min(panel.SLIDE_GROWTH, 0.95 * ratio), 1.0):    # content grows about as the type
-            _set_type(panel, base * max(1.0, grow))
-            settle()
-            need = panel.slide_growth_size()
-            if need.width() <= room.width() and need.height() <= room.height():
-                break
-    need = panel.slide_content_size()
-    if panel.SLIDE_ELIDES:
-        need = panel.slide_minimum_size()
+    """Type and size of `panel`, laid out at the body type for a place of `room`; returns
+    the scale it is drawn at."""
+    if panel.SLIDE_GROWTH > 1:
+        need = panel.slide_growth_size()
+        ratio = min(room.width() / max(1, need.width()), room.height() / max(1, need.height()))
+        if ratio > 1.05:
+            for grow in (min(panel.SLIDE_GROWTH, 0.95 * ratio), 1.0):    # content grows about as the type
+                _set_type(panel, base * max(1.0, grow))
+                settle_panels([panel])
+                need = panel.slide_growth_size()
+                if need.width() <= room.width() and need.height() <= room.height():
+                    break
+    need = panel.slide_minimum_size() if panel.SLIDE_ELIDES else panel.slide_content_size()
     # a panel stays at least as large as its layout's minimum, whatever room it is given
     need = need.expandedTo(panel.minimumSizeHint())
     scale = max(SMALLEST_DRAWING, min(1.0, room.width() / max(1, need.width()), room.height() / max(1, need.height())))
     if scale < 1.0:
         panel.resize((room / scale).toSize())
-        settle()
+        settle_panels([panel])
     return min(scale, room.width() / panel.width(), room.height() / panel.height())
