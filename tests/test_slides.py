@@ -268,3 +268,28 @@ def test_a_three_panel_gemma_slide_alone_equals_it_after_other_frames(qapp, sess
                 image = slide_image(pictures, slide_text(session, index, "en", "gemma"), spec)
             images.append(image)
     assert images[0] == images[1]
+
+
+def test_composing_slides_leaves_the_rest_of_the_application_alone(qapp, sessions):
+    """A slide settles its own panels only: an event posted to anything else (the window's
+    own panels, when the teacher exports from the window) is still waiting afterwards."""
+    from PySide6.QtCore import QCoreApplication, QEvent, QObject
+
+    class Receiver(QObject):
+        delivered = 0
+
+        def event(self, event):
+            if event.type() == QEvent.Type.User:
+                self.delivered += 1
+                return True
+            return super().event(event)
+
+    receiver = Receiver()
+    QCoreApplication.postEvent(receiver, QEvent(QEvent.Type.User))
+    session = sessions("wo-ai-to-eos")
+    with composer(session) as pictures:
+        for index, placed in placed_on_every_frame(session, pictures):
+            assert placed, index
+    assert receiver.delivered == 0
+    QCoreApplication.sendPostedEvents(receiver)
+    assert receiver.delivered == 1

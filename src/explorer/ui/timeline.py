@@ -201,6 +201,7 @@ class TimelinePanel(Panel):
         self.speed.setObjectName("speed")
         self._timings_visible = True
         self._n_rows = 0                  # rows of the current frame, before a slide leaves any out
+        self._rows: list[list[str]] = []  # the current frame's rows (cells as text), every one
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -299,12 +300,12 @@ class TimelinePanel(Panel):
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
         if self.on_slide:
-            self.refresh()                           # as many rows and as wide as the new size has room for
+            self._fit_rows()                         # as many rows and as wide as the new size has room for
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange and self.on_slide:
-            self.refresh()                           # rows and columns measured in the new type
+            self._fit_rows()                         # rows and columns measured in the new type
 
     # -------------------------------------------------------------- drawing
     def refresh(self) -> None:
@@ -346,10 +347,18 @@ class TimelinePanel(Panel):
         if frame.kind == "stop":
             rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len], ENDS), "",
                          finish_text(run, s.lang), ""])
-        self._fill(self._rows_with_room(rows))
+        self._rows = rows
         if self.on_slide:
-            self._fit_columns()
-            self._drop_rows_without_room(rows)
+            self._fit_rows()
+        else:
+            self._fill(self._rows_with_room(rows))
+
+    def _fit_rows(self) -> None:
+        """On a slide, the rows of the table that the table has room for, its columns sharing
+        its width (all a new size or type changes: the rest of the panel stays as drawn)."""
+        self._fill(self._rows_with_room(self._rows))
+        self._fit_columns()
+        self._drop_rows_without_room(self._rows)
 
     def _positions_text(self, step) -> str:
         """The positions a forward computed; for a Prefill that reused a prefix cache's, how many of each."""

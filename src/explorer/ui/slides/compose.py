@@ -3,10 +3,11 @@ for the slide, drawn by their own code with slide-sized type) and the caption st
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 
-from PySide6.QtCore import QPoint, QPointF, QRectF, QSizeF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QPainter, QPalette, QPen, QRegion
+from PySide6.QtCore import QObject, QPoint, QPointF, QRectF, QSizeF, Qt
+from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPalette, QPen, QRegion
 from PySide6.QtWidgets import QApplication, QWidget
 
 from ...session import Session
@@ -40,6 +41,16 @@ def settle(rounds: int = 4) -> None:
     for _ in range(rounds):
         QApplication.sendPostedEvents()
         QApplication.processEvents()
+
+
+def settle_panels(panels, rounds: int = 2) -> None:
+    """Deliver the events posted to `panels` and everything in them (layout requests,
+    queued signals), deepest first, until their fonts, sizes and layouts have settled;
+    nothing else in the application runs meanwhile (not the window's own panels)."""
+    for _ in range(rounds):
+        for panel in panels:
+            for obj in reversed([panel, *panel.findChildren(QObject)]):
+                QApplication.sendPostedEvents(obj, 0)
 
 
 def slide_palette(theme: Theme) -> QPalette:
@@ -114,29 +125,49 @@ class SlideComposer:
         panels = {pid: self.panel_copy(pid) for pid in ids}
         for panel in panels.values():
             _set_type(panel, base)
-        settle()
-        wants = {pid: None if p.SLIDE_STRETCHES else QSizeF(p.slide_content_size())
-                 for pid, p in panels.items()}
-        placed = []
-        for pid, rect in zip(ids, g.panel_rects(ids, wants)):
-            placed.append((panels[pid], rect, _fit(panels[pid], rect.size(), base)))
+        settle_panels(panels.values())            # the frame's content laid out (a table keeps the rows it has room for)
+        # what a table or grid beside others needs at the body type; a lone panel takes the whole body
+        wants = {pid: QSizeF(p.slide_content_size()) for pid, p in panels.items()
+                 if len(ids) > 1 and not p.SLIDE_STRETCHES}
+        rects = g.panel_rects(ids, wants)
+        for pid, rect in zip(ids, rects):
+            panels[pid].resize(rect.size().toSize())
+        settle_panels(panels.values())
+        placed = [(panels[pid], rect, _fit(panels[pid], rect.size(), base)) for pid, rect in zip(ids, rects)]
         self._laid_out = (made_for, placed)
         return placed
 
     # ------------------------------------------------------------------ painting
     def paint(self, painter: QPainter, text: SlideText) -> None:
         """The whole slide of the current frame, in slide pixels (lays the panels out)."""
+        placed = self.lay_out()
+        self._paint_frame(painter, text)
+        for panel, rect, scale in placed:
+            _paint_panel(painter, panel, rect, scale)
+
+    def paint_image(self, image: QImage, text: SlideText, scale: int) -> None:
+        """The slide into `image`, `scale` image pixels a slide pixel. A panel drawn at its
+        own size paints itself straight into the image at its place, as grab() paints a
+        pixmap; one drawn smaller (or a scaled slide) goes through a scaling painter."""
+        placed = self.lay_out()
+        painter = image_painter(image, scale)
+        self._paint_frame(painter, text)
+        straight = []
+        for panel, rect, drawn in placed:
+            if scale == 1 and drawn == 1.0 and rect.toRect() == rect:
+                straight.append((panel, rect.toRect().topLeft()))
+            else:
+                _paint_panel(painter, panel, rect, drawn)
+        painter.end()
+        for panel, at in straight:
+            with _drawable(panel):
+                panel.render(image, at, QRegion(), QWidget.RenderFlag.DrawChildren)
+
+    def _paint_frame(self, painter: QPainter, text: SlideText) -> None:
+        """Background, title and caption strip: everything but the panels."""
         g, theme = self.geometry, self.theme
         painter.fillRect(QRectF(0, 0, g.width, g.height), QColor(theme.background))
         self._paint_title(painter, text.title)
-        for panel, rect, scale in self.lay_out():
-            painter.save()
-            painter.translate(rect.topLeft())
-            painter.scale(scale, scale)
-            panel.setUpdatesEnabled(True)         # render() draws nothing of a widget that takes no updates
-            panel.render(painter, QPoint(0, 0), QRegion(), QWidget.RenderFlag.DrawChildren)
-            panel.setUpdatesEnabled(False)
-            painter.restore()
         if g.caption:
             paint_caption(painter, g, theme, text)
 
@@ -150,6 +181,36 @@ class SlideComposer:
         p.setPen(QColor(self.theme.text))
         elided = p.fontMetrics().elidedText(title, Qt.TextElideMode.ElideRight, int(rect.width()))
         p.drawText(rect, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter, elided)
+
+
+def image_painter(image: QImage, scale: int) -> QPainter:
+    """A painter on a slide image, in slide pixels."""
+    painter = QPainter(image)
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
+    painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
+    painter.scale(scale, scale)
+    return painter
+
+
+@contextmanager
+def _drawable(panel: Panel):
+    """A slide copy takes no updates (it is never on screen), and render() draws nothing of
+    a widget that takes none: drawable while it is drawn."""
+    panel.setUpdatesEnabled(True)
+    try:
+        yield
+    finally:
+        panel.setUpdatesEnabled(False)
+
+
+def _paint_panel(painter: QPainter, panel: Panel, rect: QRectF, scale: float) -> None:
+    """`panel` drawn by `painter` at `rect`, `scale` times its size."""
+    painter.save()
+    painter.translate(rect.topLeft())
+    painter.scale(scale, scale)
+    with _drawable(panel):
+        panel.render(painter, QPoint(0, 0), QRegion(), QWidget.RenderFlag.DrawChildren)
+    painter.restore()
 
 
 def paint_caption(p: QPainter, g: SlideGeometry, theme: Theme, text: SlideText) -> None:
@@ -183,25 +244,23 @@ def _set_type(panel: Panel, px: float) -> None:
 
 
 def _fit(panel: Panel, room: QSizeF, base: float) -> float:
-    """Type and size of `panel` for a place of `room`; returns the scale it is drawn at."""
-    panel.resize(room.toSize())
-    settle()
-    need = panel.slide_growth_size()
-    ratio = min(room.width() / max(1, need.width()), room.height() / max(1, need.height()))
-    if ratio > 1.05 and panel.SLIDE_GROWTH > 1:
-        for grow in (min(panel.SLIDE_GROWTH, 0.95 * ratio), 1.0):    # content grows about as the type
-            _set_type(panel, base * max(1.0, grow))
-            settle()
-            need = panel.slide_growth_size()
-            if need.width() <= room.width() and need.height() <= room.height():
-                break
-    need = panel.slide_content_size()
-    if panel.SLIDE_ELIDES:
-        need = panel.slide_minimum_size()
+    """Type and size of `panel`, laid out at the body type for a place of `room`; returns
+    the scale it is drawn at."""
+    if panel.SLIDE_GROWTH > 1:
+        need = panel.slide_growth_size()
+        ratio = min(room.width() / max(1, need.width()), room.height() / max(1, need.height()))
+        if ratio > 1.05:
+            for grow in (min(panel.SLIDE_GROWTH, 0.95 * ratio), 1.0):    # content grows about as the type
+                _set_type(panel, base * max(1.0, grow))
+                settle_panels([panel])
+                need = panel.slide_growth_size()
+                if need.width() <= room.width() and need.height() <= room.height():
+                    break
+    need = panel.slide_minimum_size() if panel.SLIDE_ELIDES else panel.slide_content_size()
     # a panel stays at least as large as its layout's minimum, whatever room it is given
     need = need.expandedTo(panel.minimumSizeHint())
     scale = max(SMALLEST_DRAWING, min(1.0, room.width() / max(1, need.width()), room.height() / max(1, need.height())))
     if scale < 1.0:
         panel.resize((room / scale).toSize())
-        settle()
+        settle_panels([panel])
     return min(scale, room.width() / panel.width(), room.height() / panel.height())

@@ -59,12 +59,7 @@ def slide_pictures(session: Session, spec: ExportSpec, window=None):
 def slide_image(pictures, text: SlideText, spec: ExportSpec) -> QImage:
     """The slide as pixels: width*scale x height*scale, drawn (not enlarged) at that size."""
     image = QImage(spec.width * spec.scale, spec.height * spec.scale, QImage.Format.Format_RGB32)
-    painter = QPainter(image)
-    painter.setRenderHint(QPainter.RenderHint.Antialiasing)
-    painter.setRenderHint(QPainter.RenderHint.TextAntialiasing)
-    painter.scale(spec.scale, spec.scale)
-    pictures.paint(painter, text)
-    painter.end()
+    pictures.paint_image(image, text, spec.scale)
     return image
 
 

@@ -58,7 +58,7 @@ class SlideGeometry:
         the width; a chart (want None) stretches over the rest."""
         body, gap = self.body, self.px(GAP_PX)
         if len(panels) == 1:
-            return [body]
+            return [whole_pixels(body)]
         rects: dict[str, QRectF] = {}
         rest = [p for p in panels if p != "timeline"]
         if "timeline" in panels:
@@ -79,4 +79,11 @@ class SlideGeometry:
         for p in rest:
             rects[p] = QRectF(x, body.top(), widths[p], body.height())
             x += widths[p] + gap
-        return [rects[p] for p in panels]
+        return [whole_pixels(rects[p]) for p in panels]
+
+
+def whole_pixels(rect: QRectF) -> QRectF:
+    """`rect` with its edges on whole pixels: a panel drawn at its own size fills it exactly
+    and lands on the image's pixel grid."""
+    left, top = round(rect.left()), round(rect.top())
+    return QRectF(left, top, round(rect.right()) - left, round(rect.bottom()) - top)

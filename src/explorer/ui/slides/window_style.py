@@ -10,12 +10,12 @@ from contextlib import contextmanager
 from pathlib import Path
 
 from PySide6.QtCore import QPoint, QRectF, Qt, qInstallMessageHandler
-from PySide6.QtGui import QColor, QPainter
+from PySide6.QtGui import QColor, QImage, QPainter
 
 from ...export.spec import ExportSpec
 from ...session import Session
 from ..settings import Settings
-from .compose import SlideText, paint_caption, settle
+from .compose import SlideText, image_painter, paint_caption, settle
 from .layout import SlideGeometry
 
 
@@ -75,6 +75,11 @@ class WindowPicture:
         if g.caption:
             paint_caption(painter, g, theme, SlideText(text.title, f"{text.lesson}  ·  {text.title}",
                                                        text.counter, text.line))
+
+    def paint_image(self, image: QImage, text: SlideText, scale: int) -> None:
+        painter = image_painter(image, scale)
+        self.paint(painter, text)
+        painter.end()
 
     def close(self) -> None:
         """The window belongs to `export_window`, which closes it."""
