@@ -3,9 +3,22 @@ unpacking each weight where it is used; `quantized` calls them."""
 
 from __future__ import annotations
 
-import numba as nb
-import numpy as np
-from threadpoolctl import threadpool_limits
+import os
+
+# numba's parallel loops run on GNU OpenMP (libgomp), which reads its settings when numba
+# first launches a loop, after this. By default a thread that waits (a worker between two
+# products, the caller at a product's end) spins for milliseconds before it sleeps. On
+# two cores shared with anything else (the window's own UI thread, another program) the
+# two spinning threads of a product take turns on one core, each waiting out the other's
+# spin: a Decode step took 36 ms to 1.1 s and a Prefill of 8 tokens up to 0.9 s with
+# three other busy processes, 18-28 ms and 50-72 ms when waiting threads sleep at once
+# (OMP_WAIT_POLICY=passive); a launch then costs about 10 us more on an idle machine (a
+# futex wake, ~1 ms of a Decode step's 121 launches). A policy set by the user stays.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba as nb  # noqa: E402  (after the policy: see above)
+import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 # A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
 #     4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
@@ -48,6 +61,10 @@ def _compiled(parallel: bool = False):
 
 
 GROUP = 4        # weight rows unpacked together: each input element loaded serves four
+# A product of several rows splits its groups of weight rows into at most PARTS runs of
+# consecutive groups, one buffer each (the threads take whole runs): a buffer per group
+# cost an allocation per four weight rows, 12,288 of them for SmolLM2's output head.
+PARTS = 64
 
 
 @_compiled(parallel=True)
@@ -113,18 +130,21 @@ def matmul_4bit(x, q, scale, offset, out):
     scale, offset [rows, cols/32] -> out [n, rows]."""
     rows, half = q.shape
     low, shift = np.uint8(15), np.uint8(4)     # as in matvec_4bit
-    for g in nb.prange((rows + GROUP - 1) // GROUP):
+    groups = (rows + GROUP - 1) // GROUP
+    parts = min(groups, PARTS)
+    for p in nb.prange(parts):
         # unpacked here, not in a helper: into a buffer allocated in this function the
         # compiler knows nothing else writes, so it vectorises the loop (4x faster)
         w = np.empty((GROUP, 2 * half), np.float32)
-        j0 = g * GROUP
-        for r in range(min(GROUP, rows - j0)):
-            for t in range(half):
-                v = q[j0 + r, t]
-                d, m = scale[j0 + r, t >> 4], offset[j0 + r, t >> 4]
-                w[r, t] = np.float32(np.uint8(v & low)) * d + m
-                w[r, half + t] = np.float32(np.uint8(v >> shift)) * d + m
-        _dots(x, w, j0, min(GROUP, rows - j0), out)
+        for g in range(p * groups // parts, (p + 1) * groups // parts):
+            j0 = g * GROUP
+            for r in range(min(GROUP, rows - j0)):
+                for t in range(half):
+                    v = q[j0 + r, t]
+                    d, m = scale[j0 + r, t >> 4], offset[j0 + r, t >> 4]
+                    w[r, t] = np.float32(np.uint8(v & low)) * d + m
+                    w[r, half + t] = np.float32(np.uint8(v >> shift)) * d + m
+            _dots(x, w, j0, min(GROUP, rows - j0), out)
 
 
 def _eight_bit_loops(shift: int):
@@ -147,13 +167,16 @@ def _eight_bit_loops(shift: int):
         """out = x @ w.T: x [n, cols] float32, q [rows, cols] int8, scale [rows, cols >> shift]
         -> out [n, rows]."""
         rows, cols = q.shape
-        for g in nb.prange((rows + GROUP - 1) // GROUP):
-            w = np.empty((GROUP, cols), np.float32)          # as in matmul_4bit
-            j0 = g * GROUP
-            for r in range(min(GROUP, rows - j0)):
-                for t in range(cols):
-                    w[r, t] = np.float32(q[j0 + r, t]) * scale[j0 + r, t >> shift]
-            _dots(x, w, j0, min(GROUP, rows - j0), out)
+        groups = (rows + GROUP - 1) // GROUP
+        parts = min(groups, PARTS)
+        for p in nb.prange(parts):                           # as in matmul_4bit
+            w = np.empty((GROUP, cols), np.float32)
+            for g in range(p * groups // parts, (p + 1) * groups // parts):
+                j0 = g * GROUP
+                for r in range(min(GROUP, rows - j0)):
+                    for t in range(cols):
+                        w[r, t] = np.float32(q[j0 + r, t]) * scale[j0 + r, t >> shift]
+                _dots(x, w, j0, min(GROUP, rows - j0), out)
 
     return matvec_8bit, matmul_8bit
 
