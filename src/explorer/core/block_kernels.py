@@ -6,14 +6,16 @@ from __future__ import annotations
 import os
 
 # numba's parallel loops run on GNU OpenMP (libgomp), which reads its settings when numba
-# first launches a loop, after this. By default a thread that waits (a worker between two
-# products, the caller at a product's end) spins for milliseconds before it sleeps. On
-# two cores shared with anything else (the window's own UI thread, another program) the
-# two spinning threads of a product take turns on one core, each waiting out the other's
-# spin: a Decode step took 36 ms to 1.1 s and a Prefill of 8 tokens up to 0.9 s with
-# three other busy processes, 18-28 ms and 50-72 ms when waiting threads sleep at once
-# (OMP_WAIT_POLICY=passive); a launch then costs about 10 us more on an idle machine (a
-# futex wake, ~1 ms of a Decode step's 121 launches). A policy set by the user stays.
+# first launches a loop, after this. By default a thread that waits (the worker between
+# two products, the caller at a product's end) spins for milliseconds before it sleeps.
+# On two cores shared with anything else (the window's own UI thread, another program)
+# the two spinning threads of a product take turns on one core, each waiting out the
+# other's spin: with other processes busy (load average 4.5-8.5), SmolLM2's Decode step
+# took a median of 11-311 ms (single steps up to 1.2 s) and a forward over 8 new tokens
+# 0.2-0.7 s; with waiting threads asleep at once (OMP_WAIT_POLICY=passive) 18-52 ms and
+# 32-104 ms, growing smoothly with the rows (benchmarks/bench_rows.py). A launch then wakes the
+# worker (about 6 us more than a spinning one on a quiet core, under 1 ms of a Decode
+# step's 121 launches). A policy the user sets stays.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba as nb  # noqa: E402  (after the policy: see above)
