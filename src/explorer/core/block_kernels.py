@@ -13,9 +13,9 @@ import os
 # other's spin: with other processes busy (load average 4.5-8.5), SmolLM2's Decode step
 # took a median of 11-311 ms (single steps up to 1.2 s) and a forward over 8 new tokens
 # 0.2-0.7 s; with waiting threads asleep at once (OMP_WAIT_POLICY=passive) 18-52 ms and
-# 32-104 ms, growing smoothly with the rows (benchmarks/bench_rows.py). A launch then wakes the
-# worker (about 6 us more than a spinning one on a quiet core, under 1 ms of a Decode
-# step's 121 launches). A policy the user sets stays.
+# 32-104 ms, growing smoothly with the rows (benchmarks/bench_rows.py). A launch then
+# wakes the worker (about 6 us more than a spinning one on a quiet core, under 1 ms of
+# a Decode step's 121 launches). A policy the user sets stays.
 os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
 
 import numba as nb  # noqa: E402  (after the policy: see above)
