@@ -33,7 +33,9 @@ def random_model(config: DecoderConfig, seed: int = 0) -> DecoderModel:
 
 MODELS = {"teaching": lambda: (load_teaching_model(), [1, 2, 3]),
           "llama": lambda: (random_model(LLAMA), [1, 5, 7, 2, 9, 4]),
-          "gemma": lambda: (random_model(GEMMA, 1), [3, 1, 4, 1, 5, 9])}
+          "gemma": lambda: (random_model(GEMMA, 1), [3, 1, 4, 1, 5, 9]),
+          # a Prefill longer than L.FEW_QUERIES computes its K/V heads one at a time
+          "llama, long prompt": lambda: (random_model(LLAMA), [(7 * i) % 13 for i in range(L.FEW_QUERIES + 4)])}
 
 
 def forward_weights(monkeypatch, run) -> list[np.ndarray]:

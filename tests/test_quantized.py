@@ -106,6 +106,47 @@ def test_products_equal_a_float64_product_over_the_unpacked_weights(kind, rows, 
     check_product(rng, *quantised(rng, rows, 32 * blocks, kind), n)
 
 
+@pytest.mark.parametrize("kind", KINDS + (Q.Q6_K,), ids=lambda k: k.name)
+def test_a_matrix_of_more_groups_than_runs_multiplies_every_row(kind):
+    """More groups of four weight rows than `block_kernels.PARTS` runs: each run unpacks
+    several groups into its one buffer (here 131 groups, the last one short, in 64 runs)."""
+    from explorer.core.block_kernels import GROUP, PARTS
+    rows = GROUP * (2 * PARTS + 2) + 3
+    rng = np.random.default_rng(7)
+    if kind == Q.Q6_K:
+        raw, w = random_blocks(rng, rows, 256, kind)
+        m = BlockMatrix.from_gguf(raw, kind, (rows, 256))
+    else:
+        m, w = quantised(rng, rows, 64, kind)
+    for n in (2, 5):
+        check_product(rng, m, w, n)
+
+
+def test_the_loops_threads_sleep_while_they_wait():
+    """numba's OpenMP threads sleep while they wait unless the user chose otherwise: two
+    spinning threads on two busy cores stalled a Decode step for up to a second. The
+    policy must reach libgomp, which reads it when numba's first parallel loop starts."""
+    import os
+    import subprocess
+    import sys
+    child = ("import ctypes, numba, numpy as np\n"
+             "from explorer.core import block_kernels as k\n"
+             "one = np.ones((1, 1), np.float32)\n"
+             "k.matvec_4bit(np.zeros(32, np.float32), np.zeros((1, 16), np.uint8), one, one, np.zeros(1, np.float32))\n"
+             "print(numba.threading_layer(), flush=True)\n"
+             "if numba.threading_layer() == 'omp':\n"
+             "    ctypes.CDLL('libgomp.so.1').omp_display_env(1)\n")   # its settings, to stderr
+    # libgomp names an unset policy PASSIVE too: its spin count (300,000 then) tells them apart
+    for chosen, expected in ((None, "GOMP_SPINCOUNT = '0'"), ("ACTIVE", "OMP_WAIT_POLICY = 'ACTIVE'")):
+        env = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
+        if chosen:
+            env["OMP_WAIT_POLICY"] = chosen
+        proc = subprocess.run([sys.executable, "-c", child], env=env, capture_output=True, text=True, timeout=120)
+        assert proc.returncode == 0, proc.stderr
+        if proc.stdout.split()[0] == "omp":       # numba's other thread pools do not spin
+            assert expected in proc.stderr
+
+
 def test_a_row_gives_the_same_result_alone_or_with_others():
     """A decode step multiplies one row; the full recompute multiplies all of them. Rows
     go through the loops in pairs, so a row alone sums in another order: equal up to

@@ -3,9 +3,24 @@ unpacking each weight where it is used; `quantized` calls them."""
 
 from __future__ import annotations
 
-import numba as nb
-import numpy as np
-from threadpoolctl import threadpool_limits
+import os
+
+# numba's parallel loops run on GNU OpenMP (libgomp), which reads its settings when numba
+# first launches a loop, after this. By default a thread that waits (the worker between
+# two products, the caller at a product's end) spins for milliseconds before it sleeps.
+# On two cores shared with anything else (the window's own UI thread, another program)
+# the two spinning threads of a product take turns on one core, each waiting out the
+# other's spin: with other processes busy (load average 4.5-8.5), SmolLM2's Decode step
+# took a median of 11-311 ms (single steps up to 1.2 s) and a forward over 8 new tokens
+# 0.2-0.7 s; with waiting threads asleep at once (OMP_WAIT_POLICY=passive) 18-52 ms and
+# 32-104 ms, growing smoothly with the rows (benchmarks/bench_rows.py). A launch then
+# wakes the worker (about 6 us more than a spinning one on a quiet core, under 1 ms of
+# a Decode step's 121 launches). A policy the user sets stays.
+os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+
+import numba as nb  # noqa: E402  (after the policy: see above)
+import numpy as np  # noqa: E402
+from threadpoolctl import threadpool_limits  # noqa: E402
 
 # A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
 #     4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
@@ -48,6 +63,10 @@ def _compiled(parallel: bool = False):
 
 
 GROUP = 4        # weight rows unpacked together: each input element loaded serves four
+# A product of several rows splits its groups of weight rows into at most PARTS runs of
+# consecutive groups, one buffer each (the threads take whole runs): a buffer per group
+# cost an allocation per four weight rows, 12,288 of them for SmolLM2's output head.
+PARTS = 64
 
 
 @_compiled(parallel=True)
@@ -113,18 +132,21 @@ def matmul_4bit(x, q, scale, offset, out):
     scale, offset [rows, cols/32] -> out [n, rows]."""
     rows, half = q.shape
     low, shift = np.uint8(15), np.uint8(4)     # as in matvec_4bit
-    for g in nb.prange((rows + GROUP - 1) // GROUP):
+    groups = (rows + GROUP - 1) // GROUP
+    parts = min(groups, PARTS)
+    for p in nb.prange(parts):
         # unpacked here, not in a helper: into a buffer allocated in this function the
         # compiler knows nothing else writes, so it vectorises the loop (4x faster)
         w = np.empty((GROUP, 2 * half), np.float32)
-        j0 = g * GROUP
-        for r in range(min(GROUP, rows - j0)):
-            for t in range(half):
-                v = q[j0 + r, t]
-                d, m = scale[j0 + r, t >> 4], offset[j0 + r, t >> 4]
-                w[r, t] = np.float32(np.uint8(v & low)) * d + m
-                w[r, half + t] = np.float32(np.uint8(v >> shift)) * d + m
-        _dots(x, w, j0, min(GROUP, rows - j0), out)
+        for g in range(p * groups // parts, (p + 1) * groups // parts):
+            j0 = g * GROUP
+            for r in range(min(GROUP, rows - j0)):
+                for t in range(half):
+                    v = q[j0 + r, t]
+                    d, m = scale[j0 + r, t >> 4], offset[j0 + r, t >> 4]
+                    w[r, t] = np.float32(np.uint8(v & low)) * d + m
+                    w[r, half + t] = np.float32(np.uint8(v >> shift)) * d + m
+            _dots(x, w, j0, min(GROUP, rows - j0), out)
 
 
 def _eight_bit_loops(shift: int):
@@ -147,13 +169,16 @@ def _eight_bit_loops(shift: int):
         """out = x @ w.T: x [n, cols] float32, q [rows, cols] int8, scale [rows, cols >> shift]
         -> out [n, rows]."""
         rows, cols = q.shape
-        for g in nb.prange((rows + GROUP - 1) // GROUP):
-            w = np.empty((GROUP, cols), np.float32)          # as in matmul_4bit
-            j0 = g * GROUP
-            for r in range(min(GROUP, rows - j0)):
-                for t in range(cols):
-                    w[r, t] = np.float32(q[j0 + r, t]) * scale[j0 + r, t >> shift]
-            _dots(x, w, j0, min(GROUP, rows - j0), out)
+        groups = (rows + GROUP - 1) // GROUP
+        parts = min(groups, PARTS)
+        for p in nb.prange(parts):                           # as in matmul_4bit
+            w = np.empty((GROUP, cols), np.float32)
+            for g in range(p * groups // parts, (p + 1) * groups // parts):
+                j0 = g * GROUP
+                for r in range(min(GROUP, rows - j0)):
+                    for t in range(cols):
+                        w[r, t] = np.float32(q[j0 + r, t]) * scale[j0 + r, t >> shift]
+                _dots(x, w, j0, min(GROUP, rows - j0), out)
 
     return matvec_8bit, matmul_8bit
 

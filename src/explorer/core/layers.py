@@ -162,11 +162,15 @@ def group_weights(q, k, mask, dot=transposed_product):  # [b, m, n, e], [b, t, e
     return softmax(scores, out=scores)
 
 
+FEW_QUERIES = 16   # up to this many new positions compute every head's attention together
+
+
 def kv_batches(g: int, n: int) -> list[slice]:
-    """The K/V heads whose attention is computed together: all g for a single query (a
-    Decode step: fewer, larger calls), one at a time for a Prefill (its weights, [h/g, n, t]
-    per K/V head, exist for one head's group only)."""
-    return [slice(0, g)] if n == 1 else [slice(j, j + 1) for j in range(g)]
+    """The K/V heads whose attention is computed together: all g for a few queries (a
+    Decode step, a speculative verify pass, the rest of a prompt after a prefix cache:
+    fewer, larger calls), one at a time for a longer Prefill (its weights, [h/g, n, t] per
+    K/V head, exist for one head's group only)."""
+    return [slice(0, g)] if n <= FEW_QUERIES else [slice(j, j + 1) for j in range(g)]
 
 
 def grouped_queries(q, kv: slice, g: int):  # [h, n, e] -> [b, h/g, n, e] the query heads of K/V heads kv
