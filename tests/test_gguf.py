@@ -8,8 +8,10 @@ dequantiser that follows ggml's structs byte by byte.
 from __future__ import annotations
 
 import dataclasses
+import gc
 import hashlib
 import struct
+import threading
 import zipfile
 
 import gguf
@@ -26,7 +28,7 @@ from explorer.core.attention import attention_weights
 from explorer.core.bpe import (BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, chat_turn, pre_tokenize,
                                speaks_chatml, template_system_prompt)
 from explorer.core.errors import ExplorerError
-from explorer.core.gguf import GGUFError, GGUFFile
+from explorer.core.gguf import MIN_METADATA, MIN_TENSOR_INFO, GGUFError, GGUFFile
 from explorer.core.llama import load_llama
 from explorer.core.quantized import BlockMatrix
 from explorer.core.teaching import load_teaching_model
@@ -259,6 +261,27 @@ def test_truncated_files(tiny, tmp_path, keep):
     assert str(bad) in str(err.value)
 
 
+def test_a_file_cut_inside_the_vocabulary_names_the_string_that_runs_past_its_end(tiny, tmp_path):
+    path, _ = tiny
+    raw = path.read_bytes()
+    # the tokens (from where the file is long enough for the counts the header announces),
+    # then the merges: every cut inside their strings or lengths
+    tokens = range(max(raw.index(b"<|endoftext|>"), 21 * MIN_TENSOR_INFO + 17 * MIN_METADATA),
+                   raw.index(b"tokenizer.ggml.token_type") - 8, 5)
+    merges = range(raw.index("Ġ t".encode()) - 8, raw.index(b"i n") + 3)
+    seen = set()
+    for cut in [*tokens, *merges]:
+        with pytest.raises(GGUFError, match=r"truncated: tokenizer\.ggml\.(tokens|merges)\[\d+\] at byte") as err:
+            GGUFFile(patched(path, tmp_path, 0, b"", cut=cut))
+        seen.add(str(err.value).split("truncated: ")[1].split("[")[0])
+    assert seen == {"tokenizer.ggml.tokens", "tokenizer.ggml.merges"}
+    mid = raw.index("Ġthe".encode()) + 1                   # inside the two bytes of "Ġ"
+    with pytest.raises(GGUFError, match=r"truncated: tokenizer\.ggml\.tokens\[261\]"):
+        GGUFFile(patched(path, tmp_path, 0, b"", cut=mid))
+    with pytest.raises(GGUFError, match=r"tokenizer\.ggml\.tokens\[261\] is not valid UTF-8"):
+        GGUFFile(patched(path, tmp_path, mid, b"\xff"))
+
+
 def test_unsupported_tensor_type(tmp_path):
     tensors = llama_tensors(np.random.default_rng(1))
     path = write_llama(tmp_path / "q5.gguf", tensors,
@@ -289,6 +312,46 @@ def test_loading_a_model_tunes_the_allocator_for_its_big_sampling_steps(tiny, mo
     monkeypatch.setattr(llama, "return_freed_memory", lambda: calls.append("return"))
     load_llama(tiny[0])
     assert calls == ["keep", "return"]
+
+
+def test_the_weights_read_on_a_thread_of_their_own_hand_its_errors_to_the_caller(tiny, monkeypatch):
+    from explorer.core import llama
+
+    def no_room(gf, config):
+        raise MemoryError("no room for the blocks")
+    monkeypatch.setattr(llama, "llama_params", no_room)
+    threads = threading.active_count()
+    with pytest.raises(MemoryError, match="no room for the blocks") as err:
+        load_llama(tiny[0])
+    assert err.value.__notes__ == ["(raised by no_room on a thread of its own)"]   # where it came from
+    assert threading.active_count() == threads                # waited for, not left running
+
+    def bad_vocabulary(gf):
+        raise GGUFError("the tokenizer is broken")
+    monkeypatch.setattr(llama, "vocabulary_from_gguf", bad_vocabulary)
+    with pytest.raises(GGUFError, match="the tokenizer is broken"):   # this thread's error, as before
+        load_llama(tiny[0])
+    assert threading.active_count() == threads
+
+
+def test_the_garbage_collector_rests_while_a_model_loads_and_only_then(tiny, monkeypatch):
+    from explorer.core import llama
+    seen, build = [], llama.vocabulary_from_gguf
+    monkeypatch.setattr(llama, "vocabulary_from_gguf", lambda gf: (seen.append(gc.isenabled()), build(gf))[1])
+    assert gc.isenabled()
+    load_llama(tiny[0])
+    assert seen == [False] and gc.isenabled()
+    monkeypatch.setattr(llama, "llama_params", lambda gf, config: 1 / 0)
+    with pytest.raises(ZeroDivisionError):
+        load_llama(tiny[0])
+    assert gc.isenabled()
+    monkeypatch.undo()
+    gc.disable()                           # a program that keeps it off keeps it off
+    try:
+        load_llama(tiny[0])
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
 
 
 # ---------------------------------------------------------------- the llama model

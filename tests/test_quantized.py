@@ -16,8 +16,8 @@ from explorer.core.quantized import BlockMatrix, nibble_order
 
 KINDS = (Q.Q4_0, Q.Q4_1, Q.Q8_0)
 K_QUANTS = (Q.Q5_0, Q.Q4_K, Q.Q6_K)      # a Q4_K_M file's other types (Gemma 3's)
-# where each K-quant block keeps its float16 scales: byte offsets in the block
-F16_AT = {Q.Q5_0: (0,), Q.Q4_K: (0, 2), Q.Q6_K: (208,)}
+# where each block keeps its float16 scales (and minimums): byte offsets in the block
+F16_AT = {Q.Q5_0: (0,), Q.Q4_K: (0, 2), Q.Q6_K: (208,), Q.Q4_0: (0,), Q.Q4_1: (0, 2), Q.Q8_0: (0,)}
 
 
 def quantised(rng, rows, cols, kind, scale=1.0):
@@ -182,8 +182,9 @@ def test_wrong_shapes_are_refused_by_name():
 
 def test_stacked_rows_multiply_as_their_parts_and_a_layer_keeps_them_fused():
     rng = np.random.default_rng(5)
-    parts = [quantised(rng, r, 64, Q.Q4_1)[0] for r in (16, 8, 8)]
-    whole = BlockMatrix.stack(parts)
+    raws = [quants.quantize(rng.standard_normal((r, 64)).astype(np.float32), Q.Q4_1) for r in (16, 8, 8)]
+    parts = [BlockMatrix.from_gguf(raw, Q.Q4_1, (len(raw), 64)) for raw in raws]
+    whole = BlockMatrix.from_gguf_rows([(raw, Q.Q4_1, (len(raw), 64)) for raw in raws])
     views = [whole.row_block(0, 16), whole.row_block(16, 24), whole.row_block(24, 32)]
     x = rng.standard_normal((3, 64)).astype(np.float32)
     np.testing.assert_allclose(x @ whole.T, np.concatenate([x @ p.T for p in parts], axis=1), rtol=1e-6, atol=1e-5)
@@ -192,6 +193,36 @@ def test_stacked_rows_multiply_as_their_parts_and_a_layer_keeps_them_fused():
     assert layer.wqkv is not None                     # the views are recognised as its blocks
     other = LayerParams(wq=parts[0].T, wk=views[1].T, wv=views[2].T, wo=wo, w1=w1, w2=w2, wqkv=whole.T)
     assert other.wqkv is None                         # a replaced block: the parts are the truth
+
+
+@pytest.mark.parametrize("kinds", [(Q.Q8_0, Q.Q5_0, Q.Q8_0), (Q.Q4_K, Q.Q4_K), (Q.Q6_K, Q.Q6_K), (Q.Q4_0, Q.Q4_0)],
+                         ids=lambda kinds: "+".join(k.name for k in kinds))
+def test_tensors_read_into_one_stack_are_their_parts_one_after_another(kinds):
+    """A layer's Q, K and V are copied from the file straight into one matrix; Gemma 3
+    stores some layers' V as Q8_0 and their Q and K as Q5_0, both 8-bit rows."""
+    rng = np.random.default_rng(11)
+    tensors = [(random_blocks(rng, rows, 512, kind)[0], kind, (rows, 512)) for kind, rows in zip(kinds, (5, 3, 8))]
+    whole = BlockMatrix.from_gguf_rows(tensors)
+    parts = [BlockMatrix.from_gguf(*tensor) for tensor in tensors]
+    assert whole.kind == parts[0].kind and whole.shape == (sum(p.shape[0] for p in parts), 512)
+    for field in ("q", "scale", "offset"):
+        if getattr(whole, field) is None:
+            assert all(getattr(p, field) is None for p in parts)
+        else:
+            np.testing.assert_array_equal(getattr(whole, field), np.concatenate([getattr(p, field) for p in parts]))
+    for got, *want in zip(whole.k_parts or (), *(p.k_parts or () for p in parts)):
+        np.testing.assert_array_equal(got, np.concatenate(want))
+    np.testing.assert_array_equal(whole.dense(), np.concatenate([p.dense() for p in parts]))
+
+
+def test_tensors_of_other_kinds_or_widths_are_not_stacked():
+    rng = np.random.default_rng(12)
+    q4_k, q6_k = (random_blocks(rng, 4, 256, kind)[0] for kind in (Q.Q4_K, Q.Q6_K))
+    with pytest.raises(ValueError, match="cannot stack"):
+        BlockMatrix.from_gguf_rows([(q4_k, Q.Q4_K, (4, 256)), (q6_k, Q.Q6_K, (4, 256))])
+    wide = random_blocks(rng, 2, 512, Q.Q4_K)[0]
+    with pytest.raises(ValueError, match="cannot stack"):
+        BlockMatrix.from_gguf_rows([(q4_k, Q.Q4_K, (4, 256)), (wide, Q.Q4_K, (2, 512))])
 
 
 def test_two_threads_multiplying_at_once_get_what_one_gets_alone():

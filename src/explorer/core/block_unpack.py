@@ -25,7 +25,9 @@ SUPER = 256      # elements per K-quant block
 
 
 def half(pairs: np.ndarray) -> np.ndarray:  # [..., 2] uint8 little-endian float16 -> [...] float32
-    return np.ascontiguousarray(pairs).view("<f2")[..., 0].astype(np.float32)
+    # read in place as float16 (the pair's two bytes are adjacent): copying the [..., 2]
+    # bytes out first cost five times as long (a tenth of a SmolLM2 load)
+    return pairs.view("<f2")[..., 0].astype(np.float32)
 
 
 def q5_0(raw, rows: int, cols: int):  # -> q [rows, cols] int8, scale [rows, cols/32], None

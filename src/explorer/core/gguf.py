@@ -36,6 +36,7 @@ _OTHER_TYPES = {7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 13: "Q5_K", 15: "Q
                 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0"}
 
 
+_U64 = struct.Struct("<Q")   # a string's length
 MIN_METADATA = 8 + 4 + 1     # bytes of the smallest metadata entry: key length, type, a uint8
 MIN_TENSOR_INFO = 8 + 4 + 4 + 8   # ... of the smallest tensor entry: name length, n_dims, type, offset
 
@@ -111,24 +112,30 @@ class _Cursor:
             raise GGUFError(f"{self.path}: {what} is not valid UTF-8 ({exc})") from None
 
     def strings(self, count: int, what: str) -> list[str]:
-        """`count` strings in a row (a vocabulary: tens of thousands, so one tight loop)."""
-        buf, pos, size, unpack, out = self.buf, self.pos, self.size, struct.unpack_from, []
+        """`count` strings in a row (a vocabulary: tens of thousands, so one tight loop,
+        and the end of the file checked once, after it)."""
+        buf, pos, n, out = self.buf, self.pos, 0, []
+        length, append = _U64.unpack_from, out.append
         try:
             for _ in range(count):
-                n = unpack("<Q", buf, pos)[0]
+                n, = length(buf, pos)
                 pos += 8
-                if pos + n > size:
-                    break
-                out.append(buf[pos:pos + n].decode("utf-8"))
+                append(buf[pos:pos + n].decode("utf-8"))   # one past the end comes out short: below
                 pos += n
-        except struct.error:
+        except struct.error:                               # no room left for a length
             pass
         except UnicodeDecodeError as exc:
-            raise GGUFError(f"{self.path}: {what}[{len(out)}] is not valid UTF-8 ({exc})") from None
-        self.pos = pos
+            if pos + n <= self.size:
+                raise GGUFError(f"{self.path}: {what}[{len(out)}] is not valid UTF-8 ({exc})") from None
+            out.append("")                                 # cut off inside a character: past the end
+            pos += n
+        if pos > self.size:                                # the last string ran past the end
+            out.pop()
+            pos -= n + 8
         if len(out) < count:
             raise GGUFError(f"{self.path}: truncated: {what}[{len(out)}] at byte {pos} runs past "
-                            f"the end of the file ({size} bytes)")
+                            f"the end of the file ({self.size} bytes)")
+        self.pos = pos
         return out
 
     def value(self, vtype: int, what: str):

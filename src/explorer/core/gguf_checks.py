@@ -51,7 +51,7 @@ def _check_tokenizer(gf: GGUFFile) -> None:
     tokens = gf.get("tokenizer.ggml.tokens")
     for key in ("tokenizer.ggml.tokens", "tokenizer.ggml.merges"):
         value = gf.get(key)
-        if value is not None and not (isinstance(value, list) and all(isinstance(v, str) for v in value)):
+        if value is not None and not (isinstance(value, list) and set(map(type, value)) <= {str}):
             raise GGUFError(f"{gf.path}: {key} = {shown_value(value)}, expected an array of strings")
     for key in ("tokenizer.ggml.token_type", "tokenizer.ggml.scores"):
         value = gf.get(key)

@@ -3,6 +3,7 @@ DecoderModel with float32 arithmetic."""
 
 from __future__ import annotations
 
+import threading
 from dataclasses import replace
 from pathlib import Path
 
@@ -13,8 +14,8 @@ from .decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from .errors import ExplorerError
 from .gguf import GGUFError, GGUFFile
 from .gguf_checks import check_model_metadata
-from .heap import keep_freed_arrays, return_freed_memory
-from .quantized import QUANTISED, BlockMatrix, prepare
+from .heap import collector_paused, keep_freed_arrays, return_freed_memory
+from .quantized import KINDS, QUANTISED, BlockMatrix, layouts_of, prepare
 from .spm import SentencePieceVocabulary
 from .vocab import Vocabulary
 
@@ -57,18 +58,61 @@ def load_llama(path, name: str | None = None, arithmetic: str = "float") -> Deco
     A layer multiplies by their transposes [d_in, d_out]: float32 arrays, or `BlockMatrix`
     views for quantised ones. For llama the converter already permuted Q and K so that
     rotary positions act on adjacent pairs, the layout `layers.rope` uses."""
+    with collector_paused():
+        return _load_llama(path, name, arithmetic)
+
+
+def _load_llama(path, name: str | None, arithmetic: str) -> DecoderModel:
     keep_freed_arrays()          # its 262,144-id sampling steps: 0.9 ms instead of 11 (heap, not fresh pages)
     gf = GGUFFile(path)
     check_model_metadata(gf)             # sizes and layer count believable before anything is allocated
     config = llama_config(gf)
-    vocab = vocabulary_from_gguf(gf)
-    if len(vocab) != config.vocab_size:
-        raise GGUFError(f"{gf.path}: the tokenizer has {len(vocab)} tokens but token_embd has "
-                        f"{config.vocab_size} rows")
-    params = llama_params(gf, config)
+    # Two cores: the weights are copied out of the file on a thread of their own (numpy
+    # copies, which let go of the interpreter) while this one builds the tokenizer and
+    # loads the compiled loops (Python: numba's import and cache, a third of a load)
+    reading = _OnAnotherThread(llama_params, gf, config)
+    try:
+        vocab = vocabulary_from_gguf(gf)
+        if len(vocab) != config.vocab_size:
+            raise GGUFError(f"{gf.path}: the tokenizer has {len(vocab)} tokens but token_embd has "
+                            f"{config.vocab_size} rows")
+        loops = layouts_of(info.ggml_type for info in gf.tensors.values())
+        if loops:
+            prepare(loops)       # now, so that the first Prefill's time is the model's
+    except BaseException:
+        reading.wait()           # its outcome is beside the point now
+        raise
+    params = reading.result()
     return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
     return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32,
                         arithmetic=arithmetic)
+
+
+class _OnAnotherThread:
+    """`fn(*args)` on a thread of its own, begun at once: `result()` waits for it and
+    returns what it returned or raises what it raised (in the caller's thread)."""
+
+    def __init__(self, fn, *args):
+        self._out, self._error = None, None
+        self._thread = threading.Thread(target=self._run, args=(fn, args), name=fn.__name__, daemon=True)
+        self._thread.start()
+
+    def _run(self, fn, args) -> None:
+        try:
+            self._out = fn(*args)
+        except BaseException as exc:     # handed to the caller by result()
+            self._error = exc
+
+    def wait(self) -> None:
+        self._thread.join()
+
+    def result(self):
+        self.wait()
+        if self._error is not None:
+            if not isinstance(self._error, ExplorerError):    # a message of its own says what was read
+                self._error.add_note(f"(raised by {self._thread.name} on a thread of its own)")
+            raise self._error
+        return self._out
 
 
 def with_arithmetic(model, arithmetic: str):
@@ -163,25 +207,21 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
             raise GGUFError(f"{gf.path}: tensor {name} has shape {list(info.shape)}, "
                             f"expected {list(shape)} from the metadata")
         gf.raw(name)                             # GGUFError naming an unsupported type
-    stored = {name: _stored(gf, name) for name in expected}   # matrices [out, in]
-    kinds = {w.kind for w in stored.values() if isinstance(w, BlockMatrix)}
-    if kinds:
-        prepare(kinds)     # the compiled loops now, not inside the first timed Prefill
 
     def layer(i: int) -> LayerParams:
         def w(kind):
-            return stored[f"blk.{i}.{kind}.weight"]
-        qkv, (wq, wk, wv) = _stacked([w("attn_q"), w("attn_k"), w("attn_v")])
-        w13, (w1, w3) = _stacked([w("ffn_gate"), w("ffn_up")])
+            return _stored(gf, f"blk.{i}.{kind}.weight")
+        qkv, (wq, wk, wv) = _stacked(gf, [f"blk.{i}.attn_{kind}.weight" for kind in "qkv"])
+        w13, (w1, w3) = _stacked(gf, [f"blk.{i}.ffn_{kind}.weight" for kind in ("gate", "up")])
         return LayerParams(wq=wq.T, wk=wk.T, wv=wv.T, wo=w("attn_output").T, w1=w1.T, w3=w3.T,
                            w2=w("ffn_down").T, wqkv=None if qkv is None else qkv.T,
                            w13=None if w13 is None else w13.T,
                            norm1=(w("attn_norm"), None), norm2=(w("ffn_norm"), None),
                            **{field: (w(kind), None) for field, (kind, _) in extra.items()})
 
-    return DecoderParams(embed=stored["token_embd.weight"], layers=tuple(map(layer, range(c.n_layers))),
-                         w_out=None if c.tied_output else stored["output.weight"].T,
-                         norm_f=(stored["output_norm.weight"], None))
+    return DecoderParams(embed=_stored(gf, "token_embd.weight"), layers=tuple(map(layer, range(c.n_layers))),
+                         w_out=None if c.tied_output else _stored(gf, "output.weight").T,
+                         norm_f=(_stored(gf, "output_norm.weight"), None))
 
 
 def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (numpy shape)
@@ -191,16 +231,19 @@ def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (num
     return gf.tensor(name)
 
 
-def _stacked(parts):
-    """(all rows of `parts` in one matrix, the parts as views of it); (None, parts) when
-    their storage differs (a file may quantise Q and V differently)."""
-    if all(isinstance(p, np.ndarray) for p in parts):
-        whole = np.concatenate(parts)
-    elif all(isinstance(p, BlockMatrix) for p in parts) and len({p.kind for p in parts}) == 1:
-        whole = BlockMatrix.stack(parts)
+def _stacked(gf: GGUFFile, names):
+    """(all rows of the tensors `names` in one matrix, the parts as views of it), each
+    tensor read once; (None, parts) when their storage differs (a file may quantise Q and
+    V differently)."""
+    infos = [gf.info(name) for name in names]
+    kinds = {KINDS.get(info.ggml_type) for info in infos}
+    if kinds == {None}:                                  # float32 and float16
+        whole = np.concatenate([gf.tensor(name) for name in names])
+    elif len(kinds) == 1:
+        whole = BlockMatrix.from_gguf_rows([(gf.raw(info.name), info.ggml_type, info.shape) for info in infos])
     else:
-        return None, parts
-    bounds = np.cumsum([0] + [p.shape[0] for p in parts])
+        return None, [_stored(gf, name) for name in names]
+    bounds = np.cumsum([0] + [info.shape[0] for info in infos])
     return whole, [whole[a:b] if isinstance(whole, np.ndarray) else whole.row_block(a, b)
                    for a, b in zip(bounds[:-1], bounds[1:])]
 
@@ -220,7 +263,7 @@ def vocabulary_from_gguf(gf: GGUFFile) -> Vocabulary:
         if types is None or len(scores) != len(tokens) or len(types) != len(tokens):
             raise GGUFError(f"{gf.path}: tokenizer.ggml.scores and token_type must have one entry "
                             f"per token ({len(tokens)})")
-        return SentencePieceVocabulary.build(tokens, scores.tolist(), types.tolist(), specials,
+        return SentencePieceVocabulary.build(tokens, scores, types, specials,
                                              add_bos=bool(gf.get("tokenizer.ggml.add_bos_token", True)))
     pre = gf.get("tokenizer.ggml.pre", "gpt-2")
     if pre not in PRE_TOKENIZERS:

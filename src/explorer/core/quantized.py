@@ -9,13 +9,20 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .block_unpack import UNPACK, half, q4_k_parts, q6_k_parts
-from .gguf import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0, TYPES
+from .block_unpack import UNPACK, q4_k_parts, q6_k_parts
+from .gguf import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0
 
 BLOCK = 32
-QUANTISED = (Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K)
-# the activation rows llama.cpp multiplies each type by (its CPU backend's vec_dot_type)
-ACTIVATIONS = {Q4_0: "q8_0", Q5_0: "q8_0", Q8_0: "q8_0", Q4_1: "q8_1", Q4_K: "q8_K", Q6_K: "q8_K"}
+# the `BlockMatrix.kind` each type is kept as: (bits, elements per scale, the activation
+# rows llama.cpp multiplies it by (its CPU backend's vec_dot_type))
+KINDS = {Q4_0: (4, 32, "q8_0"), Q4_1: (4, 32, "q8_1"), Q5_0: (8, 32, "q8_0"), Q8_0: (8, 32, "q8_0"),
+         Q4_K: (4, 32, "q8_K"), Q6_K: (8, 16, "q8_K")}
+QUANTISED = tuple(KINDS)
+# the blocks of the types kept as they are, read in place: float16 scale (and Q4_1's
+# float16 minimum), then the quants, copied out whole (a byte at a time took 3x as long)
+_FIELDS = {Q4_0: np.dtype([("d", "<f2"), ("q", "V16")]),
+           Q4_1: np.dtype([("d", "<f2"), ("m", "<f2"), ("q", "V16")]),
+           Q8_0: np.dtype([("d", "<f2"), ("q", "V32")])}
 # numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
 # loops at once; the window computes on a worker thread and the UI thread, so launches
 # take turns (a lock costs well under a microsecond next to a product's milliseconds)
@@ -58,28 +65,29 @@ class BlockMatrix:
         """From a tensor's raw bytes (GGUFFile.raw) of one of the QUANTISED types, numpy
         shape [rows, cols]; copies out of the file, which may then close. Q5_0 and Q6_K
         become 8-bit rows, Q4_K 4-bit ones (`block_unpack`)."""
-        rows, cols = shape
-        activations = ACTIVATIONS[ggml_type]
-        if ggml_type in UNPACK:
-            parts = {Q4_K: q4_k_parts, Q6_K: q6_k_parts}.get(ggml_type, lambda *_: None)(raw, rows, cols)
-            return cls(*UNPACK[ggml_type](raw, rows, cols), activations, parts)
-        _, _, size = TYPES[ggml_type]
-        blocks = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, size)   # [r, c/32, bytes]
-        scale = half(blocks[..., 0:2])                                         # [r, c/32]
-        if ggml_type == Q8_0:
-            return cls(np.ascontiguousarray(blocks[..., 2:]).view(np.int8).reshape(rows, cols), scale, None)
-        q = np.ascontiguousarray(blocks[..., -16:]).reshape(rows, cols // 2)
-        if ggml_type == Q4_1:
-            return cls(q, scale, half(blocks[..., 2:4]), activations)
-        assert ggml_type == Q4_0
-        return cls(q, scale, scale * np.float32(-8))    # (nibble - 8) * d = nibble * d - 8d
+        return cls.from_gguf_rows([(raw, ggml_type, shape)])
 
     @classmethod
-    def stack(cls, parts) -> "BlockMatrix":
-        """The rows of `parts` (all of one `kind`) one after another."""
-        offsets, k_parts = [p.offset for p in parts], [p.k_parts for p in parts]
-        return cls(np.concatenate([p.q for p in parts]), np.concatenate([p.scale for p in parts]),
-                   None if offsets[0] is None else np.concatenate(offsets), parts[0].activations,
+    def from_gguf_rows(cls, tensors) -> "BlockMatrix":
+        """The rows of several tensors [(raw bytes, ggml type, [rows, cols])] of one `kind`
+        and width, one after another (a layer's Q, K and V): each copied out of the file
+        once, straight into its rows of the whole."""
+        kinds = {KINDS[t] for _, t, _ in tensors}
+        widths = {shape[1] for _, _, shape in tensors}
+        if len(kinds) != 1 or len(widths) != 1:
+            raise ValueError(f"cannot stack tensors of kinds {sorted(kinds)} and widths {sorted(widths)}")
+        (bits, group, activations), cols = kinds.pop(), widths.pop()
+        rows = sum(shape[0] for _, _, shape in tensors)
+        q = np.empty((rows, cols // 2), np.uint8) if bits == 4 else np.empty((rows, cols), np.int8)
+        scale = np.empty((rows, cols // group), np.float32)
+        offset = np.empty((rows, cols // BLOCK), np.float32) if bits == 4 else None
+        k_parts, start = [], 0
+        for raw, ggml_type, (n, _) in tensors:
+            part = slice(start, start + n)
+            k_parts.append(_copy_rows(np.asarray(raw, np.uint8), ggml_type, n, cols, q[part], scale[part],
+                                      None if offset is None else offset[part]))
+            start += n
+        return cls(q, scale, offset, activations,
                    None if k_parts[0] is None else tuple(map(np.concatenate, zip(*k_parts))))
 
     @property
@@ -160,6 +168,24 @@ class BlockMatrix:
         return out
 
 
+def _copy_rows(raw: np.ndarray, ggml_type: int, rows: int, cols: int, q, scale, offset):
+    """A tensor's raw bytes [rows * cols / block * bytes] unpacked into q, scale and offset
+    (its rows of a `BlockMatrix`'s arrays); -> a K-quant's `k_parts`, else None."""
+    if ggml_type not in _FIELDS:                         # Q5_0, Q4_K, Q6_K: rewritten (`block_unpack`)
+        q[...], scale[...], unpacked_offset = UNPACK[ggml_type](raw, rows, cols)
+        if offset is not None:
+            offset[...] = unpacked_offset
+        return {Q4_K: q4_k_parts, Q6_K: q6_k_parts}.get(ggml_type, lambda *_: None)(raw, rows, cols)
+    blocks = raw.view(_FIELDS[ggml_type]).reshape(rows, cols // BLOCK)        # [r, c/32] blocks
+    q.view(blocks.dtype["q"]).reshape(rows, cols // BLOCK)[...] = blocks["q"]
+    scale[...] = blocks["d"]                                                  # float16 -> float32
+    if ggml_type == Q4_1:
+        offset[...] = blocks["m"]
+    elif ggml_type == Q4_0:
+        np.multiply(scale, np.float32(-8), out=offset)  # (nibble - 8) * d = nibble * d - 8d
+    return None
+
+
 @dataclass(frozen=True, eq=False)
 class _Transposed:
     """A BlockMatrix [rows, cols] read as [cols, rows]: the right operand of `x @`."""
@@ -183,20 +209,27 @@ class _Transposed:
         return int8_products.times_rows(self.T, x, _LAUNCH)
 
 
-def prepare(kinds=None) -> None:
-    """Compile the block loops of these `BlockMatrix.kind`s (None: all of them) now, or
-    read them from numba's cache (about 4 s the first time, 0.3 s after). Loading a
-    quantised model does it for the kinds it holds, so that its first Prefill's time
-    (which the timeline shows) is the model's, and `explorer model install` does it, so
-    that the first load does not wait for the compiler."""
+def prepare(layouts=None) -> None:
+    """Compile the block loops of these layouts, (bits, elements per scale) of a
+    `BlockMatrix.kind` (None: all of them), now, or read them from numba's cache (about 4 s
+    the first time, 0.3 s after). Loading a quantised model does it for the layouts it
+    holds, so that its first Prefill's time (which the timeline shows) is the model's,
+    and `explorer model install` does it, so that the first load does not wait for the
+    compiler. (The loops depend on the layout only: the activations a kind names matter
+    to llama.cpp's arithmetic, `int8_products`.)"""
     one = np.ones((1, 1), np.float32)                                          # a block's scale
     for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
               BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None),           # 8-bit [1, 32]
               BlockMatrix(np.zeros((1, BLOCK), np.int8), np.ones((1, 2), np.float32), None)):  # per 16
-        if kinds is not None and m.kind not in kinds:
+        if layouts is not None and m.kind[:2] not in layouts:
             continue                   # SmolLM2 has no 8-bit rows with a scale per 16
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
+
+
+def layouts_of(ggml_types) -> set[tuple[int, int]]:
+    """The loops' layouts (`prepare`) that tensors of these ggml types are multiplied in."""
+    return {KINDS[t][:2] for t in ggml_types if t in KINDS}
 
 
 def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bit rows unpack

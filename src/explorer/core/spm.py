@@ -8,12 +8,19 @@ import re
 from array import array
 from dataclasses import dataclass, field
 
+import numpy as np
+
 from .errors import PromptError
 from .vocab import Vocabulary
 
 SPACE = "\u2581"            # "▁": SentencePiece's spelling of a space
 NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6     # tokenizer.ggml.token_type values
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
+
+
+def _where(types: np.ndarray, kind: int) -> list[int]:
+    """The ids of the tokens of one type."""
+    return np.flatnonzero(types == kind).tolist()
 
 
 @dataclass(frozen=True, eq=False)     # compared by identity, like the models that hold it
@@ -45,21 +52,21 @@ class SentencePieceVocabulary(Vocabulary):
 
     @classmethod
     def build(cls, tokens, scores, types, specials: dict, add_bos: bool = True):
-        """From the GGUF lists: tokens, scores, token types; specials {role: id}."""
+        """From the GGUF lists: tokens, scores, token types; specials {role: id}. (Numbers
+        as numpy arrays or lists: 262,144 of each for Gemma, read at every load.)"""
         tokens = list(tokens)
-        types = [int(t) for t in types]
+        types = np.asarray(types)                                             # [V]
         ids = dict(zip(reversed(tokens), range(len(tokens) - 1, -1, -1)))   # the first id of a text
         pieces = [tok.replace(SPACE, " ").encode("utf-8") for tok in tokens]
         byte_ids = [None] * 256
-        for i in (i for i, kind in enumerate(types) if kind == BYTE):
+        for i in _where(types, BYTE):
             hit = _BYTE_TOKEN.fullmatch(tokens[i])
             if hit:
                 byte_ids[int(hit.group(1), 16)] = i
                 pieces[i] = bytes([int(hit.group(1), 16)])
-        control = frozenset(i for i, kind in enumerate(types) if kind == CONTROL) | frozenset(specials.values())
-        user = sorted((tokens[i] for i, kind in enumerate(types) if kind == USER_DEFINED and tokens[i]),
-                      key=len, reverse=True)
-        return cls(tuple(pieces), dict(specials), tuple(tokens), array("f", scores),
+        control = frozenset(_where(types, CONTROL)) | frozenset(specials.values())
+        user = sorted((tokens[i] for i in _where(types, USER_DEFINED) if tokens[i]), key=len, reverse=True)
+        return cls(tuple(pieces), dict(specials), tuple(tokens), array("f", np.asarray(scores, np.float32).tobytes()),
                    control, tuple(user), bool(add_bos), ids, tuple(byte_ids))
 
     def __repr__(self) -> str:
