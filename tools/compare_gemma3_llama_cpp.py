@@ -7,11 +7,12 @@ llama.cpp picked. At every step it prints the largest difference between our flo
 logits of llama.cpp's five candidates and llama.cpp's own (0 = every bit equal) and the
 largest difference of their probabilities; at the end, per prompt and over the fixture,
 the worst probability gap, the first step that is not bit for bit llama.cpp's, and
-whether every greedy pick agrees.
+whether every greedy pick agrees. With --recompute also a full recompute (one Prefill of
+the prompt and its greedy tokens) against llama.cpp's own.
 
 Usage (the long prompts take a minute or two in llama.cpp's arithmetic on two cores):
 
-    PYTHONPATH=src python tools/compare_gemma3_llama_cpp.py [--arithmetic float] [NAME ...]
+    PYTHONPATH=src python tools/compare_gemma3_llama_cpp.py [--arithmetic float] [--recompute] [NAME ...]
 """
 
 from __future__ import annotations
@@ -51,6 +52,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("names", nargs="*", help="fixture prompts (default: all)")
     parser.add_argument("--arithmetic", default="llama.cpp", choices=("llama.cpp", "float"))
+    parser.add_argument("--recompute", action="store_true", help="also compare a full recompute")
     args = parser.parse_args()
     fixture = json.loads(FIXTURE.read_text("utf-8"))
     model = with_arithmetic(model_registry.load_model("gemma3-270m"), args.arithmetic)
@@ -69,6 +71,11 @@ def main() -> None:
         picks = all(pick == g for (_, _, pick), g in zip(rows, case["greedy"]))
         print(f"  worst |dp| {max(dp for _, dp, _ in rows):.4f}; first step not bit for bit: "
               f"{exact[0] if exact else 'none'}; greedy picks agree: {picks}")
+        if args.recompute:
+            logits = model.reference_logits(case["ids"] + case["greedy"], 1)[0]
+            ids = [token for token, _ in case["recompute_top5"]]
+            dl = max(abs(float(logits[t]) - lg) for t, lg in zip(ids, case["recompute_top5_logits"]))
+            print(f"  full recompute: max |dlogit| {dl:.6g}")
         worst = max(worst, max(dp for _, dp, _ in rows))
         gaps += [dp for _, dp, _ in rows]
     print(f"fixture: worst |dp| {worst:.4f}, mean of the per-step worst {np.mean(gaps):.4f}")

@@ -21,7 +21,19 @@ products per block. These loops compute exactly that for every weight layout the
 files use (4-bit rows: Q4_0, Q4_1, Q4_K; 8-bit rows with a scale per 32: Q5_0, Q8_0, or
 per 16: Q6_K).
 
-The attention's float16 products (`half_product`) are summed in one fixed order too.
+The float order of those sums depends on how many activation rows llama.cpp multiplies
+at once (`times_rows`' batch): one row takes ggml_vec_dot / gemv, several take tinyBLAS
+(Q8_0, Q5_0: the same order), Q4_K's repacked gemm (four rows at a time: one fma per 64
+elements instead of per 256) and, from eight rows, Q6_K's tiled kernel.
+
+The rest of llama.cpp's arithmetic that a last bit of Gemma's logits depends on is here
+too: the attention's float16 products (`half_product`: tinyBLAS for a Prefill,
+ggml_vec_dot_f16 for a Decode step), its softmax (`softmax_ggml`: ggml_v_expf, sums in
+float64) and its rotary positions (`rope_tables_ggml`, `rope_ggml`). Each was matched
+against llama.cpp's own tensors (llama-cpp-python 0.3.36 on an AVX-512 x86 CPU, read
+with an eval callback): with them the logits of every step of
+tests/fixtures/gemma3_llama_cpp.json are llama.cpp's bit for bit
+(tools/compare_gemma3_llama_cpp.py).
 
 Activation rows [n, cols] become (q [n, cols] int8, d [n, cols/32] float32, s [n, cols/32]
 float32): per 32 elements the scale (Q8_K's one per 256, repeated) and the number an
