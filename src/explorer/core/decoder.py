@@ -269,7 +269,7 @@ class DecoderModel(StepwiseModel):
         if lp.q_norm is None:
             return L.to_half(q)
         scale = np.float32(1 / math.sqrt(self.config.head_dim))
-        return L.to_half(q * scale) / scale          # a power of two: exact both ways
+        return L.to_half(q * scale) / scale          # 1/16 for head size 256: exact both ways
 
     def _mm(self, x, w, batch: int | None = None):  # [n, a] @ [a, b] -> [n, b]
         """A product with a weight matrix; in llama.cpp's arithmetic a quantised one

@@ -359,7 +359,7 @@ def _lanes16(a, c, out):
             out[i, j] = _reduce16(acc)
 
 
-def half_product(a, c, queries: int = 2):  # [b, r, k], [b, s, k] float32 (float16 values) -> [b, r, s] = a @ c^T
+def half_product(a, c, queries: int):  # [b, r, k], [b, s, k] float32 (float16 values) -> [b, r, s] = a @ c^T
     """The attention's products in llama.cpp's order for a batch of `queries` tokens:
     tinyBLAS's (`_lanes16`) for two or more, ggml_vec_dot_f16's (`_lanes64`) for one (a
     Decode step). Every entry is summed the same way whatever the number of rows."""
@@ -486,23 +486,33 @@ def rope_ggml(x, tables, halves: bool):  # [n, heads*e] float32, (cos, sin) [n, 
     return out
 
 
+UBATCH = 512       # llama.cpp multiplies a Prefill's rows this many at a time (its n_ubatch)
+
+
 def times_rows(m, x: np.ndarray, lock, batch: int | None = None) -> np.ndarray:  # BlockMatrix [rows, cols], x [n, cols] -> [n, rows]
     """x @ m.T with x rounded to 8 bits as llama.cpp rounds it for m's block type, each
-    row summed as llama.cpp sums it when it multiplies `batch` rows at once (default:
-    all of x's; Q6_K's order depends on it (eight or more take the tiled kernel), and
-    Q4_K's (four or more: groups of four are summed otherwise than the rest))."""
+    row summed as llama.cpp sums it when it multiplies `batch` rows at once (default: as
+    many as it takes of x's at a time, `UBATCH`). The order depends on that number for
+    Q6_K (eight or more take the tiled kernel) and Q4_K (four or more: groups of four are
+    summed otherwise than the rest)."""
     xq, xd, xs = quantize_rows(x, m.activations)
     out = np.empty((x.shape[0], m.shape[0]), np.float32)
-    batch = x.shape[0] if batch is None else batch
     with lock:
-        if m.offset is None and m.group == 16:
-            (product_q6_k_tiled if batch >= 8 else product_q6_k)(xq, xd, m.q, *m.k_parts, out)
-        elif m.offset is None:
-            product_8bit_lanes(xq, xd, m.q, m.scale, out)
-        elif m.k_parts is not None:                    # Q4_K: four rows at a time, then one by one
-            whole = x.shape[0] - x.shape[0] % 4 if batch > 3 else 0
-            product_q4_k(xq[:whole], xd[:whole], m.q, *m.k_parts, out[:whole], 64)
-            product_q4_k(xq[whole:], xd[whole:], m.q, *m.k_parts, out[whole:], 256)
-        else:
-            product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8 if m.activations == "q8_0" else 0, out)
+        for start in range(0, x.shape[0], UBATCH):
+            rows = slice(start, start + UBATCH)
+            _product(m, xq[rows], xd[rows], xs[rows], out[rows], batch or len(xq[rows]))
     return out
+
+
+def _product(m, xq, xd, xs, out, batch: int):  # xq [n, cols] int8, xd, xs [n, cols/32] -> out [n, rows]
+    """`times_rows` of rows already rounded: the loop and its order for m's layout."""
+    if m.offset is None and m.group == 16:
+        (product_q6_k_tiled if batch >= 8 else product_q6_k)(xq, xd, m.q, *m.k_parts, out)
+    elif m.offset is None:
+        product_8bit_lanes(xq, xd, m.q, m.scale, out)
+    elif m.k_parts is not None:                    # Q4_K: four rows at a time, then one by one
+        whole = len(xq) - len(xq) % 4 if batch > 3 else 0
+        product_q4_k(xq[:whole], xd[:whole], m.q, *m.k_parts, out[:whole], 64)
+        product_q4_k(xq[whole:], xd[whole:], m.q, *m.k_parts, out[whole:], 256)
+    else:
+        product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8 if m.activations == "q8_0" else 0, out)
