@@ -8,7 +8,8 @@ logits of llama.cpp's five candidates and llama.cpp's own (0 = every bit equal) 
 largest difference of their probabilities; at the end, per prompt and over the fixture,
 the worst probability gap, the first step that is not bit for bit llama.cpp's, and
 whether every greedy pick agrees. With --recompute also a full recompute (one Prefill of
-the prompt and its greedy tokens) against llama.cpp's own.
+the prompt and its greedy tokens) against llama.cpp's own, and a Prefill of 513 tokens
+(llama.cpp takes the last one alone, in a batch of its own).
 
 Usage (the long prompts take a minute or two in llama.cpp's arithmetic on two cores):
 
@@ -78,6 +79,12 @@ def main() -> None:
             print(f"  full recompute: max |dlogit| {dl:.6g}")
         worst = max(worst, max(dp for _, dp, _ in rows))
         gaps += [dp for _, dp, _ in rows]
+    edge = fixture["ubatch_edge"]
+    if args.recompute and (not args.names or edge["prompt"] in args.names):
+        case = next(c for c in fixture["prompts"] if c["name"] == edge["prompt"])
+        logits = model.reference_logits(case["ids"][:edge["length"]], 1)[0]
+        dl = max(abs(float(logits[t]) - lg) for (t, _), lg in zip(edge["top5"], edge["top5_logits"]))
+        print(f"Prefill of the first {edge['length']} ids of {edge['prompt']}: max |dlogit| {dl:.6g}")
     print(f"fixture: worst |dp| {worst:.4f}, mean of the per-step worst {np.mean(gaps):.4f}")
 
 

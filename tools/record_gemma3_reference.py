@@ -12,7 +12,9 @@ app, and the tests never run this script) on the same GGUF file and writes down:
   after the prompt and after each greedy token the five most probable next tokens with
   their probabilities (softmax of llama.cpp's logits, in float64) and their logits
   (float32, exact); and the same after a full recompute (the prompt and its greedy
-  tokens in one Prefill), which llama.cpp sums in another order than its Decode steps.
+  tokens in one Prefill), which llama.cpp sums in another order than its Decode steps;
+- after a Prefill of the first 513 ids of the longest prompt (llama.cpp multiplies 512
+  rows at a time: the last token is alone in its batch).
 
 llama-cpp-python's Llama leaves flash attention off (flash_attn=False: the context's
 flash_attn_type is DISABLED), so llama.cpp keeps K and V as float16 and multiplies the
@@ -145,6 +147,12 @@ def record(model_path: str) -> dict:
         prompts.append({"name": name, "text": text, "ids": ids, "greedy": greedy,
                         "top5": [t for t, _ in tops], "top5_logits": [lg for _, lg in tops],
                         "recompute_top5": again, "recompute_top5_logits": again_logits})
+    # llama.cpp multiplies a Prefill 512 rows at a time (n_ubatch): after 513 tokens the
+    # last one is alone in its batch and takes the one-row kernels
+    edge = prompts[-1]["ids"][:513]
+    llm.reset()
+    llm.eval(edge)
+    edge_top, edge_logits = top(llm)
     return {
         "about": "llama.cpp (llama-cpp-python) on gemma-3-270m-q4_k_m.gguf; written by "
                  "tools/record_gemma3_reference.py. top5[0] follows the prompt, top5[k] follows "
@@ -155,6 +163,8 @@ def record(model_path: str) -> dict:
         "model_sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         "tokenize": tokenize,
         "prompts": prompts,
+        "ubatch_edge": {"prompt": prompts[-1]["name"], "length": len(edge), "top5": edge_top,
+                        "top5_logits": edge_logits},
     }
 
 

@@ -55,6 +55,7 @@ from .block_kernels import _compiled
 from .layers import to_half
 
 BLOCK = 32
+UBATCH = 512       # llama.cpp multiplies a Prefill's rows this many at a time (its n_ubatch)
 ACTIVATIONS = ("q8_0", "q8_1", "q8_K")
 
 
@@ -360,14 +361,19 @@ def _lanes16(a, c, out):
 
 
 def half_product(a, c, queries: int):  # [b, r, k], [b, s, k] float32 (float16 values) -> [b, r, s] = a @ c^T
-    """The attention's products in llama.cpp's order for a batch of `queries` tokens:
-    tinyBLAS's (`_lanes16`) for two or more, ggml_vec_dot_f16's (`_lanes64`) for one (a
-    Decode step). Every entry is summed the same way whatever the number of rows."""
+    """The attention's products in llama.cpp's order for a batch of `queries` tokens (row
+    i of a head belongs to query i % queries): tinyBLAS's (`_lanes16`) where llama.cpp
+    multiplies two queries or more at once, ggml_vec_dot_f16's (`_lanes64`) for a query
+    alone in its batch of `UBATCH` (a Decode step, or the last of 513 tokens)."""
     a, c = np.ascontiguousarray(a, np.float32), np.ascontiguousarray(c, np.float32)
     out = np.empty((a.shape[0], a.shape[1], c.shape[1]), np.float32)
-    lanes = _lanes64 if queries == 1 else _lanes16
+    alone = slice(queries - 1, None, queries) if queries % UBATCH == 1 else slice(0)
     for head in range(a.shape[0]):
-        lanes(a[head], c[head], out[head])
+        if queries > 1:
+            _lanes16(a[head], c[head], out[head])
+        lone = np.empty((len(a[head, alone]), c.shape[1]), np.float32)
+        _lanes64(np.ascontiguousarray(a[head, alone]), c[head], lone)
+        out[head, alone] = lone
     return out
 
 
@@ -484,9 +490,6 @@ def rope_ggml(x, tables, halves: bool):  # [n, heads*e] float32, (cos, sin) [n, 
     half = cos.shape[1]
     _rotate(x, cos, sin, half, half if halves else 1, out)
     return out
-
-
-UBATCH = 512       # llama.cpp multiplies a Prefill's rows this many at a time (its n_ubatch)
 
 
 def times_rows(m, x: np.ndarray, lock, batch: int | None = None) -> np.ndarray:  # BlockMatrix [rows, cols], x [n, cols] -> [n, rows]
