@@ -141,6 +141,9 @@ def quantize_rows(x: np.ndarray, kind: str):  # [n, cols] -> q [n, cols] int8, d
 # The products round in llama.cpp's order, so they need IEEE arithmetic: no fastmath
 # (which would let the compiler reorder the sums).
 _exact = nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False, error_model="numpy")
+# the attention's small loops run on one thread: a Decode step would wait longer for
+# the threads to wake than they work
+_serial = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
 
 
 @intrinsic
@@ -323,7 +326,7 @@ def _reduce16(acc):
     return (q0 + q2) + (q1 + q3)
 
 
-@_exact
+@_serial
 def _lanes64(a, c, out):
     """out[i, j] = sum over k of a[i, k] * c[j, k] as llama.cpp's ggml_vec_dot_f16 sums
     float16 rows on an AVX-512 CPU (a single query, where tinyBLAS is not used): four
@@ -332,7 +335,7 @@ def _lanes64(a, c, out):
     `_reduce16`. llama.cpp's rows are padded with zeros to a multiple of 256, so a tail
     shorter than 64 is summed the same way. a [r, k], c [s, k] -> out [r, s]."""
     rows, width = a.shape
-    for i in nb.prange(rows):
+    for i in range(rows):
         acc = np.empty(64, np.float32)
         lanes = np.empty(16, np.float32)
         for j in range(c.shape[0]):
@@ -371,9 +374,10 @@ def half_product(a, c, queries: int):  # [b, r, k], [b, s, k] float32 (float16 v
     for head in range(a.shape[0]):
         if queries > 1:
             _lanes16(a[head], c[head], out[head])
-        lone = np.empty((len(a[head, alone]), c.shape[1]), np.float32)
-        _lanes64(np.ascontiguousarray(a[head, alone]), c[head], lone)
-        out[head, alone] = lone
+        if len(a[head, alone]):
+            lone = np.empty((len(a[head, alone]), c.shape[1]), np.float32)
+            _lanes64(np.ascontiguousarray(a[head, alone]), c[head], lone)
+            out[head, alone] = lone
     return out
 
 
@@ -397,14 +401,14 @@ def _expf(x, c):
     return np.float32(np.float64(j) * 2.0 ** np.float64(n))
 
 
-@_exact
+@_serial
 def _softmax_rows(x, c):
     """Each row of x [r, t] float32 (-inf where masked) replaced in place by its softmax
     as llama.cpp's ggml_vec_soft_max_f32 computes it on an AVX-512 CPU: `_expf` of x -
     max per run of sixteen, each run's sum (`_reduce16`) added in float64, then every
     value times float32(1 / sum)."""
     rows, t = x.shape
-    for r in nb.prange(rows):
+    for r in range(rows):
         top = np.float32(-np.inf)
         for k in range(t):
             top = max(top, x[r, k])
@@ -463,7 +467,7 @@ def rope_tables_ggml(positions, e: int, base: float):  # [n] -> (cos, sin) [n, e
     return libm[1](angles).astype(np.float32), libm[2](angles).astype(np.float32)
 
 
-@_exact
+@_serial
 def _rotate(x, cos, sin, half, stride, out):
     """llama.cpp's rotate_pairs on x [n, heads*e]: each pair (x0, x1) = (x[a], x[a +
     stride]) of every head turned as (x0 cos - x1 sin, x0 sin + x1 cos), each fused by
@@ -471,7 +475,7 @@ def _rotate(x, cos, sin, half, stride, out):
     sin, x1 cos)). stride = e/2 for Gemma's halves, 1 for adjacent pairs."""
     n, width = x.shape
     e = 2 * half
-    for r in nb.prange(n):
+    for r in range(n):
         for h in range(width // e):
             for i in range(half):
                 a = h * e + (i if stride != 1 else 2 * i)
@@ -515,7 +519,8 @@ def _product(m, xq, xd, xs, out, batch: int):  # xq [n, cols] int8, xd, xs [n, c
         product_8bit_lanes(xq, xd, m.q, m.scale, out)
     elif m.k_parts is not None:                    # Q4_K: four rows at a time, then one by one
         whole = len(xq) - len(xq) % 4 if batch > 3 else 0
-        product_q4_k(xq[:whole], xd[:whole], m.q, *m.k_parts, out[:whole], 64)
-        product_q4_k(xq[whole:], xd[whole:], m.q, *m.k_parts, out[whole:], 256)
+        for rows, run in ((slice(0, whole), 64), (slice(whole, None), 256)):
+            if len(xq[rows]):
+                product_q4_k(xq[rows], xd[rows], m.q, *m.k_parts, out[rows], run)
     else:
         product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8 if m.activations == "q8_0" else 0, out)
