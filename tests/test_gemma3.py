@@ -4,7 +4,8 @@ tests/fixtures/gemma3_llama_cpp.json was written by tools/record_gemma3_referenc
 llama-cpp-python (an independent implementation, in its own virtual environment; never
 run by these tests): token ids of varied text, and for five prompts (Chinese and English,
 short and a few hundred tokens, one past the 512-position sliding window) the five most
-probable next tokens after the prompt and after each of eight greedy tokens.
+probable next tokens after the prompt and after each of eight greedy tokens, and after a
+full recompute of the prompt and those tokens in one Prefill.
 These tests do not skip: without the model they fail and say how to install it.
 """
 
