@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from explorer.core.int8_products import quantize_rows
+from explorer.core.int8_products import half_product, quantize_rows, rope_ggml, rope_tables_ggml, softmax_ggml
 from explorer.core.quantized import BlockMatrix
 
 f32 = np.float32
@@ -131,10 +131,11 @@ def random_matrix(rng, layout: str, rows: int, cols: int) -> BlockMatrix:
 
 @settings(max_examples=30, deadline=None)
 @given(layout=st.sampled_from(["Q8_0", "Q6_K", "Q4_0", "Q4_1", "Q4_K"]), rows=st.integers(1, 9),
-       n=st.integers(1, 3), superblocks=st.integers(1, 2), seed=st.integers(0, 2**32 - 1))
+       n=st.integers(1, 9), superblocks=st.integers(1, 2), seed=st.integers(0, 2**32 - 1))
 def test_an_integer_product_equals_float64_sums_of_the_same_rounded_numbers(layout, rows, n, superblocks, seed):
     """x @ m.T in llama.cpp's arithmetic = (x rounded to 8 bits) @ m.T summed in float64:
-    the integer sums are exact, so only a few float32 roundings per block remain."""
+    the integer sums are exact, so only a few float32 roundings per block remain, whichever
+    order the number of rows selects (Q4_K four at a time, Q6_K eight or more)."""
     rng = np.random.default_rng(seed)
     cols = 256 * superblocks
     m = random_matrix(rng, layout, rows, cols)
@@ -157,3 +158,42 @@ def test_a_nan_activation_shows_in_the_product():
     x = np.ones((1, 64), f32)
     x[0, 5] = np.nan
     assert np.isnan(m.T.times_int8(x)).all()
+
+
+@pytest.mark.parametrize("queries", [1, 2])
+def test_float16_products_equal_float64_sums(queries):
+    """The attention's products (one query: ggml_vec_dot_f16's order; more: tinyBLAS's)
+    are float32 sums of exact float16 products: within a few float32 roundings of float64."""
+    rng = np.random.default_rng(queries)
+    a = rng.standard_normal((2, 3, 300)).astype(np.float16).astype(f32)
+    c = rng.standard_normal((2, 70, 300)).astype(np.float16).astype(f32)
+    got = half_product(a, c, queries)
+    reference = a.astype(np.float64) @ c.astype(np.float64).transpose(0, 2, 1)
+    size = np.abs(a.astype(np.float64)) @ np.abs(c.astype(np.float64)).transpose(0, 2, 1)
+    assert got.shape == (2, 3, 70) and np.all(np.abs(got - reference) <= 1e-6 * size)
+
+
+def test_the_softmax_is_a_softmax_with_masked_cells_exactly_zero():
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((6, 37)) * 8).astype(f32)
+    x[:, 30:] = -np.inf                                  # masked keys
+    x[0, :29] = -200                                     # below exp's range: exactly 0
+    wide = np.exp((x - x.max(axis=1, keepdims=True)).astype(np.float64))   # x - max in float32, as llama.cpp
+    got = softmax_ggml(x.copy())
+    assert np.all(got[:, 30:] == 0) and np.all(got[0, :29] == 0) and got[0, 29] == 1
+    assert np.allclose(got, wide / wide.sum(axis=1, keepdims=True), rtol=1e-6, atol=1e-37)
+
+
+def test_rotary_positions_turn_pairs_by_the_angle_of_their_position():
+    """Position 0 leaves every number as it is; elsewhere each pair (x[i], x[i + e/2]) of
+    a head turns by position * base^(-2i/e), to float32 precision."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 2 * 16)).astype(f32)       # 3 positions, 2 heads of 16
+    tables = rope_tables_ggml(np.array([0, 5, 300]), 16, 10000.0)
+    got = rope_ggml(x, tables, halves=True)
+    assert np.array_equal(got[0], x[0])
+    angle = np.array([5, 300])[:, None] * 10000.0 ** (-np.arange(8) * 2 / 16)     # [2, 8]
+    pairs = x[1:].reshape(2, 2, 2, 8).astype(np.float64)                            # [n, head, half, i]
+    c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
+    turned = np.stack([pairs[:, :, 0] * c - pairs[:, :, 1] * s, pairs[:, :, 0] * s + pairs[:, :, 1] * c], 2)
+    assert np.allclose(got[1:], turned.reshape(2, -1), atol=2e-4)

@@ -11,7 +11,10 @@ app, and the tests never run this script) on the same GGUF file and writes down:
   of them longer than the 512-position sliding window): the greedy continuation, and
   after the prompt and after each greedy token the five most probable next tokens with
   their probabilities (softmax of llama.cpp's logits, in float64) and their logits
-  (float32, exact).
+  (float32, exact); and the same after a full recompute (the prompt and its greedy
+  tokens in one Prefill), which llama.cpp sums in another order than its Decode steps;
+- after a Prefill of the first 513 ids of the longest prompt (llama.cpp multiplies 512
+  rows at a time: the last token is alone in its batch).
 
 llama-cpp-python's Llama leaves flash attention off (flash_attn=False: the context's
 flash_attn_type is DISABLED), so llama.cpp keeps K and V as float16 and multiplies the
@@ -138,17 +141,30 @@ def record(model_path: str) -> dict:
             greedy.append(token)
             llm.eval([token])
             tops.append(top(llm))
+        llm.reset()                    # the same ids again, in one Prefill: a full recompute
+        llm.eval(ids + greedy)
+        again, again_logits = top(llm)
         prompts.append({"name": name, "text": text, "ids": ids, "greedy": greedy,
-                        "top5": [t for t, _ in tops], "top5_logits": [lg for _, lg in tops]})
+                        "top5": [t for t, _ in tops], "top5_logits": [lg for _, lg in tops],
+                        "recompute_top5": again, "recompute_top5_logits": again_logits})
+    # llama.cpp multiplies a Prefill 512 rows at a time (n_ubatch): after 513 tokens the
+    # last one is alone in its batch and takes the one-row kernels
+    edge = prompts[-1]["ids"][:513]
+    llm.reset()
+    llm.eval(edge)
+    edge_top, edge_logits = top(llm)
     return {
         "about": "llama.cpp (llama-cpp-python) on gemma-3-270m-q4_k_m.gguf; written by "
                  "tools/record_gemma3_reference.py. top5[0] follows the prompt, top5[k] follows "
                  "greedy[:k]; probabilities are the softmax of llama.cpp's logits, top5_logits "
-                 "those logits (float32). Flash attention off, 2 threads, on an x86 CPU with AVX2.",
+                 "those logits (float32); recompute_* after one Prefill of ids + greedy. "
+                 "Flash attention off, 2 threads, on an x86 CPU with AVX-512.",
         "llama_cpp_python": llama_cpp.__version__,
         "model_sha256": "a5fd3b62230aa5ec60212297dc9d20eaa70578ac519e00d93a17e44c087a6818",
         "tokenize": tokenize,
         "prompts": prompts,
+        "ubatch_edge": {"prompt": prompts[-1]["name"], "length": len(edge), "top5": edge_top,
+                        "top5_logits": edge_logits},
     }
 
 

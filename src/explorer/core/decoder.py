@@ -3,6 +3,8 @@ teaching model, llama-shaped models and Gemma 3 are configurations of the same c
 
 from __future__ import annotations
 
+import functools
+import math
 import time
 from dataclasses import dataclass, field, replace
 
@@ -220,15 +222,15 @@ class DecoderModel(StepwiseModel):
         tables = {}                     # the same rotations in every layer of a kind: computed once
         if c.positions == "rope":
             bases = {w: c.local_rope_base if w and c.local_rope_base else c.rope_base for w in masks}
-            tables = {w: L.rope_tables(positions, c.head_dim, base, x.dtype)     # [n, e/2]
+            tables = {w: self._rope_tables(positions, base, x.dtype)     # [n, e/2]
                       for w, base in bases.items()}
         traces = []
         for i, lp in enumerate(self.params.layers):
             x_in, mask = x, masks[windows[i]]
             a_in = self._norm(x, lp.norm1)
             q, k, v = self._qkv(a_in, lp, tables.get(windows[i]))         # [n, h*e], [n, g*e] x2
-            if self._llama_cpp:        # the cache holds float16; q meets K as float16 (the
-                q, k, v = L.to_half(q), L.to_half(k), L.to_half(v)   # scale 1/sqrt(e) after: exact)
+            if self._llama_cpp:        # the cache holds float16; q meets K as float16
+                q, k, v = self._half_query(q, lp), L.to_half(k), L.to_half(v)
             q = L.split_heads(q, c.n_heads)                                # [h, n, e]
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
@@ -236,7 +238,9 @@ class DecoderModel(StepwiseModel):
             heads = self._attention(q, k_all, v_all, mask)                 # [h, n, e]
             attn_out = self._norm(self._mm(L.merge_heads(heads), lp.wo), lp.post_norm1)   # [n, d]
             x = x + attn_out
-            ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp), lp.post_norm2)   # [n, d]
+            # llama.cpp runs the last layer's FFN on the one row whose logits it reads
+            batch = 1 if self._llama_cpp and i == c.n_layers - 1 else None
+            ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp, batch), lp.post_norm2)   # [n, d]
             x = x + ffn_out
             if keep:
                 n = len(ids)           # the new keys and values as views of the cache: kept once
@@ -254,13 +258,24 @@ class DecoderModel(StepwiseModel):
     def _attention(self, q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> [h, n, e]
         if not self._llama_cpp:
             return L.attention(q, k, v, mask)
-        from .int8_products import half_product      # numba: only in llama.cpp's arithmetic
-        return L.attention(q, k, v, mask, half_weights=True, dot=half_product)
+        from .int8_products import half_product, softmax_ggml   # numba: only in llama.cpp's arithmetic
+        dot = functools.partial(half_product, queries=q.shape[1])
+        return L.attention(q, k, v, mask, half_weights=True, dot=dot, soft=softmax_ggml)
 
-    def _mm(self, x, w):  # [n, a] @ [a, b] -> [n, b]
+    def _half_query(self, q, lp: LayerParams):  # [n, h*e] float32 -> [n, h*e] float16 values
+        """The queries rounded to float16 as llama.cpp rounds them to meet the K cache.
+        Its Gemma 3 graph scales them by 1/sqrt(e) first (its other graphs scale the
+        scores): the same numbers, except where q / sqrt(e) is a float16 subnormal."""
+        if lp.q_norm is None:
+            return L.to_half(q)
+        scale = np.float32(1 / math.sqrt(self.config.head_dim))
+        return L.to_half(q * scale) / scale          # 1/16 for head size 256: exact both ways
+
+    def _mm(self, x, w, batch: int | None = None):  # [n, a] @ [a, b] -> [n, b]
         """A product with a weight matrix; in llama.cpp's arithmetic a quantised one
-        (`quantized.BlockMatrix`) reads x rounded to 8 bits (`int8_products`)."""
-        return w.times_int8(x) if self._llama_cpp and hasattr(w, "times_int8") else x @ w
+        (`quantized.BlockMatrix`) reads x rounded to 8 bits (`int8_products`), each row
+        summed as llama.cpp sums it in a batch of `batch` rows (default: x's)."""
+        return w.times_int8(x, batch) if self._llama_cpp and hasattr(w, "times_int8") else x @ w
 
     def _norm(self, x, norm):  # [n, d] -> [n, d]
         c = self.config
@@ -295,21 +310,31 @@ class DecoderModel(StepwiseModel):
         n, e = x.shape[0], self.config.head_dim
         return self._norm(x.reshape(n, -1, e), norm).reshape(n, -1)
 
+    def _rope_tables(self, positions, base, dtype):  # [n] -> the rotations for `_rope`
+        if self._llama_cpp:
+            from .int8_products import rope_tables_ggml      # numba: only in llama.cpp's arithmetic
+            return rope_tables_ggml(positions, self.config.head_dim, base)
+        return L.rope_tables(positions, self.config.head_dim, base, dtype)
+
     def _rope(self, x, tables):  # [n, heads*e] -> [n, heads*e]
+        if self._llama_cpp:
+            from .int8_products import rope_ggml
+            return rope_ggml(x, tables, self.config.rope_pairs != "adjacent")
         return (L.rope if self.config.rope_pairs == "adjacent" else L.rope_halves)(x, tables)
 
-    def _ffn(self, x, lp: LayerParams):  # [n, d] -> [n, d]
+    def _ffn(self, x, lp: LayerParams, batch: int | None = None):  # [n, d] -> [n, d]
+        """The feed-forward block; `batch` as in `_mm`, for its products."""
         act = self.config.ffn
         if act in ("swiglu", "geglu"):                 # gate(x) * up(x), gated by SiLU or GELU
             gate = L.silu if act == "swiglu" else L.gelu_half_table if self._llama_cpp else L.gelu
             if lp.w13 is None:
-                return self._mm(gate(self._mm(x, lp.w1)) * self._mm(x, lp.w3), lp.w2)
-            gate_up = self._mm(x, lp.w13)              # [n, 2f], one product instead of two
+                return self._mm(gate(self._mm(x, lp.w1, batch)) * self._mm(x, lp.w3, batch), lp.w2, batch)
+            gate_up = self._mm(x, lp.w13, batch)       # [n, 2f], one product instead of two
             f = lp.w1.shape[1]
-            return self._mm(gate(gate_up[:, :f]) * gate_up[:, f:], lp.w2)
-        hidden = self._mm(x, lp.w1) + (0 if lp.b1 is None else lp.b1)    # [n, f]
+            return self._mm(gate(gate_up[:, :f]) * gate_up[:, f:], lp.w2, batch)
+        hidden = self._mm(x, lp.w1, batch) + (0 if lp.b1 is None else lp.b1)    # [n, f]
         hidden = np.tanh(hidden) if act == "tanh" else L.gelu(hidden)
-        return self._mm(hidden, lp.w2) + (0 if lp.b2 is None else lp.b2)
+        return self._mm(hidden, lp.w2, batch) + (0 if lp.b2 is None else lp.b2)
 
 
 def random_params(config: DecoderConfig, rng: np.random.Generator, scale: float = 0.5,

@@ -145,14 +145,18 @@ def group_scores(q, k, dot=transposed_product):  # [b, m, n, e], [b, t, e] -> [b
     return scores.reshape(b, m, n, -1)                                # [b, m, n, t]
 
 
-def group_weights(q, k, mask, dot=transposed_product):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
+def group_weights(q, k, mask, dot=transposed_product, soft=None):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
     """Attention weights for b K/V heads, each read by m query heads: a softmax of
     `group_scores` over the keys each query may read (`mask`); masked cells are exactly 0.
+    `soft(scores)`: another softmax (in place, masked cells -inf), e.g. llama.cpp's.
 
     The forward and `core.attention` (one head, when a panel shows it) both call this with
     the same arrays (the same `kv_batches`), so the weights shown are bit for bit the ones
     the forward used."""
     scores = group_scores(q, k, dot)                                  # [b, m, n, t]
+    if soft is not None:
+        np.copyto(scores, -np.inf, where=~mask)
+        return soft(scores)
     if mask.all():                 # a decode step's single query sees every key: nothing to mask
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
@@ -178,17 +182,18 @@ def grouped_queries(q, kv: slice, g: int):  # [h, n, e] -> [b, h/g, n, e] the qu
     return q[kv.start * m:kv.stop * m].reshape(kv.stop - kv.start, m, *q.shape[1:])
 
 
-def attention(q, k, v, mask, half_weights=False, dot=transposed_product):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
+def attention(q, k, v, mask, half_weights=False, dot=transposed_product, soft=None):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
     """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head
     i // (h/g)), the query heads of a K/V head stacked against it (K and V are never copied
     per query head). The weights are not kept: `core.attention` recomputes a head's.
     `half_weights`: the weights are rounded to float16 before they multiply V (llama.cpp
-    multiplies its float16 V cache so); `dot` as in `group_scores`, for both products."""
+    multiplies its float16 V cache so); `dot` as in `group_scores`, for both products;
+    `soft` as in `group_weights`."""
     h, n, e = q.shape
     g = k.shape[0]
     out = np.empty(q.shape, q.dtype)                                  # [h, n, e]
     for kv in kv_batches(g, n):
-        weights = group_weights(grouped_queries(q, kv, g), k[kv], mask, dot)   # [b, m, n, t]
+        weights = group_weights(grouped_queries(q, kv, g), k[kv], mask, dot, soft)   # [b, m, n, t]
         b = weights.shape[0]
         if half_weights:
             weights = to_half(weights)

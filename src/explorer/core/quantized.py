@@ -203,10 +203,11 @@ class _Transposed:
     def __rmatmul__(self, x) -> np.ndarray:  # [n, cols] -> [n, rows]
         return self.T.times_rows(x)
 
-    def times_int8(self, x) -> np.ndarray:  # [n, cols] -> [n, rows]
-        """`x @ self` as llama.cpp computes it: x rounded to 8 bits, integer products."""
+    def times_int8(self, x, batch: int | None = None) -> np.ndarray:  # [n, cols] -> [n, rows]
+        """`x @ self` as llama.cpp computes it: x rounded to 8 bits, integer products
+        summed as it sums them for a batch of `batch` rows (default: x's)."""
         from . import int8_products     # numba: only once a quantised model multiplies
-        return int8_products.times_rows(self.T, x, _LAUNCH)
+        return int8_products.times_rows(self.T, x, _LAUNCH, batch)
 
 
 def prepare(layouts=None) -> None:
