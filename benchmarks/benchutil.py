@@ -8,6 +8,12 @@ import os
 import statistics
 import time
 
+# libgomp's wait settings as the user started the benchmark, before any explorer module
+# ran: the engine chooses them for its own process on import (core.block_kernels), and a
+# child (llama.cpp, also on libgomp, or a fresh explorer) must not inherit that choice.
+OPENMP_WAIT = ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")
+USER_OPENMP_WAIT = {key: os.environ[key] for key in OPENMP_WAIT if key in os.environ}
+
 
 def measure(fn, repeat: int, warmup: int = 3) -> list[float]:
     """Seconds per call of fn(), `repeat` times after `warmup` untimed calls."""
@@ -55,5 +61,7 @@ def _fmt(v) -> str:
 def child_env() -> dict:
     """The environment for timing a fresh `explorer` process: Python may write bytecode,
     as an installed app has it (pip compiles at install) and the libraries do. A
-    PYTHONDONTWRITEBYTECODE set for development would make every start compile anew."""
-    return {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE"}
+    PYTHONDONTWRITEBYTECODE set for development would make every start compile anew.
+    libgomp's wait settings are the user's, not those this process's engine chose."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONDONTWRITEBYTECODE" and k not in OPENMP_WAIT}
+    return env | USER_OPENMP_WAIT

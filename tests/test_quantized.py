@@ -122,10 +122,11 @@ def test_a_matrix_of_more_groups_than_runs_multiplies_every_row(kind):
         check_product(rng, m, w, n)
 
 
-def test_the_loops_threads_sleep_while_they_wait():
-    """numba's OpenMP threads sleep while they wait unless the user chose otherwise: two
-    spinning threads on two busy cores stalled a Decode step for up to a second. The
-    policy must reach libgomp, which reads it when numba's first parallel loop starts."""
+def test_the_loops_threads_spin_briefly_then_sleep_while_they_wait():
+    """numba's OpenMP threads spin only briefly, then sleep while they wait, unless the user
+    chose otherwise: two long-spinning threads on two busy cores stalled a Decode step for
+    up to a second. The policy must reach libgomp, which reads it when numba's first
+    parallel loop starts."""
     import os
     import subprocess
     import sys
@@ -137,7 +138,7 @@ def test_the_loops_threads_sleep_while_they_wait():
              "if numba.threading_layer() == 'omp':\n"
              "    ctypes.CDLL('libgomp.so.1').omp_display_env(1)\n")   # its settings, to stderr
     # libgomp names an unset policy PASSIVE too: its spin count (300,000 then) tells them apart
-    for chosen, expected in ((None, "GOMP_SPINCOUNT = '0'"), ("ACTIVE", "OMP_WAIT_POLICY = 'ACTIVE'")):
+    for chosen, expected in ((None, "GOMP_SPINCOUNT = '1000'"), ("ACTIVE", "OMP_WAIT_POLICY = 'ACTIVE'")):
         env = {key: value for key, value in os.environ.items() if key not in ("OMP_WAIT_POLICY", "GOMP_SPINCOUNT")}
         if chosen:
             env["OMP_WAIT_POLICY"] = chosen

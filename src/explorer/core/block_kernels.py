@@ -7,16 +7,20 @@ import os
 
 # numba's parallel loops run on GNU OpenMP (libgomp), which reads its settings when numba
 # first launches a loop, after this. By default a thread that waits (the worker between
-# two products, the caller at a product's end) spins for milliseconds before it sleeps.
+# two products, the caller at a product's end) spins 300,000 times before it sleeps.
 # On two cores shared with anything else (the window's own UI thread, another program)
 # the two spinning threads of a product take turns on one core, each waiting out the
-# other's spin: with other processes busy (load average 4.5-8.5), SmolLM2's Decode step
-# took a median of 11-311 ms (single steps up to 1.2 s) and a forward over 8 new tokens
-# 0.2-0.7 s; with waiting threads asleep at once (OMP_WAIT_POLICY=passive) 18-52 ms and
-# 32-104 ms, growing smoothly with the rows (benchmarks/bench_rows.py). A launch then
-# wakes the worker (about 6 us more than a spinning one on a quiet core, under 1 ms of
-# a Decode step's 121 launches). A policy the user sets stays.
-os.environ.setdefault("OMP_WAIT_POLICY", "PASSIVE")
+# other's spin: with two busy processes, SmolLM2's Decode step took a median of 80 ms
+# (single steps up to 1.2 s). Sleeping at once (OMP_WAIT_POLICY=passive) cures that but
+# costs every launch a wake-up: a quiet machine's Decode went from 11 to 19-21 ms. A short
+# spin, then sleep, keeps most of both (bench_rows.py, Decode / 8 new rows, medians):
+#                 spin 300,000       spin 0               spin 1,000
+#     quiet       11 / 28 ms         19-21 / 34-38 ms     12 / 28 ms
+#     1 busy      23-24 / 59-151     19-20 / 46           25 / 52
+#     2 busy      80 / 91            19-40 / 46-80        25-36 / 52-80
+# Settings the user makes (either variable) stay as they are.
+if "OMP_WAIT_POLICY" not in os.environ and "GOMP_SPINCOUNT" not in os.environ:
+    os.environ.update(OMP_WAIT_POLICY="PASSIVE", GOMP_SPINCOUNT="1000")
 
 import numba as nb  # noqa: E402  (after the policy: see above)
 import numpy as np  # noqa: E402
