@@ -22,7 +22,7 @@ import time
 import numba
 import numpy as np
 
-from benchutil import parser, report
+from benchutil import parser, report, summary
 from explorer import model_registry
 from explorer.core.speculative import every_row
 
@@ -78,12 +78,11 @@ def main() -> None:
         for n in counts:
             forward[n].append(times[n])
             products[n].append(spent[n])
-    rows = [{"case": f"{args.model}: {n} row{'s' if n > 1 else ''}", "median_ms": statistics.median(forward[n]) * 1000,
-             "p95_ms": max(forward[n]) * 1000, "n": args.rounds,
-             "vs_decode": statistics.median(t / d for t, d in zip(forward[n], decode)),
-             "ms_per_row": statistics.median(forward[n]) * 1000 / n,
-             "products_ms": statistics.median(products[n]) * 1000,
-             "threads": numba.get_num_threads(), "load_avg": load} for n in counts]
+    rows = [summary(f"{args.model}: {n} row{'s' if n > 1 else ''}", forward[n],
+                    vs_decode=statistics.median(t / d for t, d in zip(forward[n], decode)),
+                    ms_per_row=statistics.median(forward[n]) * 1000 / n,
+                    products_ms=statistics.median(products[n]) * 1000,
+                    threads=numba.get_num_threads(), load_avg=load) for n in counts]
     report(rows, args.json)
 
 
