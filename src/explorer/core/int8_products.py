@@ -381,9 +381,9 @@ def half_product(a, c, queries: int):  # [b, r, k], [b, s, k] float32 (float16 v
     return out
 
 
-_EXP = tuple(np.float32(float.fromhex(h)) for h in (
+_EXP = np.array([float.fromhex(h) for h in (                  # ggml_v_expf's constants, float32
     "0x1.8p23", "0x1.715476p+0", "0x1.62e4p-1", "0x1.7f7d1cp-20", "0x1.0e4020p-7", "0x1.573e2ep-5",
-    "0x1.555e66p-3", "0x1.fffdb6p-2", "0x1.ffffecp-1"))
+    "0x1.555e66p-3", "0x1.fffdb6p-2", "0x1.ffffecp-1")], np.float32)
 
 
 @nb.njit(inline="always")
@@ -429,7 +429,7 @@ def _softmax_rows(x, c):
 def softmax_ggml(x):  # [..., t] float32 -> the same array, each row its softmax
     """The attention weights' softmax in llama.cpp's float order (`_softmax_rows`)."""
     rows = x.reshape(-1, x.shape[-1])
-    _softmax_rows(rows, np.array(_EXP, np.float32))
+    _softmax_rows(rows, _EXP)
     return x
 
 
