@@ -4,9 +4,9 @@ table, the token counts and usage, and the Run's speed (time to first token, per
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
-from PySide6.QtGui import QColor, QPainter, QPen
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QTableWidget,
-                               QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QStyleOptionViewItem,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ..core.elide import ENDS, elided, elided_indexes, elided_list
 from ..core.speculative import VerifyStep
@@ -201,7 +201,8 @@ class TimelinePanel(Panel):
         self.speed.setObjectName("speed")
         self._timings_visible = True
         self._n_rows = 0                  # rows of the current frame, before a slide leaves any out
-        self._rows: list[list[str]] = []  # the current frame's rows (cells as text), every one
+        self._rows: tuple[tuple[str, ...], ...] = ()     # the current frame's rows (cells as text), every one
+        self._extents = None              # (type and rows, `_cell_extents` of them)
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -258,10 +259,33 @@ class TimelinePanel(Panel):
         return QSize(width + margins.left() + margins.right(), height)
 
     def _natural_widths(self) -> dict[int, int]:
-        """Column -> the width its heading and cells ask for (shown columns only)."""
+        """Column -> the width its heading and the cells of every row ask for (shown columns
+        only), whichever rows the table holds now."""
         table, header = self.table, self.table.horizontalHeader()
-        return {c: max(header.sectionSizeHint(c), table.sizeHintForColumn(c))
+        widths, _ = self._cell_extents()
+        return {c: max(header.sectionSizeHint(c), widths[c])
                 for c in range(table.columnCount()) if not table.isColumnHidden(c)}
+
+    def _cell_extents(self) -> tuple[list[int], int]:
+        """(per column, the widest cell of any of the frame's rows; the tallest row), as the
+        table measures cells (its own delegate, type and style), but from every row and not
+        from those a slide kept for the size it had before: a slide's layout never depends
+        on the frame drawn before it."""
+        table = self.table
+        key = (table.font().key(), self._rows)
+        if self._extents is None or self._extents[0] != key:
+            option = QStyleOptionViewItem()
+            option.font, option.fontMetrics, option.widget = table.font(), QFontMetrics(table.font()), table
+            scratch, delegate = QStandardItemModel(1, 1), table.itemDelegate()
+            widths, tallest = [0] * len(self.COLUMNS), QFontMetrics(table.font()).height()
+            for row in self._rows:
+                for c, text in enumerate(row):
+                    scratch.setItem(0, 0, QStandardItem(text))
+                    size = delegate.sizeHint(option, scratch.index(0, 0))
+                    widths[c], tallest = max(widths[c], size.width()), max(tallest, size.height())
+            grid = 1 if table.showGrid() else 0
+            self._extents = (key, ([w + grid for w in widths], tallest + grid))
+        return self._extents[1]
 
     def _fit_columns(self) -> None:
         """On a slide, the columns share the table's width: the widest give way first, and a
@@ -274,8 +298,9 @@ class TimelinePanel(Panel):
             header.resizeSection(c, width)
 
     def _row_height(self) -> int:
-        """A row's height on a slide, its grid line included."""
-        return (self.table.sizeHintForRow(0) if self.table.rowCount() else self.fontMetrics().height()) + 1
+        """A row's height on a slide, its grid line included: the tallest of the frame's rows
+        (CJK text in its fallback font stands taller than Latin)."""
+        return self._cell_extents()[1] + 1
 
     def _rows_with_room(self, rows: list[list[str]]) -> list[list[str]]:
         """On a slide, the rows the table has room for: the first and the latest around "…"."""
@@ -347,7 +372,7 @@ class TimelinePanel(Panel):
         if frame.kind == "stop":
             rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len], ENDS), "",
                          finish_text(run, s.lang), ""])
-        self._rows = rows
+        self._rows = tuple(tuple(row) for row in rows)
         if self.on_slide:
             self._fit_rows()
         else:
