@@ -1,5 +1,7 @@
 """One attention head's scores and weights, recomputed on demand from the queries and keys
-a LayerTrace keeps, with the function the forward itself called (bit for bit what it used)."""
+a LayerTrace keeps, with the function the forward itself called and the arithmetic it
+computed in (the trace's `arithmetic`: float32's, or llama.cpp's products and softmax),
+so bit for bit what it used in either."""
 
 from __future__ import annotations
 
@@ -21,12 +23,14 @@ def _batch(lt: LayerTrace, head: int):  # -> q [b, m, n, e], keys [b, t, e], (K/
 
 def attention_weights(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
     """Query head `head`'s attention weights: each new position's row over every key it
-    could read; masked cells (the future, and outside a sliding window) are exactly 0."""
+    could read; masked cells (the future, and outside a sliding window) are exactly 0.
+    They are the softmax's own output (in llama.cpp's arithmetic the product with V then
+    reads them rounded to float16)."""
     q, keys, at = _batch(lt, head)
-    return L.group_weights(q, keys, lt.mask)[at].copy()     # not a view holding the whole batch
+    return L.group_weights(q, keys, lt.mask, lt.arithmetic)[at].copy()   # not a view holding the whole batch
 
 
 def attention_scores(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
     """Query head `head`'s q.k / sqrt(e) before the mask (the handouts print them)."""
     q, keys, at = _batch(lt, head)
-    return L.group_scores(q, keys)[at].copy()
+    return L.group_scores(q, keys, lt.arithmetic.dot)[at].copy()

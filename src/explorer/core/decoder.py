@@ -3,7 +3,6 @@ teaching model, llama-shaped models and Gemma 3 are configurations of the same c
 
 from __future__ import annotations
 
-import functools
 import math
 import time
 from dataclasses import dataclass, field, replace
@@ -224,6 +223,7 @@ class DecoderModel(StepwiseModel):
             bases = {w: c.local_rope_base if w and c.local_rope_base else c.rope_base for w in masks}
             tables = {w: self._rope_tables(positions, base, x.dtype)     # [n, e/2]
                       for w, base in bases.items()}
+        arithmetic = self._attention_arithmetic(len(ids))   # the same for every layer
         traces = []
         for i, lp in enumerate(self.params.layers):
             x_in, mask = x, masks[windows[i]]
@@ -235,7 +235,7 @@ class DecoderModel(StepwiseModel):
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
-            heads = self._attention(q, k_all, v_all, mask)                 # [h, n, e]
+            heads = L.attention(q, k_all, v_all, mask, arithmetic)         # [h, n, e]
             attn_out = self._norm(self._mm(L.merge_heads(heads), lp.wo), lp.post_norm1)   # [n, d]
             x = x + attn_out
             # llama.cpp runs the last layer's FFN on the one row whose logits it reads
@@ -246,7 +246,7 @@ class DecoderModel(StepwiseModel):
                 n = len(ids)           # the new keys and values as views of the cache: kept once
                 traces.append(LayerTrace(self._kept(x_in), q, k_all[:, -n:], v_all[:, -n:], k_all, mask,
                                          self._kept(attn_out), self._kept(ffn_out), self._kept(x),
-                                         windows[i]))
+                                         windows[i], arithmetic))
         cache.commit(ids, positions)
         return x, tuple(traces)
 
@@ -255,12 +255,13 @@ class DecoderModel(StepwiseModel):
         logits = self._mm(final, p.embed.T if self.config.tied_output else p.w_out)
         return logits if p.b_out is None else logits + p.b_out
 
-    def _attention(self, q, k, v, mask):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> [h, n, e]
+    def _attention_arithmetic(self, queries: int) -> L.AttentionArithmetic:
+        """How the attention of a forward over `queries` new tokens rounds (its LayerTraces
+        keep it, so that a head's weights are recomputed exactly)."""
         if not self._llama_cpp:
-            return L.attention(q, k, v, mask)
-        from .int8_products import half_product, softmax_ggml   # numba: only in llama.cpp's arithmetic
-        dot = functools.partial(half_product, queries=q.shape[1])
-        return L.attention(q, k, v, mask, half_weights=True, dot=dot, soft=softmax_ggml)
+            return L.FLOAT_ATTENTION
+        from .int8_products import ggml_attention   # numba: only in llama.cpp's arithmetic
+        return ggml_attention(queries)
 
     def _half_query(self, q, lp: LayerParams):  # [n, h*e] float32 -> [n, h*e] float16 values
         """The queries rounded to float16 as llama.cpp rounds them to meet the K cache.

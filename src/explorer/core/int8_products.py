@@ -28,10 +28,10 @@ elements instead of per 256) and, from eight rows, Q6_K's tiled kernel.
 
 The rest of llama.cpp's arithmetic that a last bit of Gemma's logits depends on is here
 too: the attention's float16 products (`half_product`: tinyBLAS for a Prefill,
-ggml_vec_dot_f16 for a Decode step), its softmax (`softmax_ggml`: ggml_v_expf, sums in
-float64) and its rotary positions (`rope_tables_ggml`, `rope_ggml`). Each was matched
-against llama.cpp's own tensors (llama-cpp-python 0.3.36 on an AVX-512 x86 CPU, read
-with an eval callback): with them the logits of every step of
+ggml_vec_dot_f16 for a Decode step) and its softmax (`softmax_ggml`: ggml_v_expf, sums in
+float64), together `ggml_attention`; its rotary positions (`rope_tables_ggml`,
+`rope_ggml`). Each was matched against llama.cpp's own tensors (llama-cpp-python 0.3.36
+on an AVX-512 x86 CPU, read with an eval callback): with them the logits of every step of
 tests/fixtures/gemma3_llama_cpp.json are llama.cpp's bit for bit
 (tools/compare_gemma3_llama_cpp.py).
 
@@ -52,7 +52,7 @@ from numba import types
 from numba.extending import intrinsic
 
 from .block_kernels import _compiled
-from .layers import to_half
+from .layers import AttentionArithmetic, to_half
 
 BLOCK = 32
 UBATCH = 512       # llama.cpp multiplies a Prefill's rows this many at a time (its n_ubatch)
@@ -431,6 +431,13 @@ def softmax_ggml(x):  # [..., t] float32 -> the same array, each row its softmax
     rows = x.reshape(-1, x.shape[-1])
     _softmax_rows(rows, _EXP)
     return x
+
+
+def ggml_attention(queries: int) -> AttentionArithmetic:
+    """llama.cpp's attention arithmetic for a forward over `queries` new tokens: its
+    products (`half_product`), its softmax (`softmax_ggml`), and the weights rounded to
+    float16 before they multiply its float16 V cache."""
+    return AttentionArithmetic(functools.partial(half_product, queries=queries), softmax_ggml, half_weights=True)
 
 
 @functools.cache

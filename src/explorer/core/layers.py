@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import functools
 import math
+from collections.abc import Callable
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -136,27 +138,43 @@ def transposed_product(a, c):  # [b, r, k], [b, s, k] -> [b, r, s] = a @ c^T
     return a @ c.transpose(0, 2, 1)
 
 
+@dataclass(frozen=True)
+class AttentionArithmetic:
+    """How a forward's attention rounds: its products `dot(a, c)` = a @ c^T ([b, r, k],
+    [b, s, k] -> [b, r, s]), its softmax `soft(scores)` (in place, masked cells -inf; None:
+    `softmax`), and whether the weights are rounded to float16 before they multiply V.
+    The default is numpy's float arithmetic; `int8_products.ggml_attention` gives
+    llama.cpp's. A LayerTrace keeps the one its forward used, so that `core.attention`
+    recomputes a head's weights with it."""
+
+    dot: Callable = transposed_product
+    soft: Callable | None = None
+    half_weights: bool = False
+
+
+FLOAT_ATTENTION = AttentionArithmetic()
+
+
 def group_scores(q, k, dot=transposed_product):  # [b, m, n, e], [b, t, e] -> [b, m, n, t]
-    """q.k / sqrt(e) for b K/V heads, each read by m query heads (before any mask).
-    `dot(a, c)` = a @ c^T ([b, r, k], [b, s, k] -> [b, r, s]): numpy's, or llama.cpp's order."""
+    """q.k / sqrt(e) for b K/V heads, each read by m query heads (before any mask), the
+    products by `dot` (an `AttentionArithmetic`'s)."""
     b, m, n, e = q.shape
     scores = dot(q.reshape(b, m * n, e), k)                           # [b, m*n, t]
     scores *= 1 / math.sqrt(e)     # a Python float: float32 scores stay float32
     return scores.reshape(b, m, n, -1)                                # [b, m, n, t]
 
 
-def group_weights(q, k, mask, dot=transposed_product, soft=None):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
+def group_weights(q, k, mask, arithmetic: AttentionArithmetic = FLOAT_ATTENTION):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
     """Attention weights for b K/V heads, each read by m query heads: a softmax of
     `group_scores` over the keys each query may read (`mask`); masked cells are exactly 0.
-    `soft(scores)`: another softmax (in place, masked cells -inf), e.g. llama.cpp's.
 
     The forward and `core.attention` (one head, when a panel shows it) both call this with
-    the same arrays (the same `kv_batches`), so the weights shown are bit for bit the ones
-    the forward used."""
-    scores = group_scores(q, k, dot)                                  # [b, m, n, t]
-    if soft is not None:
+    the same arrays (the same `kv_batches`) and the same `arithmetic`, so the weights
+    shown are bit for bit the ones the forward used."""
+    scores = group_scores(q, k, arithmetic.dot)                       # [b, m, n, t]
+    if arithmetic.soft is not None:
         np.copyto(scores, -np.inf, where=~mask)
-        return soft(scores)
+        return arithmetic.soft(scores)
     if mask.all():                 # a decode step's single query sees every key: nothing to mask
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
@@ -182,22 +200,20 @@ def grouped_queries(q, kv: slice, g: int):  # [h, n, e] -> [b, h/g, n, e] the qu
     return q[kv.start * m:kv.stop * m].reshape(kv.stop - kv.start, m, *q.shape[1:])
 
 
-def attention(q, k, v, mask, half_weights=False, dot=transposed_product, soft=None):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
+def attention(q, k, v, mask, arithmetic: AttentionArithmetic = FLOAT_ATTENTION):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
     """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head
     i // (h/g)), the query heads of a K/V head stacked against it (K and V are never copied
-    per query head). The weights are not kept: `core.attention` recomputes a head's.
-    `half_weights`: the weights are rounded to float16 before they multiply V (llama.cpp
-    multiplies its float16 V cache so); `dot` as in `group_scores`, for both products;
-    `soft` as in `group_weights`."""
+    per query head), rounded as `arithmetic` says (both products by its `dot`). The weights
+    are not kept: `core.attention` recomputes a head's."""
     h, n, e = q.shape
     g = k.shape[0]
     out = np.empty(q.shape, q.dtype)                                  # [h, n, e]
     for kv in kv_batches(g, n):
-        weights = group_weights(grouped_queries(q, kv, g), k[kv], mask, dot, soft)   # [b, m, n, t]
+        weights = group_weights(grouped_queries(q, kv, g), k[kv], mask, arithmetic)   # [b, m, n, t]
         b = weights.shape[0]
-        if half_weights:
+        if arithmetic.half_weights:  # llama.cpp multiplies its float16 V cache by float16 weights
             weights = to_half(weights)
-        heads = dot(weights.reshape(b, -1, weights.shape[-1]), v[kv].transpose(0, 2, 1))   # [b, m*n, e]
+        heads = arithmetic.dot(weights.reshape(b, -1, weights.shape[-1]), v[kv].transpose(0, 2, 1))   # [b, m*n, e]
         out[kv.start * (h // g):kv.stop * (h // g)] = heads.reshape(-1, n, e)
     return out
 

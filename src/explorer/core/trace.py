@@ -12,15 +12,19 @@ from functools import cached_property
 
 import numpy as np
 
+from .layers import FLOAT_ATTENTION, AttentionArithmetic
+
 
 @dataclass(frozen=True)
 class LayerTrace:
     """One layer's records. The attention scores and weights ([h, n, t] each: 4 GB over a
     2,000-token Prefill of SmolLM2) are not kept: `core.attention` recomputes one head's
-    from `q`, `keys` and `mask`."""
+    from `q`, `keys` and `mask` in the forward's own `arithmetic`."""
 
     x_in: np.ndarray       # [m, d] residual stream entering the layer
     q: np.ndarray          # [h, n, e] queries of the new positions (after rotary, if any)
+                           # (in llama.cpp's arithmetic float16 values, as it multiplies
+                           # them: Gemma's rounded after scaling by 1/sqrt(e))
     k: np.ndarray          # [g, n, e] keys the new positions add to the cache (views of it)
     v: np.ndarray          # [g, n, e] values the new positions add to the cache
     keys: np.ndarray       # [g, t, e] every key the new positions' queries read (cache + new;
@@ -33,6 +37,8 @@ class LayerTrace:
     hidden: np.ndarray     # [m, d] residual stream leaving the layer
     window: int = 0        # 0: a global layer, reads every earlier position; w: a sliding-
                            # window layer, reads only the latest w (query p: p-w+1 .. p)
+    arithmetic: AttentionArithmetic = FLOAT_ATTENTION   # how the forward's attention rounded
+                           # (its products and softmax: numpy's, or llama.cpp's)
 
     @property
     def is_local(self) -> bool:
