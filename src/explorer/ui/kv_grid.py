@@ -33,6 +33,7 @@ VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
 SLIDE_LEAST_ROWS = 5           # a slide shows at least L0 K/V, "…", the last layer's K/V
+WIDTH_STEP = 8                 # px: how finely `slide_width_for` searches
 
 add_messages({
     "kv.state.processed": {"en": "processed", "zh": "已处理"},
@@ -397,16 +398,21 @@ class KVGridPanel(Panel):
 
     # ---------------------------------------------------------------- drawing
     def refresh(self) -> None:
-        if self.on_slide:
-            self._fit_values_to_slide()
-        data, old = self._grid_data(), self._view.data
+        self._show(self._grid_data())
+        # on a slide, whether the numbers fit is decided with this frame's status line and
+        # legend (which names the kinds of cell the grid has)
+        if self.on_slide and self._fit_values_to_slide():
+            self._show(self._grid_data())
+
+    def _show(self, data: GridData) -> None:
+        old = self._view.data
         restyled = self._view.font() != self._painted_font or self.theme is not self._painted_theme
         if old is None or restyled or not same_grid(data, old):
             self._view.set_data(data)
             self._view.show_newest()
             self._fit_legend()
             self._painted_font, self._painted_theme = self._view.font(), self.theme
-            if old is None or restyled or (data.labels, set(data.marks)) != (old.labels, set(old.marks)):
+            if old is None or restyled or self._legend.named(data) != self._legend.named(old):
                 # else the legend is as drawn
                 self._legend.update()
                 self._legend.updateGeometry()
@@ -587,10 +593,29 @@ class KVGridPanel(Panel):
 
     def slide_minimum_size(self) -> QSize:
         """Three columns (the first, "…", the newest) and the first and the last layer's K
-        and V rows around a "…" row, with no numbers in the cells."""
+        and V rows around a "…" row, with no numbers in the cells; the status line and the
+        legend wrapped to the panel's width."""
         margins = self.layout().contentsMargins()
-        return self._slide_size(self._view.content_size(rows=SLIDE_LEAST_ROWS, cols=3, value_rows=0),
-                                self.width() - margins.left() - margins.right())
+        return self._least_size(self.width() - margins.left() - margins.right())
+
+    def slide_width_for(self, height: float) -> int:
+        """The least width at which the panel's least content fits `height` (its status line
+        and legend wrap to fewer lines as it widens), at most as wide as both on one line."""
+        margins = self.layout().contentsMargins()
+        sides = margins.left() + margins.right()
+        one_line = QFontMetrics(self._status.font()).horizontalAdvance(self._status.text()) + 2 * self._status.margin()
+        lo = self._least_size(0).width() - sides
+        hi = max(lo, one_line, self._legend.one_row_width())
+        if self._least_size(hi).height() > height:
+            return hi + sides
+        while hi - lo > WIDTH_STEP:                       # the height only falls as the width grows
+            middle = (lo + hi) // 2
+            lo, hi = (lo, middle) if self._least_size(middle).height() <= height else (middle, hi)
+        return hi + sides
+
+    def _least_size(self, width: int) -> QSize:
+        """`slide_minimum_size` with the status line and the legend wrapped to `width`."""
+        return self._slide_size(self._view.content_size(rows=SLIDE_LEAST_ROWS, cols=3, value_rows=0), width)
 
     def _fit_values_to_slide(self) -> bool:
         """On a slide, the numbers stay in the cells only while every row has room for them;
@@ -606,10 +631,10 @@ class KVGridPanel(Panel):
         return changed
 
     def _slide_size(self, grid: QSize, width: int = 0) -> QSize:
-        """The panel around `grid`: as wide as the grid or the legend's widest entry (or
-        `width`, the room the status line and the legend wrap to)."""
+        """The panel around `grid`: as wide as the grid and `width`, the room the status line
+        and the legend wrap to (0: the legend's widest entry on one line)."""
         margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
-        width = max(grid.width(), self._legend.entry_width(), width)
+        width = max(grid.width(), width or self._legend.entry_width())
         legend = self._legend.full_height(width)
         return QSize(width + margins.left() + margins.right(),
                      margins.top() + margins.bottom() + 2 * spacing + self._status.heightForWidth(width)

@@ -4,6 +4,7 @@ height (a 1080-high slide is the reference)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF, QSizeF
@@ -49,13 +50,15 @@ class SlideGeometry:
         bottom = self.caption_strip.top() - self.px(20 if self.caption else MARGIN_PX)
         return QRectF(m, top, self.width - 2 * m, bottom - top)
 
-    def panel_rects(self, panels: tuple[str, ...], wants: dict[str, QSizeF | None]) -> list[QRectF]:
+    def panel_rects(self, panels: tuple[str, ...], wants: dict[str, QSizeF | None],
+                    widths_for: dict[str, Callable[[float], float]] | None = None) -> list[QRectF]:
         """One rectangle per panel, in `panels` order. One panel takes the whole body. The
         timeline (a wide, short table) spans the body's width above the others, as tall as
         its content (`wants`: the content's size at the body type) within a quarter and
         MAX_TIMELINE of the body. The others share the width side by side: a panel with a
-        fixed content size (a table, the cache grid) gets what it wants, up to MAX_SHARE of
-        the width; a chart (want None) stretches over the rest."""
+        fixed content size (a table, the cache grid) gets what it wants, or what its
+        `widths_for` asks for its height (the width its wrapped text needs to keep the body
+        type there), up to MAX_SHARE of the width; a chart (want None) stretches over the rest."""
         body, gap = self.body, self.px(GAP_PX)
         if len(panels) == 1:
             return [whole_pixels(body)]
@@ -68,7 +71,9 @@ class SlideGeometry:
             body = QRectF(body.left(), body.top() + body.height() * share + gap, body.width(),
                           body.height() * (1 - share) - gap)
         room = body.width() - gap * (len(rest) - 1)
-        fixed = {p: min(MAX_SHARE * room, wants[p].width() * 1.1) for p in rest if wants.get(p) is not None}
+        widths_for = widths_for or {}
+        fixed = {p: min(MAX_SHARE * room, max(wants[p].width() * 1.1, widths_for[p](body.height()) if p in widths_for
+                                              else 0)) for p in rest if wants.get(p) is not None}
         charts = [p for p in rest if p not in fixed]
         if charts:
             widths = {**fixed, **{p: (room - sum(fixed.values())) / len(charts) for p in charts}}
