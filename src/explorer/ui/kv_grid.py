@@ -33,7 +33,6 @@ VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
 SLIDE_LEAST_ROWS = 5           # a slide shows at least L0 K/V, "…", the last layer's K/V
-WIDTH_STEP = 8                 # px: how finely `slide_width_for` searches
 
 add_messages({
     "kv.state.processed": {"en": "processed", "zh": "已处理"},
@@ -598,20 +597,11 @@ class KVGridPanel(Panel):
         margins = self.layout().contentsMargins()
         return self._least_size(self.width() - margins.left() - margins.right())
 
-    def slide_width_for(self, height: float) -> int:
-        """The least width at which the panel's least content fits `height` (its status line
-        and legend wrap to fewer lines as it widens), at most as wide as both on one line."""
+    def slide_least_height(self, width: float) -> int:
+        """`slide_minimum_size`'s height in a place `width` wide: its status line and legend
+        wrap to fewer lines as it widens."""
         margins = self.layout().contentsMargins()
-        sides = margins.left() + margins.right()
-        one_line = QFontMetrics(self._status.font()).horizontalAdvance(self._status.text()) + 2 * self._status.margin()
-        lo = self._least_size(0).width() - sides
-        hi = max(lo, one_line, self._legend.one_row_width())
-        if self._least_size(hi).height() > height:
-            return hi + sides
-        while hi - lo > WIDTH_STEP:                       # the height only falls as the width grows
-            middle = (lo + hi) // 2
-            lo, hi = (lo, middle) if self._least_size(middle).height() <= height else (middle, hi)
-        return hi + sides
+        return self._least_size(int(width) - margins.left() - margins.right()).height()
 
     def _least_size(self, width: int) -> QSize:
         """`slide_minimum_size` with the status line and the legend wrapped to `width`."""

@@ -101,10 +101,11 @@ class Panel(QWidget):
         """For a panel that elides (SLIDE_ELIDES): the least it needs, with most left out."""
         return self.slide_content_size()
 
-    def slide_width_for(self, height: float) -> int:
-        """The width a panel beside others asks for when its place is `height` tall: its
-        content's (a panel whose text wraps asks for the width that fits it in `height`)."""
-        return self.slide_content_size().width()
+    def slide_least_height(self, width: float) -> int:
+        """The least height that holds the panel at its type in a place `width` wide: what
+        it needs with all it can leave out left out (a panel whose text wraps needs less
+        as it widens)."""
+        return (self.slide_minimum_size() if self.SLIDE_ELIDES else self.slide_content_size()).height()
 
     def tr(self, key: str, **values) -> str:
         return tr(key, self.session.lang, **values)
