@@ -12,9 +12,12 @@ from explorer.export.spec import ExportSpec
 from explorer.lessons import lesson_names, load_lesson
 from explorer.ui.fonts import register_fonts
 from explorer.ui.slides.job import slide_pictures
+from explorer.ui.distribution_chart import StageChart
+from explorer.ui.kv_legend import KVLegend
 from explorer.ui.slides.layout import BODY_PX, SlideGeometry
 from teacher import axis_labels, drawn_texts, shown_texts
 
+AXIS_PX = 22          # issue 16: axis and tick labels at least 22 px at 1080 (body and cells 28: BODY_PX)
 CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
 
 
@@ -69,8 +72,9 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
             assert rows[-1][0] + view.cell_h <= view.viewport().height() + 1, (where, "kv rows cut")
             assert cols[-1][0] + view.cell_w <= view.viewport().width() + 1, (where, "kv columns cut")
             drawn, n_rows = [r for _, r in rows], len(view.data.row_labels)     # the rows the grid draws from
-            if None in drawn:                   # layers left out: the first and the last around "…"
-                assert drawn[:2] == [0, 1] and drawn[-2:] == [n_rows - 2, n_rows - 1], (where, drawn)
+            if None in drawn:       # layers left out: the first and the last around "…" (or "…" above the last)
+                assert drawn[-2:] == [n_rows - 2, n_rows - 1], (where, drawn)
+                assert drawn[:2] == [0, 1] or drawn == [None, n_rows - 2, n_rows - 1], (where, drawn)
         if panel.panel_id == "attention":
             keys = key_labels_drawn(panel)
             for (box, _), (other, _) in zip(keys, keys[1:]):
@@ -93,6 +97,33 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
                 assert label.sizeHint().width() <= label.width() + 1, (where, panel.panel_id, label.text())
 
 
+def check_type(where, placed):
+    """At 1920x1080 every panel keeps the slide's body type at the scale it is drawn at (28 px:
+    text, cells, the cache's status line and legend), and the labels a panel paints itself
+    (chart ticks and values, the cache grid's cells and headings) stay at least 22 px; the
+    cache grid's own words at 28."""
+    for panel, _, scale in placed:
+        body = panel.font().pointSizeF() * panel.logicalDpiY() / 72 * scale
+        assert body >= BODY_PX - 0.5, (where, panel.panel_id, f"drawn at {scale:.2f}: body type {body:.1f} px")
+        if panel.panel_id == "kv":
+            painted, least = [panel.grid_view().viewport(), panel.findChild(KVLegend)], BODY_PX
+        else:
+            painted, least = panel.findChildren(StageChart), AXIS_PX
+        for widget in painted:
+            sizes = [d.point_size * widget.logicalDpiY() / 72 * scale for d in texts_painted(widget)]
+            assert min(sizes, default=least) >= least - 0.5, (where, panel.panel_id, type(widget).__name__,
+                                                             f"text drawn at {min(sizes):.1f} px")
+
+
+def texts_painted(widget):
+    """What `widget` paints (a slide copy takes no updates: drawable while it is read)."""
+    widget.setUpdatesEnabled(True)
+    try:
+        return drawn_texts(widget)
+    finally:
+        widget.setUpdatesEnabled(False)
+
+
 def key_labels_drawn(panel) -> list[tuple[QRectF, str]]:
     """(box, text) of the labels the attention panel's key axis draws, left to right."""
     axis = panel.findChild(pg.PlotWidget).getPlotItem().getAxis("bottom")
@@ -107,6 +138,7 @@ def test_every_frame_of_every_lesson_is_a_slide(qapp, sessions, lesson, lang):
         for index, placed in placed_on_every_frame(session, pictures):
             assert placed, (lesson, index)
             check_slide(f"{lesson} {lang} frame {index + 1}", session.frames[index], pictures, placed)
+            check_type(f"{lesson} {lang} frame {index + 1}", placed)
 
 
 @pytest.mark.parametrize("lesson, lang", [("wo-ai-to-eos", "en"), ("prefill-decode", "zh")])

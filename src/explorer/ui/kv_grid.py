@@ -32,7 +32,8 @@ MIN_POINT_SIZE = 11.0          # readable from the back of a classroom
 VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at most this many numbers
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
-SLIDE_LEAST_ROWS = 5           # a slide shows at least L0 K/V, "…", the last layer's K/V
+SLIDE_LEAST_ROWS = 5           # a slide's layout makes room for L0 K/V, "…", the last layer's K/V
+SLIDE_FEWEST_ROWS = 3          # and before the grid is drawn smaller, it keeps "…" and the last layer's K/V
 
 add_messages({
     "kv.state.processed": {"en": "processed", "zh": "已处理"},
@@ -591,21 +592,22 @@ class KVGridPanel(Panel):
         return self._slide_size(self._view.content_size(value_rows=self._value_rows()))
 
     def slide_minimum_size(self) -> QSize:
-        """Three columns (the first, "…", the newest) and the first and the last layer's K
-        and V rows around a "…" row, with no numbers in the cells; the status line and the
-        legend wrapped to the panel's width."""
+        """The least the slide draws at its type before it draws the panel smaller: three
+        columns (the first, "…", the newest), a "…" row and the last layer's K and V rows,
+        no numbers in the cells; the status line and the legend wrapped to the panel's width."""
         margins = self.layout().contentsMargins()
-        return self._least_size(self.width() - margins.left() - margins.right())
+        return self._least_size(self.width() - margins.left() - margins.right(), SLIDE_FEWEST_ROWS)
 
     def slide_least_height(self, width: float) -> int:
-        """`slide_minimum_size`'s height in a place `width` wide: its status line and legend
-        wrap to fewer lines as it widens."""
+        """The least height the layout tries to give the panel in a place `width` wide: the
+        first and the last layer's K and V rows around a "…" row (its status line and legend
+        wrap to fewer lines as it widens)."""
         margins = self.layout().contentsMargins()
-        return self._least_size(int(width) - margins.left() - margins.right()).height()
+        return self._least_size(int(width) - margins.left() - margins.right(), SLIDE_LEAST_ROWS).height()
 
-    def _least_size(self, width: int) -> QSize:
-        """`slide_minimum_size` with the status line and the legend wrapped to `width`."""
-        return self._slide_size(self._view.content_size(rows=SLIDE_LEAST_ROWS, cols=3, value_rows=0), width)
+    def _least_size(self, width: int, rows: int) -> QSize:
+        """`rows` rows of three columns, the status line and the legend wrapped to `width`."""
+        return self._slide_size(self._view.content_size(rows=rows, cols=3, value_rows=0), width)
 
     def _fit_values_to_slide(self) -> bool:
         """On a slide, the numbers stay in the cells only while every row has room for them;

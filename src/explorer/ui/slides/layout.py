@@ -17,6 +17,7 @@ MARGIN_PX = 36
 GAP_PX = 28               # between panels
 MAX_TIMELINE = 0.42       # of the body's height, for a timeline above other panels
 MAX_SHARE = 0.58          # of the body's width, for a table or grid beside a chart (the chart keeps the rest)
+SLACK = 1.1               # a table or grid is given this much more than its content's size (rows differ in height)
 WIDTH_STEP = 8            # px: how finely a panel's least width is searched
 
 
@@ -71,11 +72,11 @@ class SlideGeometry:
         top = 0.0                       # the timeline's height
         if "timeline" in panels:
             want = wants.get("timeline")
-            top = body.height() * min(MAX_TIMELINE, max(0.25, (want.height() * 1.1 if want else 0) / body.height()))
+            top = body.height() * min(MAX_TIMELINE, max(0.25, (want.height() * SLACK if want else 0) / body.height()))
             height = body.height() - top - gap
             widths = self._widths(rest, wants, least, height)
             need = max((least[p](widths[p]) for p in rest if p in least and wants.get(p) is not None), default=0)
-            spare = top - least["timeline"](body.width()) if "timeline" in least else 0
+            spare = top - least["timeline"](body.width()) * SLACK if "timeline" in least else 0
             if need > height and spare > 0:
                 top -= min(need - height, spare)
         height = body.height() - top - (gap if top else 0)
@@ -90,7 +91,7 @@ class SlideGeometry:
     def _widths(self, panels: list[str], wants, least, height: float) -> dict[str, float]:
         """The widths of `panels` side by side in the body's width, `height` tall (see `panel_rects`)."""
         room = self.body.width() - self.px(GAP_PX) * (len(panels) - 1)
-        fixed = {p: min(MAX_SHARE * room, wants[p].width() * 1.1) for p in panels if wants.get(p) is not None}
+        fixed = {p: min(MAX_SHARE * room, wants[p].width() * SLACK) for p in panels if wants.get(p) is not None}
         charts = [p for p in panels if p not in fixed]
         if not charts:
             total = sum(fixed.values())
