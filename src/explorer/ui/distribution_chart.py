@@ -23,7 +23,8 @@ from .theme import Theme, text_on
 
 Y_TOP = 1.32            # the probability axis shows 0..its end (`axis_end`); the headroom holds the labels
 AXIS_STEPS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)   # a zoomed axis ends at one of these times a power of ten
-ZOOM_BELOW = 0.5        # the axis ends at 1 unless every candidate's bar stays under this
+ZOOM_BELOW = 0.25       # the axis ends at 1 unless every candidate's bar stays under this (a few
+                        # pixels tall: the teaching model's 0.3..0.9 keep the whole axis)
 BAR_WIDTH = 0.8         # of a column
 ROW_MIN_PX = 48         # a stage row asks for a plot at least this tall
 NAME_MAX_PX = 96        # upright token names longer than this are elided ("other (n)" never is)
