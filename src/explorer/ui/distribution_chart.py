@@ -23,7 +23,7 @@ from .theme import Theme, text_on
 
 Y_TOP = 1.32            # the probability axis shows 0..its end (`axis_end`); the headroom holds the labels
 AXIS_STEPS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)   # a zoomed axis ends at one of these times a power of ten
-ZOOM_BELOW = 0.25       # the axis ends at 1 unless every candidate's bar stays under this (a few
+ZOOM_BELOW = 0.3        # the axis ends at 1 unless every candidate's bar stays under this (a few
                         # pixels tall: the teaching model's 0.3..0.9 keep the whole axis)
 BAR_WIDTH = 0.8         # of a column
 ROW_MIN_PX = 48         # a stage row asks for a plot at least this tall
@@ -346,8 +346,8 @@ class StageChart(QWidget):
             p.setPen(QPen(colors["grid"], 1, Qt.PenStyle.DashLine))
             p.drawLine(QPointF(plot.left(), ceiling), QPointF(plot.right(), ceiling))
         p.setPen(colors["text"])
-        for v in self.ticks():     # only the values that fit: 0, then the end, then the middle
-            if v == 0 or scale * (end / 2 if v < end else end) >= self._line:
+        for v in self.ticks():     # only the values that fit: 0, then the end, then the middle (0.5 of 0..1)
+            if v == 0 or scale * (end / 2 if v < end else end) >= self._line and (v == end or end == 1):
                 texts.draw(p, f"{v:g}", "small", plot.left() - 5, plot.bottom() - v * scale, 1.0)
         columns = len(row.values)
         if not columns:
@@ -391,9 +391,9 @@ class StageChart(QWidget):
 
     def _value_label(self, p, text: str, x: float, y: float, width: float, plot: QRectF, role: str) -> None:
         line = self._line
-        # many narrow columns: written upwards from the top of the bar (lower if it would leave
-        # the plot), unless the column is wide enough to hold it level (a slide's wide chart)
-        if self.upright and self._texts.width(text, "small") > width - PAD:
+        lines = self._level_lines(text, width - PAD, plot)
+        if lines is None:     # written upwards from the top of the bar (lower if it would leave the plot)
+            text = text.replace("▼", "◀")                  # turned with the text, it still points down at its bar
             foot = plot.bottom() - 0.02 / Y_TOP * plot.height()        # (a fixed gap, whatever the axis's end)
             room = foot - plot.top()
             if self._texts.width(text, "small") > room:   # a row squeezed below its minimum:
@@ -412,11 +412,6 @@ class StageChart(QWidget):
             self._texts.draw(p, text, "small", 0.0, 0.0, 0.0, 0.5)
             p.restore()
             return
-        lines = [text]
-        if self._texts.width(text, "small") > width and " " in text:   # a long mark: two lines, not over its neighbours
-            head, _, tail = text.rpartition(" ")
-            # a squeezed row holds one line: the mark's sign and its value ("▼ 0.246")
-            lines = [head, tail] if plot.height() >= 2.5 * line else [f"{head.split(' ')[0]} {tail}"]
         top = y - line * len(lines) - PAD          # above the bar, clear of its top edge
         # a bar reaching into the headroom: the label inside its top, in the bar's text colour
         inside = top < plot.top() and plot.bottom() - y >= line * len(lines) + 2 * PAD
@@ -427,6 +422,24 @@ class StageChart(QWidget):
             self._texts.draw(p, text_line, "small", x, max(plot.top(), top) + n * line, 0.5, 0.0)
         if inside:
             p.setPen(self._colors["text"])
+
+    def _level_lines(self, text: str, room: float, plot: QRectF) -> list[str] | None:
+        """`text` as the lines it is written level in, each within `room` (its column's width,
+        never over its neighbours'): whole; a long mark of few columns on two lines, or in a
+        squeezed row its sign and value ("▼ 0.246"). None: it is written upwards (many
+        narrow columns, or a number wider than its column)."""
+        def fits(t: str) -> bool:
+            return self._texts.width(t, "small") <= room
+
+        if fits(text):
+            return [text]
+        if self.upright or " " not in text:
+            return None
+        head, _, tail = text.rpartition(" ")
+        if plot.height() >= 2.5 * self._line and fits(head) and fits(tail):
+            return [head, tail]
+        short = f"{head.split(' ')[0]} {tail}"
+        return [short] if fits(short) else None
 
     def _upright_name(self, name: str, role: str) -> str:
         """A column name written upwards: token pieces elided; "other (n)" whole, the count
