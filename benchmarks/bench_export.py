@@ -1,6 +1,7 @@
 """Export timings: the default lesson (10 frames, teaching model) as PNG + PDF + PPTX at
 1920x1080, process start to exit; one composed slide against a plain QWidget.grab() of the
-same panels at the same sizes; the real-model lesson (10 frames) as PPTX, process start to exit.
+same panels at the same sizes (with and without the layout that brings them to those sizes);
+the real-model lesson (10 frames) as PPTX, process start to exit.
 
     python benchmarks/bench_export.py [--json] [--runs 5] [--no-real] [--cpu]
 """
@@ -32,14 +33,17 @@ def whole_command(runs: int, *argv: str) -> list[float]:
 
 
 def slide_against_grab(runs: int, clock=time.perf_counter):
-    """(seconds per composed slide image, seconds per grab() of the same panels), per frame.
+    """Per frame: seconds per composed slide image; per grab() of the same panels; per
+    layout of those panels for the frame; per warm grab().
 
     Both sides start from panels the frame change has just refreshed: the slide lays its
     copies out and paints them, title and caption; grab() paints a second set of copies
-    laid out the same way (untimed) at the same sizes. A grab() of copies the slide has
-    just painted would find pyqtgraph's axes and pictures already drawn and time only a
-    warm repaint (that figure is reported too). The order alternates run by run, so the
-    glyph caches they share favour neither."""
+    laid out the same way at the same sizes. That layout (the panels resized to the
+    frame's places, their type set and their content refitted, as any picture of them at
+    those sizes needs) is timed on its own. A grab() of copies the slide has just painted
+    would find pyqtgraph's axes and pictures already drawn and time only a warm repaint
+    (that figure is reported too). The order alternates run by run, so the glyph caches
+    they share favour neither."""
     from PySide6.QtWidgets import QApplication
 
     from explorer.export.spec import ExportSpec
@@ -53,10 +57,13 @@ def slide_against_grab(runs: int, clock=time.perf_counter):
     session = lesson.build_session()
     spec = ExportSpec(None)
     pictures, twins = slide_pictures(session, spec), slide_pictures(session, spec)
-    slide, grab, warm = [], [], []
+    slide, grab, layout, warm = [], [], [], []
 
-    def grabbed(composer) -> float:
+    def grabbed(composer, laid_out: list | None = None) -> float:
+        start = clock()
         panels = [panel for panel, _, _ in composer.lay_out()]
+        if laid_out is not None:
+            laid_out.append(clock() - start)
         for panel in panels:
             panel.setUpdatesEnabled(True)       # slide copies take no updates; grab() needs them
         start = clock()
@@ -72,16 +79,16 @@ def slide_against_grab(runs: int, clock=time.perf_counter):
             session.go(index)
             text = slide_text(session, index, spec.lang, "bench")
             if run % 2:
-                grab.append(grabbed(twins))
+                grab.append(grabbed(twins, layout))
             start = clock()
             slide_image(pictures, text, spec)
             slide.append(clock() - start)
             if not run % 2:
-                grab.append(grabbed(twins))
+                grab.append(grabbed(twins, layout))
             warm.append(grabbed(pictures))
     pictures.close()
     twins.close()
-    return slide, grab, warm
+    return slide, grab, layout, warm
 
 
 def main() -> None:
@@ -92,12 +99,16 @@ def main() -> None:
                    help="time slide and grab() in this process's CPU time (less disturbed by a busy machine)")
     args = p.parse_args()
     total = whole_command(args.runs, "--format", "png,pdf,pptx")
-    slide, grab, warm = slide_against_grab(args.runs, time.process_time if args.cpu else time.perf_counter)
+    slide, grab, layout, warm = slide_against_grab(args.runs, time.process_time if args.cpu else time.perf_counter)
+    laid_out_and_grabbed = [a + b for a, b in zip(layout, grab)]
     rows = [summary("explorer export, 10 frames, png+pdf+pptx, process start to exit", total),
             summary("per frame: grab() of the slide's panels, laid out for the frame", grab),
+            summary("per frame: laying those panels out for the frame (resize, type, refit)", layout),
+            summary("per frame: layout + grab() of those panels", laid_out_and_grabbed),
             summary("per frame: grab() again of panels just painted (warm, for reference)", warm),
             summary("per frame: composed slide (layout + paint)", slide,
-                    ratio_to_grab=float(np.median(slide) / np.median(grab)))]
+                    ratio_to_grab=float(np.median(slide) / np.median(grab)),
+                    ratio_to_layout_and_grab=float(np.median(slide) / np.median(laid_out_and_grabbed)))]
     if not args.no_real:
         rows.append(summary("explorer export --lesson real-model, 10 frames, pptx, process start to exit",
                             whole_command(max(1, args.runs // 2), "--lesson", "real-model", "--format", "pptx")))

@@ -215,7 +215,7 @@ class AttentionPanel(Panel):
         self._value_items: list[pg.TextItem] = []   # a pool, reused across refreshes
         self._values_shown = 0                       # how many of the pool hold this matrix's weights
         self._values_fit = False                     # whether every cell has room for its weight
-        for name in ("left", "bottom"):
+        for name in ("left", "bottom", "top", "right"):     # hidden ones too: each resize re-set their labels
             plot.getAxis(name).enableAutoSIPrefix(False)
         self._colorbar.axis.enableAutoSIPrefix(False)
         self._all_ticks: tuple[list, list] = ([], [])

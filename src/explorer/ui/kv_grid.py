@@ -148,21 +148,26 @@ class _GridView(QAbstractScrollArea):
         fm = QFontMetrics(self.font())
         line, pad = fm.height(), max(2, fm.height() // 4)
         data = self.data
-        labels = data.labels if data else ("",)
         rows = data.row_labels if data else ("L00 K",)
-        value_lines = [line for lines in data.values.values() for line in lines] if data else []
         corner = tuple(self._panel.tr("kv.corner").split("\n"))
-        self.label_w = max(fm.horizontalAdvance(t) for t in rows + corner) + 2 * pad
-        self.cell_w = max(fm.horizontalAdvance(t) for t in (*labels, *value_lines, "0000")) + 4 * pad
-        value_rows = max((len(lines) for lines in data.values.values()), default=0) if data else 0
-        self.cell_h = line * (1 + value_rows) + pad
         self.line, self.pad = line, pad
+        self.label_w = max(fm.horizontalAdvance(t) for t in rows + corner) + 2 * pad
+        self.cell_w, self.cell_h = self._cell_size(data.values if data else {})
         self.header_h = 2 * line + pad
         self._update_scrollbars()
         minimum_key = (self.header_h, self.cell_h, min(data.n_rows, 2) if data else 0)
         if minimum_key != self._minimum_key:      # not on every frame: each would relay out the window
             self._minimum_key = minimum_key
             self.updateGeometry()
+
+    def _cell_size(self, values: dict) -> tuple[int, int]:
+        """(width, height) of a cell holding the state labels and `values`' lines of numbers."""
+        fm, data = QFontMetrics(self.font()), self.data
+        labels = data.labels if data else ("",)
+        value_lines = [line for lines in values.values() for line in lines]
+        value_rows = max((len(lines) for lines in values.values()), default=0)
+        return (max(fm.horizontalAdvance(t) for t in (*labels, *value_lines, "0000")) + 4 * self.pad,
+                self.line * (1 + value_rows) + self.pad)
 
     def _update_scrollbars(self) -> None:
         rows, cols = (self.data.n_rows, self.data.n_cols) if self.data else (0, 0)
@@ -353,14 +358,14 @@ class _GridView(QAbstractScrollArea):
         p.setBrush(Qt.NoBrush)
         p.drawRect(rect.adjusted(2, 2, -2, -2))
 
-    def content_size(self, rows: int | None = None, cols: int | None = None, value_rows: int | None = None) -> QSize:
-        """Every row and column, unscrolled (or at most `rows` and `cols` of them, with
-        `value_rows` lines of numbers in each cell instead of those drawn now)."""
+    def content_size(self, values: dict, rows: int | None = None, cols: int | None = None) -> QSize:
+        """Every row and column, unscrolled (or at most `rows` and `cols` of them), with
+        `values`' numbers in the cells (whether or not those drawn now have them)."""
         n_rows, n_cols = (self.data.n_rows, self.data.n_cols) if self.data else (0, 0)
         rows, cols = min(n_rows, rows or n_rows), min(n_cols, cols or n_cols)
-        cell_h = self.cell_h if value_rows is None else self.line * (1 + value_rows) + self.pad
+        cell_w, cell_h = self._cell_size(values)
         frame = 2 * self.frameWidth()
-        return QSize(self.label_w + cols * self.cell_w + frame, self.header_h + rows * cell_h + frame)
+        return QSize(self.label_w + cols * cell_w + frame, self.header_h + rows * cell_h + frame)
 
     # ---------------------------------------------------------------- hover
     def viewportEvent(self, event) -> bool:
@@ -425,10 +430,7 @@ class KVGridPanel(Panel):
         codes = np.array([CODE[s] for s in frame.states], np.int8)        # [c]
         full = len(codes) <= FULL_LABEL_COLUMNS
         source = source_of_positions(run.steps, len(codes))
-        values = {}
-        if self._value_rows() and (not self.on_slide or self._values_on_slide):
-            values = {(r, c): value_lines(vector(run.steps, source, r, c, run.prefix))
-                      for r in range(2 * len(layers)) for c in np.flatnonzero(codes == 0)}
+        values = self._values(codes, source) if not self.on_slide or self._values_on_slide else {}
         return GridData(
             codes=codes,
             pieces=tuple(vocab.display_piece(t) for t in frame.visible_ids),
@@ -440,6 +442,14 @@ class KVGridPanel(Panel):
             written=written_columns(session),
             values=values,
             marks=marks_of(run, codes))
+
+    def _values(self, codes, source) -> dict:
+        """(row, column) -> a processed cell's lines of numbers, for a tiny model (else none)."""
+        run = self.session.run
+        if not self._value_rows():
+            return {}
+        return {(r, c): value_lines(vector(run.steps, source, r, c, run.prefix))
+                for r in range(2 * len(run.steps[0].trace.layers)) for c in np.flatnonzero(codes == 0)}
 
     def mark_label(self, mark: str) -> str:
         """The label a marked cell shows, full or short as the state labels are."""
@@ -589,7 +599,10 @@ class KVGridPanel(Panel):
         super().show_on_slide()
 
     def slide_content_size(self) -> QSize:
-        return self._slide_size(self._view.content_size(value_rows=self._value_rows()))
+        """Every cell with its numbers (for a tiny model), whether or not the size it has
+        now leaves room for them: a slide's layout never depends on the frame before."""
+        data = self._view.data
+        return self._slide_size(self._view.content_size(self._values(data.codes, data.source)))
 
     def slide_minimum_size(self) -> QSize:
         """The least the slide draws at its type before it draws the panel smaller: three
@@ -607,7 +620,7 @@ class KVGridPanel(Panel):
 
     def _least_size(self, width: int, rows: int) -> QSize:
         """`rows` rows of three columns, the status line and the legend wrapped to `width`."""
-        return self._slide_size(self._view.content_size(rows=rows, cols=3, value_rows=0), width)
+        return self._slide_size(self._view.content_size({}, rows=rows, cols=3), width)
 
     def _fit_values_to_slide(self) -> bool:
         """On a slide, the numbers stay in the cells only while every row has room for them;
@@ -637,6 +650,8 @@ class KVGridPanel(Panel):
         super().changeEvent(event)
         if event.type() in (QEvent.FontChange, QEvent.ApplicationFontChange):
             self._apply_font()
+            if self.on_slide and self._fit_values_to_slide():
+                self.refresh()                  # numbers in the cells, or not, at the new type
 
     def _apply_font(self) -> None:
         font = readable_font(self.font())

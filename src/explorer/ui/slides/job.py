@@ -57,8 +57,9 @@ def slide_pictures(session: Session, spec: ExportSpec, window=None):
 
 
 def slide_image(pictures, text: SlideText, spec: ExportSpec) -> QImage:
-    """The slide as pixels: width*scale x height*scale, drawn (not enlarged) at that size."""
-    image = QImage(spec.width * spec.scale, spec.height * spec.scale, QImage.Format.Format_RGB32)
+    """The slide as pixels: width*scale x height*scale, drawn (not enlarged) at that size,
+    into the pictures' own image (`ReusedCanvas`): the next slide draws over it."""
+    image = pictures.canvas(spec.width * spec.scale, spec.height * spec.scale)
     pictures.paint_image(image, text, spec.scale)
     return image
 

@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from ...export.spec import ExportSpec
 from ...session import Session
 from ..settings import Settings
-from .compose import SlideText, image_painter, paint_caption, settle
+from .compose import ReusedCanvas, SlideText, image_painter, paint_caption, settle
 from .layout import SlideGeometry
 
 
@@ -35,7 +35,7 @@ def export_window(window_class, session: Session, spec: ExportSpec):
             window.deleteLater()
 
 
-class WindowPicture:
+class WindowPicture(ReusedCanvas):
     """Slides of the window: drawn at the slide's width (taller and smaller as a whole when
     its panels need more height than the slide has), the caption strip under it."""
 
