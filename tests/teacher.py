@@ -13,6 +13,8 @@ from PySide6.QtGui import (QColor, QHelpEvent, QImage, QKeyEvent, QPainter, QPai
                            QTextCharFormat)
 from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QWidget
 
+from explorer.ui.distribution_chart import BAR_WIDTH
+
 CTRL = Qt.KeyboardModifier.ControlModifier
 CTRL_SHIFT = Qt.KeyboardModifier.ControlModifier | Qt.KeyboardModifier.ShiftModifier
 
@@ -247,6 +249,23 @@ def chart_rows(panel) -> dict:
     its `values` (the probability of each column), the `labels` on the bars, the `names` under
     them, its `title`; empty while the panel shows a message instead of the chart."""
     return {row.name: row for row in panel.chart.rows} if panel.chart.isVisibleTo(panel) else {}
+
+
+def painted_bar_height(chart, row: int, column: int) -> int:
+    """How tall the bar is painted, in pixels: up from the row's axis to the background."""
+    image = chart.grab().toImage()
+    background = image.pixelColor(2, 2)
+    foot = chart.bar_center(row, column)                        # 3 px above the axis
+    column_width = chart.bar_center(row, 1).x() - chart.bar_center(row, 0).x()
+    x, top = round(foot.x() - column_width * BAR_WIDTH / 2) + 3, round(foot.y())
+    while image.pixelColor(x, top - 1) != background:
+        top -= 1
+    return round(foot.y()) + 3 - top
+
+
+def first_row_height(chart) -> float:
+    """The first row's bar area runs from the chart's top to its axis."""
+    return chart.bar_center(0, 0).y() + 3
 
 
 def chart_ruler(panel):

@@ -18,8 +18,8 @@ from explorer.session import Session
 from explorer.ui import distribution_chart
 from explorer.ui.controls import SamplingControls
 from explorer.ui.distribution import N_SHOWN, DistributionPanel
-from teacher import (chart_rows, chart_ruler, click_at, column_ids, column_names, drawn_texts, label_showing,
-                     marked_id, shows, tooltip_at)
+from teacher import (chart_rows, chart_ruler, click_at, column_ids, column_names, drawn_texts, first_row_height,
+                     label_showing, marked_id, painted_bar_height, shows, tooltip_at)
 
 SEED = 0          # u = 0.637 at step 0: 学习 when greedy-ish, 你 once T is high enough
 
@@ -396,3 +396,43 @@ def test_the_rest_columns_two_line_name_stays_inside_a_narrow_chart(qtbot):
         box = other.box.united(count.box)
         assert box.right() <= chart.width() and box.width() > column.box.width()   # count kept, inside
         assert box.left() > column.box.center().x()             # still right of its neighbour's name
+
+
+# ---------------------------------------------------------------------------- the probability axis
+
+@pytest.mark.parametrize("tallest, end", [(0.109, 0.12), (0.2, 0.2), (0.24, 0.25), (0.0004, 0.0004),
+                                          (0.00041, 0.0005), (0.271, 0.3), (0.3, 1.0), (0.47, 1.0), (0.73, 1.0)])
+def test_a_flat_distribution_ends_its_axis_at_a_round_value_just_above_the_tallest_bar(tallest, end):
+    values = np.array([tallest, tallest / 3, 1 - 4 * tallest / 3])
+    row = distribution_chart.BarRow("raw", "raw", values, values, ("kept", "kept", "other"), ("", "", ""),
+                                    ("a", "b", "other"))
+    assert distribution_chart.axis_end((row,)) == pytest.approx(end, rel=1e-9)     # "other" may pass it
+
+
+def test_a_big_vocabularys_bars_fill_their_rows_against_a_labelled_axis_end(qtbot, uncapped):
+    """Gemma 3 gives its top token 0.109 of 262,144: on a 0..1 axis the bars were a few pixels
+    tall. The axis ends at a round value just above the tallest candidate, written at its end."""
+    session = big_session()
+    panel = show(qtbot, DistributionPanel(session), size=(1200, 700))
+    go_to(session, "pick", 0)
+    chart, dist = panel.chart, session.run.steps[0].distribution
+    top = float(dist.probs[column_ids(panel)[0]])
+    assert top < 0.05                                            # a flat distribution
+    texts = drawn_texts(chart)
+    drawn = [d.text for d in texts]
+    left_of_bars = chart.bar_center(0, 0).x() - (chart.bar_center(0, 1).x() - chart.bar_center(0, 0).x()) / 2
+    ticks = [float(d.text) for d in texts if d.box.right() < left_of_bars and d.text.replace(".", "", 1).isdigit()]
+    ends = [t for t in ticks if top <= t <= 1.34 * top]
+    assert len(ends) == len(chart.rows) and 1.0 not in ticks     # every row's axis says where it ends
+    assert painted_bar_height(chart, 0, 0) > 0.5 * first_row_height(chart)
+    rest = f"{1 - dist.stages[0].probs[column_ids(panel)].sum():.3f}"
+    assert rest in drawn                                         # the broken "other" bar keeps its value
+
+
+def test_a_teaching_models_bars_keep_the_whole_axis(qtbot, panel, session):
+    go_to(session, "pick", 0)
+    chart = panel.chart
+    top = float(chart_rows(panel)["raw"].values.max())
+    assert top > 0.3
+    expected = top / distribution_chart.Y_TOP * first_row_height(chart)
+    assert painted_bar_height(chart, 0, int(np.argmax(chart_rows(panel)["raw"].values))) == pytest.approx(expected, abs=3)

@@ -18,7 +18,7 @@ from explorer.cli import main
 from explorer.lessons import load_lesson
 from explorer.session.narration import frame_explanation, frame_title
 from explorer.ui.app import build_window
-from teacher import column_names, kv_row_heads
+from teacher import column_names, drawn_texts, first_row_height, kv_row_heads, painted_bar_height
 
 WO_AI = (2, 237169, 238587)          # <bos> 我 爱 on Gemma's tokenizer
 WO, AI = WO_AI[1:]
@@ -137,7 +137,14 @@ def test_the_lesson_list_offers_it_on_gemma_and_opens_it(qtbot, window, gemma3, 
     assert window.errors == [] and window.lesson.id == "gemma-wo-ai" and s.model is gemma3
     assert len(kv_row_heads(window.panels["kv"], every=True)) == 2 * len(gemma3.config.windows)
     s.go(frame_index(s, "base", "pick", 0))
-    assert column_names(window.panels["distribution"])[0] == "我家"
+    distribution = window.panels["distribution"]
+    assert column_names(distribution)[0] == "我家"
+    # p = 0.109 of 262,144 tokens: the bars fill their rows against an axis that ends at 0.12, written there
+    chart = distribution.chart
+    left_of_bars = chart.bar_center(0, 0).x() - (chart.bar_center(0, 1).x() - chart.bar_center(0, 0).x()) / 2
+    ticks = [d.text for d in drawn_texts(chart) if d.box.right() < left_of_bars]
+    assert ticks.count("0.12") == len(chart.rows) and "1" not in ticks
+    assert painted_bar_height(chart, 0, 0) > 0.5 * first_row_height(chart)
     s.go(frame_index(s, "smollm2", "input"))               # the side-by-side frame: SmolLM2's 30 layers
     assert s.model is smollm2 and len(kv_row_heads(window.panels["kv"], every=True)) == 60 and window.errors == []
 

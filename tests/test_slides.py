@@ -12,9 +12,12 @@ from explorer.export.spec import ExportSpec
 from explorer.lessons import lesson_names, load_lesson
 from explorer.ui.fonts import register_fonts
 from explorer.ui.slides.job import slide_pictures
-from explorer.ui.slides.layout import BODY_PX, SlideGeometry
+from explorer.ui.distribution_chart import StageChart
+from explorer.ui.kv_legend import KVLegend
+from explorer.ui.slides.layout import BODY_PX, GAP_PX, SlideGeometry
 from teacher import axis_labels, drawn_texts, shown_texts
 
+AXIS_PX = 22          # issue 16: axis and tick labels at least 22 px at 1080 (body and cells 28: BODY_PX)
 CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
 
 
@@ -69,8 +72,9 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
             assert rows[-1][0] + view.cell_h <= view.viewport().height() + 1, (where, "kv rows cut")
             assert cols[-1][0] + view.cell_w <= view.viewport().width() + 1, (where, "kv columns cut")
             drawn, n_rows = [r for _, r in rows], len(view.data.row_labels)     # the rows the grid draws from
-            if None in drawn:                   # layers left out: the first and the last around "…"
-                assert drawn[:2] == [0, 1] and drawn[-2:] == [n_rows - 2, n_rows - 1], (where, drawn)
+            if None in drawn:       # layers left out: the first and the last around "…" (or "…" above the last)
+                assert drawn[-2:] == [n_rows - 2, n_rows - 1], (where, drawn)
+                assert drawn[:2] == [0, 1] or drawn == [None, n_rows - 2, n_rows - 1], (where, drawn)
         if panel.panel_id == "attention":
             keys = key_labels_drawn(panel)
             for (box, _), (other, _) in zip(keys, keys[1:]):
@@ -93,6 +97,33 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
                 assert label.sizeHint().width() <= label.width() + 1, (where, panel.panel_id, label.text())
 
 
+def check_type(where, placed):
+    """At 1920x1080 every panel keeps the slide's body type at the scale it is drawn at (28 px:
+    text, cells, the cache's status line and legend), and the labels a panel paints itself
+    (chart ticks and values, the cache grid's cells and headings) stay at least 22 px; the
+    cache grid's own words at 28."""
+    for panel, _, scale in placed:
+        body = panel.font().pointSizeF() * panel.logicalDpiY() / 72 * scale
+        assert body >= BODY_PX - 0.5, (where, panel.panel_id, f"drawn at {scale:.2f}: body type {body:.1f} px")
+        if panel.panel_id == "kv":
+            painted, least = [panel.grid_view().viewport(), panel.findChild(KVLegend)], BODY_PX
+        else:
+            painted, least = panel.findChildren(StageChart), AXIS_PX
+        for widget in painted:
+            sizes = [d.point_size * widget.logicalDpiY() / 72 * scale for d in texts_painted(widget)]
+            assert min(sizes, default=least) >= least - 0.5, (where, panel.panel_id, type(widget).__name__,
+                                                             f"text drawn at {min(sizes):.1f} px")
+
+
+def texts_painted(widget):
+    """What `widget` paints (a slide copy takes no updates: drawable while it is read)."""
+    widget.setUpdatesEnabled(True)
+    try:
+        return drawn_texts(widget)
+    finally:
+        widget.setUpdatesEnabled(False)
+
+
 def key_labels_drawn(panel) -> list[tuple[QRectF, str]]:
     """(box, text) of the labels the attention panel's key axis draws, left to right."""
     axis = panel.findChild(pg.PlotWidget).getPlotItem().getAxis("bottom")
@@ -107,6 +138,7 @@ def test_every_frame_of_every_lesson_is_a_slide(qapp, sessions, lesson, lang):
         for index, placed in placed_on_every_frame(session, pictures):
             assert placed, (lesson, index)
             check_slide(f"{lesson} {lang} frame {index + 1}", session.frames[index], pictures, placed)
+            check_type(f"{lesson} {lang} frame {index + 1}", placed)
 
 
 @pytest.mark.parametrize("lesson, lang", [("wo-ai-to-eos", "en"), ("prefill-decode", "zh")])
@@ -189,6 +221,61 @@ def test_panel_rects_follow_the_content(qapp):
     assert chart.right() == pytest.approx(g.body.right())
     assert g.panel_rects(("kv",), {"kv": QSizeF(10, 10)}) == [g.body]
     assert isinstance(g.body, QRectF) and g.body.bottom() < g.caption_strip.top()
+
+
+def test_a_grid_is_widened_and_the_timeline_gives_height_before_either_is_drawn_smaller(qapp):
+    """A cache grid whose status line and legend wrap needs less height as it widens (`least`):
+    beside a chart it gets the width that fits; when no width up to MAX_SHARE does, the
+    timeline above gives it height, down to its own least with its slack."""
+    from PySide6.QtCore import QSizeF
+    from explorer.ui.slides.layout import MAX_SHARE, SLACK, WIDTH_STEP
+    g = SlideGeometry(1920, 1080, True)
+    ids, wants = ("timeline", "kv", "attention"), {"timeline": QSizeF(1500, 300), "kv": QSizeF(600, 400),
+                                                   "attention": None}
+    top = 300 * SLACK
+    below = g.body.height() - top - g.px(GAP_PX)
+
+    def grid(at_900):
+        return lambda width: below + 200 if width < 900 else at_900
+
+    timeline, kv, chart = g.panel_rects(ids, wants, {"kv": grid(below - 10), "timeline": lambda w: 200})
+    assert 900 <= kv.width() <= 900 + WIDTH_STEP + 1 and timeline.height() == pytest.approx(top, abs=1)
+    assert chart.left() > kv.right() and chart.right() == pytest.approx(g.body.right())
+    timeline, kv, _ = g.panel_rects(ids, wants, {"kv": grid(below + 60), "timeline": lambda w: 200})
+    assert timeline.height() == pytest.approx(top - 60, abs=1) and kv.height() == pytest.approx(below + 60, abs=1)
+    assert 900 <= kv.width() <= 900 + WIDTH_STEP + 1      # with that height, the width that fits it
+    timeline, kv, _ = g.panel_rects(ids, wants, {"kv": grid(below + 60), "timeline": lambda w: top / SLACK - 20})
+    assert timeline.height() == pytest.approx(top - 22, abs=1)   # down to its least with its slack, no further:
+    assert kv.width() == pytest.approx(MAX_SHARE * (g.body.width() - g.px(GAP_PX)), abs=1)   # the grid elides
+
+
+def test_a_slides_cache_legend_names_the_cells_its_grid_has(qapp, sessions):
+    """The window's legend always names the three states; a slide's only those drawn (the
+    Prefill has no selected or pending cell) and the outline only while a forward writes."""
+    session = sessions("gemma-wo-ai")
+    with composer(session, panel="kv") as pictures:
+        for index, meanings in ((2, ["its K/V are in the cache", "thick outline: K/V written by this forward"]),
+                                (0, ["known input, not yet processed"])):
+            session.go(index)
+            ((panel, _, _),) = pictures.lay_out()
+            drawn = [d.text for d in texts_painted(panel.findChild(KVLegend))]
+            assert [t for t in drawn if len(t) > 12] == meanings, (index, drawn)
+
+
+def test_a_beam_slide_puts_the_final_beams_beside_the_tree_when_they_do_not_fit_under_it(qapp, sessions):
+    session = sessions("beam")
+    with composer(session, "zh") as pictures:
+        session.go(6)                           # timeline above the beam: four paths, the final list
+        placed = {p.panel_id: (p, scale) for p, _, scale in pictures.lay_out()}
+        beam, scale = placed["beam"]
+        assert scale == 1
+        tree, final = beam.tree.geometry(), next(label for label in beam.findChildren(QLabel)
+                                                 if "联合概率" in label.text() and label.isVisibleTo(beam))
+        assert final.geometry().left() >= tree.right() and final.geometry().top() < tree.bottom()
+        session.go(7)                           # the beam alone: room under the tree, type grown
+        ((beam, _, scale),) = pictures.lay_out()
+        final = next(label for label in beam.findChildren(QLabel) if "联合概率" in label.text())
+        assert final.geometry().top() >= beam.tree.geometry().bottom() and scale == 1
 
 
 def test_three_panel_gemma_slides_keep_the_first_and_the_last_layer_and_name_every_key(qapp, sessions):

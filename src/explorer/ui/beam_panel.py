@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtWidgets import QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout
+from PySide6.QtWidgets import QGridLayout, QLabel, QTreeWidget, QTreeWidgetItem, QVBoxLayout
 
 from ..i18n import MESSAGES, add_messages
 from ..session import Session
@@ -77,8 +77,11 @@ class BeamPanel(Panel):
         layout.setContentsMargins(4, 4, 4, 4)
         for w in (self.note, self.caption):
             layout.addWidget(w)
-        layout.addWidget(self.tree, 1)
-        layout.addWidget(self.final)
+        self._grid = QGridLayout()          # the tree, the final beams under it (or beside: `_arrange`)
+        self._grid.addWidget(self.tree, 0, 0)
+        self._grid.addWidget(self.final, 1, 0)
+        self._grid.setRowStretch(0, 1)
+        layout.addLayout(self._grid, 1)
         self._shown = None
         self.refresh()
 
@@ -98,17 +101,45 @@ class BeamPanel(Panel):
 
     # ------------------------------------------------------------------ slides
     def show_on_slide(self) -> None:
+        """No scroll bars; the final beams beside the tree where the slide gives the panel
+        the width (`_arrange`)."""
         self.tree.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.tree.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         super().show_on_slide()
+        self._arrange()
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
         if event.type() == QEvent.Type.FontChange:
             self.refresh()                       # the columns are sized to their text
+            if self.on_slide:
+                self._arrange()
 
-    def slide_content_size(self) -> QSize:
-        tree, margins, spacing = self.tree, self.layout().contentsMargins(), self.layout().spacing()
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.on_slide:
+            self._arrange()
+
+    def _beside(self) -> bool:
+        """The final beams beside the tree: on a slide, when they do not fit under it and
+        the panel is at least twice as wide as the tree (a slide is wide and short: under
+        the tree they pushed a search of a few steps below the body type)."""
+        if not self.on_slide:
+            return False
+        margins = self.layout().contentsMargins()
+        room = self.width() - margins.left() - margins.right() - self.layout().spacing()
+        return room >= 2 * self._tree_size().width() and self._slide_size(False).height() > self.height()
+
+    def _arrange(self) -> None:
+        """The final beams beside the tree or under it (`_beside`)."""
+        at = (0, 1) if self._beside() else (1, 0)
+        if self._grid.getItemPosition(self._grid.indexOf(self.final))[:2] != at:
+            self._grid.removeWidget(self.final)
+            self._grid.addWidget(self.final, *at, Qt.AlignmentFlag.AlignTop)
+
+    def _tree_size(self) -> QSize:
+        """The tree with every row and its columns as wide as their text."""
+        tree = self.tree
         rows, item = 0, tree.topLevelItem(0)
         while item is not None:
             rows += 1
@@ -116,10 +147,25 @@ class BeamPanel(Panel):
         line = tree.sizeHintForRow(0) if rows else 0
         columns = sum(max(tree.header().sectionSizeHint(c), tree.sizeHintForColumn(c))
                       for c in range(tree.columnCount()))
-        width = columns + 2 * tree.frameWidth()
-        labels = [w for w in (self.note, self.caption, self.final) if not w.isHidden()]
-        height = (margins.top() + margins.bottom() + spacing * len(labels) + tree.header().sizeHint().height()
-                  + rows * line + 2 * tree.frameWidth() + sum(w.heightForWidth(width) for w in labels))
+        return QSize(columns + 2 * tree.frameWidth(),
+                     tree.header().sizeHint().height() + rows * line + 2 * tree.frameWidth())
+
+    def slide_content_size(self) -> QSize:
+        return self._slide_size(self._beside())
+
+    def _slide_size(self, beside: bool) -> QSize:
+        """What the content needs with the final beams beside the tree or under it."""
+        margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
+        tree = self._tree_size()
+        width, body = tree.width(), tree.height()
+        final = self.final.heightForWidth(width) if not self.final.isHidden() else 0
+        if beside:
+            width, body = width * 2 + spacing, max(body, final)
+        elif final:
+            body += spacing + final
+        labels = [w for w in (self.note, self.caption) if not w.isHidden()]
+        height = (margins.top() + margins.bottom() + spacing * len(labels) + body
+                  + sum(w.heightForWidth(width) for w in labels))
         return QSize(width + margins.left() + margins.right(), height)
 
     # ------------------------------------------------------------------ drawing

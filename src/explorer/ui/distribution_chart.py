@@ -12,6 +12,7 @@ from PySide6.QtGui import (
     QFont,
     QFontMetricsF,
     QPainter,
+    QPen,
     QStaticText,
     QTransform,
 )
@@ -20,13 +21,15 @@ from PySide6.QtWidgets import QSizePolicy, QWidget
 from .panel import answer_tooltip
 from .theme import Theme, text_on
 
-Y_TOP = 1.32            # the probability axis shows 0..1; the headroom holds the labels
+Y_TOP = 1.32            # the probability axis shows 0..its end (`axis_end`); the headroom holds the labels
+AXIS_STEPS = (1, 1.2, 1.5, 2, 2.5, 3, 4, 5, 6, 8, 10)   # a zoomed axis ends at one of these times a power of ten
+ZOOM_BELOW = 0.3        # the axis ends at 1 unless every candidate's bar stays under this (a few
+                        # pixels tall: the teaching model's 0.3..0.9 keep the whole axis)
 BAR_WIDTH = 0.8         # of a column
 ROW_MIN_PX = 48         # a stage row asks for a plot at least this tall
 NAME_MAX_PX = 96        # upright token names longer than this are elided ("other (n)" never is)
 RULER_LABEL_MIN = 0.05  # a ruler interval gets its piece written in it when at least this wide
 RULER_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
-AXIS_TICKS = (0.0, 0.5, 1.0)
 SCREEN_SHARE = 0.3      # the chart never asks for more of the screen's height than this
 GAP = 2                 # px between rows
 PAD = 4                 # px around text
@@ -80,6 +83,7 @@ class StageChart(QWidget):
         self.rows: tuple[BarRow, ...] = ()
         self.ruler: Ruler | None = None
         self.upright = False        # many narrow columns: vertical labels, upright names
+        self.end = 1.0              # where the rows' probability axis ends (`axis_end`)
         self._paint: dict = {}
         self._colors: dict[str, QColor] = {}
         self._theme: Theme | None = None
@@ -106,6 +110,7 @@ class StageChart(QWidget):
         relaid = resized or names_changed or [r.title for r in rows] != [r.title for r in self.rows]
         row_min = self._row_min()
         self.rows, self.ruler, self.upright = tuple(rows), ruler, upright
+        self.end = axis_end(self.rows)
         if relaid:                  # a title (T=0.8 -> 0.9) changes the titles' width
             self._layout_key = None
         if names_changed:
@@ -192,7 +197,7 @@ class StageChart(QWidget):
 
     def _laid_out(self) -> _Layout:
         key = (self.width(), self.height(), len(self.rows), self.upright, self.ruler is not None,
-               tuple(r.title for r in self.rows), self._small.key())
+               tuple(r.title for r in self.rows), self._small.key(), self.end)
         if key == self._layout_key:
             return self._layout
         self._layout_key = key
@@ -202,7 +207,8 @@ class StageChart(QWidget):
         if self.ruler is not None:
             titles += self.ruler.title.split("\n")
         titles_width = max((fm_title.horizontalAdvance(t) for t in titles), default=0.0) + 2 * PAD
-        x0 = titles_width + fm.horizontalAdvance("0.5") + 2 * PAD     # the plots' left edge
+        ticks = max(fm.horizontalAdvance(f"{v:g}") for v in self.ticks())
+        x0 = titles_width + ticks + 2 * PAD     # the plots' left edge
         x1 = self.width() - PAD
         names = self._names_height(line)
         ruler_h = self._ruler_height(line) if self.ruler is not None else 0.0
@@ -224,6 +230,10 @@ class StageChart(QWidget):
         out.ruler = QRectF(x0 + PAD, y + line + PAD, x1 - x0 - 2 * PAD, band)
         self._layout = out
         return out
+
+    def ticks(self) -> tuple[float, float, float]:
+        """The probability axis's ticks: 0, the middle, the end."""
+        return 0.0, self.end / 2, self.end
 
     # ------------------------------------------------------------------ reading positions
     def bar_center(self, row: int, column: int) -> QPointF:
@@ -320,19 +330,24 @@ class StageChart(QWidget):
     def _paint_row(self, p: QPainter, row: BarRow, plot: QRectF, names: QRectF, titles: float) -> None:
         colors, texts = self._colors, self._texts
         self._title(p, row.title, titles, plot.center().y(), plot.height() + 2 * PAD)
-        scale = plot.height() / Y_TOP                 # px per unit of probability
+        end = self.end
+        scale = plot.height() / (Y_TOP * end)         # px per unit of probability
+        ceiling = plot.bottom() - end * scale
 
         # the probability axis: a line, ticks and their values
         p.setFont(self._small)
         p.setPen(colors["grid"])
         p.drawLine(QPointF(plot.left(), plot.top()), QPointF(plot.left(), plot.bottom()))
         p.drawLine(QPointF(plot.left(), plot.bottom()), QPointF(plot.right(), plot.bottom()))
-        for v in AXIS_TICKS:
+        for v in self.ticks():
             y = plot.bottom() - v * scale
             p.drawLine(QPointF(plot.left() - 3, y), QPointF(plot.left(), y))
+        if end < 1:                # a zoomed axis: its end drawn across the row, so no bar reads as 1
+            p.setPen(QPen(colors["grid"], 1, Qt.PenStyle.DashLine))
+            p.drawLine(QPointF(plot.left(), ceiling), QPointF(plot.right(), ceiling))
         p.setPen(colors["text"])
-        for v in AXIS_TICKS:       # only the values that fit: 0, then 1, then 0.5
-            if v == 0 or scale * (0.5 if v == 0.5 else 1.0) >= self._line:
+        for v in self.ticks():     # only the values that fit: 0, then the end, then the middle (0.5 of 0..1)
+            if v == 0 or scale * (end / 2 if v < end else end) >= self._line and (v == end or end == 1):
                 texts.draw(p, f"{v:g}", "small", plot.left() - 5, plot.bottom() - v * scale, 1.0)
         columns = len(row.values)
         if not columns:
@@ -349,7 +364,10 @@ class StageChart(QWidget):
             for i in (i for i, r in enumerate(row.roles) if r == role):
                 p.drawRect(QRectF(plot.left() + i * width + (width - bar) / 2, tops[i],
                                   bar, plot.bottom() - tops[i]))
+        for i in np.flatnonzero(tops < ceiling - 1):     # past a zoomed axis's end ("other"): broken
+            self._break_mark(p, plot.left() + i * width + (width - bar) / 2, bar, (ceiling + plot.bottom()) / 2)
         p.restore()
+        tops = np.maximum(tops, plot.top())           # a broken bar's value is written at the top of the row
         p.setFont(self._small)
         p.setPen(colors["text"])
         for i, text in enumerate(row.labels):
@@ -359,10 +377,24 @@ class StageChart(QWidget):
         if names.height() > 0:
             self._names(p, row, names, width)
 
+    def _break_mark(self, p: QPainter, left: float, width: float, y: float) -> None:
+        """A slanted gap, edged in the text colour, across a bar that goes on past the axis's end."""
+        rise, gap = min(8.0, width / 4), 5.0
+        p.setPen(Qt.PenStyle.NoPen)
+        p.setBrush(self._colors["background"])
+        ends = (QPointF(left - 2, y + rise / 2), QPointF(left + width + 2, y - rise / 2))
+        p.drawPolygon([ends[0] + QPointF(0, gap / 2), ends[1] + QPointF(0, gap / 2),
+                       ends[1] - QPointF(0, gap / 2), ends[0] - QPointF(0, gap / 2)])
+        p.setPen(QPen(self._colors["text"], 1.5))
+        for dy in (-gap / 2, gap / 2):
+            p.drawLine(ends[0] + QPointF(0, dy), ends[1] + QPointF(0, dy))
+
     def _value_label(self, p, text: str, x: float, y: float, width: float, plot: QRectF, role: str) -> None:
         line = self._line
-        if self.upright:           # written upwards from the top of the bar, lower if it would leave the plot
-            foot = plot.bottom() - 0.02 / Y_TOP * plot.height()
+        lines = self._level_lines(text, width - PAD, plot)
+        if lines is None:     # written upwards from the top of the bar (lower if it would leave the plot)
+            text = text.replace("▼", "◀")                  # turned with the text, it still points down at its bar
+            foot = plot.bottom() - 0.02 / Y_TOP * plot.height()        # (a fixed gap, whatever the axis's end)
             room = foot - plot.top()
             if self._texts.width(text, "small") > room:   # a row squeezed below its minimum:
                 sign = text.split(" ")[0]                   # the mark's sign alone ("✕", "◀"),
@@ -380,11 +412,6 @@ class StageChart(QWidget):
             self._texts.draw(p, text, "small", 0.0, 0.0, 0.0, 0.5)
             p.restore()
             return
-        lines = [text]
-        if self._texts.width(text, "small") > width and " " in text:   # a long mark: two lines, not over its neighbours
-            head, _, tail = text.rpartition(" ")
-            # a squeezed row holds one line: the mark's sign and its value ("▼ 0.246")
-            lines = [head, tail] if plot.height() >= 2.5 * line else [f"{head.split(' ')[0]} {tail}"]
         top = y - line * len(lines) - PAD          # above the bar, clear of its top edge
         # a bar reaching into the headroom: the label inside its top, in the bar's text colour
         inside = top < plot.top() and plot.bottom() - y >= line * len(lines) + 2 * PAD
@@ -395,6 +422,24 @@ class StageChart(QWidget):
             self._texts.draw(p, text_line, "small", x, max(plot.top(), top) + n * line, 0.5, 0.0)
         if inside:
             p.setPen(self._colors["text"])
+
+    def _level_lines(self, text: str, room: float, plot: QRectF) -> list[str] | None:
+        """`text` as the lines it is written level in, each within `room` (its column's width,
+        never over its neighbours'): whole; a long mark of few columns on two lines, or in a
+        squeezed row its sign and value ("▼ 0.246"). None: it is written upwards (many
+        narrow columns, or a number wider than its column)."""
+        def fits(t: str) -> bool:
+            return self._texts.width(t, "small") <= room
+
+        if fits(text):
+            return [text]
+        if self.upright or " " not in text:
+            return None
+        head, _, tail = text.rpartition(" ")
+        if plot.height() >= 2.5 * self._line and fits(head) and fits(tail):
+            return [head, tail]
+        short = f"{head.split(' ')[0]} {tail}"
+        return [short] if fits(short) else None
 
     def _upright_name(self, name: str, role: str) -> str:
         """A column name written upwards: token pieces elided; "other (n)" whole, the count
@@ -530,6 +575,20 @@ class _Texts:
         laid = self.get(text, kind)
         size = laid.size()
         p.drawStaticText(QPointF(x - h * size.width(), y - v * size.height()), laid)
+
+
+def axis_end(rows: tuple[BarRow, ...]) -> float:
+    """Where the stage rows' probability axis ends: 1; or, when no candidate's bar reaches
+    ZOOM_BELOW (a big vocabulary spreads its probability thin: Gemma 3's top p = 0.109), the
+    round value at or just above the tallest candidate's bar (0.12), so the bars fill the
+    rows and the axis's end says what they are measured against. One end for every row:
+    the stages still compare bar for bar. The "other" bar (the rest of the vocabulary) may
+    pass it: it is drawn broken, with its value written."""
+    tallest = max((float(d) for r in rows for d, role in zip(r.drawn, r.roles) if role != "other"), default=0.0)
+    if not 0.0 < tallest < ZOOM_BELOW:
+        return 1.0
+    decade = 10.0 ** np.floor(np.log10(tallest))
+    return next(round(step * decade, 12) for step in AXIS_STEPS if step * decade >= tallest * (1 - 1e-9))
 
 
 def _same_rows(a, b) -> bool:

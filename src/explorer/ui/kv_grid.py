@@ -32,7 +32,8 @@ MIN_POINT_SIZE = 11.0          # readable from the back of a classroom
 VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at most this many numbers
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
-SLIDE_LEAST_ROWS = 5           # a slide shows at least L0 K/V, "…", the last layer's K/V
+SLIDE_LEAST_ROWS = 5           # a slide's layout makes room for L0 K/V, "…", the last layer's K/V
+SLIDE_FEWEST_ROWS = 3          # and before the grid is drawn smaller, it keeps "…" and the last layer's K/V
 
 add_messages({
     "kv.state.processed": {"en": "processed", "zh": "已处理"},
@@ -402,16 +403,21 @@ class KVGridPanel(Panel):
 
     # ---------------------------------------------------------------- drawing
     def refresh(self) -> None:
-        if self.on_slide:
-            self._fit_values_to_slide()
-        data, old = self._grid_data(), self._view.data
+        self._show(self._grid_data())
+        # on a slide, whether the numbers fit is decided with this frame's status line and
+        # legend (which names the kinds of cell the grid has)
+        if self.on_slide and self._fit_values_to_slide():
+            self._show(self._grid_data())
+
+    def _show(self, data: GridData) -> None:
+        old = self._view.data
         restyled = self._view.font() != self._painted_font or self.theme is not self._painted_theme
         if old is None or restyled or not same_grid(data, old):
             self._view.set_data(data)
             self._view.show_newest()
             self._fit_legend()
             self._painted_font, self._painted_theme = self._view.font(), self.theme
-            if old is None or restyled or (data.labels, set(data.marks)) != (old.labels, set(old.marks)):
+            if old is None or restyled or self._legend.named(data) != self._legend.named(old):
                 # else the legend is as drawn
                 self._legend.update()
                 self._legend.updateGeometry()
@@ -599,11 +605,22 @@ class KVGridPanel(Panel):
         return self._slide_size(self._view.content_size(self._values(data.codes, data.source)))
 
     def slide_minimum_size(self) -> QSize:
-        """Three columns (the first, "…", the newest) and the first and the last layer's K
-        and V rows around a "…" row, with no numbers in the cells."""
+        """The least the slide draws at its type before it draws the panel smaller: three
+        columns (the first, "…", the newest), a "…" row and the last layer's K and V rows,
+        no numbers in the cells; the status line and the legend wrapped to the panel's width."""
         margins = self.layout().contentsMargins()
-        return self._slide_size(self._view.content_size({}, rows=SLIDE_LEAST_ROWS, cols=3),
-                                self.width() - margins.left() - margins.right())
+        return self._least_size(self.width() - margins.left() - margins.right(), SLIDE_FEWEST_ROWS)
+
+    def slide_least_height(self, width: float) -> int:
+        """The least height the layout tries to give the panel in a place `width` wide: the
+        first and the last layer's K and V rows around a "…" row (its status line and legend
+        wrap to fewer lines as it widens)."""
+        margins = self.layout().contentsMargins()
+        return self._least_size(int(width) - margins.left() - margins.right(), SLIDE_LEAST_ROWS).height()
+
+    def _least_size(self, width: int, rows: int) -> QSize:
+        """`rows` rows of three columns, the status line and the legend wrapped to `width`."""
+        return self._slide_size(self._view.content_size({}, rows=rows, cols=3), width)
 
     def _fit_values_to_slide(self) -> bool:
         """On a slide, the numbers stay in the cells only while every row has room for them;
@@ -619,10 +636,10 @@ class KVGridPanel(Panel):
         return changed
 
     def _slide_size(self, grid: QSize, width: int = 0) -> QSize:
-        """The panel around `grid`: as wide as the grid or the legend's widest entry (or
-        `width`, the room the status line and the legend wrap to)."""
+        """The panel around `grid`: as wide as the grid and `width`, the room the status line
+        and the legend wrap to (0: the legend's widest entry on one line)."""
         margins, spacing = self.layout().contentsMargins(), self.layout().spacing()
-        width = max(grid.width(), self._legend.entry_width(), width)
+        width = max(grid.width(), width or self._legend.entry_width())
         legend = self._legend.full_height(width)
         return QSize(width + margins.left() + margins.right(),
                      margins.top() + margins.bottom() + 2 * spacing + self._status.heightForWidth(width)

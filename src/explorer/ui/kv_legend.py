@@ -3,6 +3,7 @@ meaning in words, and the outline of the written columns."""
 
 from __future__ import annotations
 
+import numpy as np
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
 from PySide6.QtGui import QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QWidget
@@ -27,13 +28,18 @@ class KVLegend(QWidget):
         self.setSizePolicy(sp)
 
     def entries(self) -> list[tuple[int | None, str, str]]:
-        """(state code, prefix-cache mark or None for the outline; text in the swatch; meaning)."""
+        """(state code, prefix-cache mark or None for the outline; text in the swatch; meaning).
+        A slide names only the kinds of cell its grid has (the window's legend always names
+        the three states: a key that stays put while the player moves)."""
         data = self._panel.grid_view().data
         if data is None:
             return []
         tr, labels = self._panel.tr, data.labels
+        slide = self._panel.on_slide
         out = []
         for code, state in enumerate(STATES):
+            if slide and code not in data.codes:
+                continue
             name, meaning = tr(f"kv.state.{state}"), tr(f"kv.legend.{state}")
             if labels[code] != name:     # the cells show a short label: name it in full
                 meaning = tr("kv.legend.named", name=name, meaning=meaning)
@@ -41,15 +47,26 @@ class KVLegend(QWidget):
         for mark in (m for m in MARKS if m in data.marks):
             label, name, meaning = self._panel.mark_label(mark), tr(f"kv.mark.{mark}"), tr(f"kv.legend.{mark}")
             out.append((mark, label, meaning if label == name else tr("kv.legend.named", name=name, meaning=meaning)))
+        if slide and data.written is None:
+            return out
         return out + [(None, "", tr("kv.legend.written"))]
+
+    def named(self, data) -> tuple | None:
+        """What in `data` the entries depend on: the cells' labels, the marks, and on a slide
+        the states and the outline the grid has."""
+        if data is None:
+            return None
+        key = (data.labels, tuple(m for m in MARKS if m in data.marks))
+        if self._panel.on_slide:
+            key += (tuple(np.unique(data.codes).tolist()), data.written is None)
+        return key
 
     def _layout(self, width: int, compact: bool) -> list[tuple[QRect, QRect, int | None, str, str]]:
         """(swatch, meaning's box, code, swatch text, meaning) per entry, placed left to right
         and wrapped to `width`; a meaning wider than the room left beside its swatch wraps
         onto more lines. Remembered: a slide measures the legend many times per frame."""
         data = self._panel.grid_view().data
-        key = (self.font().key(), (data.labels, tuple(m for m in MARKS if m in data.marks)) if data else None,
-               self._panel.session.lang, width, compact)
+        key = (self.font().key(), self.named(data), self._panel.session.lang, width, compact)
         if key not in self._placed:
             if len(self._placed) > 64:
                 self._placed.clear()
@@ -91,6 +108,10 @@ class KVLegend(QWidget):
         entries = self.entries()
         swatch = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
         return swatch + 6 + max((fm.horizontalAdvance(meaning) for *_, meaning in entries), default=0)
+
+    def one_row_width(self) -> int:
+        """The width of every entry, its meaning written out, side by side on one row."""
+        return max((text.right() + 1 for _, text, *_ in self._layout(1 << 20, False)), default=0)
 
     def full_height(self, width: int) -> int:
         """The height with every meaning written out, at this width."""

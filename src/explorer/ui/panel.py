@@ -101,6 +101,12 @@ class Panel(QWidget):
         """For a panel that elides (SLIDE_ELIDES): the least it needs, with most left out."""
         return self.slide_content_size()
 
+    def slide_least_height(self, width: float) -> int:
+        """The least height that holds the panel at its type in a place `width` wide: what
+        it needs with all it can leave out left out (a panel whose text wraps needs less
+        as it widens)."""
+        return (self.slide_minimum_size() if self.SLIDE_ELIDES else self.slide_content_size()).height()
+
     def tr(self, key: str, **values) -> str:
         return tr(key, self.session.lang, **values)
 

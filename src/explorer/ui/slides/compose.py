@@ -142,7 +142,7 @@ class SlideComposer(ReusedCanvas):
         # what a table or grid beside others needs at the body type; a lone panel takes the whole body
         wants = {pid: QSizeF(p.slide_content_size()) for pid, p in panels.items()
                  if len(ids) > 1 and not p.SLIDE_STRETCHES}
-        rects = g.panel_rects(ids, wants)
+        rects = g.panel_rects(ids, wants, {pid: panels[pid].slide_least_height for pid in wants})
         for pid, rect in zip(ids, rects):
             panels[pid].resize(rect.size().toSize())
         settle_panels(panels.values())

@@ -4,6 +4,7 @@ height (a 1080-high slide is the reference)."""
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF, QSizeF
@@ -16,6 +17,8 @@ MARGIN_PX = 36
 GAP_PX = 28               # between panels
 MAX_TIMELINE = 0.42       # of the body's height, for a timeline above other panels
 MAX_SHARE = 0.58          # of the body's width, for a table or grid beside a chart (the chart keeps the rest)
+SLACK = 1.1               # a table or grid is given this much more than its content's size (rows differ in height)
+WIDTH_STEP = 8            # px: how finely a panel's least width is searched
 
 
 @dataclass(frozen=True)
@@ -49,37 +52,64 @@ class SlideGeometry:
         bottom = self.caption_strip.top() - self.px(20 if self.caption else MARGIN_PX)
         return QRectF(m, top, self.width - 2 * m, bottom - top)
 
-    def panel_rects(self, panels: tuple[str, ...], wants: dict[str, QSizeF | None]) -> list[QRectF]:
+    def panel_rects(self, panels: tuple[str, ...], wants: dict[str, QSizeF | None],
+                    least: dict[str, Callable[[float], float]] | None = None) -> list[QRectF]:
         """One rectangle per panel, in `panels` order. One panel takes the whole body. The
         timeline (a wide, short table) spans the body's width above the others, as tall as
         its content (`wants`: the content's size at the body type) within a quarter and
         MAX_TIMELINE of the body. The others share the width side by side: a panel with a
         fixed content size (a table, the cache grid) gets what it wants, up to MAX_SHARE of
-        the width; a chart (want None) stretches over the rest."""
+        the width; a chart (want None) stretches over the rest.
+        `least`: a panel's least height at a width, eliding all it can, at the body type.
+        Before a panel would be drawn smaller than the body type, a grid beside a chart
+        is made wider (its status line and legend wrap to fewer lines), up to MAX_SHARE,
+        and the timeline gives up height, down to its own least, to the panels below it."""
         body, gap = self.body, self.px(GAP_PX)
         if len(panels) == 1:
             return [whole_pixels(body)]
-        rects: dict[str, QRectF] = {}
+        least = least or {}
         rest = [p for p in panels if p != "timeline"]
+        top = 0.0                       # the timeline's height
         if "timeline" in panels:
             want = wants.get("timeline")
-            share = min(MAX_TIMELINE, max(0.25, (want.height() * 1.1 if want else 0) / body.height()))
-            rects["timeline"] = QRectF(body.left(), body.top(), body.width(), body.height() * share)
-            body = QRectF(body.left(), body.top() + body.height() * share + gap, body.width(),
-                          body.height() * (1 - share) - gap)
-        room = body.width() - gap * (len(rest) - 1)
-        fixed = {p: min(MAX_SHARE * room, wants[p].width() * 1.1) for p in rest if wants.get(p) is not None}
-        charts = [p for p in rest if p not in fixed]
-        if charts:
-            widths = {**fixed, **{p: (room - sum(fixed.values())) / len(charts) for p in charts}}
-        else:
-            total = sum(fixed.values())
-            widths = {p: room * w / total for p, w in fixed.items()}
+            top = body.height() * min(MAX_TIMELINE, max(0.25, (want.height() * SLACK if want else 0) / body.height()))
+            height = body.height() - top - gap
+            widths = self._widths(rest, wants, least, height)
+            need = max((least[p](widths[p]) for p in rest if p in least and wants.get(p) is not None), default=0)
+            spare = top - least["timeline"](body.width()) * SLACK if "timeline" in least else 0
+            if need > height and spare > 0:
+                top -= min(need - height, spare)
+        height = body.height() - top - (gap if top else 0)
+        widths = self._widths(rest, wants, least, height)
+        rects = {"timeline": QRectF(body.left(), body.top(), body.width(), top)}
         x = body.left()
         for p in rest:
-            rects[p] = QRectF(x, body.top(), widths[p], body.height())
+            rects[p] = QRectF(x, body.bottom() - height, widths[p], height)
             x += widths[p] + gap
         return [whole_pixels(rects[p]) for p in panels]
+
+    def _widths(self, panels: list[str], wants, least, height: float) -> dict[str, float]:
+        """The widths of `panels` side by side in the body's width, `height` tall (see `panel_rects`)."""
+        room = self.body.width() - self.px(GAP_PX) * (len(panels) - 1)
+        fixed = {p: min(MAX_SHARE * room, wants[p].width() * SLACK) for p in panels if wants.get(p) is not None}
+        charts = [p for p in panels if p not in fixed]
+        if not charts:
+            total = sum(fixed.values())
+            return {p: room * w / total for p, w in fixed.items()}
+        for p in (p for p in fixed if p in least and least[p](fixed[p]) > height):
+            fixed[p] = least_width(least[p], height, fixed[p], MAX_SHARE * room)
+        return {**fixed, **{p: (room - sum(fixed.values())) / len(charts) for p in charts}}
+
+
+def least_width(least: Callable[[float], float], height: float, lo: float, hi: float) -> float:
+    """The least width in lo..hi at which `least` (height at a width, falling as the width
+    grows) is within `height`; `hi` if none is."""
+    if least(hi) > height:
+        return hi
+    while hi - lo > WIDTH_STEP:
+        middle = (lo + hi) / 2
+        lo, hi = (lo, middle) if least(middle) <= height else (middle, hi)
+    return hi
 
 
 def whole_pixels(rect: QRectF) -> QRectF:
