@@ -346,8 +346,10 @@ class StageChart(QWidget):
             p.setPen(QPen(colors["grid"], 1, Qt.PenStyle.DashLine))
             p.drawLine(QPointF(plot.left(), ceiling), QPointF(plot.right(), ceiling))
         p.setPen(colors["text"])
-        for v in self.ticks():     # only the values that fit: 0, then the end, then the middle (0.5 of 0..1)
-            if v == 0 or scale * (end / 2 if v < end else end) >= self._line and (v == end or end == 1):
+        # only the values that fit: 0, then the end, then (on a whole 0..1 axis) the middle 0.5
+        written = {0.0: True, end: scale * end >= self._line, end / 2: end == 1 and scale * end / 2 >= self._line}
+        for v in self.ticks():
+            if written[v]:
                 texts.draw(p, f"{v:g}", "small", plot.left() - 5, plot.bottom() - v * scale, 1.0)
         columns = len(row.values)
         if not columns:
