@@ -8,9 +8,9 @@ from __future__ import annotations
 import numpy as np
 
 from benchutil import measure, parser, report, summary
-from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
-from explorer.core.teaching import load_teaching_model
-from explorer.core.vocab import Vocabulary
+from explorer.core.models.decoder import DecoderConfig, DecoderModel, random_params
+from explorer.core.models.teaching import load_teaching_model
+from explorer.core.tokens.vocab import Vocabulary
 
 LARGE = DecoderConfig(vocab_size=1000, d_model=128, n_layers=4, n_heads=4, n_kv_heads=4,
                       head_dim=32, d_ff=512, ffn="gelu", norm="layer", positions="learned",

@@ -16,9 +16,9 @@ import os
 import statistics
 
 from benchutil import measure, parser, report, summary
-from explorer import model_registry
-from explorer.core.generate import generate, prefix_cache_of
-from explorer.core.sampling import SamplingConfig
+from explorer.catalog import registry as model_registry
+from explorer.core.decode.generate import generate, prefix_cache_of
+from explorer.core.decode.sampling import SamplingConfig
 
 SYSTEM = ("<|im_start|>system\nYou are a helpful AI assistant named SmolLM, trained by Hugging Face{}<|im_end|>\n"
           "<|im_start|>user\nWhat is the capital of {}?<|im_end|>\n<|im_start|>assistant\n")

@@ -49,7 +49,7 @@ import time
 import numpy as np
 
 from benchutil import child_env, measure, parser, report, summary
-from explorer import model_registry
+from explorer.catalog import registry as model_registry
 from explorer.lessons import lessons_dir
 from explorer.lessons.schema import parse_lesson
 
@@ -58,7 +58,7 @@ GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 PREFILL_CHILD = r"""
 import json, sys, time
 start = time.perf_counter()
-from explorer.model_registry import load_model
+from explorer.catalog.registry import load_model
 model = load_model(sys.argv[1])
 seconds = time.perf_counter() - start
 n = int(sys.argv[2])
@@ -95,7 +95,7 @@ print(json.dumps(times))
 OURS_ROUND = r"""
 import json, statistics, sys, time
 start = time.perf_counter()
-from explorer.model_registry import load_model
+from explorer.catalog.registry import load_model
 model = load_model("smollm2")
 out = {"load": time.perf_counter() - start}
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
@@ -330,8 +330,8 @@ def arithmetic_rows(steps: int) -> list[dict]:
     position 10, the float32 and the llama.cpp arithmetic taking turns on the same tokens
     (so both meet the same machine), and how far apart their next-token logits and
     probabilities are over those steps."""
-    from explorer.core.layers import softmax
-    from explorer.core.llama import with_arithmetic
+    from explorer.core.models.layers import softmax
+    from explorer.core.gguf.llama import with_arithmetic
     rows = []
     for name in ("smollm2", "gemma3-270m"):
         if model_registry.installed_path(name) is None:

@@ -23,8 +23,8 @@ import numba
 import numpy as np
 
 from benchutil import parser, report, summary
-from explorer import model_registry
-from explorer.core.speculative import every_row
+from explorer.catalog import registry as model_registry
+from explorer.core.decode.speculative import every_row
 
 PREFIX = 20
 

@@ -14,8 +14,8 @@ import time
 import numpy as np
 
 from benchutil import parser, report, summary
-from explorer.core.heap import keep_freed_arrays
-from explorer.core.sampling import SamplingConfig, distribution
+from explorer.core.gguf.heap import keep_freed_arrays
+from explorer.core.decode.sampling import SamplingConfig, distribution
 
 VOCAB = 49_152
 SEEN = 50          # ids under the repetition penalty

@@ -17,10 +17,10 @@ import statistics
 import time
 
 from benchutil import parser, report
-from explorer import model_registry
-from explorer.core.generate import generate
-from explorer.core.sampling import SamplingConfig
-from explorer.core.speculative import acceptance_rate, accepted_counts, prompt_lookup, speculative_generate
+from explorer.catalog import registry as model_registry
+from explorer.core.decode.generate import generate
+from explorer.core.decode.sampling import SamplingConfig
+from explorer.core.decode.speculative import acceptance_rate, accepted_counts, prompt_lookup, speculative_generate
 
 CASES = {
     "list": "January, February, March, April, May, June, July, August, September, October, November, "

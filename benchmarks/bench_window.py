@@ -72,8 +72,8 @@ def repaint_times(window, slider, values) -> tuple[list[float], list[float]]:
 
 
 def large_vocab_window(settings_path):
-    from explorer.core.decoder import DecoderConfig, DecoderModel, random_params
-    from explorer.core.vocab import Vocabulary
+    from explorer.core.models.decoder import DecoderConfig, DecoderModel, random_params
+    from explorer.core.tokens.vocab import Vocabulary
     from explorer.session import Session
     from explorer.ui.settings import Settings
     from explorer.ui.window import MainWindow
@@ -103,7 +103,7 @@ def main() -> None:
         return
     from PySide6.QtWidgets import QApplication
     qt_app = QApplication.instance() or QApplication(sys.argv[:1])
-    from explorer.model_registry import installed_path
+    from explorer.catalog.registry import installed_path
     from explorer.ui.app import build_window
     with tempfile.TemporaryDirectory() as tmp:
         cases = [("teaching model (V=7)", 4, build_window(settings_path=str(Path(tmp) / "a.ini"), compact=False)),

@@ -4,14 +4,16 @@ imports one that imports it back."""
 import subprocess
 import sys
 
+from paths import SRC
+
 CHECK = """
 import sys
-import explorer.core.decoder, explorer.core.generate, explorer.core.sampling, explorer.core.beam
-import explorer.core.table_model, explorer.core.teaching, explorer.core.params_io, explorer.core.run_dict
-import explorer.cli_trace, explorer.cli_sample, explorer.cli
+import explorer.core.models.decoder, explorer.core.decode.generate, explorer.core.decode.sampling, explorer.core.decode.beam
+import explorer.core.models.table_model, explorer.core.models.teaching, explorer.core.models.params_file, explorer.core.decode.run_dict
+import explorer.cli.trace, explorer.cli.sample, explorer.cli.main
 import explorer.session, explorer.session.narration
 import explorer.export.spec, explorer.export.files, explorer.export.handouts, explorer.export.pptx_deck
-import explorer.cli_export
+import explorer.cli.export
 qt = sorted(m for m in sys.modules if m.split('.')[0] in ('PySide6', 'shiboken6', 'pyqtgraph', 'PyQt5', 'PyQt6'))
 print(','.join(qt))
 """
@@ -25,9 +27,9 @@ def test_core_imports_without_qt():
 
 TEACHING_ONLY = """
 import sys
-from explorer.model_registry import load_model
-from explorer.core.generate import generate
-from explorer.core.sampling import SamplingConfig
+from explorer.catalog.registry import load_model
+from explorer.core.decode.generate import generate
+from explorer.core.decode.sampling import SamplingConfig
 model = load_model("teaching")
 run = generate(model, model.vocab.encode("我爱"), SamplingConfig(max_new_tokens=3))
 assert len(run.steps) > 1
@@ -43,11 +45,11 @@ def test_the_teaching_model_never_loads_numba():
 
 
 NO_ALLOCATOR_TUNING = """
-from explorer.core import heap
+from explorer.core.gguf import heap
 calls = []
 heap.keep_freed_arrays = lambda: calls.append("keep")
-import explorer.core.sampling, explorer.core.generate, explorer.session, explorer.cli_sample
-from explorer.model_registry import load_model
+import explorer.core.decode.sampling, explorer.core.decode.generate, explorer.session, explorer.cli.sample
+from explorer.catalog.registry import load_model
 load_model("teaching")
 print(calls)
 """
@@ -63,7 +65,7 @@ def test_importing_the_sampling_code_leaves_the_allocator_alone():
 def test_the_slide_code_imports_no_window():
     """ui/slides draws panels, never the window (whose File menu imports the export actions):
     the export code no longer goes through the window and back."""
-    check = ("import sys, explorer.ui.slides.job, explorer.ui.export_actions; "
+    check = ("import sys, explorer.ui.slides.job, explorer.ui.shell.export_actions; "
              "print('explorer.ui.window' in sys.modules)")
     proc = subprocess.run([sys.executable, "-c", check], capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
@@ -73,8 +75,7 @@ def test_the_slide_code_imports_no_window():
 def import_graph() -> dict[str, set[str]]:
     """Module -> the explorer modules it imports (at any depth in its code), read from the source."""
     import ast
-    from pathlib import Path
-    root = Path(__file__).resolve().parent.parent / "src" / "explorer"
+    root = SRC / "explorer"
     files = {".".join(("explorer", *f.relative_to(root).with_suffix("").parts)).removesuffix(".__init__"): f
              for f in root.rglob("*.py")}
     graph = {}

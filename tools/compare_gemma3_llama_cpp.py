@@ -25,9 +25,9 @@ from pathlib import Path
 
 import numpy as np
 
-from explorer import model_registry
-from explorer.core.layers import softmax
-from explorer.core.llama import with_arithmetic
+from explorer.catalog import registry as model_registry
+from explorer.core.models.layers import softmax
+from explorer.core.gguf.llama import with_arithmetic
 
 FIXTURE = Path(__file__).resolve().parent.parent / "tests" / "fixtures" / "gemma3_llama_cpp.json"
 

@@ -3,7 +3,7 @@
     QT_QPA_PLATFORM=offscreen PYTHONPATH=src python tools/make_icons.py
 
 Reads `resources/icons/token-explorer.svg` and writes `resources/icons/token-explorer-N.png`
-for every N in `explorer.icons.PNG_SIZES`, drawn by Qt's own SVG renderer (QSvgRenderer)
+for every N in `explorer.desktop.icons.PNG_SIZES`, drawn by Qt's own SVG renderer (QSvgRenderer)
 with antialiasing onto a transparent square. Re-run it after changing the drawing and
 commit the PNGs; the Windows .ico and macOS .icns are packed from them when a launcher is
 installed (`token-explorer --install-launcher`).
@@ -17,7 +17,7 @@ from PySide6.QtCore import QRectF, Qt
 from PySide6.QtGui import QGuiApplication, QImage, QPainter
 from PySide6.QtSvg import QSvgRenderer
 
-from explorer.icons import PNG_SIZES, png_path, svg_path
+from explorer.desktop.icons import PNG_SIZES, png_path, svg_path
 
 
 def render(renderer: QSvgRenderer, size: int) -> QImage:

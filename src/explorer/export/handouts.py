@@ -9,11 +9,11 @@ import math
 
 import numpy as np
 
-from ..core.attention import attention_scores, attention_weights
-from ..core.generate import Run
-from ..core.run_dict import run_to_dict, step_candidates
-from ..core.trace import ForwardTrace
-from ..core.vocab import Vocabulary
+from ..core.models.attention import attention_scores, attention_weights
+from ..core.decode.generate import Run
+from ..core.decode.run_dict import run_to_dict, step_candidates
+from ..core.models.trace import ForwardTrace
+from ..core.tokens.vocab import Vocabulary
 
 CSV_COLUMNS = ("step", "phase", "input_ids", "positions", "cache_len_before", "cache_len_after",
                "logits_position", "rank", "candidate_id", "candidate_text", "logit", "prob",

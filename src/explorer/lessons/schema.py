@@ -15,18 +15,18 @@ from pathlib import Path
 from ..core.errors import ExplorerError
 from ..core.limits import MAX_FORCE_STEP, MAX_LESSON_BYTES
 from ..core.userfile import check_nesting, parse_problem, read_user_text
-from ..core.sampling import SamplingConfig
-from ..core.generate import generate
-from ..core.search import SearchSpec
-from ..core.speculative import MAX_K
-from ..core.tools import continue_after_tool
+from ..core.decode.sampling import SamplingConfig
+from ..core.decode.generate import generate
+from ..core.decode.search import SearchSpec
+from ..core.decode.speculative import MAX_K
+from ..core.decode.tool_call import continue_after_tool
 from ..i18n import LANGS
-from ..model_registry import MODELS, installed_path
+from ..catalog.registry import MODELS, installed_path
 from ..session import Session
 from ..session.narration import SECTIONS, placeholder_values
 from ..session.frames import PANELS
 from ..session.session import FramePlan, PreparedPlay, Scenario
-from .lesson_models import build_model, installed_name
+from .models import build_model, installed_name
 
 FORMAT = "token-explorer/lesson"
 VERSION = 1

@@ -6,10 +6,10 @@ from __future__ import annotations
 from dataclasses import dataclass
 from enum import Enum
 
-from ..core.generate import Run
-from ..core.search import SearchResult, SearchSpec
-from ..core.usage import Usage
-from ..core.vote import Vote
+from ..core.decode.generate import Run
+from ..core.decode.search import SearchResult, SearchSpec
+from ..core.decode.usage import Usage
+from ..core.decode.vote import Vote
 from ..i18n import add_messages, tr
 
 

@@ -3,14 +3,14 @@ numbers filled in. A lesson may supply authored text instead; this is the defaul
 
 from __future__ import annotations
 
-from ..core.attention import attention_weights
+from ..core.models.attention import attention_weights
 from ..core.elide import ENDS, elided_list
-from ..core.generate import Run
-from ..core.search import SearchResult
-from ..core.speculative import VerifyStep, accepted_counts, passes_saved
-from ..core.usage import Usage, count_usage
-from ..core.vote import Vote
-from ..core.vocab import Vocabulary, one_line
+from ..core.decode.generate import Run
+from ..core.decode.search import SearchResult
+from ..core.decode.speculative import VerifyStep, accepted_counts, passes_saved
+from ..core.decode.usage import Usage, count_usage
+from ..core.decode.vote import Vote
+from ..core.tokens.vocab import Vocabulary, one_line
 from ..i18n import MESSAGES, add_messages, tr
 from .frames import Frame
 

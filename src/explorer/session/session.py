@@ -29,14 +29,14 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Callable
 
-from ..core.beam import BeamResult, beam_search
+from ..core.decode.beam import BeamResult, beam_search
 from ..core.errors import SettingError
-from ..core.generate import Run, Step, generate, prefix_cache_of
-from ..core.protocol import LanguageModel
-from ..core.sampling import SamplingConfig
-from ..core.speculative import speculative_generate, verify_steps
-from ..core.usage import count_usage
-from ..core.vote import self_consistency
+from ..core.decode.generate import Run, Step, generate, prefix_cache_of
+from ..core.models.protocol import LanguageModel
+from ..core.decode.sampling import SamplingConfig
+from ..core.decode.speculative import speculative_generate, verify_steps
+from ..core.decode.usage import count_usage
+from ..core.decode.vote import self_consistency
 from ..i18n import LANGS
 from .events import Emitter
 from .frames import Frame, frames_of_run

@@ -9,10 +9,10 @@ import sys
 import traceback
 
 from ..core.errors import ExplorerError
-from ..core.params_io import load_params
+from ..core.models.params_file import load_params
 from ..interrupts import exit_status
 from ..lessons import DEFAULT_LESSON_ID, load_lesson
-from ..model_registry import default_prompt, load_model
+from ..catalog.registry import default_prompt, load_model
 from ..session import Session
 
 
@@ -22,7 +22,7 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
     model by name or .gguf path (its default prompt; a big model computes off the UI
     thread). compact: the desk layout for a narrow screen (None: decided by the primary
     screen's width). Needs a QApplication."""
-    from .desk_layout import is_compact_width
+    from .shell.desk_layout import is_compact_width
     from .fonts import apply_app_font
     from .settings import Settings
     from .window import MainWindow
@@ -175,7 +175,7 @@ def run_app(args) -> int:
     from PySide6.QtCore import QTimer
     from PySide6.QtWidgets import QApplication
 
-    from ..launcher import COMMAND
+    from ..desktop.launcher import COMMAND
     from .app_icon import app_icon
     from .single_instance import claim, instance_name
 

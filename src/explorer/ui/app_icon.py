@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from PySide6.QtGui import QIcon
 
-from ..icons import PNG_SIZES, png_path
+from ..desktop.icons import PNG_SIZES, png_path
 
 
 def app_icon() -> QIcon:

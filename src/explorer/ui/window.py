@@ -10,31 +10,31 @@ from PySide6.QtGui import QAction, QActionGroup, QGuiApplication, QKeySequence
 from PySide6.QtWidgets import QApplication, QMainWindow, QMessageBox, QToolBar, QWidget
 
 from ..core.errors import ExplorerError
-from ..core.sampling import SamplingConfig
+from ..core.decode.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson
 from ..session import Session
 from ..session.narration import frame_title
-from . import export_actions
+from .shell import export_actions
 from .app_icon import app_icon
-from .attention import AttentionPanel
-from .beam_panel import BeamPanel
-from .controls import SamplingControls
-from .desk_layout import DeskLayout, is_compact_width
-from .distribution import DistributionPanel
-from .explanation import ExplanationPanel
-from .glossary_panel import GlossaryPanel
-from .kv_grid import KVGridPanel
-from .lesson_panel import LessonPanel
-from .lesson_switcher import LessonSwitcher
-from .model_switcher import ModelSwitcher
-from .player import PlayerPanel
-from .prompt_bar import PromptBar
+from .panels.attention import AttentionPanel
+from .panels.beam import BeamPanel
+from .panels.controls import SamplingControls
+from .shell.desk_layout import DeskLayout, is_compact_width
+from .panels.distribution import DistributionPanel
+from .panels.explanation import ExplanationPanel
+from .panels.glossary import GlossaryPanel
+from .panels.kv import KVGridPanel
+from .panels.lesson import LessonPanel
+from .shell.lesson_switcher import LessonSwitcher
+from .shell.model_switcher import ModelSwitcher
+from .panels.player import PlayerPanel
+from .shell.prompt_bar import PromptBar
 from .settings import Settings
 from .theme import THEMES, widget_palette
-from .timeline import TimelinePanel
-from .work_status import WorkStatus
-from .worker import Jobs, SessionRunner, is_big
+from .panels.timeline import TimelinePanel
+from .shell.work_status import WorkStatus
+from .shell.worker import Jobs, SessionRunner, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
           SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel)

@@ -11,13 +11,13 @@ from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPalet
 from PySide6.QtWidgets import QApplication, QGraphicsScene, QWidget
 
 from ...session import Session
-from ..attention import AttentionPanel
-from ..beam_panel import BeamPanel
-from ..distribution import DistributionPanel
-from ..kv_grid import KVGridPanel
-from ..panel import Panel
+from ..panels.attention import AttentionPanel
+from ..panels.beam import BeamPanel
+from ..panels.distribution import DistributionPanel
+from ..panels.kv import KVGridPanel
+from ..panels.panel import Panel
 from ..theme import Theme, text_on
-from ..timeline import TimelinePanel
+from ..panels.timeline import TimelinePanel
 from .layout import BODY_PX, CAPTION_PX, TITLE_PX, SlideGeometry
 
 SLIDE_PANEL_CLASSES = {cls.panel_id: cls for cls in

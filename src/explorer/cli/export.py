@@ -1,0 +1,172 @@
+"""`explorer export`: every frame of a lesson as slides (PNG, PDF deck, PowerPoint deck,
+SVG) and its Run as handout data (CSV, JSON), without a display."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sys
+from contextlib import contextmanager
+from pathlib import Path
+
+from .prompt import add_prompt_flags, model_from_args, prompt_ids
+from .sample import add_sampling_flags, sampling_changes
+from ..core.errors import ExplorerError
+from ..export.spec import (CANCELLED, FORMATS, STYLES, THEMES, ExportCancelled, ExportSpec, parse_formats,
+                          parse_frames, parse_size)
+from ..lessons import DEFAULT_LESSON_ID, lesson_names, load_lesson
+from ..session import Session
+from ..session.frames import SLIDE_PANELS
+
+CANCELLED_EXIT = 130          # as a shell reports a command stopped by Ctrl+C
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "export", help="write a lesson's frames as slides (PNG, PDF, PPTX, SVG) and its run as CSV/JSON",
+        description="Render every frame of a lesson as 16:9 slides composed for a projector and write "
+                    "them to a folder. Runs without a display. The files are written together at the "
+                    "end: a failure or Ctrl+C leaves the output folder as it was.")
+    p.add_argument("--lesson", default=DEFAULT_LESSON_ID,
+                   help=f"lesson name or .toml file (see --list; default: {DEFAULT_LESSON_ID})")
+    p.add_argument("--out", type=str, help="output folder (created if missing)")
+    p.add_argument("--format", default="png,pdf", help=f"comma list of {','.join(FORMATS)} (default png,pdf)")
+    p.add_argument("--style", choices=STYLES, default="slide",
+                   help="slide: the frame's panels laid out large for a projector (default); "
+                        "window: the whole window as on the desk")
+    p.add_argument("--size", default="1920x1080", help="slide size in pixels (default 1920x1080)")
+    p.add_argument("--scale", type=int, choices=(1, 2), default=1, help="2 for high-DPI projectors")
+    p.add_argument("--lang", choices=("en", "zh"), default="en")
+    p.add_argument("--theme", choices=THEMES, default="light")
+    p.add_argument("--frames", help="frames to export, 1-based as the player counts, e.g. 1-4,7")
+    p.add_argument("--panel", choices=SLIDE_PANELS, help="one panel filling every slide")
+    p.add_argument("--no-caption", action="store_true", help="leave out the caption strip")
+    p.add_argument("--intermediates", action="store_true",
+                   help="with --format json: every intermediate value of every forward pass")
+    p.add_argument("--list", action="store_true", help="list lessons, panels and the lesson's frames")
+    add_prompt_flags(p)
+    add_sampling_flags(p, default_mode=None)
+    p.set_defaults(func=run)
+
+
+def run(args) -> int:
+    with _cancel_on_signals() as cancelled:
+        try:
+            return _run(args, cancelled)
+        except KeyboardInterrupt:       # before the signal handlers were in place, or in Python code
+            pass
+    print(f"explorer export: {CANCELLED}", file=sys.stderr)
+    return CANCELLED_EXIT
+
+
+def _run(args, cancelled) -> int:
+    if args.model is not None:            # a free run of a model instead of a lesson
+        model = model_from_args(args)
+        session = Session(model, prompt_ids(args, model), check_recompute=False)
+        deck_id, deck_title, checks = model.name, model.name, ()
+    else:
+        lesson = load_lesson(args.lesson)
+        session = lesson.build_session()
+        deck_id, deck_title = lesson.id, lesson.title_in(args.lang)
+        checks = tuple((c.when, c.question[args.lang], c.answer[args.lang]) for c in lesson.checks)
+    changes = sampling_changes(args)
+    if changes:
+        session.set_sampling(**changes)
+    if args.list:
+        print(_listing(deck_id, deck_title, session, args.lang))
+        return 0
+    spec = _spec(args, session)
+    _check_writable(spec.out_dir)
+    if not (os.environ.get("DISPLAY") or os.environ.get("WAYLAND_DISPLAY")):
+        os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")   # headless: no display needed
+    from PySide6.QtWidgets import QApplication
+
+    from ..ui.fonts import apply_app_font
+    from ..ui.slides.job import export_session
+    from ..ui.window import MainWindow
+
+    app = QApplication.instance() or QApplication(sys.argv[:1])
+    apply_app_font(app)
+    try:
+        paths = export_session(session, spec, deck_id, deck_title, progress=lambda *_: not cancelled(),
+                               checks=checks, window_class=MainWindow)
+    except ExportCancelled:
+        print(f"explorer export: {CANCELLED}", file=sys.stderr)
+        return CANCELLED_EXIT
+    except OSError as exc:
+        raise ExplorerError(f"{spec.out_dir}: writing failed ({exc.strerror or exc}); nothing was written") from None
+    for path in paths:
+        print(path)
+    return 0
+
+
+def _spec(args, session: Session) -> ExportSpec:
+    """The request checked against the lesson before anything is drawn (exit 2 with a message)."""
+    if args.out is None:
+        raise ExplorerError("--out is required: the folder to write into")
+    if not args.out.strip():
+        raise ExplorerError("--out '': expected a folder name (an empty one would write into the current folder)")
+    formats = parse_formats(args.format)
+    if args.panel is not None:
+        if args.style == "window":
+            raise ExplorerError(f"--panel {args.panel} with --style window: a panel slide is composed; "
+                                f"leave out --style window, or --panel for the whole window")
+        if "pptx" in formats and args.frames:
+            raise ExplorerError(f"--format pptx with --panel {args.panel} and --frames: a deck holds a lesson's "
+                                f"slides; write the panel's frames as png or pdf, or the whole deck without --panel")
+        missing = _missing_panel(args.panel, session)
+        if missing:
+            raise ExplorerError(f"--panel {args.panel}: {missing}; the panels of its slides: "
+                                f"{', '.join(_lesson_panels(session))}")
+    width, height = parse_size(args.size, args.scale)
+    return ExportSpec(out_dir=Path(args.out), formats=formats, width=width, height=height, scale=args.scale,
+                      lang=args.lang, theme=args.theme, style=args.style,
+                      frames=parse_frames(args.frames, len(session.frames)) if args.frames else None,
+                      panel=args.panel, caption=not args.no_caption, intermediates=args.intermediates)
+
+
+def _missing_panel(panel: str, session: Session) -> str:
+    """Why `panel` has nothing to show for this session ("" when it has)."""
+    if panel in ("attention", "kv") and not session.run.steps[0].trace.layers:
+        return "this model has no layers (no attention, no K/V cache)"
+    if panel == "beam" and session.beam is None:
+        return "this lesson runs no beam search"
+    return ""
+
+
+def _lesson_panels(session: Session) -> list[str]:
+    return [p for p in SLIDE_PANELS if not _missing_panel(p, session)]
+
+
+@contextmanager
+def _cancel_on_signals():
+    """Ctrl+C (SIGINT) and SIGTERM ask the export to stop at its next safe point (between
+    two files) instead of killing it mid-write; yields a function telling whether one came."""
+    asked = []
+    previous = {sig: signal.signal(sig, lambda *_: asked.append(True)) for sig in (signal.SIGINT, signal.SIGTERM)}
+    try:
+        yield lambda: bool(asked)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+
+
+def _listing(deck_id: str, title: str, session, lang: str) -> str:
+    from ..session.narration import frame_title
+    lines = ["lessons:"] + [f"  {name}" for name in lesson_names()]
+    lines += ["panels:"] + [f"  {p}" for p in _lesson_panels(session)]
+    lines += [f"frames of {deck_id!r} ({title}):"]
+    for i, frame in enumerate(session.frames):
+        run, model = session.run_at(i)
+        lines.append(f"  {i + 1:2d}  {frame_title(frame, run, model.vocab, lang)}")
+    return "\n".join(lines)
+
+
+def _check_writable(folder: Path) -> None:
+    """Create the folder if missing; refuse early (exit 2) when it cannot be written."""
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExplorerError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None
+    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
+        raise ExplorerError(f"--out {folder}: the folder is not writable")

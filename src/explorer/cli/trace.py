@@ -1,0 +1,241 @@
+"""`explorer trace`: run the model on a prompt and print every step as the course's table."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+from .prompt import add_prompt_flags, model_from_args, prompt_ids
+from .sample import add_sampling_flags, sampling_changes
+from .beam_tree import format_tree
+from .speculative import add_flags as add_speculative_flags, speculative_output
+from ..core.elide import ENDS, elided, elided_list
+from ..core.errors import ExplorerError, SettingError
+from ..core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, shown
+from ..core.decode.generate import Run
+from ..core.decode.run_dict import run_to_dict, search_to_dict, vote_to_dict
+from ..core.decode.search import SearchResult, SearchSpec
+from ..core.decode.vote import Vote
+from ..core.decode.usage import count_usage
+from ..core.models.teaching import load_teaching_model
+from ..core.tokens.vocab import Vocabulary
+from ..i18n import add_messages, tr
+from ..lessons import load_lesson
+from ..core.decode.sampling import SamplingConfig
+from ..session import Session
+from ..session.session import Scenario
+from ..session.frames import frames_of_run
+from ..session.narration import finish_text, milliseconds, shown_text
+from .texttable import format_table
+
+add_messages({
+    "trace.ttft": {"en": "time to first token: {ms} ms (measured: prefix lookup, Prefill forward, first selection)",
+                   "zh": "首Token时间：{ms} ms（实测：查找前缀缓存、Prefill前向、第一次选择）"},
+    "trace.prefix": {"en": "prefix cache: {cached} positions ({bytes:,} bytes); reused {reused} positions, "
+                           "computed {computed}",
+                     "zh": "前缀缓存：{cached}个位置（{bytes:,}字节）；复用{reused}个位置，计算{computed}个"},
+    "trace.prefix.changed": {"en": "token changed at position {at} ({old} → {new}): {n} cached positions "
+                                   "invalidated ({first}–{last})",
+                             "zh": "位置{at}的Token变了（{old} → {new}）：{n}个已缓存的位置失效（{first}–{last}）"},
+})
+
+
+def add_parser(subparsers) -> None:
+    p = subparsers.add_parser(
+        "trace", help="print a generation step by step (Prefill, Decode ..., stop)",
+        description="Run the model on a prompt and print each step: tokens fed in, positions, "
+                    "KV cache contents, which logits chose the next token, and how far the "
+                    "cached step is from a full recomputation.")
+    add_prompt_flags(p)
+    p.add_argument("--params", help="parameter file (default: the teaching model)")
+    p.add_argument("--no-check", action="store_true",
+                   help="skip the comparison of every step with a full recomputation (faster on big models)")
+    p.add_argument("--lesson", help="trace every scenario of a lesson (a name or a .toml file)")
+    p.add_argument("--force", action="append", default=[], metavar="STEP:ID",
+                   help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
+    p.add_argument("--top", type=int, default=10, help="candidates per step in --json (default 10)")
+    p.add_argument("--lang", choices=("en", "zh"), default="en")
+    p.add_argument("--json", action="store_true", help="print the run as JSON")
+    add_speculative_flags(p)
+    add_sampling_flags(p, default_mode=None)
+    p.set_defaults(func=run)
+
+
+def _session(args) -> Session:
+    """The lesson's session, or one on the given model and prompt; then the flags' changes."""
+    if args.lesson is not None:
+        session = load_lesson(args.lesson).build_session()
+    else:
+        if args.model is not None and args.params is not None:
+            raise ExplorerError("give --model or --params, not both")
+        model = load_teaching_model(args.params) if args.params is not None else model_from_args(args)
+        session = Session(model, prompt_ids(args, model), check_recompute=not args.no_check)
+    changes = sampling_changes(args)
+    if changes:
+        session.set_sampling(**changes)
+    for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it
+        session.force(step, token)
+    return session
+
+
+def run(args) -> int:
+    check_count("--top", args.top, 1, MAX_TOP)
+    if args.speculative is None and args.ngram is not None:
+        raise SettingError(f"--ngram {args.ngram}: the n-gram length of prompt lookup only applies with "
+                           "--speculative K (give both, or leave --ngram out)")
+    if args.speculative is not None:
+        print(speculative_output(*_speculative_scenarios(args), args))
+        return 0
+    session = _session(args)
+    for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
+        for step, token in run.unreached_overrides.items():
+            raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
+    print(trace_output(session, args.lang, args.json, args.top))
+    return 0
+
+
+def _speculative_scenarios(args) -> tuple[list[Scenario], list[str]]:
+    """The scenarios `--speculative` decodes (the lesson's, or the model and prompt given),
+    with the sampling flags applied; and their names when there are several."""
+    changes = sampling_changes(args)
+    if args.lesson is not None:
+        lesson = load_lesson(args.lesson)
+        scenarios = [replace(s, config=s.config.with_(**changes)) for s in lesson.build_scenarios()]
+        return scenarios, ([name for name, _ in lesson.scenarios] if len(scenarios) > 1 else [])
+    if args.model is not None and args.params is not None:
+        raise ExplorerError("give --model or --params, not both")
+    model = load_teaching_model(args.params) if args.params is not None else model_from_args(args)
+    return [Scenario(model, tuple(prompt_ids(args, model)), SamplingConfig(**changes))], []
+
+
+def trace_output(session: Session, lang: str = "en", as_json: bool = False, top: int = 10) -> str:
+    """What `explorer trace` prints for a session: every scenario's Run as the step table (or
+    as JSON), each with its own model's vocabulary, then the votes and searches its frames
+    ask for (with the forward time they took)."""
+    results = session.scenario_results()
+    vocabs = [scenario.model.vocab for scenario in session.scenarios]
+    extra = _computations(session, [run for run, _ in results])
+    if as_json:
+        data = [run_to_dict(r, vocab, top) for (r, _), vocab in zip(results, vocabs)]
+        for k, items in extra.items():
+            votes = [vote_to_dict(v) for kind, v in items if kind == "vote"]
+            searches = [search_to_dict(v, vocabs[k], spec.evaluator) for kind, (spec, v) in
+                        ((kind, item) for kind, item in items if kind == "search")]
+            data[k] |= ({"self_consistency": votes} if votes else {}) | ({"searches": searches} if searches else {})
+        return json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2)
+    # a lesson with several scenarios: each block says which one it is
+    names = [name for name, _ in session.content.scenarios] if len(results) > 1 and session.content else []
+    blocks = []
+    for i, ((run, beam), vocab) in enumerate(zip(results, vocabs)):
+        block = format_tree(beam, vocab, lang) if beam is not None else format_run(run, vocab, lang)
+        for kind, item in extra.get(i, []):
+            block += "\n\n" + (format_vote(item, lang) if kind == "vote" else format_search(*item, vocab, lang))
+        blocks.append(f"{tr('scenario', lang, name=names[i])}\n{block}" if names else block)
+    return "\n\n".join(blocks)
+
+
+def _computations(session: Session, runs: list[Run]) -> dict[int, list[tuple]]:
+    """Scenario index -> [("vote", Vote) | ("search", (SearchSpec, SearchResult))] its frames ask
+    for, each once, in frame order."""
+    out: dict[int, list[tuple]] = {}
+    for i, frame in enumerate(session.frames):
+        k = next(j for j, r in enumerate(runs) if r is session.run_at(i)[0])
+        items = out.setdefault(k, [])
+        for item in ((("vote", frame.vote),) if frame.vote is not None else ()) + (
+                (("search", (frame.search, frame.search_result)),) if frame.search_result is not None else ()):
+            if all(item[1] is not seen[1] for seen in items):
+                items.append(item)
+    return {k: v for k, v in out.items() if v}
+
+
+def format_vote(vote: Vote, lang: str = "en") -> str:
+    """Each seeded sample's answer, tokens and measured forward time, then the vote and its cost."""
+    lines = [tr("trace.vote", lang, n=len(vote.samples))]
+    lines += [tr("trace.vote.sample", lang, seed=s.seed, answer=s.answer, tokens=s.tokens,
+                 ms=f"{sum(step.seconds for step in s.run.steps) * 1000:.2f}") for s in vote.samples]
+    lines.append(tr("trace.vote.result", lang, majority=vote.majority, votes=vote.majority_votes, n=len(vote.samples),
+                    tokens=vote.tokens, ms=f"{vote.seconds * 1000:.2f}"))
+    return "\n".join(lines)
+
+
+def format_search(spec: SearchSpec, result: SearchResult, vocab: Vocabulary, lang: str = "en") -> str:
+    """The search tree by depth (score and status of every state), the best state and the cost."""
+    lines = [tr("trace.search", lang, evaluator=spec.evaluator, width=result.width, branches=result.branches,
+                depth=result.depth)]
+    for node in result.nodes[1:]:
+        lines.append("   " * node.depth + tr("trace.search.node", lang, piece=vocab.display_piece(node.token_id),
+                                                 prob=f"{node.prob:.2f}", score=f"{node.score:.4f}",
+                                                 status=tr(f"search.{node.status}", lang)))
+    best = result.best
+    lines.append(tr("trace.search.result", lang, best=vocab.display_pieces(result.path(best.node_id)),
+                    score=f"{best.score:.4f}", forwards=result.forwards, evaluations=result.evaluations))
+    return "\n".join(lines)
+
+
+def parse_forces(items) -> dict[int, int]:
+    """--force STEP:ID values as step -> id (a step given twice is an error)."""
+    forces = {}
+    for item in items:
+        step, sep, token = item.partition(":")
+        try:
+            step, token = int(step), int(token)
+        except ValueError:
+            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4") from None
+        if not sep:
+            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4")
+        check_count("--force STEP", step, 0, MAX_FORCE_STEP)
+        if step in forces:
+            raise SettingError(f"--force {item!r}: step {step} is already forced to {forces[step]}")
+        forces[step] = token
+    return forces
+
+
+def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
+    """The course's step table plus the counts and the finish reason. Long token sequences
+    are shortened in the table's cells; the prompt and output lines list them whole."""
+    pieces = vocab.display_pieces
+    usage = count_usage(run.prompt_ids, run.output_ids, vocab)
+    shown = shown_text(frames_of_run(run)[-1], run, vocab, usage)
+    rows = []
+    for s in run.steps:
+        kv_after = run.visible_ids[:s.cache_len_after]
+        selected = f"{s.selected_id} {vocab.display_piece(s.selected_id)}" + (tr("forced", lang) if s.forced else "")
+        diff = "-" if s.recompute_max_abs_diff is None else f"{s.recompute_max_abs_diff:.1e}"
+        rows.append([tr("phase.prefill", lang) if s.phase == "prefill" else tr("phase.decode", lang, n=s.index),
+                     f"{pieces(s.input_ids, ENDS)} {elided_list(s.input_ids)}",
+                     elided([str(p) for p in s.positions], ","),
+                     pieces(kv_after, ENDS),
+                     tr("chooser", lang, p=s.logits_position),
+                     selected, s.cache_len_after, diff])
+    headers = [tr(k, lang) for k in ("col.time", "col.input", "col.positions", "col.kv_after",
+                                     "col.chooser", "col.selected", "col.cache_len", "col.diff")]
+    lines = [
+        f"{tr('prompt', lang)}: {pieces(run.prompt_ids)} {list(run.prompt_ids)}",
+        "",
+        format_table(headers, rows, align_right=(6,)),
+        "",
+        f"{tr('output', lang)}: {pieces(run.output_ids)} {list(run.output_ids)}  \u2192 {run.output_text!r}",
+        tr("counts", lang, visible=len(run.visible_ids), cache=run.cache_len, chars=len(shown)),
+        tr("usage", lang, **usage.as_dict()),
+        tr("not_processed", lang, piece=vocab.display_piece(run.output_ids[-1])),
+        tr("finish", lang, reason=finish_text(run, lang)),
+    ]
+    if run.max_recompute_diff is not None:
+        lines.append(tr("max_diff", lang, diff=f"{run.max_recompute_diff:.2e}"))
+    return "\n".join(lines + _prefix_lines(run, vocab, lang)
+                     + [tr("trace.ttft", lang, ms=milliseconds(run.time_to_first_token))])
+
+
+def _prefix_lines(run: Run, vocab: Vocabulary, lang: str) -> list[str]:
+    """What the run's Prefill took from a prefix cache, and what a changed token invalidated."""
+    hit = run.prefix
+    if hit is None:
+        return []
+    lines = [tr("trace.prefix", lang, cached=len(hit.cached_ids), bytes=hit.stored_bytes, reused=hit.reused,
+                computed=run.steps[0].computed_positions)]
+    at, stale = hit.match.changed_at, hit.match.invalidated
+    if at is not None:
+        lines.append(tr("trace.prefix.changed", lang, at=at, old=vocab.display_piece(hit.cached_ids[at]),
+                        new=vocab.display_piece(run.prompt_ids[at]), n=len(stale), first=stale[0], last=stale[-1]))
+    return lines
+

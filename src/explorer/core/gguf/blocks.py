@@ -1,0 +1,247 @@
+"""Weight matrices kept in a GGUF file's own 4- and 8-bit blocks and multiplied in them
+(`BlockMatrix`), with the loading of the compiled loops (`prepare`)."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass
+from functools import cached_property, lru_cache
+
+import numpy as np
+
+from .unpack import UNPACK, q4_k_parts, q6_k_parts
+from .reader import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0
+
+BLOCK = 32
+# the `BlockMatrix.kind` each type is kept as: (bits, elements per scale, the activation
+# rows llama.cpp multiplies it by (its CPU backend's vec_dot_type))
+KINDS = {Q4_0: (4, 32, "q8_0"), Q4_1: (4, 32, "q8_1"), Q5_0: (8, 32, "q8_0"), Q8_0: (8, 32, "q8_0"),
+         Q4_K: (4, 32, "q8_K"), Q6_K: (8, 16, "q8_K")}
+QUANTISED = tuple(KINDS)
+# the blocks of the types kept as they are, read in place: float16 scale (and Q4_1's
+# float16 minimum), then the quants, copied out whole (a byte at a time took 3x as long)
+_FIELDS = {Q4_0: np.dtype([("d", "<f2"), ("q", "V16")]),
+           Q4_1: np.dtype([("d", "<f2"), ("m", "<f2"), ("q", "V16")]),
+           Q8_0: np.dtype([("d", "<f2"), ("q", "V32")])}
+# numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
+# loops at once; the window computes on a worker thread and the UI thread, so launches
+# take turns (a lock costs well under a microsecond next to a product's milliseconds)
+_LAUNCH = threading.Lock()
+
+
+def _kernels():
+    from . import kernels as block_kernels   # numba: only once a quantised model is loaded
+    return block_kernels
+
+
+@dataclass(frozen=True, eq=False)
+class BlockMatrix:
+    """A float32 matrix [rows, cols] stored in 32-element blocks along each row.
+
+    `BlockMatrix` keeps a matrix [rows, cols] (GGUF's [out, in]) in its blocks; its
+    transpose `m.T` is what a layer multiplies by:
+
+        x @ m.T     x [n, cols] float32 -> [n, rows] float32, by compiled loops that unpack
+                    the blocks where they are used (`block_kernels`)
+        m[ids]      dequantised rows (the embedding lookup)
+        m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit"""
+
+    q: np.ndarray                  # [rows, cols/2] uint8 (4-bit) or [rows, cols] int8 (8-bit)
+    scale: np.ndarray              # [rows, cols/32] float32 ([rows, cols/16] for Q6_K's 8-bit rows)
+    offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
+    activations: str = "q8_0"      # how llama.cpp rounds the input rows it multiplies:
+                                   # "q8_0", "q8_1" (Q4_1's) or "q8_K" (K-quants'), `int8_products`
+    k_parts: tuple | None = None   # a K-quant's scales before they were multiplied, which
+                                   # llama.cpp's integer products apply separately: Q4_K's
+                                   # (d, dmin [rows, cols/256], sc, m [rows, cols/32] uint8),
+                                   # Q6_K's (d [rows, cols/256], sc [rows, cols/16] int8)
+
+    __array_ufunc__ = None         # numpy must not turn it into an object array
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    @classmethod
+    def from_gguf(cls, raw: np.ndarray, ggml_type: int, shape: tuple[int, int]) -> "BlockMatrix":
+        """From a tensor's raw bytes (GGUFFile.raw) of one of the QUANTISED types, numpy
+        shape [rows, cols]; copies out of the file, which may then close. Q5_0 and Q6_K
+        become 8-bit rows, Q4_K 4-bit ones (`block_unpack`)."""
+        return cls.from_gguf_rows([(raw, ggml_type, shape)])
+
+    @classmethod
+    def from_gguf_rows(cls, tensors) -> "BlockMatrix":
+        """The rows of several tensors [(raw bytes, ggml type, [rows, cols])] of one `kind`
+        and width, one after another (a layer's Q, K and V): each copied out of the file
+        once, straight into its rows of the whole."""
+        kinds = {KINDS[t] for _, t, _ in tensors}
+        widths = {shape[1] for _, _, shape in tensors}
+        if len(kinds) != 1 or len(widths) != 1:
+            raise ValueError(f"cannot stack tensors of kinds {sorted(kinds)} and widths {sorted(widths)}")
+        (bits, group, activations), cols = kinds.pop(), widths.pop()
+        rows = sum(shape[0] for _, _, shape in tensors)
+        q = np.empty((rows, cols // 2), np.uint8) if bits == 4 else np.empty((rows, cols), np.int8)
+        scale = np.empty((rows, cols // group), np.float32)
+        offset = np.empty((rows, cols // BLOCK), np.float32) if bits == 4 else None
+        k_parts, start = [], 0
+        for raw, ggml_type, (n, _) in tensors:
+            part = slice(start, start + n)
+            k_parts.append(_copy_rows(np.asarray(raw, np.uint8), ggml_type, n, cols, q[part], scale[part],
+                                      None if offset is None else offset[part]))
+            start += n
+        return cls(q, scale, offset, activations,
+                   None if k_parts[0] is None else tuple(map(np.concatenate, zip(*k_parts))))
+
+    @property
+    def bits(self) -> int:
+        return 8 if self.offset is None else 4
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.q.shape[0], self.q.shape[1] * (1 if self.offset is None else 2)
+
+    @property
+    def group(self) -> int:
+        """Elements per scale: 32, or 16 (Q6_K's)."""
+        return self.shape[1] // self.scale.shape[1]
+
+    @property
+    def kind(self) -> tuple[int, int, str]:
+        """(bits, group, activations): matrices of one kind can be stacked and multiplied
+        by one loop, in either arithmetic."""
+        return self.bits, self.group, self.activations
+
+    @property
+    def nbytes(self) -> int:
+        return sum(a.nbytes for a in (self.q, self.scale, self.offset, *(self.k_parts or ())) if a is not None)
+
+    @property
+    def T(self) -> "_Transposed":
+        return _Transposed(self)
+
+    def row_block(self, start: int, stop: int) -> "BlockMatrix":
+        """Rows start..stop-1 as a view (the Q, K and V parts of a stacked matrix)."""
+        return BlockMatrix(self.q[start:stop], self.scale[start:stop],
+                           None if self.offset is None else self.offset[start:stop], self.activations,
+                           None if self.k_parts is None else tuple(a[start:stop] for a in self.k_parts))
+
+    def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
+        """Rows unpacked by numpy, as the loops unpack them: an integer times its scale is
+        exact in float32, so the value rounds once (by the offset) either way. (Through
+        `dense`, a Decode step's one embedding row cost a product by a [cols, cols] identity.)"""
+        q, scale = self.q[rows], self.scale[rows][..., None]           # [n, cols/2 or cols], [n, blocks, 1]
+        n, blocks = scale.shape[0], scale.shape[1]
+        if self.offset is None:                                        # 8-bit: q * scale
+            return (q.reshape(n, blocks, -1).astype(np.float32) * scale).reshape(n, -1)
+        packed = q.reshape(n, blocks, BLOCK // 2)                      # [n, blocks, 16] bytes
+        nibbles = np.concatenate([packed & 15, packed >> 4], axis=-1)  # [n, blocks, 32]: low, then high
+        return (nibbles.astype(np.float32) * scale + self.offset[rows][..., None]).reshape(n, -1)
+
+    def dense(self) -> np.ndarray:  # -> [rows, cols] float32
+        """Every weight, through the products' own unpacking (of several rows, as a
+        Prefill's): row c of the identity times the matrix is column c, and 1 * w plus
+        zeros is exactly w."""
+        return self.times_rows(np.eye(self.shape[1], dtype=np.float32)).T.copy()
+
+    @cached_property
+    def _loops(self):  # -> (rows, cols, the loops' arguments after x, matvec, matmul)
+        """What every product of this matrix needs, looked up once: a Decode step makes
+        120 products of SmolLM2, and finding its loops anew cost a tenth of the step."""
+        k = _kernels()
+        rows, cols = self.shape
+        if self.offset is None:
+            matvec, matmul = k.EIGHT_BIT[self.group.bit_length() - 1]       # t's scale: t >> shift
+            return rows, cols, (self.q, self.scale), matvec, matmul
+        return rows, cols, (self.q, self.scale, self.offset), k.matvec_4bit, k.matmul_4bit
+
+    def times_rows(self, x: np.ndarray) -> np.ndarray:  # x [n, cols] -> x @ self.T [n, rows]
+        rows, cols, weights, matvec, matmul = self._loops
+        if x.ndim != 2 or x.shape[1] != cols:
+            raise ValueError(f"cannot multiply {x.shape} by a [{cols}, {rows}] matrix")
+        x = np.ascontiguousarray(x, np.float32)
+        if self.offset is not None:
+            x = nibble_order(x)
+        out = np.empty((x.shape[0], rows), np.float32)
+        with _LAUNCH:
+            if x.shape[0] == 1:                          # a decode step
+                matvec(x[0], *weights, out[0])
+            else:
+                matmul(x, *weights, out)
+        return out
+
+
+def _copy_rows(raw: np.ndarray, ggml_type: int, rows: int, cols: int, q, scale, offset):
+    """A tensor's raw bytes [rows * cols / block * bytes] unpacked into q, scale and offset
+    (its rows of a `BlockMatrix`'s arrays); -> a K-quant's `k_parts`, else None."""
+    if ggml_type not in _FIELDS:                         # Q5_0, Q4_K, Q6_K: rewritten (`block_unpack`)
+        q[...], scale[...], unpacked_offset = UNPACK[ggml_type](raw, rows, cols)
+        if offset is not None:
+            offset[...] = unpacked_offset
+        return {Q4_K: q4_k_parts, Q6_K: q6_k_parts}.get(ggml_type, lambda *_: None)(raw, rows, cols)
+    blocks = raw.view(_FIELDS[ggml_type]).reshape(rows, cols // BLOCK)        # [r, c/32] blocks
+    q.view(blocks.dtype["q"]).reshape(rows, cols // BLOCK)[...] = blocks["q"]
+    scale[...] = blocks["d"]                                                  # float16 -> float32
+    if ggml_type == Q4_1:
+        offset[...] = blocks["m"]
+    elif ggml_type == Q4_0:
+        np.multiply(scale, np.float32(-8), out=offset)  # (nibble - 8) * d = nibble * d - 8d
+    return None
+
+
+@dataclass(frozen=True, eq=False)
+class _Transposed:
+    """A BlockMatrix [rows, cols] read as [cols, rows]: the right operand of `x @`."""
+
+    T: BlockMatrix
+
+    __array_ufunc__ = None         # `x @ m.T` asks this object, not numpy
+    dtype = np.dtype(np.float32)
+    ndim = 2
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return self.T.shape[::-1]
+
+    def __rmatmul__(self, x) -> np.ndarray:  # [n, cols] -> [n, rows]
+        return self.T.times_rows(x)
+
+    def times_int8(self, x, batch: int | None = None) -> np.ndarray:  # [n, cols] -> [n, rows]
+        """`x @ self` as llama.cpp computes it: x rounded to 8 bits, integer products
+        summed as it sums them for a batch of `batch` rows (default: x's)."""
+        from . import int8_products     # numba: only once a quantised model multiplies
+        return int8_products.times_rows(self.T, x, _LAUNCH, batch)
+
+
+def prepare(layouts=None) -> None:
+    """Compile the block loops of these layouts, (bits, elements per scale) of a
+    `BlockMatrix.kind` (None: all of them), now, or read them from numba's cache (about 4 s
+    the first time, 0.3 s after). Loading a quantised model does it for the layouts it
+    holds, so that its first Prefill's time (which the timeline shows) is the model's,
+    and `explorer model install` does it, so that the first load does not wait for the
+    compiler. (The loops depend on the layout only: the activations a kind names matter
+    to llama.cpp's arithmetic, `int8_products`.)"""
+    one = np.ones((1, 1), np.float32)                                          # a block's scale
+    for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
+              BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None),           # 8-bit [1, 32]
+              BlockMatrix(np.zeros((1, BLOCK), np.int8), np.ones((1, 2), np.float32), None)):  # per 16
+        if layouts is not None and m.kind[:2] not in layouts:
+            continue                   # SmolLM2 has no 8-bit rows with a scale per 16
+        for rows in (1, 2):                                                    # Decode, Prefill
+            m.times_rows(np.ones((rows, BLOCK), np.float32))
+
+
+def layouts_of(ggml_types) -> set[tuple[int, int]]:
+    """The loops' layouts (`prepare`) that tensors of these ggml types are multiplied in."""
+    return {KINDS[t][:2] for t in ggml_types if t in KINDS}
+
+
+def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bit rows unpack
+    """Elements 0-15 of every block first, then elements 16-31 of every block, the order
+    in which `block_kernels` unpacks a 4-bit row (low nibbles, then high ones)."""
+    n, cols = x.shape
+    if n == 1:                                    # a decode step: one gather (a third of the time)
+        return x[:, _nibble_index(cols)]
+    return np.ascontiguousarray(x.reshape(n, cols // BLOCK, 2, 16).transpose(0, 2, 1, 3)).reshape(n, cols)
+
+
+@lru_cache(maxsize=None)
+def _nibble_index(cols: int) -> np.ndarray:  # -> [cols] the columns of x in nibble order
+    return np.arange(cols).reshape(cols // BLOCK, 2, 16).transpose(1, 0, 2).reshape(-1)

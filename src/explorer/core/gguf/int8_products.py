@@ -1,0 +1,533 @@
+"""Products with 8-bit activations, as llama.cpp's CPU backend computes them (numba).
+
+llama.cpp does not multiply a quantised weight matrix by float activations: it first
+rounds each activation row to 8-bit integers with a scale per block (its "vec_dot type"),
+multiplies integers by integers, sums them in int32 per block, and only then scales:
+
+    weights                 activations   activation blocks
+    Q4_0, Q5_0, Q8_0        Q8_0          32 elements: d = max|x| / 127 (kept as float16),
+                                          q = round(x * 127 / max|x|), ties to even
+    Q4_1                    Q8_1          as Q8_0, plus s = d * sum(q) as float16 (the
+                                          block's offset multiplies it)
+    Q4_K, Q6_K              Q8_K          256 elements: max = the element of largest |x|,
+                                          q = min(127, round(-127 / max * x)),
+                                          d = 1 / (-127 / max) (float32)
+
+A weight block (`block_kernels`' layouts: value = q_w * scale + offset) times an
+activation block (value = q_x * d) is then
+    scale * d * sum(q_w * q_x) + offset * d * sum(q_x)
+with both sums exact integers: the only roundings are the activations' and a few float32
+products per block. These loops compute exactly that for every weight layout the model
+files use (4-bit rows: Q4_0, Q4_1, Q4_K; 8-bit rows with a scale per 32: Q5_0, Q8_0, or
+per 16: Q6_K).
+
+The float order of those sums depends on how many activation rows llama.cpp multiplies
+at once (`times_rows`' batch): one row takes ggml_vec_dot / gemv, several take tinyBLAS
+(Q8_0, Q5_0: the same order), Q4_K's repacked gemm (four rows at a time: one fma per 64
+elements instead of per 256) and, from eight rows, Q6_K's tiled kernel.
+
+The rest of llama.cpp's arithmetic that a last bit of Gemma's logits depends on is here
+too: the attention's float16 products (`half_product`: tinyBLAS for a Prefill,
+ggml_vec_dot_f16 for a Decode step) and its softmax (`softmax_ggml`: ggml_v_expf, sums in
+float64), together `ggml_attention`; its rotary positions (`rope_tables_ggml`,
+`rope_ggml`). Each was matched against llama.cpp's own tensors (llama-cpp-python 0.3.36
+on an AVX-512 x86 CPU, read with an eval callback): with them the logits of every step of
+tests/fixtures/gemma3_llama_cpp.json are llama.cpp's bit for bit
+(tools/compare_gemma3_llama_cpp.py).
+
+Activation rows [n, cols] become (q [n, cols] int8, d [n, cols/32] float32, s [n, cols/32]
+float32): per 32 elements the scale (Q8_K's one per 256, repeated) and the number an
+offset multiplies (d * sum(q), Q8_1's float16 s).
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import functools
+
+import numba as nb
+import numpy as np
+from numba import types
+from numba.extending import intrinsic
+
+from .kernels import _compiled
+from ..models.layers import AttentionArithmetic, to_half
+
+BLOCK = 32
+UBATCH = 512       # llama.cpp multiplies a Prefill's rows this many at a time (its n_ubatch)
+ACTIVATIONS = ("q8_0", "q8_1", "q8_K")
+
+
+@_compiled()
+def _round_blocks_32(x, q, d, total):
+    """Per block of 32 of each row: d = max|x| / 127, q = x * (127 / max|x|) rounded to
+    nearest, ties to even (llama.cpp's x86 quantize_row_q8_0 / q8_1), total = sum(q).
+    x [n, cols] float32 -> q [n, cols] int8, d, total [n, cols/32] float32. A NaN in a
+    block makes its d NaN, so the product shows it."""
+    n, cols = x.shape
+    for i in range(n):
+        for b in range(cols // 32):
+            amax, bad = np.float32(0), False
+            for k in range(32):
+                a = abs(x[i, 32 * b + k])
+                bad |= a != a
+                amax = max(amax, a)
+            if bad:
+                amax = np.float32(np.nan)
+            inv = np.float32(127) / amax if amax != 0 else np.float32(0)
+            t = 0
+            for k in range(32):
+                v = np.rint(x[i, 32 * b + k] * inv)
+                q[i, 32 * b + k] = np.int8(v) if amax == amax else np.int8(0)
+                t += np.int32(q[i, 32 * b + k])
+            d[i, b] = amax / np.float32(127)
+            total[i, b] = np.float32(t)
+
+
+@_compiled()
+def _round_blocks_256(x, q, d, total):
+    """Per block of 256 of each row, llama.cpp's quantize_row_q8_K: max = the element of
+    largest |x| (the first such), q = min(127, round(-127 / max * x)) (ties to even), d =
+    1 / (-127 / max), the same d for its eight blocks of 32; total per 32 = sum(q).
+    x [n, cols] float32 -> q [n, cols] int8, d, total [n, cols/32] float32."""
+    n, cols = x.shape
+    for i in range(n):
+        for b in range(cols // 256):
+            amax, peak, bad = np.float32(0), np.float32(0), False
+            for k in range(256):
+                v = x[i, 256 * b + k]
+                bad |= v != v
+                if abs(v) > amax:
+                    amax, peak = abs(v), v
+            if bad:
+                amax = peak = np.float32(np.nan)
+            if amax == 0:
+                for k in range(256):
+                    q[i, 256 * b + k] = 0
+                for s in range(8):
+                    d[i, 8 * b + s], total[i, 8 * b + s] = np.float32(0), np.float32(0)
+                continue
+            iscale = np.float32(-127) / peak
+            for s in range(8):
+                t = 0
+                for k in range(32 * s, 32 * s + 32):
+                    v = min(np.float32(127), np.rint(iscale * x[i, 256 * b + k]))
+                    q[i, 256 * b + k] = np.int8(v) if amax == amax else np.int8(0)
+                    t += np.int32(q[i, 256 * b + k])
+                d[i, 8 * b + s] = np.float32(1) / iscale
+                total[i, 8 * b + s] = np.float32(t)
+
+
+def quantize_rows(x: np.ndarray, kind: str):  # [n, cols] -> q [n, cols] int8, d, s [n, cols/32]
+    """Activation rows rounded to 8 bits as llama.cpp's `kind` ("q8_0", "q8_1", "q8_K")."""
+    x = np.ascontiguousarray(x, np.float32)
+    n, cols = x.shape
+    q = np.empty((n, cols), np.int8)
+    d = np.empty((n, cols // BLOCK), np.float32)
+    total = np.empty_like(d)
+    if kind == "q8_K":
+        _round_blocks_256(x, q, d, total)
+        return q, d, d * total
+    if kind not in ACTIVATIONS:
+        raise ValueError(f"activation type {kind!r}: expected one of {ACTIVATIONS}")
+    _round_blocks_32(x, q, d, total)
+    if kind == "q8_1":
+        return q, to_half(d), to_half(d * total)     # s from the unrounded d, as llama.cpp
+    d = to_half(d)
+    return q, d, d * total
+
+
+# The products round in llama.cpp's order, so they need IEEE arithmetic: no fastmath
+# (which would let the compiler reorder the sums).
+_exact = nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False, error_model="numpy")
+# the attention's small loops run on one thread: a Decode step would wait longer for
+# the threads to wake than they work
+_serial = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
+
+
+@intrinsic
+def _fma(typingctx, a, b, c):
+    """a * b + c rounded once, the FMA instruction llama.cpp's kernels use (float32)."""
+    def codegen(context, builder, signature, args):
+        return builder.fma(*args)
+    return types.float32(types.float32, types.float32, types.float32), codegen
+
+
+@nb.njit(inline="always")
+def _sum_lanes(acc):
+    """llama.cpp's horizontal sum of eight float32 lanes (hsum_float_8): halves, then
+    pairs, then the two."""
+    return ((acc[0] + acc[4]) + (acc[2] + acc[6])) + ((acc[1] + acc[5]) + (acc[3] + acc[7]))
+
+
+@nb.njit(inline="always")
+def _quad(w, x, k):  # sum of w[k + t] * x[k + t] for t < 4, int8 rows -> int32
+    return (np.int32(w[k]) * np.int32(x[k]) + np.int32(w[k + 1]) * np.int32(x[k + 1])
+            + np.int32(w[k + 2]) * np.int32(x[k + 2]) + np.int32(w[k + 3]) * np.int32(x[k + 3]))
+
+
+@_exact
+def product_8bit_lanes(xq, xd, q, scale, out):
+    """Rows with a scale per 32 (Q8_0, Q5_0) times Q8_0 activations, as llama.cpp's x86
+    kernels (ggml_vec_dot_q8_0_q8_0, and tinyBLAS for several rows) sum: eight float32
+    lanes, lane l taking elements 4l..4l+3 of every block, each block's integer lane sums
+    added as lane = fma(scale * d, sum, lane); then summed as `_sum_lanes`.
+    xq [n, cols] int8, xd [n, cols/32], q [rows, cols] int8, scale [rows, cols/32] -> out [n, rows]."""
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
+        w = q[j]
+        for i in range(n):
+            x = xq[i]
+            a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0)
+            for b in range(cols // 32):
+                d, k = scale[j, b] * xd[i, b], 32 * b
+                a0 = _fma(d, np.float32(_quad(w, x, k)), a0)
+                a1 = _fma(d, np.float32(_quad(w, x, k + 4)), a1)
+                a2 = _fma(d, np.float32(_quad(w, x, k + 8)), a2)
+                a3 = _fma(d, np.float32(_quad(w, x, k + 12)), a3)
+                a4 = _fma(d, np.float32(_quad(w, x, k + 16)), a4)
+                a5 = _fma(d, np.float32(_quad(w, x, k + 20)), a5)
+                a6 = _fma(d, np.float32(_quad(w, x, k + 24)), a6)
+                a7 = _fma(d, np.float32(_quad(w, x, k + 28)), a7)
+            out[i, j] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
+
+
+@_exact
+def product_4bit_lanes(xq, xd, xs, q, scale, offset, centre, out):
+    """Q4_0 (centre 8, no offset term) and Q4_1 (centre 0) rows times Q8_0 / Q8_1
+    activations, as ggml_vec_dot_q4_0_q8_0 / q4_1_q8_1 sum on x86: the lanes of
+    `product_8bit_lanes` over (nibble - centre) * q, and for Q4_1 a float32 sum of
+    offset * s (fma), added last. xq [n, cols] int8, xd, xs [n, cols/32], q [rows, cols/2]
+    uint8, scale, offset [rows, cols/32] -> out [n, rows]."""
+    rows, half = q.shape
+    n = xq.shape[0]
+    low, shift = np.uint8(15), np.uint8(4)
+    for j in nb.prange(rows):
+        acc = np.empty(8, np.float32)
+        for i in range(n):
+            acc[:] = 0
+            offsets = np.float32(0)
+            for b in range(half // 16):
+                d = scale[j, b] * xd[i, b]
+                for lane in range(8):
+                    p = np.int32(0)
+                    for e in range(4 * lane, 4 * lane + 4):     # element e of the block
+                        v = q[j, 16 * b + (e & 15)]
+                        nibble = (v & low) if e < 16 else (v >> shift)
+                        p += (np.int32(nibble) - centre) * np.int32(xq[i, 32 * b + e])
+                    acc[lane] = _fma(d, np.float32(p), acc[lane])
+                if centre == 0:
+                    offsets = _fma(offset[j, b], xs[i, b], offsets)
+            out[i, j] = _sum_lanes(acc) + offsets
+
+
+@_exact
+def product_q4_k(xq, xd, q, d, dmin, sc, m, out, run):
+    """Q4_K rows times Q8_K activations, as llama.cpp's repacked x86 kernels sum them:
+    per run of `run` elements (256 for one activation row, ggml_gemv_q4_K_8x8_q8_K; 64
+    for rows taken four at a time, ggml_gemm_q4_K_8x8_q8_K) one integer sum of sc * q * x
+    and one of m * sum(x), scaled into two float32 sums by fma (d * d_x, dmin * d_x), the
+    second subtracted at the end. xq [n, cols] int8, xd [n, cols/32] (one value per 256,
+    repeated), q [rows, cols/2] uint8, d, dmin [rows, cols/256], sc, m [rows, cols/32]
+    uint8 -> out [n, rows]."""
+    rows, half = q.shape
+    n = xq.shape[0]
+    low, shift = np.uint8(15), np.uint8(4)
+    per = run // 32                                # blocks of 32 in a run
+    for j in nb.prange(rows):
+        for i in range(n):
+            total, minimum = np.float32(0), np.float32(0)
+            for r in range(half // (16 * per)):
+                isum, imin = np.int32(0), np.int32(0)
+                for b in range(per * r, per * r + per):
+                    acc, xsum = np.int32(0), np.int32(0)
+                    for k in range(16):
+                        v = q[j, 16 * b + k]
+                        x0, x1 = np.int32(xq[i, 32 * b + k]), np.int32(xq[i, 32 * b + 16 + k])
+                        acc += np.int32(v & low) * x0 + np.int32(v >> shift) * x1
+                        xsum += x0 + x1
+                    isum += np.int32(sc[j, b]) * acc
+                    imin += np.int32(m[j, b]) * xsum
+                s, dx = (per * r) // 8, xd[i, per * r]
+                total = _fma(np.float32(isum), d[j, s] * dx, total)
+                minimum = _fma(np.float32(imin), dmin[j, s] * dx, minimum)
+            out[i, j] = total - minimum
+
+
+@_exact
+def product_q6_k(xq, xd, q, d, sc, out):
+    """Q6_K rows times Q8_K activations, as llama.cpp's x86 ggml_vec_dot_q6_K_q8_K sums:
+    per block of 256, eight int32 lanes, lane l taking elements 4l..4l+3 of each of the
+    eight runs of 32, each times its 16-element scale, with (q + 32) for q; then the
+    offset, 32 * (sc * sum(x)) of the 16-element groups 2l and 2l + 1, taken from lane l;
+    each lane added as lane = fma(d * d_x, lane sum, lane), then summed as `_sum_lanes`.
+    xq [n, cols] int8, xd [n, cols/32] (one per 256, repeated), q [rows, cols] int8 (q - 32
+    of the file), d [rows, cols/256], sc [rows, cols/16] int8 -> out [n, rows]."""
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
+        acc = np.empty(8, np.float32)
+        lanes = np.empty(8, np.int32)
+        for i in range(n):
+            acc[:] = 0
+            for s in range(cols // 256):
+                base = 256 * s
+                lanes[:] = 0
+                for c in range(8):                 # runs of 32
+                    for lane in range(8):
+                        k = base + 32 * c + 4 * lane
+                        p = np.int32(0)
+                        for e in range(k, k + 4):
+                            p += (np.int32(q[j, e]) + 32) * np.int32(xq[i, e])
+                        lanes[lane] += np.int32(sc[j, (k - base) // 16 + 16 * s]) * p
+                for lane in range(8):
+                    offset = np.int32(0)
+                    for g in (2 * lane, 2 * lane + 1):
+                        x_sum = np.int32(0)
+                        for e in range(base + 16 * g, base + 16 * g + 16):
+                            x_sum += np.int32(xq[i, e])
+                        offset += np.int32(sc[j, g + 16 * s]) * x_sum
+                    acc[lane] = _fma(xd[i, 8 * s] * d[j, s], np.float32(lanes[lane] - 32 * offset), acc[lane])
+            out[i, j] = _sum_lanes(acc)
+
+
+@_exact
+def product_q6_k_tiled(xq, xd, q, d, sc, out):
+    """Q6_K rows times Q8_K activations as llama.cpp's tiled x86 kernel sums them when
+    eight or more activation rows arrive at once (ggml-cpu/tiled, AVX512-VNNI microtile):
+    per block of 256 one exact integer sum of sc * q * x, then out = out + (isum * d) *
+    d_x in float32, block after block (the compiler fuses the last multiply and add).
+    Shapes as `product_q6_k`."""
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
+        for i in range(n):
+            total = np.float32(0)
+            for s in range(cols // 256):
+                isum = np.int32(0)
+                for g in range(16):
+                    p = np.int32(0)
+                    for e in range(256 * s + 16 * g, 256 * s + 16 * g + 16):
+                        p += np.int32(q[j, e]) * np.int32(xq[i, e])
+                    isum += np.int32(sc[j, g + 16 * s]) * p
+                total = _fma(np.float32(isum) * d[j, s], xd[i, 8 * s], total)
+            out[i, j] = total
+
+
+@nb.njit(inline="always")
+def _reduce16(acc):
+    """_mm512_reduce_add_ps of sixteen float32 lanes as GCC writes it: halves, halves,
+    then pairs."""
+    h0, h1, h2, h3 = acc[8] + acc[0], acc[9] + acc[1], acc[10] + acc[2], acc[11] + acc[3]
+    h4, h5, h6, h7 = acc[12] + acc[4], acc[13] + acc[5], acc[14] + acc[6], acc[15] + acc[7]
+    q0, q1, q2, q3 = h4 + h0, h5 + h1, h6 + h2, h7 + h3
+    return (q0 + q2) + (q1 + q3)
+
+
+@_serial
+def _lanes64(a, c, out):
+    """out[i, j] = sum over k of a[i, k] * c[j, k] as llama.cpp's ggml_vec_dot_f16 sums
+    float16 rows on an AVX-512 CPU (a single query, where tinyBLAS is not used): four
+    accumulators of sixteen float32 lanes over each run of 64 (accumulator r, lane l
+    takes k = 64 b + 16 r + l, added by fma), folded as (0 + 2) + (1 + 3), then
+    `_reduce16`. llama.cpp's rows are padded with zeros to a multiple of 256, so a tail
+    shorter than 64 is summed the same way. a [r, k], c [s, k] -> out [r, s]."""
+    rows, width = a.shape
+    for i in range(rows):
+        acc = np.empty(64, np.float32)
+        lanes = np.empty(16, np.float32)
+        for j in range(c.shape[0]):
+            acc[:] = 0
+            for k in range(width):
+                acc[k & 63] = _fma(a[i, k], c[j, k], acc[k & 63])
+            for t in range(16):
+                lanes[t] = (acc[t] + acc[t + 32]) + (acc[t + 16] + acc[t + 48])
+            out[i, j] = _reduce16(lanes)
+
+
+@_exact
+def _lanes16(a, c, out):
+    """out[i, j] = sum over k of a[i, k] * c[j, k] in the order llama.cpp's tinyBLAS sums
+    float16 rows on an AVX-512 CPU (two or more queries): sixteen float32 lanes (lane l
+    takes k = l, l + 16, ...), each product added by fma, then `_reduce16`. a [r, k],
+    c [s, k] float32 (float16 values) -> out [r, s]."""
+    rows, width = a.shape
+    for i in nb.prange(rows):
+        acc = np.empty(16, np.float32)
+        for j in range(c.shape[0]):
+            acc[:] = 0
+            for k in range(width):
+                acc[k & 15] = _fma(a[i, k], c[j, k], acc[k & 15])
+            out[i, j] = _reduce16(acc)
+
+
+def half_product(a, c, queries: int):  # [b, r, k], [b, s, k] float32 (float16 values) -> [b, r, s] = a @ c^T
+    """The attention's products in llama.cpp's order for a batch of `queries` tokens (row
+    i of a head belongs to query i % queries): tinyBLAS's (`_lanes16`) where llama.cpp
+    multiplies two queries or more at once, ggml_vec_dot_f16's (`_lanes64`) for a query
+    alone in its batch of `UBATCH` (a Decode step, or the last of 513 tokens)."""
+    a, c = np.ascontiguousarray(a, np.float32), np.ascontiguousarray(c, np.float32)
+    out = np.empty((a.shape[0], a.shape[1], c.shape[1]), np.float32)
+    alone = slice(queries - 1, None, queries) if queries % UBATCH == 1 else slice(0)
+    for head in range(a.shape[0]):
+        if queries > 1:
+            _lanes16(a[head], c[head], out[head])
+        if len(a[head, alone]):
+            lone = np.empty((len(a[head, alone]), c.shape[1]), np.float32)
+            _lanes64(np.ascontiguousarray(a[head, alone]), c[head], lone)
+            out[head, alone] = lone
+    return out
+
+
+_EXP = np.array([float.fromhex(h) for h in (                  # ggml_v_expf's constants, float32
+    "0x1.8p23", "0x1.715476p+0", "0x1.62e4p-1", "0x1.7f7d1cp-20", "0x1.0e4020p-7", "0x1.573e2ep-5",
+    "0x1.555e66p-3", "0x1.fffdb6p-2", "0x1.ffffecp-1")], np.float32)
+
+
+@nb.njit(inline="always")
+def _expf(x, c):
+    """exp(x) for x <= 0 as llama.cpp's AVX-512 ggml_v_expf computes it (a float32
+    polynomial by fma, scaled by 2^n); 0 below -192 ln 2 and for -inf."""
+    one = np.float32(1)
+    z = _fma(x, c[1], c[0])
+    n = z - c[0]
+    if not abs(n) <= np.float32(192):
+        return np.float32(0)
+    b = _fma(-n, c[3], _fma(-n, c[2], x))
+    u = b * b
+    j = _fma(_fma(_fma(c[4], b, c[5]), u, _fma(c[6], b, c[7])), u, _fma(c[8], b, one))
+    return np.float32(np.float64(j) * 2.0 ** np.float64(n))
+
+
+@_serial
+def _softmax_rows(x, c):
+    """Each row of x [r, t] float32 (-inf where masked) replaced in place by its softmax
+    as llama.cpp's ggml_vec_soft_max_f32 computes it on an AVX-512 CPU: `_expf` of x -
+    max per run of sixteen, each run's sum (`_reduce16`) added in float64, then every
+    value times float32(1 / sum)."""
+    rows, t = x.shape
+    for r in range(rows):
+        top = np.float32(-np.inf)
+        for k in range(t):
+            top = max(top, x[r, k])
+        lanes = np.zeros(16, np.float32)
+        total = 0.0
+        for start in range(0, t, 16):
+            for lane in range(16):
+                k = start + lane
+                lanes[lane] = _expf(x[r, k] - top, c) if k < t else np.float32(0)
+                if k < t:
+                    x[r, k] = lanes[lane]
+            total += np.float64(_reduce16(lanes))
+        scale = np.float32(1.0 / total)
+        for k in range(t):
+            x[r, k] *= scale
+
+
+def softmax_ggml(x):  # [..., t] float32 -> the same array, each row its softmax
+    """The attention weights' softmax in llama.cpp's float order (`_softmax_rows`)."""
+    rows = x.reshape(-1, x.shape[-1])
+    _softmax_rows(rows, _EXP)
+    return x
+
+
+def ggml_attention(queries: int) -> AttentionArithmetic:
+    """llama.cpp's attention arithmetic for a forward over `queries` new tokens: its
+    products (`half_product`), its softmax (`softmax_ggml`), and the weights rounded to
+    float16 before they multiply its float16 V cache."""
+    return AttentionArithmetic(functools.partial(half_product, queries=queries), softmax_ggml, half_weights=True)
+
+
+@functools.cache
+def _libm():
+    """The C library's float32 powf, cosf and sinf (llama.cpp's rotary tables call them;
+    cosf and sinf are not always the correctly rounded value), or None where it cannot
+    be loaded."""
+    try:
+        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
+        powf, cosf, sinf = libm.powf, libm.cosf, libm.sinf
+    except (OSError, AttributeError):
+        return None
+    powf.restype, powf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
+    for f in (cosf, sinf):
+        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
+    return powf, np.frompyfunc(cosf, 1, 1), np.frompyfunc(sinf, 1, 1)
+
+
+def rope_tables_ggml(positions, e: int, base: float):  # [n] -> (cos, sin) [n, e/2] float32
+    """llama.cpp's rotary tables (ggml_rope_cache_init): the angle of pair i is the
+    position times theta_scale^i, theta_scale = powf(base, -2 / e), multiplied up one
+    float32 step at a time; its cosine and sine by the C library's cosf and sinf (float64
+    rounded to float32 where there is no C library to call)."""
+    libm = _libm()
+    exponent = np.float32(-2.0) / np.float32(e)
+    scale = np.float32(libm[0](np.float32(base), exponent) if libm else np.float32(base) ** exponent)
+    angles = np.empty((len(positions), e // 2), np.float32)                # [n, e/2]
+    angles[:, 0] = np.asarray(positions, np.float32)
+    for i in range(1, e // 2):
+        angles[:, i] = angles[:, i - 1] * scale
+    if libm is None:
+        wide = angles.astype(np.float64)
+        return np.cos(wide).astype(np.float32), np.sin(wide).astype(np.float32)
+    return libm[1](angles).astype(np.float32), libm[2](angles).astype(np.float32)
+
+
+@_serial
+def _rotate(x, cos, sin, half, stride, out):
+    """llama.cpp's rotate_pairs on x [n, heads*e]: each pair (x0, x1) = (x[a], x[a +
+    stride]) of every head turned as (x0 cos - x1 sin, x0 sin + x1 cos), each fused by
+    the compiler into an fma of its first product (fma(x0, cos, -(x1 sin)), fma(x0,
+    sin, x1 cos)). stride = e/2 for Gemma's halves, 1 for adjacent pairs."""
+    n, width = x.shape
+    e = 2 * half
+    for r in range(n):
+        for h in range(width // e):
+            for i in range(half):
+                a = h * e + (i if stride != 1 else 2 * i)
+                x0, x1 = x[r, a], x[r, a + stride]
+                c, s = cos[r, i], sin[r, i]
+                out[r, a] = _fma(x0, c, -(x1 * s))
+                out[r, a + stride] = _fma(x0, s, x1 * c)
+
+
+def rope_ggml(x, tables, halves: bool):  # [n, heads*e] float32, (cos, sin) [n, e/2] -> [n, heads*e]
+    """Rotary positions as llama.cpp turns them (`_rotate`), on Gemma's halves or on
+    adjacent pairs."""
+    cos, sin = tables
+    x = np.ascontiguousarray(x, np.float32)
+    out = np.empty_like(x)
+    half = cos.shape[1]
+    _rotate(x, cos, sin, half, half if halves else 1, out)
+    return out
+
+
+def times_rows(m, x: np.ndarray, lock, batch: int | None = None) -> np.ndarray:  # BlockMatrix [rows, cols], x [n, cols] -> [n, rows]
+    """x @ m.T with x rounded to 8 bits as llama.cpp rounds it for m's block type, each
+    row summed as llama.cpp sums it when it multiplies `batch` rows at once (default: as
+    many as it takes of x's at a time, `UBATCH`). The order depends on that number for
+    Q6_K (eight or more take the tiled kernel) and Q4_K (four or more: groups of four are
+    summed otherwise than the rest)."""
+    xq, xd, xs = quantize_rows(x, m.activations)
+    out = np.empty((x.shape[0], m.shape[0]), np.float32)
+    with lock:
+        for start in range(0, x.shape[0], UBATCH):
+            rows = slice(start, start + UBATCH)
+            _product(m, xq[rows], xd[rows], xs[rows], out[rows], batch or len(xq[rows]))
+    return out
+
+
+def _product(m, xq, xd, xs, out, batch: int):  # xq [n, cols] int8, xd, xs [n, cols/32] -> out [n, rows]
+    """`times_rows` of rows already rounded: the loop and its order for m's layout."""
+    if m.offset is None and m.group == 16:
+        (product_q6_k_tiled if batch >= 8 else product_q6_k)(xq, xd, m.q, *m.k_parts, out)
+    elif m.offset is None:
+        product_8bit_lanes(xq, xd, m.q, m.scale, out)
+    elif m.k_parts is not None:                    # Q4_K: four rows at a time, then one by one
+        whole = len(xq) - len(xq) % 4 if batch > 3 else 0
+        for rows, run in ((slice(0, whole), 64), (slice(whole, None), 256)):
+            if len(xq[rows]):
+                product_q4_k(xq[rows], xd[rows], m.q, *m.k_parts, out[rows], run)
+    else:
+        product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8 if m.activations == "q8_0" else 0, out)

@@ -1,0 +1,307 @@
+"""A GGUF reader in numpy: header, metadata, tensor table, and dequantised tensors."""
+
+from __future__ import annotations
+
+import mmap
+import struct
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from .unpack import UNPACK, dense
+from ..errors import ExplorerError
+from ..limits import MAX_GGUF_BYTES, MAX_NESTING
+from ..userfile import open_regular
+
+MAGIC = b"GGUF"
+VERSIONS = (2, 3)            # version 1 used 32-bit counts and is long gone
+DEFAULT_ALIGNMENT = 32       # when general.alignment is absent
+
+# metadata value types
+UINT8, INT8, UINT16, INT16, UINT32, INT32, FLOAT32, BOOL, STRING, ARRAY, UINT64, INT64, FLOAT64 = range(13)
+_SCALARS = {UINT8: "<B", INT8: "<b", UINT16: "<H", INT16: "<h", UINT32: "<I", INT32: "<i",
+            FLOAT32: "<f", BOOL: "<?", UINT64: "<Q", INT64: "<q", FLOAT64: "<d"}
+_NUMPY = {UINT8: "<u1", INT8: "<i1", UINT16: "<u2", INT16: "<i2", UINT32: "<u4", INT32: "<i4",
+          FLOAT32: "<f4", BOOL: "?", UINT64: "<u8", INT64: "<i8", FLOAT64: "<f8"}
+
+# ggml tensor types this reader dequantises: id -> (name, elements per block, bytes per block)
+F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K = 0, 1, 2, 3, 6, 8, 12, 14
+TYPES = {F32: ("F32", 1, 4), F16: ("F16", 1, 2), Q4_0: ("Q4_0", 32, 18),
+         Q4_1: ("Q4_1", 32, 20), Q5_0: ("Q5_0", 32, 22), Q8_0: ("Q8_0", 32, 34),
+         Q4_K: ("Q4_K", 256, 144), Q6_K: ("Q6_K", 256, 210)}
+# names of the ggml types it does not read, for the error message
+_OTHER_TYPES = {7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 13: "Q5_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S",
+                20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16",
+                26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0"}
+
+
+_U64 = struct.Struct("<Q")   # a string's length
+MIN_METADATA = 8 + 4 + 1     # bytes of the smallest metadata entry: key length, type, a uint8
+MIN_TENSOR_INFO = 8 + 4 + 4 + 8   # ... of the smallest tensor entry: name length, n_dims, type, offset
+
+
+def shown_value(value) -> str:
+    """A metadata value in a message: short (an array by its length)."""
+    if isinstance(value, (list, np.ndarray)):
+        return f"an array of {len(value)}"
+    return repr(value)[:40]
+
+
+class GGUFError(ExplorerError):
+    """A GGUF file this reader cannot use; the message names the file and what is wrong."""
+
+
+def type_name(ggml_type: int) -> str:
+    if ggml_type in TYPES:
+        return TYPES[ggml_type][0]
+    return _OTHER_TYPES.get(ggml_type, f"type {ggml_type}")
+
+
+@dataclass(frozen=True)
+class TensorInfo:
+    name: str
+    ne: tuple[int, ...]      # dimensions as GGUF lists them, fastest-varying first
+    ggml_type: int
+    offset: int              # absolute byte offset of the data in the file
+
+    @property
+    def shape(self) -> tuple[int, ...]:  # numpy shape (row-major): ne reversed
+        return tuple(reversed(self.ne))
+
+    @property
+    def n_elements(self) -> int:
+        return int(np.prod(self.ne, dtype=np.int64)) if self.ne else 1
+
+    @property
+    def type_name(self) -> str:
+        return type_name(self.ggml_type)
+
+    @property
+    def nbytes(self) -> int:
+        _, block, size = TYPES[self.ggml_type]
+        return self.n_elements // block * size
+
+
+class _Cursor:
+    """Reads little-endian values from a buffer and names the file when it runs out."""
+
+    def __init__(self, buf, path: Path):
+        self.buf, self.pos, self.path, self.size = buf, 0, path, len(buf)
+
+    def need(self, n: int, what: str) -> None:
+        if self.pos + n > self.size:
+            raise GGUFError(f"{self.path}: truncated: {what} at byte {self.pos} needs {n} bytes, "
+                            f"but the file has only {self.size} bytes")
+
+    def scalar(self, fmt: str, what: str):
+        n = struct.calcsize(fmt)
+        self.need(n, what)
+        value = struct.unpack_from(fmt, self.buf, self.pos)[0]
+        self.pos += n
+        return value
+
+    def string(self, what: str) -> str:
+        n = self.scalar("<Q", what)
+        self.need(n, what)
+        raw = self.buf[self.pos:self.pos + n]
+        self.pos += n
+        try:
+            return raw.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise GGUFError(f"{self.path}: {what} is not valid UTF-8 ({exc})") from None
+
+    def strings(self, count: int, what: str) -> list[str]:
+        """`count` strings in a row (a vocabulary: tens of thousands, so one tight loop,
+        and the end of the file checked once, after it)."""
+        buf, pos, n, out = self.buf, self.pos, 0, []
+        length, append = _U64.unpack_from, out.append
+        try:
+            for _ in range(count):
+                n, = length(buf, pos)
+                pos += 8
+                append(buf[pos:pos + n].decode("utf-8"))   # one past the end comes out short: below
+                pos += n
+        except struct.error:                               # no room left for a length
+            pass
+        except UnicodeDecodeError as exc:
+            if pos + n <= self.size:
+                raise GGUFError(f"{self.path}: {what}[{len(out)}] is not valid UTF-8 ({exc})") from None
+            out.append("")                                 # cut off inside a character: past the end
+            pos += n
+        if pos > self.size:                                # the last string ran past the end
+            out.pop()
+            pos -= n + 8
+        if len(out) < count:
+            raise GGUFError(f"{self.path}: truncated: {what}[{len(out)}] at byte {pos} runs past "
+                            f"the end of the file ({self.size} bytes)")
+        self.pos = pos
+        return out
+
+    def value(self, vtype: int, what: str):
+        if vtype in _SCALARS:
+            return self.scalar(_SCALARS[vtype], what)
+        if vtype == STRING:
+            return self.string(what)
+        if vtype == ARRAY:
+            etype = self.scalar("<I", what)
+            count = self.scalar("<Q", what)
+            if etype in _NUMPY:                       # numeric arrays in one read
+                dt = np.dtype(_NUMPY[etype])
+                self.need(count * dt.itemsize, what)
+                arr = np.frombuffer(self.buf, dt, count, self.pos).copy()
+                self.pos += count * dt.itemsize
+                return arr
+            if etype == STRING:
+                return self.strings(count, what)
+            if etype == ARRAY:
+                if what.count("[") >= MAX_NESTING:          # arrays of arrays of …: the stack would overflow
+                    raise GGUFError(f"{self.path}: {what}: arrays nested more than {MAX_NESTING} deep")
+                return [self.value(ARRAY, f"{what}[{i}]") for i in range(count)]
+            raise GGUFError(f"{self.path}: {what}: unknown array element type {etype}")
+        raise GGUFError(f"{self.path}: {what}: unknown metadata value type {vtype}")
+
+
+class GGUFFile:
+    """One GGUF file, memory-mapped: `metadata`, `tensors` (name -> TensorInfo), `tensor(name)`.
+
+    GGUF (llama.cpp's model file) is little-endian:
+
+        magic "GGUF" | uint32 version | uint64 tensor count | uint64 metadata count
+        metadata:   key (uint64 length + UTF-8) | uint32 value type | value
+        tensors:    name | uint32 n_dims | uint64 ne[n_dims] | uint32 ggml type | uint64 offset
+        padding to `general.alignment` (default 32), then the tensor data; each offset is
+        relative to the start of that data.
+
+    `ne` lists dimensions fastest-first: a weight with ne = [in, out] is stored row-major as
+    numpy [out, in]. `tensor(name)` returns that numpy shape (ne reversed), as float32. The
+    file is memory-mapped; only the tensors asked for are read."""
+
+    def __init__(self, path):
+        self.path = Path(path)
+        # a regular file only (a FIFO would block, a device has no end), of a size a model may have
+        with open(open_regular(self.path, MAX_GGUF_BYTES, "GGUF model file", GGUFError), "rb") as fh:
+            try:
+                self._mm = mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ)
+            except ValueError:                   # an empty file cannot be mapped
+                raise GGUFError(f"{self.path}: empty file, expected a GGUF model") from None
+        self._map = np.frombuffer(self._mm, np.uint8)   # [file size] read-only view
+        cur = _Cursor(self._mm, self.path)
+        cur.need(4, "magic")
+        magic = bytes(self._map[:4])
+        if magic != MAGIC:
+            raise GGUFError(f"{self.path}: not a GGUF file (starts with {magic!r}, expected {MAGIC!r})")
+        cur.pos = 4
+        self.version = cur.scalar("<I", "version")
+        if self.version not in VERSIONS:
+            raise GGUFError(f"{self.path}: GGUF version {self.version} is not supported "
+                            f"(this reader reads versions {', '.join(map(str, VERSIONS))})")
+        n_tensors = cur.scalar("<Q", "tensor count")
+        n_kv = cur.scalar("<Q", "metadata count")
+        if n_tensors * MIN_TENSOR_INFO + n_kv * MIN_METADATA > len(self._mm):   # before reading any of them
+            raise GGUFError(f"{self.path}: truncated or damaged: the header announces {n_tensors} tensors and "
+                            f"{n_kv} metadata entries, more than a file of {len(self._mm)} bytes can describe")
+        self.metadata: dict = {}
+        for i in range(n_kv):
+            key = cur.string(f"metadata key {i}")
+            vtype = cur.scalar("<I", f"type of {key}")
+            self.metadata[key] = cur.value(vtype, key)
+        self.alignment = self.metadata.get("general.alignment", DEFAULT_ALIGNMENT)
+        if (not isinstance(self.alignment, int) or isinstance(self.alignment, bool) or self.alignment <= 0
+                or self.alignment & (self.alignment - 1)):
+            raise GGUFError(f"{self.path}: general.alignment = {shown_value(self.alignment)}, "
+                            "expected a power of two (an integer such as 32)")
+        infos = []
+        for i in range(n_tensors):
+            name = cur.string(f"name of tensor {i}")
+            n_dims = cur.scalar("<I", f"dimension count of {name}")
+            if n_dims > 4:
+                raise GGUFError(f"{self.path}: tensor {name} has {n_dims} dimensions (at most 4)")
+            ne = tuple(cur.scalar("<Q", f"dimensions of {name}") for _ in range(n_dims))
+            gtype = cur.scalar("<I", f"type of {name}")
+            offset = cur.scalar("<Q", f"offset of {name}")
+            infos.append((name, ne, gtype, offset))
+        self.data_offset = -(-cur.pos // self.alignment) * self.alignment
+        self.tensors: dict[str, TensorInfo] = {}
+        for name, ne, gtype, offset in infos:
+            info = TensorInfo(name, ne, gtype, self.data_offset + offset)
+            if offset % self.alignment:
+                raise GGUFError(f"{self.path}: tensor {name} starts at offset {offset}, "
+                                f"not a multiple of the alignment {self.alignment}")
+            if gtype in TYPES:
+                block = TYPES[gtype][1]
+                if ne and ne[0] % block:
+                    raise GGUFError(f"{self.path}: tensor {name} ({info.type_name}) has a row of "
+                                    f"{ne[0]} elements, not a multiple of its block size {block}")
+                end = info.offset + info.nbytes
+                if end > len(self._map):
+                    raise GGUFError(f"{self.path}: truncated: tensor {name} ends at byte {end}, "
+                                    f"but the file has only {len(self._map)} bytes")
+            self.tensors[name] = info
+
+    def __repr__(self) -> str:
+        return f"GGUFFile({str(self.path)!r}, version {self.version}, {len(self.tensors)} tensors)"
+
+    def get(self, key: str, default=None):
+        return self.metadata.get(key, default)
+
+    def require(self, key: str):
+        """A metadata value the caller cannot do without; GGUFError naming it if absent."""
+        if key not in self.metadata:
+            raise GGUFError(f"{self.path}: metadata key {key!r} is missing")
+        return self.metadata[key]
+
+    def info(self, name: str) -> TensorInfo:
+        if name not in self.tensors:
+            raise GGUFError(f"{self.path}: tensor {name!r} is missing "
+                            f"(the file has {len(self.tensors)} tensors)")
+        return self.tensors[name]
+
+    def raw(self, name: str) -> np.ndarray:  # -> [nbytes] uint8 view into the mapped file
+        info = self.info(name)
+        if info.ggml_type not in TYPES:
+            supported = ", ".join(t[0] for t in TYPES.values())
+            raise GGUFError(f"{self.path}: tensor {name} is {info.type_name}, which this reader "
+                            f"cannot dequantise (supported: {supported})")
+        return self._map[info.offset:info.offset + info.nbytes]
+
+    def tensor(self, name: str) -> np.ndarray:  # -> float32, numpy shape = ne reversed
+        info = self.info(name)
+        return dequantize(self.raw(name), info.ggml_type).reshape(info.shape)
+
+
+def dequantize(raw: np.ndarray, ggml_type: int) -> np.ndarray:  # [nbytes] uint8 -> [n] float32
+    """Raw tensor bytes of one of TYPES to a new float32 array, in element order.
+
+    Block layouts (exactly as ggml; 32 elements per block):
+        Q8_0: f16 d, 32 x int8 q                  value = q * d
+        Q4_0: f16 d, 16 bytes                     value = (nibble - 8) * d
+        Q4_1: f16 d, f16 m, 16 bytes              value = nibble * d + m
+    where byte j holds element j in its low nibble and element j + 16 in its high nibble.
+    Q5_0, Q4_K and Q6_K are described in `block_unpack`."""
+    raw = np.asarray(raw, np.uint8)
+    if ggml_type == F32:
+        return raw.view("<f4").astype(np.float32)           # a copy: the file may be closed
+    if ggml_type == F16:
+        return raw.view("<f2").astype(np.float32)
+    name, block, size = TYPES[ggml_type]
+    if ggml_type in UNPACK:
+        n = raw.size // size * block                         # one row of all the elements
+        return dense(*UNPACK[ggml_type](raw, 1, n)).reshape(-1)
+    blocks = raw.reshape(-1, size)                           # [nb, bytes per block]
+    nb = blocks.shape[0]
+    out = np.empty((nb, block), np.float32)                  # [nb, 32]
+    d = blocks[:, 0:2].copy().view("<f2").astype(np.float32)  # [nb, 1] scale
+    if ggml_type == Q8_0:
+        np.multiply(blocks[:, 2:].view(np.int8), d, out=out)
+        return out.reshape(-1)
+    qs = blocks[:, -16:]                                     # [nb, 16] packed nibbles
+    out[:, :16] = qs & 0x0F                                  # elements 0..15: low nibbles
+    out[:, 16:] = qs >> 4                                    # elements 16..31: high nibbles
+    if ggml_type == Q4_0:
+        out -= 8
+        out *= d
+    else:                                                    # Q4_1
+        out *= d
+        out += blocks[:, 2:4].copy().view("<f2").astype(np.float32)   # [nb, 1] minimum
+    return out.reshape(-1)

@@ -1,0 +1,2 @@
+"""Language models in numpy: the protocol, KV cache, traces, layers, attention, the decoder,
+the teaching and table models and their parameter files."""

@@ -1,0 +1,372 @@
+"""A general decoder-only transformer in numpy, with a KV cache and a full trace: the
+teaching model, llama-shaped models and Gemma 3 are configurations of the same code."""
+
+from __future__ import annotations
+
+import math
+import time
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from . import layers as L
+from ..errors import PromptError
+from .kvcache import KVCache
+from .protocol import StepwiseModel
+from .trace import ForwardTrace, LayerTrace
+from ..tokens.vocab import Vocabulary
+
+NORMS = ("none", "layer", "rms")
+POSITIONS = ("none", "learned", "rope")
+FFNS = ("tanh", "gelu", "swiglu", "geglu")
+# "float": every product in the model's dtype (float32 for a real model), the teaching path;
+# "llama.cpp": as llama.cpp's CPU backend computes (8-bit activations into quantised
+# weights, K and V kept as float16, queries and attention weights rounded to float16 for
+# their products with them, GELU read from a float16 table)
+ARITHMETICS = ("float", "llama.cpp")
+ROPE_PAIRS = ("adjacent", "halves")
+
+
+@dataclass(frozen=True)
+class DecoderConfig:
+    vocab_size: int = 7          # the course's teaching vocabulary
+    d_model: int = 4             # small enough to print every number on a slide
+    n_layers: int = 1            # one layer is enough to show attention and the cache
+    n_heads: int = 1             # one causal head
+    n_kv_heads: int = 1          # equal to n_heads unless K/V heads are shared (GQA)
+    head_dim: int = 4            # d_model / n_heads for the teaching model
+    d_ff: int = 8                # feed-forward width
+    ffn: str = "tanh"            # "tanh" | "gelu" | "swiglu"
+    norm: str = "none"           # "none" | "layer" | "rms"; the course omits normalisation
+    positions: str = "none"      # "none" | "learned" | "rope"; the course omits positions
+    max_positions: int = 64      # rows of the learned position table
+    rope_base: float = 10000.0   # rotary frequency base
+    norm_eps: float = 1e-5       # added under the square root of every norm
+    output_bias: bool = True     # the teaching head has a bias per vocabulary item
+    tied_output: bool = False    # reuse the embedding as the output head (llama-style)
+    embed_scale: float = 1.0     # the embedding is multiplied by it (Gemma: sqrt(d_model))
+    rope_pairs: str = "adjacent"  # rotated pairs: "adjacent" (llama) or "halves" (NeoX, Gemma)
+    windows: tuple = ()          # per layer, how many of the latest positions it reads
+                                 # (0 = all: a global layer); () = every layer global
+    local_rope_base: float = 0.0  # rotary base of the windowed layers (0: rope_base)
+    kept_rows: int = 0           # positions whose logits and residual stream a trace keeps:
+                                 # the last `kept_rows` of each forward (0 = all). A real
+                                 # model chooses with the last one; all 2,000 of a long
+                                 # Prefill would be 390 MB of SmolLM2 logits and 550 MB of
+                                 # its layers' [n, d] records
+
+    def window(self, layer: int) -> int:
+        """Positions layer `layer` reads back from each query (itself included); 0 = all."""
+        return self.windows[layer] if self.windows else 0
+
+    def __post_init__(self):
+        if self.norm not in NORMS:
+            raise ValueError(f"norm = {self.norm!r}: expected one of {NORMS}")
+        if self.positions not in POSITIONS:
+            raise ValueError(f"positions = {self.positions!r}: expected one of {POSITIONS}")
+        if self.ffn not in FFNS:
+            raise ValueError(f"ffn = {self.ffn!r}: expected one of {FFNS}")
+        if self.n_heads % self.n_kv_heads:
+            raise ValueError(f"n_heads = {self.n_heads} is not a multiple of n_kv_heads = {self.n_kv_heads}")
+        if self.positions == "rope" and self.head_dim % 2:
+            raise ValueError(f"head_dim = {self.head_dim}: rotary positions need an even head size")
+        if self.rope_pairs not in ROPE_PAIRS:
+            raise ValueError(f"rope_pairs = {self.rope_pairs!r}: expected one of {ROPE_PAIRS}")
+        if self.windows and len(self.windows) != self.n_layers:
+            raise ValueError(f"windows has {len(self.windows)} entries for {self.n_layers} layers")
+
+
+@dataclass(frozen=True)
+class LayerParams:
+    """One layer's weights. `wqkv` and `w13` are optional fused storage: when wq, wk, wv
+    are the column blocks of one matrix [wq | wk | wv] (and w1, w3 of [w1 | w3]), a step
+    reads them with one matrix product instead of three (two); `fused_layer` builds such
+    a layer. A fused matrix whose blocks are not exactly these views (after
+    `dataclasses.replace(lp, wq=...)`, say) is dropped: wq, wk, wv, w1, w3 are the truth."""
+
+    # matrices are float arrays, or (a llama file's quantised weights) transposed
+    # `quantized.BlockMatrix` views: both are multiplied as `x @ w`
+    wq: np.ndarray                 # [d, h*e]
+    wk: np.ndarray                 # [d, g*e]
+    wv: np.ndarray                 # [d, g*e]
+    wo: np.ndarray                 # [h*e, d]
+    w1: np.ndarray                 # [d, f]  (SwiGLU, GeGLU: the gate)
+    w2: np.ndarray                 # [f, d]
+    w3: np.ndarray | None = None   # [d, f]  SwiGLU / GeGLU up projection
+    b1: np.ndarray | None = None   # [f]
+    b2: np.ndarray | None = None   # [d]
+    norm1: tuple | None = None     # ([d] gamma, [d] beta or None) before attention
+    norm2: tuple | None = None     # ([d] gamma, [d] beta or None) before the FFN
+    wqkv: np.ndarray | None = None  # [d, (h+2g)*e] = [wq | wk | wv], those three its views
+    w13: np.ndarray | None = None   # [d, 2f] = [w1 | w3], those two its views
+    q_norm: tuple | None = None     # ([e] gamma, None): RMSNorm of every query head (Gemma 3)
+    k_norm: tuple | None = None     # ([e] gamma, None): RMSNorm of every key head
+    post_norm1: tuple | None = None  # ([d] gamma, None) on the attention output (Gemma)
+    post_norm2: tuple | None = None  # ([d] gamma, None) on the FFN output
+
+    def __post_init__(self):
+        if self.wqkv is not None and not _column_blocks(self.wqkv, (self.wq, self.wk, self.wv)):
+            object.__setattr__(self, "wqkv", None)
+        if self.w13 is not None and (self.w3 is None or not _column_blocks(self.w13, (self.w1, self.w3))):
+            object.__setattr__(self, "w13", None)
+
+
+def _column_blocks(whole: np.ndarray, parts) -> bool:
+    """True if `parts` are exactly the consecutive column blocks of `whole` (views of it)."""
+    if not isinstance(whole, np.ndarray):     # transposed BlockMatrix views: compare their rows
+        if not all(type(part) is type(whole) for part in parts):
+            return False
+        whole, parts = whole.T.q.T, [part.T.q.T for part in parts]
+    if whole.ndim != 2:
+        return False
+    address, step = whole.__array_interface__["data"][0], whole.strides[1]
+    for part in parts:
+        if (part.ndim != 2 or part.dtype != whole.dtype or part.shape[0] != whole.shape[0]
+                or part.strides != whole.strides
+                or part.__array_interface__["data"][0] != address):
+            return False
+        address += part.shape[1] * step
+    return address == whole.__array_interface__["data"][0] + whole.shape[1] * step
+
+
+def fused_layer(lp: LayerParams) -> LayerParams:
+    """`lp` with wq, wk, wv (and SwiGLU's w1, w3) stored as column blocks of one matrix."""
+    wqkv = np.concatenate([lp.wq, lp.wk, lp.wv], axis=1)
+    a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
+    parts = dict(wqkv=wqkv, wq=wqkv[:, :a], wk=wqkv[:, a:b], wv=wqkv[:, b:])
+    if lp.w3 is not None:
+        w13 = np.concatenate([lp.w1, lp.w3], axis=1)
+        f = lp.w1.shape[1]
+        parts.update(w13=w13, w1=w13[:, :f], w3=w13[:, f:])
+    return replace(lp, **parts)
+
+
+@dataclass(frozen=True)
+class DecoderParams:
+    embed: np.ndarray                      # [V, d]
+    layers: tuple[LayerParams, ...]
+    w_out: np.ndarray | None = None        # [d, V]; None when tied to the embedding
+    b_out: np.ndarray | None = None        # [V]
+    pos_embed: np.ndarray | None = None    # [max_positions, d] for learned positions
+    norm_f: tuple | None = None            # final norm ([d] gamma, [d] beta or None)
+
+
+@dataclass(eq=False)      # compared and hashed by identity: runs are cached per model
+class DecoderModel(StepwiseModel):
+    """A LanguageModel: `prefill`, `decode` and the reference `full_forward`."""
+
+    config: DecoderConfig
+    params: DecoderParams
+    vocab: Vocabulary
+    name: str = "decoder"
+    dtype: type = field(default=np.float64)
+    arithmetic: str = "float"      # one of ARITHMETICS
+
+    def __post_init__(self):
+        if self.arithmetic not in ARITHMETICS:
+            raise ValueError(f"arithmetic = {self.arithmetic!r}: expected one of {ARITHMETICS}")
+
+    @property
+    def arithmetic_label(self) -> str:
+        """What a run computed in, as a record says it: "float32", "float64" or "llama.cpp"."""
+        return np.dtype(self.dtype).name if self.arithmetic == "float" else self.arithmetic
+
+    @property
+    def _llama_cpp(self) -> bool:
+        return self.arithmetic == "llama.cpp"
+
+    def new_cache(self) -> KVCache:
+        c = self.config
+        return KVCache(c.n_layers, c.n_kv_heads, c.head_dim, self.dtype)
+
+    def _forward(self, ids, positions, cache: KVCache) -> ForwardTrace:  # [n], [n] -> trace
+        start = time.perf_counter()
+        key_positions = np.concatenate([cache.positions, positions])       # [t]
+        key_ids = np.concatenate([cache.ids, ids])                         # [t]
+        embeddings = self._embed(ids, positions)                           # [n, d]
+        x, traces = self._layers(embeddings, ids, positions, cache, keep=True)
+        final = self._kept(self._norm(x, self.params.norm_f))              # [m, d]
+        return ForwardTrace(ids, positions, key_ids, key_positions, self._kept(embeddings), traces,
+                            final, self._head(final), time.perf_counter() - start)
+
+    def _kept(self, x):  # [n, ...] -> [m, ...] the rows a trace keeps (a copy: not a view of all n)
+        rows = self.config.kept_rows
+        return x[-rows:].copy() if rows and rows < len(x) else x
+
+    def reference_logits(self, ids, last: int) -> np.ndarray:  # -> [last, V]
+        """`full_forward(ids).logits[-last:]` without the trace: no layer keeps its
+        attention records (a 500-token prefix would hold 540 MB of them on SmolLM2 for
+        nothing) and the output head multiplies only the rows compared."""
+        ids = self.vocab.id_array(ids, "ids")
+        positions = np.arange(len(ids))
+        x, _ = self._layers(self._embed(ids, positions), ids, positions, self.new_cache(), keep=False)
+        return self._head(self._norm(x[-last:], self.params.norm_f))
+
+    def _embed(self, ids, positions):  # [n], [n] -> [n, d]
+        c, p = self.config, self.params
+        if c.positions == "learned" and positions[-1] >= c.max_positions:
+            raise PromptError(f"position {positions[-1]} is beyond max_positions = {c.max_positions}")
+        x = p.embed[ids]
+        if c.embed_scale != 1:
+            x = x * x.dtype.type(c.embed_scale)
+        return x + p.pos_embed[positions] if c.positions == "learned" else x
+
+    def _layers(self, x, ids, positions, cache: KVCache, keep: bool):  # [n, d] -> [n, d], traces
+        """Every layer on the embeddings `x`, extending `cache`; each layer's LayerTrace
+        when `keep`, else none."""
+        c = self.config
+        key_positions = np.concatenate([cache.positions, positions])                  # [t]
+        windows = [c.window(i) for i in range(c.n_layers)]
+        masks = {w: L.causal_mask(positions, key_positions, w) for w in set(windows)}   # [n, t] each
+        tables = {}                     # the same rotations in every layer of a kind: computed once
+        if c.positions == "rope":
+            bases = {w: c.local_rope_base if w and c.local_rope_base else c.rope_base for w in masks}
+            tables = {w: self._rope_tables(positions, base, x.dtype)     # [n, e/2]
+                      for w, base in bases.items()}
+        arithmetic = self._attention_arithmetic(len(ids))   # the same for every layer
+        traces = []
+        for i, lp in enumerate(self.params.layers):
+            x_in, mask = x, masks[windows[i]]
+            a_in = self._norm(x, lp.norm1)
+            q, k, v = self._qkv(a_in, lp, tables.get(windows[i]))         # [n, h*e], [n, g*e] x2
+            if self._llama_cpp:        # the cache holds float16; q meets K as float16
+                q, k, v = self._half_query(q, lp), L.to_half(k), L.to_half(v)
+            q = L.split_heads(q, c.n_heads)                                # [h, n, e]
+            k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
+            v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
+            k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
+            heads = L.attention(q, k_all, v_all, mask, arithmetic)         # [h, n, e]
+            attn_out = self._norm(self._mm(L.merge_heads(heads), lp.wo), lp.post_norm1)   # [n, d]
+            x = x + attn_out
+            # llama.cpp runs the last layer's FFN on the one row whose logits it reads
+            batch = 1 if self._llama_cpp and i == c.n_layers - 1 else None
+            ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp, batch), lp.post_norm2)   # [n, d]
+            x = x + ffn_out
+            if keep:
+                n = len(ids)           # the new keys and values as views of the cache: kept once
+                traces.append(LayerTrace(self._kept(x_in), q, k_all[:, -n:], v_all[:, -n:], k_all, mask,
+                                         self._kept(attn_out), self._kept(ffn_out), self._kept(x),
+                                         windows[i], arithmetic))
+        cache.commit(ids, positions)
+        return x, tuple(traces)
+
+    def _head(self, final):  # [n, d] -> [n, V] logits
+        p = self.params
+        logits = self._mm(final, p.embed.T if self.config.tied_output else p.w_out)
+        return logits if p.b_out is None else logits + p.b_out
+
+    def _attention_arithmetic(self, queries: int) -> L.AttentionArithmetic:
+        """How the attention of a forward over `queries` new tokens rounds (its LayerTraces
+        keep it, so that a head's weights are recomputed exactly)."""
+        if not self._llama_cpp:
+            return L.FLOAT_ATTENTION
+        from ..gguf.int8_products import ggml_attention   # numba: only in llama.cpp's arithmetic
+        return ggml_attention(queries)
+
+    def _half_query(self, q, lp: LayerParams):  # [n, h*e] float32 -> [n, h*e] float16 values
+        """The queries rounded to float16 as llama.cpp rounds them to meet the K cache.
+        Its Gemma 3 graph scales them by 1/sqrt(e) first (its other graphs scale the
+        scores): the same numbers, except where q / sqrt(e) is a float16 subnormal."""
+        if lp.q_norm is None:
+            return L.to_half(q)
+        scale = np.float32(1 / math.sqrt(self.config.head_dim))
+        return L.to_half(q * scale) / scale          # 1/16 for head size 256: exact both ways
+
+    def _mm(self, x, w, batch: int | None = None):  # [n, a] @ [a, b] -> [n, b]
+        """A product with a weight matrix; in llama.cpp's arithmetic a quantised one
+        (`quantized.BlockMatrix`) reads x rounded to 8 bits (`int8_products`), each row
+        summed as llama.cpp sums it in a batch of `batch` rows (default: x's)."""
+        return w.times_int8(x, batch) if self._llama_cpp and hasattr(w, "times_int8") else x @ w
+
+    def _norm(self, x, norm):  # [n, d] -> [n, d]
+        c = self.config
+        if c.norm == "none" or norm is None:
+            return x
+        gamma, beta = norm
+        if c.norm == "rms":
+            return (L.rms_norm_ggml if self._llama_cpp else L.rms_norm)(x, gamma, c.norm_eps)
+        return L.layer_norm(x, gamma, beta, c.norm_eps)
+
+    def _qkv(self, x, lp: LayerParams, tables):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
+        """Queries, keys and values; queries and keys normalised per head if the layer
+        has those norms (Gemma 3), then turned by the rotary `tables` ([n, e/2], or None
+        without rotary positions)."""
+        if lp.wqkv is None:
+            q, k, v = self._mm(x, lp.wq), self._mm(x, lp.wk), self._mm(x, lp.wv)
+        else:
+            qkv = self._mm(x, lp.wqkv)                 # one product instead of three
+            a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
+            v = qkv[:, b:].copy()      # its own array: a trace keeping V does not keep Q and K twice
+            if lp.q_norm is None and tables is not None:
+                qk = self._rope(qkv[:, :b], tables)    # both turned at once
+                return qk[:, :a], qk[:, a:], v
+            q, k = qkv[:, :a], qkv[:, a:b]
+        if lp.q_norm is not None:
+            q, k = self._head_norm(q, lp.q_norm), self._head_norm(k, lp.k_norm)
+        if tables is not None:
+            q, k = self._rope(q, tables), self._rope(k, tables)
+        return q, k, v
+
+    def _head_norm(self, x, norm):  # [n, heads*e] -> [n, heads*e], each head normalised alone
+        n, e = x.shape[0], self.config.head_dim
+        return self._norm(x.reshape(n, -1, e), norm).reshape(n, -1)
+
+    def _rope_tables(self, positions, base, dtype):  # [n] -> the rotations for `_rope`
+        if self._llama_cpp:
+            from ..gguf.int8_products import rope_tables_ggml      # numba: only in llama.cpp's arithmetic
+            return rope_tables_ggml(positions, self.config.head_dim, base)
+        return L.rope_tables(positions, self.config.head_dim, base, dtype)
+
+    def _rope(self, x, tables):  # [n, heads*e] -> [n, heads*e]
+        if self._llama_cpp:
+            from ..gguf.int8_products import rope_ggml
+            return rope_ggml(x, tables, self.config.rope_pairs != "adjacent")
+        return (L.rope if self.config.rope_pairs == "adjacent" else L.rope_halves)(x, tables)
+
+    def _ffn(self, x, lp: LayerParams, batch: int | None = None):  # [n, d] -> [n, d]
+        """The feed-forward block; `batch` as in `_mm`, for its products."""
+        act = self.config.ffn
+        if act in ("swiglu", "geglu"):                 # gate(x) * up(x), gated by SiLU or GELU
+            gate = L.silu if act == "swiglu" else L.gelu_half_table if self._llama_cpp else L.gelu
+            if lp.w13 is None:
+                return self._mm(gate(self._mm(x, lp.w1, batch)) * self._mm(x, lp.w3, batch), lp.w2, batch)
+            gate_up = self._mm(x, lp.w13, batch)       # [n, 2f], one product instead of two
+            f = lp.w1.shape[1]
+            return self._mm(gate(gate_up[:, :f]) * gate_up[:, f:], lp.w2, batch)
+        hidden = self._mm(x, lp.w1, batch) + (0 if lp.b1 is None else lp.b1)    # [n, f]
+        hidden = np.tanh(hidden) if act == "tanh" else L.gelu(hidden)
+        return self._mm(hidden, lp.w2, batch) + (0 if lp.b2 is None else lp.b2)
+
+
+def random_params(config: DecoderConfig, rng: np.random.Generator, scale: float = 0.5,
+                  dtype=np.float64) -> DecoderParams:
+    """Random parameters of the right shapes (tests, benchmarks, the start of a fit)."""
+    c = config
+    d, e, f = c.d_model, c.head_dim, c.d_ff
+
+    def w(*shape):
+        return (rng.standard_normal(shape) * scale / np.sqrt(shape[0])).astype(dtype)
+
+    def norm():
+        if c.norm == "none":
+            return None
+        beta = None if c.norm == "rms" else w(1, d)[0]
+        return (1 + w(1, d)[0] * 0.1, beta)
+
+    gated = c.ffn in ("swiglu", "geglu")         # gate and up projections, no biases
+    layer_list = tuple(
+        LayerParams(
+            wq=w(d, c.n_heads * e), wk=w(d, c.n_kv_heads * e), wv=w(d, c.n_kv_heads * e),
+            wo=w(c.n_heads * e, d), w1=w(d, f), w2=w(f, d),
+            w3=w(d, f) if gated else None,
+            b1=None if gated else w(1, f)[0], b2=None if gated else w(1, d)[0],
+            norm1=norm(), norm2=norm())
+        for _ in range(c.n_layers))
+    return DecoderParams(
+        embed=(rng.standard_normal((c.vocab_size, d)) * scale).astype(dtype),
+        layers=layer_list,
+        w_out=None if c.tied_output else w(d, c.vocab_size),
+        b_out=w(1, c.vocab_size)[0] if c.output_bias else None,
+        pos_embed=(rng.standard_normal((c.max_positions, d)) * scale).astype(dtype)
+        if c.positions == "learned" else None,
+        norm_f=norm())

@@ -1,0 +1,1 @@
+"""Vocabularies and tokenizers: byte-level BPE, SentencePiece, chat markers."""

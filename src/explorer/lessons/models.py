@@ -1,0 +1,98 @@
+"""The model a lesson names in its [model] table, built once per file and kind (a shared
+model object lets every scenario of a lesson reuse the same forward passes)."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from ..core.errors import ExplorerError
+from ..core.user_numbers import NumbersError, number_array
+from ..core.models.params_file import load_params
+from ..core.models.table_model import TableModel, load_table_model
+from ..core.models.teaching import load_teaching_model
+from ..core.tokens.vocab import Vocabulary
+from ..catalog.registry import load_model
+
+CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
+CONTEXT_ID = 0       # its id: a logits model's prompt is always (CONTEXT_ID,)
+
+
+def build_model(spec: dict, lesson_path: Path):
+    """kind = teaching | installed (name: a real model installed with `explorer model
+    install NAME`) | params (file) | table (file) | logits (pieces, logits) |
+    projection (pieces, hidden, w_out: the logits are hidden @ w_out)."""
+    kind = spec["kind"]
+    if kind == "teaching":
+        return _teaching()
+    if kind == "installed":
+        return load_model(installed_name(spec))
+    if kind in ("params", "table"):
+        if not isinstance(spec.get("file"), str):
+            raise ExplorerError(f"model.file: missing (the {kind} file, relative to the lesson)")
+        path = (lesson_path.parent / spec["file"]).resolve()
+        return _params(path) if kind == "params" else _table(path)
+    if kind == "logits":
+        return logits_model(_pieces(spec), tuple(_numbers(spec, "logits", 1).tolist()))
+    if kind == "projection":
+        hidden = _numbers(spec, "hidden", 1)                                    # [d]
+        w_out = _numbers(spec, "w_out", 2)                                      # [d, V]
+        if w_out.shape[0] != hidden.size:
+            raise ExplorerError(f"model: hidden has {hidden.size} numbers, so w_out needs {hidden.size} rows "
+                                f"(got shape {list(w_out.shape)})")
+        return logits_model(_pieces(spec), tuple((hidden @ w_out).tolist()))
+    raise ExplorerError(f"model.kind: {kind!r}: expected teaching, installed, params, table, logits or projection")
+
+
+def _pieces(spec: dict) -> tuple[str, ...]:
+    pieces = spec.get("pieces", [])
+    if not isinstance(pieces, list) or not all(isinstance(p, str) and p for p in pieces):
+        raise ExplorerError('model.pieces: expected a list of non-empty strings, e.g. ["Paris", "London"]')
+    return tuple(pieces)
+
+
+def _numbers(spec: dict, key: str, ndim: int) -> np.ndarray:  # -> float64 array of `ndim` dimensions
+    """A [model] key holding a list (ndim 1) or a matrix (ndim 2) of numbers; ExplorerError
+    naming the key and what is wrong (text, booleans, ragged rows)."""
+    try:
+        return number_array(spec.get(key, []), ndim)
+    except NumbersError as exc:
+        raise ExplorerError(f"model.{key}{exc.where}: {exc.problem}") from None
+
+
+def installed_name(spec: dict) -> str | None:
+    """The name of the installed model a [model] table names (kind = "installed"), else None."""
+    return spec.get("name") if spec["kind"] == "installed" else None
+
+
+@lru_cache(maxsize=None)
+def _teaching():
+    return load_teaching_model()
+
+
+@lru_cache(maxsize=None)
+def _params(path: Path):
+    return load_params(path)
+
+
+@lru_cache(maxsize=None)
+def _table(path: Path):
+    return load_table_model(path)
+
+
+@lru_cache(maxsize=64)
+def logits_model(pieces: tuple[str, ...], logits: tuple[float, ...]) -> TableModel:
+    """A model whose next-token logits are always `logits` (one per piece, shown exactly as
+    given); its prompt is the single context token "…", which never wins (logit -inf)."""
+    if not pieces or len(pieces) != len(logits):
+        raise ExplorerError(f"model: {len(pieces)} pieces but {len(logits)} logits: expected one logit per piece")
+    if CONTEXT in pieces or len(set(pieces)) != len(pieces):
+        raise ExplorerError(f"model.pieces: expected distinct pieces other than {CONTEXT!r} (the context token)")
+    values = np.asarray(logits, dtype=np.float64)                     # [V-1]
+    if not np.isfinite(values).all():
+        raise ExplorerError("model.logits: expected finite numbers")
+    row = np.concatenate([[-np.inf], values])                         # [V]: the context token never wins
+    row.flags.writeable = False
+    return TableModel(Vocabulary((CONTEXT, *pieces), {"bos": CONTEXT_ID}), {}, row, name="logits")

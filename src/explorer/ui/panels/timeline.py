@@ -1,0 +1,432 @@
+"""Timeline panel: Prefill, Decode 1 … and the stop as a clickable strip, the course's step
+table, the token counts and usage, and the Run's speed (time to first token, per token)."""
+
+from __future__ import annotations
+
+from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
+from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QStandardItem, QStandardItemModel
+from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QStyleOptionViewItem,
+                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+
+from ...core.elide import ENDS, elided, elided_indexes, elided_list
+from ...core.decode.speculative import VerifyStep
+from ...i18n import MESSAGES, add_messages, tr
+from ...session import Session
+from ...session.narration import finish_text, frame_usage, milliseconds, shown_text
+from .panel import Panel
+from ..theme import text_on
+
+add_messages({
+    "timeline.col.time": {"en": "Time", "zh": "时刻"},
+    "timeline.col.input": {"en": "Fed into the model", "zh": "本次输入网络的Token"},
+    "timeline.col.positions": {"en": "Positions computed", "zh": "本次计算位置"},
+    "timeline.col.kv": MESSAGES["col.kv_after"],
+    "timeline.col.chooser": {"en": "Chooses the next token", "zh": "用哪个输出选下一个Token"},
+    "timeline.col.selected": {"en": "Selected", "zh": "选出"},
+    "timeline.col.ms": {"en": "Forward ms", "zh": "前向耗时(ms)"},
+    "timeline.stop": {"en": "Stop: {reason}", "zh": "停止：{reason}"},
+    "timeline.verify.selected": {"en": "✓ {kept} ✗ {rejected} → {piece} ({id})",
+                                 "zh": "✓ {kept} ✗ {rejected} → {piece}（{id}）"},
+    "timeline.verify.kv": {"en": "{pieces} (rolled back from {written})", "zh": "{pieces}（从{written}回退）"},
+    "timeline.counts": {"en": "visible sequence {visible}  ·  in cache {cache}  ·  text shown {chars} characters",
+                        "zh": "可见序列 {visible}  ·  已进缓存 {cache}  ·  显示文字 {chars}个字符"},
+    "timeline.usage.tip": {"en": "Counted apart as serving APIs report them. Reasoning tokens are selected, "
+                                 "processed, cached and paid for like any other; the chat window just does not "
+                                 "show them.",
+                           "zh": "按推理服务的用量字段分开计数。推理Token和其他Token一样被选出、被处理、进入缓存、"
+                                 "需要计费，只是聊天窗口不显示它们。"},
+    "timeline.reused": {"en": "reused {reused}, computed {computed}: {positions}",
+                        "zh": "复用{reused}个，计算{computed}个：{positions}"},
+    "timeline.speed.prefix": {"en": "time to first token {ttft} ms, {reused} positions from the prefix cache",
+                              "zh": "首个Token用时{ttft} ms，{reused}个位置取自前缀缓存"},
+    "timeline.not_yet": {"en": "…", "zh": "…"},
+    "timeline.speed": {"en": "Prefill {prefill} ms ({n} tok) · Decode {decode} ms/token ≈ {rate} tok/s",
+                       "zh": "Prefill {prefill} ms（{n}个Token）· Decode 每个Token {decode} ms ≈ 每秒{rate}个Token"},
+    "timeline.speed.prefill_only": {"en": "Prefill {prefill} ms ({n} tok) · no Decode step",
+                                    "zh": "Prefill {prefill} ms（{n}个Token）· 没有Decode步骤"},
+    "timeline.speed.tip": {"en": "Time to first token (the Prefill forward) against time per output token "
+                                 "(the mean of the Decode forwards), measured when this run was computed",
+                           "zh": "首个Token的时间（Prefill前向）与每个输出Token的时间（Decode前向的平均值），"
+                                 "在计算这次运行时测得"},
+})
+
+
+def speed_text(run, lang: str) -> str:
+    """"Prefill 183 ms (64 tok) · Decode 27 ms/token ≈ 37 tok/s" from the steps' forward times."""
+    prefill, decodes = run.steps[0], run.steps[1:]
+    values = dict(prefill=milliseconds(prefill.seconds), n=len(prefill.input_ids))
+    if not decodes:
+        return tr("timeline.speed.prefill_only", lang, **values) + _prefix_speed(run, lang)
+    per_token = sum(s.seconds for s in decodes) / (len(run.output_ids) - 1)   # a verify pass may add several
+    rate = "∞" if per_token <= 0 else f"{1 / per_token:,.0f}" if per_token < 0.1 else f"{1 / per_token:.1f}"
+    return tr("timeline.speed", lang, decode=milliseconds(per_token), rate=rate, **values) + _prefix_speed(run, lang)
+
+
+def _prefix_speed(run, lang: str) -> str:
+    """" · time to first token 90 ms, 26 positions from the prefix cache" for a run that reused some."""
+    if run.prefix is None:
+        return ""
+    return " · " + tr("timeline.speed.prefix", lang, ttft=milliseconds(run.time_to_first_token),
+                      reused=run.prefix.reused)
+
+
+class StepStrip(QWidget):
+    """Chips for Prefill, Decode 1, … and Stop, painted in one widget (hundreds of steps
+    stay cheap). Emits the step index (or -1 for the stop chip) when one is clicked. When
+    the chips are wider than the strip, they slide left so that the current one is in
+    view, and "…" at the left edge says that earlier steps are out of sight."""
+
+    clicked = Signal(int)
+    GAP = 8                     # px between chips (a "›" sits in it)
+
+    def __init__(self, parent=None):
+        super().__init__(parent)
+        self._labels: list[str] = []
+        self._current = -2
+        self._colors = ("#0072B2", "#E69F00", "#ffffff", "#1a1a1a")
+        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+
+    def sizeHint(self) -> QSize:
+        return QSize(self.chips_width(), self.fontMetrics().height() + 14)
+
+    def minimumSizeHint(self) -> QSize:
+        return QSize(0, self.sizeHint().height())
+
+    def chips_width(self) -> int:
+        """The width of every chip side by side (nothing slid out of view)."""
+        fm = self.fontMetrics()
+        return 8 + sum(fm.horizontalAdvance(label) + 18 + self.GAP for label in self._labels)
+
+    def least_width(self, shown: int = 4) -> int:
+        """Room for the "…" mark and the `shown` widest chips: a strip at least this wide
+        keeps the current chip in view and says that the others slid out of sight."""
+        fm = self.fontMetrics()
+        widest = sorted((fm.horizontalAdvance(label) + 18 + self.GAP for label in self._labels), reverse=True)
+        return min(self.chips_width(), 8 + fm.horizontalAdvance("…") + 8 + sum(widest[:shown]))
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self.updateGeometry()             # the chips' height follows the type
+
+    def set_chips(self, labels: list[str], current: int, colors) -> None:
+        if (labels, current, colors) != (self._labels, self._current, self._colors):
+            self._labels, self._current, self._colors = labels, current, colors
+            self.update()
+
+    def chip_rects(self) -> list[QRectF]:
+        """Where each chip is drawn, in widget pixels (left of 0: slid out of view)."""
+        fm, h = self.fontMetrics(), self.height() - 6
+        rects, x = [], 4.0
+        for label in self._labels:
+            w = fm.horizontalAdvance(label) + 18
+            rects.append(QRectF(x, 3, w, h))
+            x += w + self.GAP
+        if 0 <= self._current < len(rects) and rects[self._current].right() > self.width() - 4:
+            shift = rects[self._current].right() - (self.width() - 4)    # the current chip at the right edge
+            rects = [r.translated(-shift, 0) for r in rects]
+        return rects
+
+    def chip_at(self, x: float) -> int | None:
+        rects = self.chip_rects()
+        if x < self.hidden_mark_width(rects):        # the "…" mark over slid-out chips
+            return None
+        return next((i for i, r in enumerate(rects) if r.left() <= x <= r.right()), None)
+
+    def hidden_mark_width(self, rects: list[QRectF]) -> float:
+        """The width of the "…" mark at the left edge (0 when no chip slid out of view)."""
+        return self.fontMetrics().horizontalAdvance("…") + 8 if rects and rects[0].left() < 0 else 0.0
+
+    def mousePressEvent(self, event):
+        i = self.chip_at(event.position().x())
+        if i is not None:
+            self.clicked.emit(i if i < len(self._labels) - 1 else -1)
+
+    def paintEvent(self, _event):
+        done, current, bg, fg = self._colors
+        p = QPainter(self)
+        p.setRenderHint(QPainter.RenderHint.Antialiasing)
+        rects = self.chip_rects()
+        mark = self.hidden_mark_width(rects)
+        for i, (label, rect) in enumerate(zip(self._labels, rects)):
+            if rect.left() < mark:         # slid (partly) under the "…" mark
+                continue
+            fill = current if i == self._current else bg
+            p.setPen(QPen(QColor(done), 2 if i == self._current else 1))
+            p.setBrush(QColor(fill))
+            p.drawRoundedRect(rect, 6, 6)
+            p.setPen(QColor(text_on(fill) if i == self._current else fg))
+            p.drawText(rect, Qt.AlignmentFlag.AlignCenter, label)
+            if i < len(self._labels) - 1:
+                p.setPen(QPen(QColor(fg), 1))
+                p.drawText(QRectF(rect.right(), 3, self.GAP, rect.height()), Qt.AlignmentFlag.AlignCenter, "›")
+        if mark:                    # earlier chips are out of sight
+            p.fillRect(QRectF(0, 0, mark, self.height()), self.palette().window())
+            p.setPen(QColor(fg))
+            p.drawText(QRectF(0, 0, mark, self.height()), Qt.AlignmentFlag.AlignCenter, "…")
+        p.end()
+
+
+def shared_widths(natural: dict[int, int], least: dict[int, int], room: int) -> dict[int, int]:
+    """Column widths that fit `room`: each its natural width, except that the widest are cut
+    to one common width, as large as the room allows, but none below its `least`."""
+    def widths(cap: int) -> dict[int, int]:
+        return {c: max(least[c], min(w, cap)) for c, w in natural.items()}
+    low, high = 0, max(natural.values(), default=0)
+    while low < high:                            # the largest cap whose widths fit the room
+        mid = (low + high + 1) // 2
+        low, high = (mid, high) if sum(widths(mid).values()) <= room else (low, mid - 1)
+    return widths(low)
+
+
+class TimelinePanel(Panel):
+    panel_id = "timeline"
+    title_key = "timeline.title"
+    SLIDE_GROWTH = 1.6            # a short table fills a slide with larger type
+    SLIDE_ELIDES = True           # many steps: the first and the latest rows, around a "…" row
+    COLUMNS = ("time", "input", "positions", "kv", "chooser", "selected", "ms")
+
+    def __init__(self, session: Session, parent=None):
+        super().__init__(session, parent)
+        self.strip = StepStrip()
+        self.strip.clicked.connect(self._chip_clicked)
+        self.counts = QLabel()
+        self.counts.setObjectName("counts")
+        font = self.counts.font()
+        font.setBold(True)
+        self.counts.setFont(font)
+        self.usage = QLabel()
+        self.usage.setObjectName("usage")
+        self.speed = QLabel()
+        self.speed.setObjectName("speed")
+        self._timings_visible = True
+        self._n_rows = 0                  # rows of the current frame, before a slide leaves any out
+        self._rows: tuple[tuple[str, ...], ...] = ()     # the current frame's rows (cells as text), every one
+        self._extents = None              # (type and rows, `_cell_extents` of them)
+        self.table = QTableWidget(0, len(self.COLUMNS))
+        self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
+        self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
+        self.table.setSelectionMode(QAbstractItemView.SelectionMode.SingleSelection)
+        self.table.verticalHeader().setVisible(False)
+        self.table.horizontalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.horizontalHeader().setStretchLastSection(True)
+        self.table.cellClicked.connect(lambda row, _col: self._row_clicked(row))
+        layout = QVBoxLayout(self)
+        layout.setContentsMargins(4, 4, 4, 4)
+        layout.addWidget(self.strip)
+        layout.addWidget(self.counts)
+        layout.addWidget(self.usage)
+        layout.addWidget(self.speed)
+        layout.addWidget(self.table)
+        self.refresh()
+
+    def set_timings_visible(self, visible: bool) -> None:
+        """Exports hide the forward times and the speed: they differ from run to run."""
+        self._timings_visible = visible
+        self.table.setColumnHidden(self.COLUMNS.index("ms"), not visible)
+        self.speed.setVisible(visible)
+
+    def show_on_slide(self) -> None:
+        """No scroll bars and no times (they differ from run to run)."""
+        for bar in (self.table.setHorizontalScrollBarPolicy, self.table.setVerticalScrollBarPolicy):
+            bar(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
+        self.table.setWordWrap(False)               # one line a row; a long cell ends in "…"
+        self.set_timings_visible(False)
+        super().show_on_slide()
+
+    def slide_content_size(self) -> QSize:
+        return self._slide_size(sum(self._natural_widths().values()))
+
+    def slide_growth_size(self) -> QSize:
+        """Every row, the columns as wide as their headings: a long cell ends in "…" at any type."""
+        header = self.table.horizontalHeader()
+        return self._slide_size(sum(header.sectionSizeHint(c) for c in self._natural_widths()))
+
+    def slide_minimum_size(self) -> QSize:
+        """Three rows (the first, "…", the latest) and the columns as wide as their headings."""
+        need = self.slide_growth_size()
+        return QSize(need.width(), need.height() - max(0, self._n_rows - 3) * self._row_height())
+
+    def _slide_size(self, columns: int) -> QSize:
+        table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
+        rows = self._n_rows * self._row_height()         # every row, also those a slide left out
+        width = max(columns + 2 * table.frameWidth(), self.strip.least_width(), self.counts.sizeHint().width())
+        above = [w for w in (self.strip, self.counts, self.usage, self.speed) if not w.isHidden()]
+        height = (margins.top() + margins.bottom() + len(above) * spacing
+                  + sum(w.sizeHint().height() for w in above)
+                  + table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth())
+        return QSize(width + margins.left() + margins.right(), height)
+
+    def _natural_widths(self) -> dict[int, int]:
+        """Column -> the width its heading and the cells of every row ask for (shown columns
+        only), whichever rows the table holds now."""
+        table, header = self.table, self.table.horizontalHeader()
+        widths, _ = self._cell_extents()
+        return {c: max(header.sectionSizeHint(c), widths[c])
+                for c in range(table.columnCount()) if not table.isColumnHidden(c)}
+
+    def _cell_extents(self) -> tuple[list[int], int]:
+        """(per column, the widest cell of any of the frame's rows; the tallest row), as the
+        table measures cells (its own delegate, type and style), but from every row and not
+        from those a slide kept for the size it had before: a slide's layout never depends
+        on the frame drawn before it."""
+        table = self.table
+        key = (table.font().key(), self._rows)
+        if self._extents is None or self._extents[0] != key:
+            option = QStyleOptionViewItem()
+            option.font, option.fontMetrics, option.widget = table.font(), QFontMetrics(table.font()), table
+            scratch, delegate = QStandardItemModel(1, 1), table.itemDelegate()
+            widths, tallest = [0] * len(self.COLUMNS), QFontMetrics(table.font()).height()
+            for row in self._rows:
+                for c, text in enumerate(row):
+                    scratch.setItem(0, 0, QStandardItem(text))
+                    size = delegate.sizeHint(option, scratch.index(0, 0))
+                    widths[c], tallest = max(widths[c], size.width()), max(tallest, size.height())
+            grid = 1 if table.showGrid() else 0
+            self._extents = (key, ([w + grid for w in widths], tallest + grid))
+        return self._extents[1]
+
+    def _fit_columns(self) -> None:
+        """On a slide, the columns share the table's width: the widest give way first, and a
+        cell that is then too long ends in "…" (there is no scroll bar to reach it)."""
+        header = self.table.horizontalHeader()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        natural = self._natural_widths()
+        least = {c: header.sectionSizeHint(c) for c in natural}      # a heading is never cut
+        for c, width in shared_widths(natural, least, self.table.viewport().width()).items():
+            header.resizeSection(c, width)
+
+    def _row_height(self) -> int:
+        """A row's height on a slide, its grid line included: the tallest of the frame's rows
+        (CJK text in its fallback font stands taller than Latin)."""
+        return self._cell_extents()[1] + 1
+
+    def _rows_with_room(self, rows: list[list[str]]) -> list[list[str]]:
+        """On a slide, the rows the table has room for: the first and the latest around "…"."""
+        self._n_rows = len(rows)
+        if not self.on_slide or not rows:
+            return rows
+        room = self.table.viewport().height()
+        keep = elided_indexes(len(rows), max(1, room // max(1, self._row_height())), head=1)
+        return [rows[i] if i is not None else ["…"] + [""] * (len(self.COLUMNS) - 1) for i in keep]
+
+    def _drop_rows_without_room(self, rows: list[list[str]]) -> None:
+        """Rows measured in their own type can be taller than the first one: while the kept rows
+        overflow the table (the top ones would be cut at its edge), keep one fewer."""
+        room = self.table.viewport().height()
+        keep = self.table.rowCount()
+        while keep > 1 and self.table.verticalHeader().length() > room:
+            keep -= 1
+            self._fill([rows[i] if i is not None else ["…"] + [""] * (len(self.COLUMNS) - 1)
+                        for i in elided_indexes(len(rows), keep, head=1)])
+        self.table.scrollToTop()
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if self.on_slide:
+            self._fit_rows()                         # as many rows and as wide as the new size has room for
+
+    def changeEvent(self, event) -> None:
+        super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange and self.on_slide:
+            self._fit_rows()                         # rows and columns measured in the new type
+
+    # -------------------------------------------------------------- drawing
+    def refresh(self) -> None:
+        s, run, frame = self.session, self.session.run, self.session.frame
+        vocab = s.model.vocab
+        pieces = vocab.display_pieces
+        labels = [self.tr("phase.prefill")] + [self.tr("phase.verify" if isinstance(step, VerifyStep)
+                                                          else "phase.decode", n=step.index)
+                                                  for step in run.steps[1:]]
+        labels.append(self.tr("timeline.stop", reason=run.finish_reason))
+        current = -2 if frame.step is None else (len(labels) - 1 if frame.kind == "stop" else frame.step)
+        t = self.theme
+        self.strip.set_chips(labels, current, (t.processed, t.selected, t.background, t.text))
+        usage = frame_usage(frame, run, vocab)
+        self.counts.setText(self.tr("timeline.counts", visible=frame.visible_count, cache=frame.cache_len,
+                                    chars=len(shown_text(frame, run, vocab, usage))))
+        self.usage.setText(self.tr("usage", **usage.as_dict()))
+        self.usage.setToolTip(self.tr("timeline.usage.tip"))
+        self.speed.setText(speed_text(run, s.lang))
+        self.speed.setToolTip(self.tr("timeline.speed.tip"))
+
+        shown = [] if frame.step is None else run.steps[:frame.step + 1]
+        rows = []
+        for step in shown:
+            picked = frame.kind in ("pick", "stop") or step.index < frame.step
+            selected = "" if not picked else (
+                f"{vocab.display_piece(step.selected_id)} ({step.selected_id})"
+                + (self.tr("forced") if step.forced else ""))
+            kv = pieces(run.visible_ids[:step.cache_len_after], ENDS)
+            if isinstance(step, VerifyStep):
+                if selected and step.draft:                   # without a draft it was a plain Decode
+                    selected = self._verified(step, vocab)
+                if step.cache_len_written > step.cache_len_after:
+                    kv = self.tr("timeline.verify.kv", pieces=kv, written=step.cache_len_written)
+            rows.append([labels[step.index], f"{pieces(step.input_ids, ENDS)}  {elided_list(step.input_ids)}",
+                         self._positions_text(step), kv,
+                         self.tr("chooser", p=step.logits_position),
+                         selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"])
+        if frame.kind == "stop":
+            rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len], ENDS), "",
+                         finish_text(run, s.lang), ""])
+        self._rows = tuple(tuple(row) for row in rows)
+        if self.on_slide:
+            self._fit_rows()
+        else:
+            self._fill(self._rows_with_room(rows))
+
+    def _fit_rows(self) -> None:
+        """On a slide, the rows of the table that the table has room for, its columns sharing
+        its width (all a new size or type changes: the rest of the panel stays as drawn)."""
+        self._fill(self._rows_with_room(self._rows))
+        self._fit_columns()
+        self._drop_rows_without_room(self._rows)
+
+    def _positions_text(self, step) -> str:
+        """The positions a forward computed; for a Prefill that reused a prefix cache's, how many of each."""
+        positions = elided([str(p) for p in step.positions], ", ")
+        if not step.reused_positions:
+            return positions
+        return self.tr("timeline.reused", reused=step.reused_positions, computed=step.computed_positions,
+                       positions=positions)
+
+    def _verified(self, step: VerifyStep, vocab) -> str:
+        """A verify pass's choice: the kept (✓) and rejected (✗) drafted tokens, then the model's own."""
+        def shown(ids):
+            return vocab.display_pieces(ids) if ids else "–"
+        return self.tr("timeline.verify.selected", kept=shown(step.draft[:step.accepted]),
+                       rejected=shown(step.rejected), piece=vocab.display_piece(step.selected_id), id=step.selected_id)
+
+    def _fill(self, rows) -> None:
+        table = self.table
+        headers = [self.tr(f"timeline.col.{c}") for c in self.COLUMNS]
+        if headers != [table.horizontalHeaderItem(c).text() if table.horizontalHeaderItem(c) else ""
+                       for c in range(len(self.COLUMNS))]:
+            table.setHorizontalHeaderLabels(headers)     # repaints the table even when unchanged
+        table.setRowCount(len(rows))
+        for r, row in enumerate(rows):
+            for c, text in enumerate(row):
+                item = table.item(r, c)
+                if item is None:
+                    table.setItem(r, c, QTableWidgetItem(text))
+                else:
+                    item.setText(text)
+        if rows and table.selectionModel().selectedRows() != [table.model().index(len(rows) - 1, 0)]:
+            table.selectRow(len(rows) - 1)              # repaints the table even when unchanged
+        if rows and not self.on_slide:              # a slide has room for the rows it keeps
+            table.scrollToBottom()
+
+    def _row_clicked(self, row: int) -> None:
+        if row < len(self.session.run.steps):
+            self.session.go_to_step(row)
+        else:
+            self.session.last()
+
+    def _chip_clicked(self, index: int) -> None:
+        if index < 0:
+            self.session.last()
+        else:
+            self.session.go_to_step(index)

@@ -1,0 +1,314 @@
+"""Switching models: the model picker in the prompt bar and the Model menu, loading a big
+model off the UI thread, opening a GGUF or parameter file, and installing a known model."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+from PySide6.QtGui import QAction, QActionGroup
+from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMenu, QToolBar
+
+from ...core.errors import ExplorerError
+from ...core.models.params_file import load_params
+from ...i18n import add_messages, tr
+from ...catalog.install import ASSEMBLE, InstallCancelled, fetch_terms, install, terms_html
+from ...catalog.registry import MODELS, TEACHING, default_prompt, installed_path, load_model
+from ...session import Session
+from ...session.session import Scenario
+from .install_dialog import InstallDialog
+from .model_picker import OTHER, ModelPicker, model_choices
+from .prompt_bar import PromptBar
+from ...units import byte_size
+from .work_status import WorkStatus
+from .worker import Jobs, error_message, is_big
+
+INSTALL_STEPS = 1000          # an install's progress bar counts in these steps over its two stages
+
+add_messages({
+    "gguf.filter": {"en": "GGUF models (*.gguf)", "zh": "GGUF模型 (*.gguf)"},
+    "model.picker": {"en": "Model:", "zh": "模型："},
+    "model.loading": {"en": "Loading {name}…", "zh": "正在加载{name}…"},
+    "model.loaded": {"en": "Model: {name}", "zh": "模型：{name}"},
+    "model.label": {"en": "{n} tokens in the vocabulary", "zh": "词表{n}项"},
+    "action.install_model": {"en": "Install {label} ({size})…", "zh": "安装{label}（{size}）…"},
+    "model.installing": {"en": "Installing {label} (downloading {size})…", "zh": "正在安装{label}（下载{size}）…"},
+    "model.downloading": {"en": "Downloading {label}: {done} of {total}", "zh": "正在下载{label}：{done} / {total}"},
+    "model.assembling": {"en": "Joining and checking {label}: {done} of {total}",
+                         "zh": "正在拼接并校验{label}：{done} / {total}"},
+    "model.installed": {"en": "Installed {label}: {path}", "zh": "已安装{label}：{path}"},
+    "install.cancel.tip": {"en": "Stop the download; nothing is written", "zh": "停止下载；不会写入任何文件"},
+    "install.cancelled": {"en": "Install of {label} cancelled; nothing was written",
+                          "zh": "已取消安装{label}；没有写入任何文件"},
+    "work.busy": {"en": "A model or lesson is still loading; try again when it is ready.",
+                  "zh": "还有模型或课程正在加载；请等它完成后再试。"},
+    "params.filter": {"en": "Parameter files (*.json)", "zh": "参数文件 (*.json)"},
+    "params.loaded": {"en": "Loaded {path}", "zh": "已加载 {path}"},
+})
+
+
+class ModelSwitcher:
+    """The model picker (added to `toolbar`) and the Model menu's choices and installs
+    (`menu`, whose first action is Open GGUF…, `open_gguf`). A chosen model is loaded (off
+    the UI thread when big, `work` showing it) and the session switched to it on its default
+    prompt (`prompt_bar` wraps it in the chat template when ticked). The window gives the
+    status bar, `guarded`/`report_error` and leaving a lesson (`window.lesson = None`)."""
+
+    def __init__(self, window: QMainWindow, session: Session, jobs: Jobs, work: WorkStatus,
+                 prompt_bar: PromptBar, toolbar: QToolBar, menu: QMenu, open_gguf: QAction):
+        self.window, self.session, self.jobs, self.work, self.prompt_bar = window, session, jobs, work, prompt_bar
+        self.menu, self.open_gguf_action = menu, open_gguf
+        self.ask_params_path = self._ask_params_path   # dialogs are attributes: tests replace them
+        self.ask_gguf_path = self._ask_gguf_path
+        self.confirm_install = self._confirm_install          # (ModelSpec) -> bool; tests answer it
+        self.install_dialog: InstallDialog | None = None      # while the question is asked
+        self._install_cancel: threading.Event | None = None   # set: the running install stops
+        self.load_model = load_model                 # (key) -> model; runs off the UI thread
+        self._models: dict[str, object] = {}         # key -> loaded model (the teaching one, the last big one)
+        self._opened: tuple[str, ...] = ()           # GGUF files opened here, offered in the picker
+        self._synced_for = None                      # what the picker last showed
+        self.loading: str | None = None              # key of the model being loaded (or a lesson's, prepared)
+        self.picker_label = QLabel()
+        self.picker = ModelPicker()
+        self.picker.chosen.connect(self.choose_model)
+        self.label = QLabel()                        # the vocabulary's size
+        for widget in (self.picker_label, self.picker, self.label):
+            toolbar.addWidget(widget)
+        self.actions: dict[str, QAction] = {}        # one checkable choice per model
+        self._menu_choices: tuple = ()
+        self._group = QActionGroup(window)
+        self._group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
+        self._separator = menu.insertSeparator(open_gguf)
+        self.install_actions: dict[str, QAction] = {}          # shown while the model is not installed
+        for name in MODELS:
+            action = menu.addAction("")
+            action.triggered.connect(lambda _c=False, n=name: self.install_model(n))
+            self.install_actions[name] = action
+
+    def status(self, text: str, ms: int) -> None:
+        self.window.statusBar().showMessage(text, ms)
+
+    def sync_shown(self) -> None:
+        """The words for the model shown; the choices only when something they show has
+        changed (they look at the model files), not on every slider tick."""
+        lang = self.session.lang
+        self.label.setText(tr("model.label", lang, n=f"{len(self.session.model.vocab):,}"))
+        self.picker_label.setText(tr("model.picker", lang))
+        key = (self.session.requested_model, lang, self._opened, self.loading is None)
+        if key != self._synced_for:
+            self._synced_for = key
+            self.sync()
+
+    def _current_key(self) -> str:
+        model = self.session.requested_model
+        for key, known in self._models.items():
+            if known is model:
+                return key
+        return model.name if model.name == TEACHING or model.name in MODELS else OTHER
+
+    def remember_model(self, key: str, model) -> None:
+        """`model` was loaded from `key` (a name or a .gguf path): the picker offers and marks it.
+        Big models are not kept once another is loaded (hundreds of MB each)."""
+        self._models = {k: m for k, m in self._models.items() if not is_big(m) or m is self.session.model}
+        self._models[key] = model
+        if key != TEACHING and key not in MODELS and key not in self._opened:
+            self._opened = self._opened + (key,)
+
+    def sync(self) -> None:
+        """The picker and the Model menu list the choices and mark the current model."""
+        lang, idle = self.session.lang, self.loading is None
+        choices = model_choices(lang, self._opened)
+        current = self._current_key()
+        self.picker.show_choices(choices, current, self.session.requested_model.name, lang)
+        self.picker.setEnabled(idle)
+        if tuple(choices) != self._menu_choices:
+            self._menu_choices = tuple(choices)
+            for action in self.actions.values():
+                self.menu.removeAction(action)
+                self._group.removeAction(action)
+            self.actions = {}
+            for c in choices:
+                action = QAction(c.label, self.window)
+                action.setCheckable(True)
+                action.setToolTip(c.tooltip)
+                action.triggered.connect(lambda _c=False, k=c.key: self.choose_model(k))
+                self._group.addAction(action)
+                self.menu.insertAction(self._separator, action)
+                self.actions[c.key] = action
+            self.menu.setToolTipsVisible(True)
+        for c in choices:
+            self.actions[c.key].setChecked(c.key == current)
+            self.actions[c.key].setEnabled(c.enabled and idle)
+        self.open_gguf_action.setEnabled(idle)
+        for name, action in self.install_actions.items():
+            s = MODELS[name]
+            action.setText(tr("action.install_model", lang, label=s.label, size=byte_size(s.size)))
+            action.setVisible(installed_path(name) is None)
+            action.setEnabled(idle)
+
+    def choose_model(self, key: str) -> None:
+        """Switch to a model by key; a big one loads off the UI thread. A model that cannot be
+        loaded (not installed, a broken file) is reported and the current one stays."""
+        if self.loading is not None or key == self._current_key():
+            self.sync()
+            return
+        if key in self._models:
+            self._model_loaded(key, self._models[key])
+            return
+        if key == TEACHING:                 # built in and instant
+            try:
+                model = self.load_model(TEACHING)
+            except ExplorerError as exc:
+                self.window.report_error(str(exc))
+                return
+            self._model_loaded(key, model)
+            return
+        self.loading = key
+        name = self.picker.itemText(max(0, self.picker.findData(key))) or key
+        self.work.show(tr("model.loading", self.session.lang, name=name), cancel=False)
+        self.sync()
+        loader = self.load_model
+        self.jobs.start(lambda _report: loader(key), lambda model: self._model_loaded(key, model),
+                        self.work_failed)
+
+    def work_failed(self, exc, tb: str) -> None:
+        """A model load, a model install or a lesson's preparation failed: said, nothing changes."""
+        self.loading = None
+        self.work.hide()
+        self.sync()
+        self.window.report_error(error_message(exc, tb))
+
+    def _model_loaded(self, key: str, model) -> None:
+        """Switch the session to a loaded model, on its default prompt (the session picks
+        the runner for it). A lesson playing is left first (its frames' words would be
+        wrong about another model)."""
+        was_loading, self.loading = self.loading, None
+        if was_loading is not None:
+            self.work.hide()
+        text = default_prompt(model)
+        try:
+            ids = self.prompt_bar.prompt_ids(model, text)
+        except ExplorerError as exc:
+            self.window.report_error(str(exc))
+            self.sync()
+            return
+        if self.session.in_lesson:
+            # the lesson's words are about its own model: leave it for a free run, settings kept
+            s = self.session
+            s.play((Scenario(s.model, s.prompt_ids, s.config),))
+            self.window.lesson = None
+        old = dict(self._models), self._opened
+        self.remember_model(key, model)
+        if not self.window.guarded(self.session.set_model, model, ids):
+            self._models, self._opened = old
+        else:
+            self.status(tr("model.loaded", self.session.lang, name=model.name), 8000)
+        self.sync()
+
+    def install_model(self, name: str, then: Callable[[], object] | None = None) -> bool:
+        """Download and install a known real model in the background, as `explorer model
+        install NAME` does, once the teacher agrees (and, for a model under terms, has
+        accepted them); `then()` runs when it is installed. Cancel stops it and nothing is
+        written. False if nothing started (declined, or other work is running)."""
+        s = MODELS[name]
+        if self.loading is not None:
+            self.status(tr("work.busy", self.session.lang), 8000)
+            return False
+        if not self.confirm_install(s):
+            return False
+        lang = self.session.lang
+        self.loading = name
+        cancel = self._install_cancel = threading.Event()
+        self.work.show(tr("model.installing", lang, label=s.label, size=byte_size(s.size)), cancel=True)
+        self.work.cancel_button.setToolTip(tr("install.cancel.tip", lang))
+        self.sync()
+
+        def work(report):
+            def progress(stage, done, total):      # both stages on one bar: [download | join and check]
+                report(INSTALL_STEPS * ((stage == ASSEMBLE) * total + done) // (2 * total), INSTALL_STEPS)
+            return install(name, accept_terms=True, log=lambda _line: None, progress=progress,
+                           cancelled=cancel.is_set)
+
+        self.jobs.start(work, lambda path: self._installed(s, path, then),
+                        lambda exc, tb: self._install_failed(s, exc, tb),
+                        lambda done, total: self._install_progress(s, done, total))
+        return True
+
+    def cancel_install(self) -> None:
+        """Stop the running install (nothing is written)."""
+        if self._install_cancel is not None:
+            self._install_cancel.set()
+
+    def _install_progress(self, s, done: int, total: int) -> None:
+        """The bar over both stages; the label says which and how far, in bytes."""
+        half = total / 2
+        stage = "model.assembling" if done >= half else "model.downloading"
+        bytes_done = round(s.size * (done - half if done >= half else done) / half)
+        self.work.show_fraction(tr(stage, self.session.lang, label=s.label, done=byte_size(bytes_done),
+                                   total=byte_size(s.size)), done, total)
+
+    def _installed(self, s, path, then) -> None:
+        self.loading = self._install_cancel = None
+        self.work.hide()
+        self.sync()                               # the picker offers it now
+        self.status(tr("model.installed", self.session.lang, label=s.label, path=str(path)), 15000)
+        if then is not None:
+            then()
+
+    def _install_failed(self, s, exc, tb: str) -> None:
+        """Cancelled: said in the status bar; any other failure is reported."""
+        self._install_cancel = None
+        if not isinstance(exc, InstallCancelled):
+            self.work_failed(exc, tb)
+            return
+        self.loading = None
+        self.work.hide()
+        self.sync()
+        self.status(tr("install.cancelled", self.session.lang, label=s.label), 15000)
+
+    def _confirm_install(self, s) -> bool:
+        """Ask (InstallDialog, modal). A model's terms are fetched while it is open."""
+        dialog = self.install_dialog = InstallDialog(self.window, s, self.session.lang)
+        closed = threading.Event()
+        if s.terms is not None:
+            shown = lambda: self.install_dialog is dialog         # not closed meanwhile
+            self.jobs.start(lambda _report: fetch_terms(s.name, cancelled=closed.is_set),
+                            lambda _path: shown() and dialog.show_terms(terms_html(s.name)),
+                            lambda exc, tb: shown() and dialog.terms_unavailable(error_message(exc)))
+        try:
+            return dialog.exec() == InstallDialog.DialogCode.Accepted
+        finally:
+            closed.set()
+            self.install_dialog = None
+            dialog.deleteLater()
+
+    def _ask_gguf_path(self) -> str:
+        path, _ = QFileDialog.getOpenFileName(self.window, tr("action.open_gguf", self.session.lang), "",
+                                              tr("gguf.filter", self.session.lang))
+        return path
+
+    def open_gguf(self) -> None:
+        """Open a .gguf model file; a bad one (truncated, wrong magic, unsupported quantisation,
+        missing tensors) is reported by name and the current model stays."""
+        path = self.ask_gguf_path()
+        if path:
+            self.choose_model(str(path))
+
+    def _ask_params_path(self) -> str:
+        path, _ = QFileDialog.getOpenFileName(self.window, tr("action.open_params", self.session.lang), "",
+                                              tr("params.filter", self.session.lang))
+        return path
+
+    def open_params(self, path: str | None = None) -> None:
+        """Load a parameter file (`path`, else the one the teacher picks); a bad one is
+        reported by name and the current model stays."""
+        path = path or self.ask_params_path()
+        if not path:
+            return
+        try:
+            model = load_params(path)
+        except (ExplorerError, OSError) as exc:
+            self.window.report_error(str(exc))
+            return
+        if self.window.guarded(self.session.set_model, model):
+            self.status(tr("params.loaded", self.session.lang, path=path), 8000)

@@ -1,0 +1,164 @@
+"""The prompt bar: the prompt box, the chat-template box, and for a logits lesson's model
+the logits editor in place of the prompt."""
+
+from __future__ import annotations
+
+import math
+import re
+from collections.abc import Callable
+
+from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QToolBar
+
+from ...core.tokens.bpe import chat_message, chat_turn, speaks_chatml
+from ...core.errors import ExplorerError
+from ...i18n import add_messages, tr
+from ...lessons.models import CONTEXT, CONTEXT_ID, logits_model
+from ...session import Session
+
+NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+add_messages({
+    "chat.label": {"en": "Chat template", "zh": "对话模板"},
+    "chat.tip": {"en": "Wrap the typed text in the model's chat template (a system turn, your text as the "
+                       "user's turn, then the assistant's turn begins). The box keeps showing your text.",
+                 "zh": "用模型的对话模板包装输入的文字（系统消息、你的文字作为用户消息，然后是助手的回答）。"
+                       "输入框里仍然显示你的文字。"},
+    "logits.label": {"en": "Logits:", "zh": "Logits："},
+    "logits.tip": {"en": "One number per candidate, separated by commas (e.g. 2, 1, 0); press Enter to "
+                         "rebuild the model. More numbers add candidates named A, B, …",
+                   "zh": "每个候选一个数，用逗号分隔（例如 2, 1, 0）；按回车重建模型。多写几个数会增加名为A、B…的候选"},
+    "logits.bad": {"en": "logits {text!r}: {problem}", "zh": "logits {text!r}：{problem}"},
+    "logits.not_number": {"en": "{item!r} is not a number", "zh": "{item!r}不是数字"},
+    "logits.not_finite": {"en": "{item!r} is not a finite number", "zh": "{item!r}不是有限的数"},
+    "logits.empty": {"en": "expected at least one number", "zh": "至少需要一个数"},
+    "logits.too_many": {"en": "at most {n} numbers", "zh": "最多{n}个数"},
+    "prompt.label": {"en": "Prompt:", "zh": "提示："},
+    "prompt.tip": {"en": "Type a prompt the model's vocabulary can encode and press Enter",
+                   "zh": "输入模型词表能编码的提示，按回车"},
+})
+
+
+class PromptBar:
+    """The prompt's widgets in `toolbar`. Enter sets the session's prompt (or rebuilds a
+    logits model) through `guarded`, which shows a rejected one and returns False."""
+
+    def __init__(self, session: Session, toolbar: QToolBar, guarded: Callable[..., bool]):
+        self.session, self.guarded = session, guarded
+        self._synced_for = (None, None)              # (model, prompt ids) the prompt box last showed
+        self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, its chat message)
+        self.label = QLabel()
+        self.edit = QLineEdit()
+        self.edit.setMinimumWidth(260)
+        self.edit.returnPressed.connect(self._entered)
+        self.chat_check = QCheckBox()
+        self.chat_check.toggled.connect(self._chat_toggled)
+        toolbar.addWidget(self.label)
+        toolbar.addWidget(self.edit)
+        self._chat_action = toolbar.addWidget(self.chat_check)     # shown for a model with a chat template
+        self.sync()
+
+    def _entered(self) -> None:
+        changed = (self.guarded(self._logits_entered, self.edit.text()) if self.editing_logits
+                   else self.guarded(self.set_prompt_text, self.edit.text()))
+        if changed:
+            self.edit.setModified(False)      # entered: no longer a pending edit
+        else:
+            self.sync(force=True)
+
+    def chat_available(self, model=None) -> bool:
+        """Does the model's vocabulary have the ChatML template's turn markers (SmolLM2's)?"""
+        model = self.session.requested_model if model is None else model
+        return speaks_chatml(model.vocab)
+
+    def prompt_ids(self, model, text: str) -> tuple[int, ...]:
+        """Prompt ids of the typed text for `model`, in the chat template when it is ticked."""
+        chat = self.chat_check.isChecked() and self.chat_available(model)
+        return tuple(model.vocab.encode(chat_turn(model.vocab, text) if chat else text))
+
+    def set_prompt_text(self, text: str) -> None:
+        """The typed prompt, in the chat template when it is ticked; the box keeps the text."""
+        self.session.set_prompt_ids(self.prompt_ids(self.session.requested_model, text))
+
+    def _chat_toggled(self, _checked: bool) -> None:
+        """Wraps (or unwraps) the text in the box, also a question typed and not yet entered."""
+        if self.chat_available() and not self.editing_logits:
+            if not self.guarded(self.set_prompt_text, self.edit.text()):
+                self.sync(force=True)
+
+    def _chat_message(self) -> str | None:
+        """The user's text when the shown prompt is one chat-template turn, else None
+        (worked out once per prompt: a slider tick reruns the same one)."""
+        vocab, ids = self.session.model.vocab, self.session.prompt_ids
+        known_vocab, known_ids, message = self._chat_message_for
+        if known_vocab is not vocab or known_ids != ids:
+            message = chat_message(vocab, ids)
+            self._chat_message_for = (vocab, ids, message)
+        return message
+
+    def _shown_prompt_text(self) -> str:
+        """What the prompt box shows: the user's text of a chat-template prompt, else the prompt."""
+        message = self._chat_message()
+        return message if message is not None else self.session.model.vocab.decode(self.session.prompt_ids)
+
+    @property
+    def editing_logits(self) -> bool:
+        """A logits lesson's model: the bar edits its logits instead of the prompt."""
+        model = self.session.model
+        return (model.name == "logits" and hasattr(model, "default")
+                and tuple(model.vocab.pieces[:1]) == (CONTEXT,))
+
+    def _logits_text(self) -> str:
+        return ", ".join(f"{v:g}" for v in self.session.model.default[1:])
+
+    def _logits_entered(self, text: str) -> None:
+        """Rebuild the logits model from the typed numbers; a bad list changes nothing."""
+        lang = self.session.lang
+        items = [t for t in re.split(r"[,，;；\s]+", text.strip()) if t]
+        values = []
+        for item in items:
+            try:
+                value = float(item)
+            except ValueError:
+                raise ExplorerError(tr("logits.bad", lang, text=text,
+                                       problem=tr("logits.not_number", lang, item=item))) from None
+            if not math.isfinite(value):
+                raise ExplorerError(tr("logits.bad", lang, text=text,
+                                       problem=tr("logits.not_finite", lang, item=item)))
+            values.append(value)
+        pieces = list(self.session.model.vocab.pieces[1:])
+        spare = [p for p in NEW_PIECES if p not in pieces]
+        if not values:
+            raise ExplorerError(tr("logits.bad", lang, text=text, problem=tr("logits.empty", lang)))
+        if len(values) > len(pieces) + len(spare):
+            raise ExplorerError(tr("logits.bad", lang, text=text,
+                                   problem=tr("logits.too_many", lang, n=len(pieces) + len(spare))))
+        pieces = (pieces + spare)[:len(values)]
+        # its prompt is its context token, also after a prompt typed on another scenario's
+        # frame (a lesson that mixes a logits model with the teaching one)
+        self.session.set_model(logits_model(tuple(pieces), tuple(values)), prompt_ids=(CONTEXT_ID,))
+
+    def sync(self, force: bool = False) -> None:
+        """Show the session's prompt (or logits) and words; `force`: also over an edit."""
+        lang = self.session.lang
+        logits = self.editing_logits
+        self.label.setText(tr("logits.label" if logits else "prompt.label", lang))
+        self.edit.setToolTip(tr("logits.tip" if logits else "prompt.tip", lang))
+        # text being typed, or typed and not yet entered, stays while a slider or another
+        # control reruns the same prompt; a new prompt or model (a lesson's frame, a logits
+        # lesson's other numbers) replaces it
+        model, ids = self.session.model, tuple(self.session.prompt_ids)
+        synced_model, synced_ids = self._synced_for
+        edited = self.edit.hasFocus() or self.edit.isModified()
+        if force or model is not synced_model or ids != synced_ids or not edited:
+            self._synced_for = (model, ids)
+            text = self._logits_text() if logits else self._shown_prompt_text()
+            if text != self.edit.text():          # a line edit repaints even for the same text
+                self.edit.setText(text)
+            self.edit.setModified(False)
+        self.chat_check.setText(tr("chat.label", lang))
+        if not self.session.behind:      # while asked-for changes compute, it shows what was asked
+            self.chat_check.blockSignals(True)
+            self.chat_check.setChecked(self._chat_message() is not None)
+            self.chat_check.blockSignals(False)
+        self.chat_check.setToolTip(tr("chat.tip", lang))
+        self._chat_action.setVisible(self.chat_available(self.session.model) and not logits)

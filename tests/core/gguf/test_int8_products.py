@@ -1,0 +1,199 @@
+"""llama.cpp's arithmetic: 8-bit activation rows and integer block products (core/int8_products).
+
+The rounding of activations is checked against references written here from llama.cpp's C
+code (ggml-cpu/arch/x86/quants.c quantize_row_q8_0 / q8_1, ggml-quants.c
+quantize_row_q8_K_ref), element by element, not against the implementation under test.
+The products are checked against float64 sums of the same rounded numbers.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from explorer.core.gguf.int8_products import half_product, quantize_rows, rope_ggml, rope_tables_ggml, softmax_ggml
+from explorer.core.gguf.blocks import BlockMatrix
+
+f32 = np.float32
+
+
+def fp16(v) -> float:  # GGML_CPU_FP32_TO_FP16 then back: round to nearest even float16
+    return float(np.float16(f32(v)))
+
+
+def round_half_even(v) -> int:  # _mm256_round_ps(v, _MM_ROUND_NEAREST)
+    return int(np.rint(f32(v)))
+
+
+def llama_q8_0(row, with_sum=False):
+    """quantize_row_q8_0 (and q8_1 with `with_sum`) of llama.cpp's x86 build, one block at a time."""
+    qs, ds, ss = [], [], []
+    for start in range(0, len(row), 32):
+        block = [f32(v) for v in row[start:start + 32]]
+        max_scalar = max(abs(v) for v in block)
+        d = f32(max_scalar / f32(127))
+        inverse = f32(f32(127) / max_scalar) if max_scalar != 0 else f32(0)
+        q = [round_half_even(f32(v * inverse)) for v in block]
+        qs += q
+        ds.append(fp16(d))
+        ss.append(fp16(f32(d * f32(sum(q)))) if with_sum else None)
+    return qs, ds, ss
+
+
+def nearest_int(v) -> int:  # ggml-quants.c: the 1.5 * 2^23 trick, ties to even
+    bits = struct.unpack("<i", struct.pack("<f", f32(f32(v) + f32(12582912.0))))[0]
+    return (bits & 0x007FFFFF) - 0x00400000
+
+
+def llama_q8_K(row):
+    """quantize_row_q8_K_ref: per block of 256, the element of largest |x| sets the scale."""
+    qs, ds, bsums = [], [], []
+    for start in range(0, len(row), 256):
+        block = [f32(v) for v in row[start:start + 256]]
+        peak, amax = f32(0), f32(0)
+        for v in block:
+            if abs(v) > amax:
+                amax, peak = abs(v), v
+        if amax == 0:
+            qs += [0] * 256
+            ds.append(0.0)
+            bsums += [0] * 16
+            continue
+        iscale = f32(f32(-127) / peak)
+        q = [min(127, nearest_int(f32(iscale * v))) for v in block]
+        qs += q
+        bsums += [sum(q[16 * j:16 * j + 16]) for j in range(16)]
+        ds.append(float(f32(f32(1) / iscale)))
+    return qs, ds, bsums
+
+
+def rows_with_ties(rng, n, cols):  # [n, cols] float32: random scales, and blocks with exact halves
+    x = (rng.standard_normal((n, cols)) * rng.choice([1e-3, 1.0, 300.0], size=(n, 1))).astype(f32)
+    halves = np.arange(-64, 64, dtype=f32)[: 32] + f32(0.5)            # k + 1/2: ties for a step of 1
+    x[0, :32] = halves
+    x[0, 0] = 127                                                    # a block whose step is exactly 1
+    if cols >= 256:
+        x[-1, :256] = np.resize(halves, 256)
+        x[-1, 7] = -127                                              # Q8_K's step: -127 / max = 1
+    return x
+
+
+@pytest.mark.parametrize("kind", ["q8_0", "q8_1"])
+def test_32_element_rows_are_rounded_as_llama_cpp_rounds_them(kind):
+    x = rows_with_ties(np.random.default_rng(1), 4, 512)
+    q, d, s = quantize_rows(x, kind)
+    for i, row in enumerate(x):
+        ref_q, ref_d, ref_s = llama_q8_0(row, with_sum=kind == "q8_1")
+        assert q[i].tolist() == ref_q
+        assert d[i].tolist() == ref_d
+        if kind == "q8_1":
+            assert s[i].tolist() == ref_s
+    assert {int(v) for v in q[0, 1:32]} & {-32, -30, 2, 4}            # halves went to the even side
+    assert q[0, :32].tolist() == [127] + [round_half_even(v) for v in x[0, 1:32]]
+
+
+def test_256_element_rows_are_rounded_as_llama_cpp_rounds_them():
+    x = rows_with_ties(np.random.default_rng(2), 4, 768)
+    x[1, 256:512] = 0                                                # an all-zero block
+    q, d, s = quantize_rows(x, "q8_K")
+    for i, row in enumerate(x):
+        ref_q, ref_d, ref_bsums = llama_q8_K(row)
+        assert q[i].tolist() == ref_q
+        assert d[i, ::8].tolist() == ref_d                          # one scale per 256, repeated per 32
+        sums_32 = np.add.reduceat(np.array(ref_bsums), np.arange(0, len(ref_bsums), 2))
+        assert np.array_equal(s[i], d[i] * sums_32.astype(f32))
+
+
+def random_matrix(rng, layout: str, rows: int, cols: int) -> BlockMatrix:
+    """A BlockMatrix of each layout the model files give, with float16 scales."""
+    def halfs(*shape, low=0.001, high=0.05):
+        return rng.uniform(low, high, shape).astype(np.float16).astype(f32)
+    if layout == "Q8_0":
+        return BlockMatrix(rng.integers(-127, 128, (rows, cols), dtype=np.int8), halfs(rows, cols // 32), None)
+    if layout == "Q6_K":
+        d, sc = halfs(rows, cols // 256), rng.integers(-128, 128, (rows, cols // 16), dtype=np.int8)
+        return BlockMatrix(rng.integers(-32, 32, (rows, cols), dtype=np.int8),
+                           d.repeat(16, axis=1) * sc.astype(f32), None, "q8_K", (d, sc))
+    q = rng.integers(0, 256, (rows, cols // 2), dtype=np.uint8)
+    scale = halfs(rows, cols // 32)
+    if layout == "Q4_0":
+        return BlockMatrix(q, scale, scale * f32(-8), "q8_0")
+    if layout == "Q4_1":
+        return BlockMatrix(q, scale, halfs(rows, cols // 32, low=-0.5, high=0.5), "q8_1")
+    d, dmin = halfs(rows, cols // 256), halfs(rows, cols // 256)
+    sc, m = (rng.integers(0, 64, (rows, cols // 32), dtype=np.uint8) for _ in range(2))
+    return BlockMatrix(q, d.repeat(8, axis=1) * sc.astype(f32), -(dmin.repeat(8, axis=1) * m.astype(f32)),
+                       "q8_K", (d, dmin, sc, m))
+
+
+@settings(max_examples=30, deadline=None)
+@given(layout=st.sampled_from(["Q8_0", "Q6_K", "Q4_0", "Q4_1", "Q4_K"]), rows=st.integers(1, 9),
+       n=st.integers(1, 9), superblocks=st.integers(1, 2), seed=st.integers(0, 2**32 - 1))
+def test_an_integer_product_equals_float64_sums_of_the_same_rounded_numbers(layout, rows, n, superblocks, seed):
+    """x @ m.T in llama.cpp's arithmetic = (x rounded to 8 bits) @ m.T summed in float64:
+    the integer sums are exact, so only a few float32 roundings per block remain, whichever
+    order the number of rows selects (Q4_K four at a time, Q6_K eight or more)."""
+    rng = np.random.default_rng(seed)
+    cols = 256 * superblocks
+    m = random_matrix(rng, layout, rows, cols)
+    x = (rng.standard_normal((n, cols)) * rng.uniform(0.01, 100)).astype(f32)
+    q, d, s = quantize_rows(x, m.activations)
+    rounded = q.astype(np.float64) * np.repeat(d, 32, axis=1)                 # [n, cols] what x became
+    if m.offset is None:
+        reference = rounded @ m.dense().astype(np.float64).T
+    else:                              # nibble * scale times x, and each block's offset times its s
+        nibbles = BlockMatrix(m.q, m.scale, np.zeros_like(m.offset)).dense().astype(np.float64)
+        reference = rounded @ nibbles.T + s.astype(np.float64) @ m.offset.astype(np.float64).T
+    got = m.T.times_int8(x)
+    size = np.abs(rounded) @ np.abs(m.dense().astype(np.float64)).T + 1e-30      # sum of |terms|
+    assert got.dtype == f32 and got.shape == (n, rows)
+    assert np.all(np.abs(got - reference) <= 1e-5 * size), np.max(np.abs(got - reference) / size)
+
+
+def test_a_nan_activation_shows_in_the_product():
+    m = random_matrix(np.random.default_rng(3), "Q8_0", 2, 64)
+    x = np.ones((1, 64), f32)
+    x[0, 5] = np.nan
+    assert np.isnan(m.T.times_int8(x)).all()
+
+
+@pytest.mark.parametrize("queries", [1, 2])
+def test_float16_products_equal_float64_sums(queries):
+    """The attention's products (one query: ggml_vec_dot_f16's order; more: tinyBLAS's)
+    are float32 sums of exact float16 products: within a few float32 roundings of float64."""
+    rng = np.random.default_rng(queries)
+    a = rng.standard_normal((2, 3, 300)).astype(np.float16).astype(f32)
+    c = rng.standard_normal((2, 70, 300)).astype(np.float16).astype(f32)
+    got = half_product(a, c, queries)
+    reference = a.astype(np.float64) @ c.astype(np.float64).transpose(0, 2, 1)
+    size = np.abs(a.astype(np.float64)) @ np.abs(c.astype(np.float64)).transpose(0, 2, 1)
+    assert got.shape == (2, 3, 70) and np.all(np.abs(got - reference) <= 1e-6 * size)
+
+
+def test_the_softmax_is_a_softmax_with_masked_cells_exactly_zero():
+    rng = np.random.default_rng(5)
+    x = (rng.standard_normal((6, 37)) * 8).astype(f32)
+    x[:, 30:] = -np.inf                                  # masked keys
+    x[0, :29] = -200                                     # below exp's range: exactly 0
+    wide = np.exp((x - x.max(axis=1, keepdims=True)).astype(np.float64))   # x - max in float32, as llama.cpp
+    got = softmax_ggml(x.copy())
+    assert np.all(got[:, 30:] == 0) and np.all(got[0, :29] == 0) and got[0, 29] == 1
+    assert np.allclose(got, wide / wide.sum(axis=1, keepdims=True), rtol=1e-6, atol=1e-37)
+
+
+def test_rotary_positions_turn_pairs_by_the_angle_of_their_position():
+    """Position 0 leaves every number as it is; elsewhere each pair (x[i], x[i + e/2]) of
+    a head turns by position * base^(-2i/e), to float32 precision."""
+    rng = np.random.default_rng(7)
+    x = rng.standard_normal((3, 2 * 16)).astype(f32)       # 3 positions, 2 heads of 16
+    tables = rope_tables_ggml(np.array([0, 5, 300]), 16, 10000.0)
+    got = rope_ggml(x, tables, halves=True)
+    assert np.array_equal(got[0], x[0])
+    angle = np.array([5, 300])[:, None] * 10000.0 ** (-np.arange(8) * 2 / 16)     # [2, 8]
+    pairs = x[1:].reshape(2, 2, 2, 8).astype(np.float64)                            # [n, head, half, i]
+    c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
+    turned = np.stack([pairs[:, :, 0] * c - pairs[:, :, 1] * s, pairs[:, :, 0] * s + pairs[:, :, 1] * c], 2)
+    assert np.allclose(got[1:], turned.reshape(2, -1), atol=2e-4)
