@@ -22,11 +22,11 @@ COURSE_LESSONS = {          # id -> order: the lessons written from the course t
 }
 REAL_MODEL_LESSONS = {"real-model": 9, "gemma-wo-ai": 14,     # on SmolLM2 and Gemma 3 (`explorer model install`)
                       "prefix-cache": 15}
-Q016_LESSONS = {            # Q016's four kinds of extra compute (and the reasoning-token follow-ups)
+THINKING_LESSONS = {        # thinking longer, four kinds of extra compute (and the reasoning-token follow-ups)
     "reasoning-budget": 10, "self-consistency": 11, "search-evaluator": 12, "tool-evidence": 13,
 }
-BEYOND_LESSONS = {"speculative": 16}  # issue 23: serving techniques that follow from the KV cache
-AUTHORED = dict(sorted({**COURSE_LESSONS, **REAL_MODEL_LESSONS, **Q016_LESSONS, **BEYOND_LESSONS}.items(),
+BEYOND_LESSONS = {"speculative": 16}  # serving techniques that follow from the KV cache
+AUTHORED = dict(sorted({**COURSE_LESSONS, **REAL_MODEL_LESSONS, **THINKING_LESSONS, **BEYOND_LESSONS}.items(),
                        key=lambda item: item[1]))
 SHIPPED = ["wo-ai-to-eos", *AUTHORED]
 

@@ -17,7 +17,7 @@ from explorer.ui.panels.kv_legend import KVLegend
 from explorer.ui.slides.layout import BODY_PX, GAP_PX, SlideGeometry
 from teacher import axis_labels, drawn_texts, shown_texts
 
-AXIS_PX = 22          # issue 16: axis and tick labels at least 22 px at 1080 (body and cells 28: BODY_PX)
+AXIS_PX = 22          # axis and tick labels at least 22 px at 1080 (body and cells 28: BODY_PX)
 CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
 
 

@@ -1,4 +1,4 @@
-"""The four lessons of Q016 ("thinking longer" as four kinds of extra compute): reasoning tokens
+"""The four lessons of "thinking longer" (four kinds of extra compute): reasoning tokens
 share the budget, self-consistency, search with an evaluator, and a tool that brings evidence.
 Every expected number is derived here from the table files' probabilities, the course's
 arithmetic and the documented rules (token counts by hand, answers from each sample's draw u,

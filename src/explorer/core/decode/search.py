@@ -1,4 +1,4 @@
-"""Search over candidate states with an evaluator (Q016's third kind of extra compute, in
+"""Search over candidate states with an evaluator (the third kind of extra compute, in
 the manner of Tree of Thoughts): the model proposes, the evaluator judges."""
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
-"""Self-consistency (Q016's second kind of extra compute): sample the same prompt with
-several seeds, read each sample's answer, and take the majority vote."""
+"""Self-consistency (the second kind of extra compute spent on a question): sample the same
+prompt with several seeds, read each sample's answer, and take the majority vote."""
 
 from __future__ import annotations
 
