@@ -27,7 +27,7 @@ def test_core_imports_without_qt():
 
 TEACHING_ONLY = """
 import sys
-from explorer.catalog.registry import load_model
+from explorer.catalog.load import load_model
 from explorer.core.decode.generate import generate
 from explorer.core.decode.sampling import SamplingConfig
 model = load_model("teaching")
@@ -49,7 +49,7 @@ from explorer.core.gguf import heap
 calls = []
 heap.keep_freed_arrays = lambda: calls.append("keep")
 import explorer.core.decode.sampling, explorer.core.decode.generate, explorer.session, explorer.cli.sample
-from explorer.catalog.registry import load_model
+from explorer.catalog.load import load_model
 load_model("teaching")
 print(calls)
 """

@@ -8,7 +8,8 @@ from ..core.models.decoder import ARITHMETICS
 from ..core.errors import ExplorerError
 from ..core.limits import check_prompt_length
 from ..core.gguf.llama import with_arithmetic
-from ..catalog.registry import default_prompt, load_model
+from ..catalog.load import default_prompt, load_model
+from ..catalog.registry import TEACHING
 
 
 def add_prompt_flags(parser, model_required: bool = False) -> None:
@@ -24,8 +25,13 @@ def add_prompt_flags(parser, model_required: bool = False) -> None:
                              "llama.cpp's CPU backend (8-bit activations, float16 K/V)")
 
 
+def model_key(args) -> str:
+    """What `load_model` is given: --model, or the teaching model."""
+    return args.model or TEACHING
+
+
 def model_from_args(args):
-    return with_arithmetic(load_model(args.model or "teaching"), getattr(args, "arithmetic", "float"))
+    return with_arithmetic(load_model(model_key(args)), getattr(args, "arithmetic", "float"))
 
 
 def prompt_ids(args, model) -> list[int]:
@@ -37,7 +43,7 @@ def prompt_ids(args, model) -> list[int]:
             raise ExplorerError("--prompt-ids is empty: expected at least one id")
         check_prompt_length(len(ids))
         return vocab.check_ids(ids, "--prompt-ids")
-    text = default_prompt(model) if args.prompt is None else args.prompt
+    text = default_prompt(model_key(args), model) if args.prompt is None else args.prompt
     if args.chat:
         if not speaks_chatml(vocab):
             raise ExplorerError(f"--chat: the model {model.name!r} has no ChatML chat template "

@@ -7,6 +7,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import ClassVar
 
 from ..errors import PromptError
 from .vocab import Vocabulary, check_text
@@ -181,6 +182,7 @@ class BPEVocabulary(Vocabulary):
        split one by one), then applies GPT-2's rule
        `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`;
     3. each pre-token's bytes are merged pair by pair, lowest merge rank first."""
+    gguf_tokenizer: ClassVar[str] = "gpt2"
     tokens: tuple[str, ...] = ()
     merges: tuple[str, ...] = ()
     control: frozenset = frozenset()
