@@ -17,7 +17,7 @@ from PySide6.QtWidgets import QLabel
 from explorer.catalog import registry as model_registry
 from explorer.catalog.load import load_model
 from explorer.core.models.attention import attention_weights
-from explorer.core.tokens.bpe import chat_message
+from explorer.core.tokens.chat import chat_message
 from explorer.lessons import LessonError, lessons_dir, load_lesson
 from explorer.lessons.glossary import load_glossary
 from explorer.lessons.schema import parse_lesson

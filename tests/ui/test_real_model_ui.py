@@ -15,7 +15,7 @@ from PySide6.QtCore import Qt
 
 from explorer.catalog import registry as model_registry
 from explorer.catalog.load import load_model
-from explorer.core.tokens.bpe import chat_turn
+from explorer.core.tokens.chat import chat_turn
 from explorer.core.decode.sampling import SamplingConfig
 from explorer.session import Session
 from explorer.ui.app import build_window

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from .numbers import parse_numbers
-from ..core.tokens.bpe import CHAT_MARKERS, chat_turn, speaks_chatml
+from ..core.tokens.chat import CHAT_MARKERS, chat_turn, speaks_chatml
 from ..core.models.decoder import ARITHMETICS
 from ..core.errors import ExplorerError
 from ..core.limits import check_prompt_length

@@ -31,8 +31,8 @@ from explorer.catalog.load import load_model
 from explorer.catalog.verdicts import VERDICTS
 from explorer.core.gguf import reader as G
 from explorer.core.models.attention import attention_weights
-from explorer.core.tokens.bpe import (BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, chat_turn, pre_tokenize,
-                               speaks_chatml, template_system_prompt)
+from explorer.core.tokens.bpe import BPEVocabulary, byte_to_unicode, pre_tokenize, template_system_prompt
+from explorer.core.tokens.chat import chat_message, chat_prompt, chat_turn, speaks_chatml
 from explorer.core.errors import ExplorerError
 from explorer.core.gguf.reader import MIN_METADATA, MIN_TENSOR_INFO, GGUFError, GGUFFile
 from explorer.core.gguf.llama import load_llama

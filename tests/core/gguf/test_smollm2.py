@@ -12,7 +12,7 @@ import pytest
 
 from explorer.catalog import registry as model_registry
 from explorer.catalog.verdicts import file_sha256
-from explorer.core.tokens.bpe import chat_turn
+from explorer.core.tokens.chat import chat_turn
 from explorer.core.decode.generate import generate
 from explorer.core.models.layers import softmax
 from explorer.core.gguf.blocks import BlockMatrix
