@@ -16,7 +16,7 @@ import os
 import statistics
 
 from benchutil import measure, parser, report, summary
-from explorer.catalog import registry as model_registry
+from explorer.catalog.load import load_model
 from explorer.core.decode.generate import generate, prefix_cache_of
 from explorer.core.decode.sampling import SamplingConfig
 
@@ -31,7 +31,7 @@ def main() -> None:
     p = parser(__doc__.splitlines()[0])
     p.add_argument("--repeat", type=int, default=7)
     args = p.parse_args()
-    model = model_registry.load_model("smollm2")
+    model = load_model("smollm2")
     rows = []
     for label, rules in (("chat prompt", ""), ("long system prompt", RULES)):
         first = model.vocab.encode(SYSTEM.format(rules, "France"))

@@ -50,6 +50,7 @@ import numpy as np
 
 from benchutil import child_env, measure, parser, report, summary
 from explorer.catalog import registry as model_registry
+from explorer.catalog.load import load_model
 from explorer.lessons import lessons_dir
 from explorer.lessons.schema import parse_lesson
 
@@ -58,7 +59,7 @@ GEMMA3_FILE = "gemma-3-270m-q4_k_m.gguf"
 PREFILL_CHILD = r"""
 import json, sys, time
 start = time.perf_counter()
-from explorer.catalog.registry import load_model
+from explorer.catalog.load import load_model
 model = load_model(sys.argv[1])
 seconds = time.perf_counter() - start
 n = int(sys.argv[2])
@@ -95,7 +96,7 @@ print(json.dumps(times))
 OURS_ROUND = r"""
 import json, statistics, sys, time
 start = time.perf_counter()
-from explorer.catalog.registry import load_model
+from explorer.catalog.load import load_model
 model = load_model("smollm2")
 out = {"load": time.perf_counter() - start}
 status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
@@ -234,7 +235,7 @@ def gemma3_rows(loads: int, steps: int, peer: str | None) -> list[dict]:
             summary("gemma3: Prefill 500 tokens, then resident", [r["prefill"] for r in fresh],
                     rss_mb=statistics.median(r["rss_mb"] for r in fresh),
                     peak_mb=statistics.median(r["peak_mb"] for r in fresh), target="<= 600 MB")]
-    model = model_registry.load_model(path)
+    model = load_model(path)
     for position in (10, 600):
         before = conditions()
         ours = decode_times(model, position, steps)[0]
@@ -298,7 +299,7 @@ def main() -> None:
     p.add_argument("--side-by-side-only", action="store_true", help="only the rows measured beside llama.cpp")
     args = p.parse_args()
     model_registry.require_installed("smollm2")
-    model = model_registry.load_model("smollm2")
+    model = load_model("smollm2")
     text = model.vocab.encode("The capital of France is Paris. " * 200)      # 1,400 ids
     peer = peer_python(args.peer)
     spinning = busy_processes(args.busy)
@@ -336,7 +337,7 @@ def arithmetic_rows(steps: int) -> list[dict]:
     for name in ("smollm2", "gemma3-270m"):
         if model_registry.installed_path(name) is None:
             continue
-        plain = model_registry.load_model(name)
+        plain = load_model(name)
         models = (plain, with_arithmetic(plain, "llama.cpp"))
         prompt = np.random.default_rng(10).integers(100, len(plain.vocab), 10).tolist()
         caches = [m.prefill(prompt)[1] for m in models]

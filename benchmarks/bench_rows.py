@@ -23,7 +23,7 @@ import numba
 import numpy as np
 
 from benchutil import parser, report, summary
-from explorer.catalog import registry as model_registry
+from explorer.catalog.load import load_model
 from explorer.core.decode.speculative import every_row
 
 PREFIX = 20
@@ -58,7 +58,7 @@ def main() -> None:
     p.add_argument("--rows", default="1,2,3,4,5,6,8,12,16,32,64", help="comma-separated n")
     args = p.parse_args()
     counts = [int(n) for n in args.rows.split(",")]
-    model = every_row(model_registry.load_model(args.model))        # a verify pass keeps every row's logits
+    model = every_row(load_model(args.model))        # a verify pass keeps every row's logits
     ids = list(range(1000, 1000 + PREFIX + max(counts)))
     _, cache = model.prefill(ids[:PREFIX])
     rng, order = np.random.default_rng(0), random.Random(0)

@@ -17,7 +17,7 @@ import statistics
 import time
 
 from benchutil import parser, report
-from explorer.catalog import registry as model_registry
+from explorer.catalog.load import load_model
 from explorer.core.decode.generate import generate
 from explorer.core.decode.sampling import SamplingConfig
 from explorer.core.decode.speculative import acceptance_rate, accepted_counts, prompt_lookup, speculative_generate
@@ -43,7 +43,7 @@ def main() -> None:
     p.add_argument("--tokens", type=int, default=32, help="new tokens per generation (default 32)")
     p.add_argument("--repeat", type=int, default=3, help="timed generations of each kind per case (default 3)")
     args = p.parse_args()
-    model = model_registry.load_model("smollm2")
+    model = load_model("smollm2")
     config = SamplingConfig(max_new_tokens=args.tokens)
     drafter = prompt_lookup(args.ngram)
     load = os.getloadavg()[0]

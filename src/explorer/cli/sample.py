@@ -1,5 +1,4 @@
-"""`explorer sample`: one logits (or probability) vector through the sampling stages, and
-the sampling flags `explorer trace` shares (`add_sampling_flags`)."""
+"""`explorer sample`: one logits (or probability) vector through the sampling stages."""
 
 from __future__ import annotations
 
@@ -10,19 +9,14 @@ import sys
 
 import numpy as np
 
-from .numbers import parse_numbers
+from .flags import add_sampling_flags, config_from_args, model_from_args, parse_numbers, prompt_ids
 from ..core.errors import ExplorerError, SettingError
 from ..core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count
-from ..core.decode.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, Distribution, SamplingConfig, distribution
+from ..core.decode.sampling import Distribution, SamplingConfig, distribution
 from ..i18n import MESSAGES, add_messages, tr
 from .texttable import format_table
 
 PROBS_TOLERANCE = 1e-6   # how far from 1 the sum of --probs may be
-
-# flag dest -> SamplingConfig field, for flags whose name differs from the field
-_FIELD_OF = {"stop": "stop_strings", "beam_width": "num_beams"}
-_CONFIG_FLAGS = ("mode", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed",
-                 "order", "max_new_tokens", "stop", "beam_width", "length_penalty")
 
 add_messages({
     "sample.stage": {"en": "Stage {n}: {name}", "zh": "阶段 {n}：{name}"},
@@ -41,41 +35,6 @@ add_messages({
     "sample.here": {"en": "<- u", "zh": "<- u 落在这里"},
     "sample.selected": {"en": "selected: id {id}", "zh": "选中：编号 {id}"},
 })
-
-
-# ---------------------------------------------------------------------------- shared flags
-
-def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None = "sample") -> None:
-    """The flags that make a SamplingConfig; unset flags keep the base config's values
-    (default_mode None: the mode too)."""
-    g = parser.add_argument_group("sampling")
-    g.add_argument("--mode", choices=MODES, default=default_mode,
-                   help=f"how the next token is chosen (default {default_mode or 'the lesson'})")
-    g.add_argument("--temperature", type=float, help="divide logits by T; T <= 0 means greedy (default 1)")
-    g.add_argument("--top-k", type=int, help="keep the k highest logits, ties kept; 0 = off (default)")
-    g.add_argument("--top-p", type=float, help="keep the smallest set reaching probability p; 1 = off (default)")
-    g.add_argument("--min-p", type=float, help="drop ids below min_p x the top probability; 0 = off (default)")
-    g.add_argument("--repetition-penalty", type=float,
-                   help="push down tokens already seen: logit/θ if > 0, logit*θ if < 0; 1 = off (default)")
-    g.add_argument("--seed", type=int, help="seed of the uniform draws (default 0)")
-    g.add_argument("--order", help=f"stage order: {' | '.join(ORDER_PRESETS)} (default hf) "
-                                   f"or a comma list of {','.join(STAGE_NAMES)}")
-    g.add_argument("--max-new-tokens", type=int, help="stop after this many new tokens (default 16)")
-    g.add_argument("--stop", action="append", metavar="TEXT",
-                   help="stop when the output contains TEXT; repeatable")
-    g.add_argument("--beam-width", type=int, help="beams kept per step in --mode beam (default 2)")
-    g.add_argument("--length-penalty", type=float, help="beam score = log-prob sum / length**x (default 1)")
-
-
-def sampling_changes(args: argparse.Namespace) -> dict:
-    """SamplingConfig field -> value, for the sampling flags that were given."""
-    return {_FIELD_OF.get(dest, dest): getattr(args, dest)
-            for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
-
-
-def config_from_args(args: argparse.Namespace) -> SamplingConfig:
-    """The SamplingConfig the flags describe (SettingError if a value is out of range)."""
-    return SamplingConfig(**sampling_changes(args))
 
 
 # ---------------------------------------------------------------------------- sub-command
@@ -132,7 +91,6 @@ def run(args: argparse.Namespace) -> int:
 
 def _model_logits(args):
     """(logits [V] of the last prompt position, the vocabulary, the prompt ids)."""
-    from .prompt import model_from_args, prompt_ids
     args.prompt_ids = None
     model = model_from_args(args)
     ids = prompt_ids(args, model)

@@ -5,8 +5,7 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from .prompt import add_prompt_flags, model_from_args, prompt_ids
-from .sample import add_sampling_flags, sampling_changes
+from .flags import add_prompt_flags, add_sampling_flags, model_from_args, prompt_ids, sampling_changes
 from .beam_tree import format_tree
 from .speculative import add_flags as add_speculative_flags, speculative_output
 from ..core.elide import ENDS, elided, elided_list

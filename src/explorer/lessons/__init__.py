@@ -8,7 +8,9 @@ from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..resources import resources_dir
-from .schema import Check, Lesson, LessonError, parse_lesson
+from .lesson import Check, Lesson
+from .reader import LessonError
+from .schema import parse_lesson
 
 __all__ = ["Check", "Lesson", "LessonError", "lessons_dir", "lesson_names", "load_lesson", "all_lessons",
            "default_lesson", "DEFAULT_LESSON_ID"]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 from ..i18n import LANGS
 from ..resources import resources_dir
-from .schema import LessonError, _Reader
+from .reader import LessonError, TomlReader
 
 FORMAT = "token-explorer/glossary"
 VERSION = 1
@@ -96,7 +96,7 @@ def _pattern(word: str) -> re.Pattern:
 
 # ---------------------------------------------------------------------------- loading
 
-class _GlossaryReader(_Reader):
+class _GlossaryReader(TomlReader):
     error = GlossaryError
 
 
@@ -146,7 +146,7 @@ def load_glossary(path: Path | str | None = None) -> Glossary:
     return Glossary(path, tuple(terms))
 
 
-def _aliases(r: _Reader, value, where: str) -> dict[str, tuple[str, ...]]:
+def _aliases(r: TomlReader, value, where: str) -> dict[str, tuple[str, ...]]:
     r.table(value, where, LANGS)
     out = {}
     for lang, words in value.items():

@@ -14,7 +14,7 @@ from ..core.models.params_file import load_params
 from ..core.models.table_model import TableModel, load_table_model
 from ..core.models.teaching import load_teaching_model
 from ..core.tokens.vocab import Vocabulary
-from ..catalog.registry import load_model
+from ..catalog.load import load_model
 
 CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
 CONTEXT_ID = 0       # its id: a logits model's prompt is always (CONTEXT_ID,)

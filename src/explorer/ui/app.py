@@ -12,7 +12,7 @@ from ..core.errors import ExplorerError
 from ..core.models.params_file import load_params
 from ..interrupts import exit_status
 from ..lessons import DEFAULT_LESSON_ID, load_lesson
-from ..catalog.registry import default_prompt, load_model
+from ..catalog.load import default_prompt, load_model
 from ..session import Session
 
 
@@ -33,9 +33,10 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
     if compact is None:
         compact = is_compact_width(app.primaryScreen().availableGeometry().width())
     if params_path is not None or model is not None:
+        key = model if params_path is None else None      # what load_model takes (None: a parameter file)
         chosen_model = load_params(params_path) if params_path is not None else load_model(model)
         # a full recompute per step is cheap for a parameter file, too slow to drag on a real model
-        session = Session(chosen_model, chosen_model.vocab.encode(default_prompt(chosen_model)),
+        session = Session(chosen_model, chosen_model.vocab.encode(default_prompt(key, chosen_model)),
                           check_recompute=params_path is not None or model == "teaching")
         window = MainWindow(session, Settings(settings_path), compact=compact)
         if model is not None:

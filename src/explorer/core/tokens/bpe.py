@@ -1,5 +1,5 @@
 """Byte-level BPE (GPT-2 style) as a Vocabulary, the tokenizer of a real model, and the
-ChatML chat template helpers."""
+default system prompt its chat template names (`template_system_prompt`)."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import re
 import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
+from typing import ClassVar
 
 from ..errors import PromptError
 from .vocab import Vocabulary, check_text
@@ -23,20 +24,6 @@ _CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")
 _WORD_CACHE_LIMIT = 20000     # pre-tokens remembered with their ids
 
 
-def chat_prompt(user_text: str, system: str | None = None) -> str:
-    """The ChatML text of one user turn (after a system turn, if `system`), ending where the
-    assistant's answer begins."""
-    head = f"<|im_start|>system\n{system}<|im_end|>\n" if system else ""
-    return f"{head}<|im_start|>user\n{user_text}<|im_end|>\n<|im_start|>assistant\n"
-
-
-def chat_turn(vocab: BPEVocabulary, user_text: str) -> str:
-    """One user turn as the model's own chat template writes it: after the default system
-    prompt the template names, if any (SmolLM2's; without it that model loops)."""
-    return chat_prompt(user_text, vocab.chat_system)
-
-
-CHAT_MARKERS = ("<|im_start|>", "<|im_end|>")   # the ChatML control tokens chat_prompt writes
 # a ChatML template's system turn written as literal text (not from a message variable)
 _TEMPLATE_SYSTEM = re.compile(r"<\|im_start\|>system\n([^'\"{}<]+)<\|im_end\|>")
 
@@ -47,29 +34,6 @@ def template_system_prompt(template) -> str | None:
     template writes "You are a helpful AI assistant named SmolLM, trained by Hugging Face"."""
     found = _TEMPLATE_SYSTEM.search(template) if isinstance(template, str) else None
     return found.group(1) if found else None
-
-
-def speaks_chatml(vocab) -> bool:
-    """Does the vocabulary have ChatML's turn markers as control tokens (SmolLM2 does; another
-    GGUF may use another template, and `chat_prompt` would then be plain text to it)?"""
-    return isinstance(vocab, BPEVocabulary) and all(vocab.control_id(m) is not None for m in CHAT_MARKERS)
-
-
-def chat_message(vocab, ids) -> str | None:
-    """The user's text if `ids` are exactly `chat_turn(vocab, text)` encoded, else None (also
-    for a vocabulary without ChatML): what a window shows of a wrapped prompt, whoever
-    wrapped it."""
-    if not speaks_chatml(vocab):
-        return None
-    try:
-        raw = b"".join(vocab.pieces[int(i)] for i in ids).decode("utf-8")
-    except (IndexError, UnicodeDecodeError):
-        return None
-    head, tail = chat_turn(vocab, "\0").split("\0")
-    if len(raw) <= len(head) + len(tail) or not (raw.startswith(head) and raw.endswith(tail)):
-        return None
-    text = raw[len(head):-len(tail)]
-    return text if vocab.encode(chat_turn(vocab, text)) == [int(i) for i in ids] else None
 
 
 @lru_cache(maxsize=1)
@@ -181,6 +145,7 @@ class BPEVocabulary(Vocabulary):
        split one by one), then applies GPT-2's rule
        `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`;
     3. each pre-token's bytes are merged pair by pair, lowest merge rank first."""
+    gguf_tokenizer: ClassVar[str] = "gpt2"
     tokens: tuple[str, ...] = ()
     merges: tuple[str, ...] = ()
     control: frozenset = frozenset()

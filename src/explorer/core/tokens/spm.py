@@ -7,6 +7,7 @@ import heapq
 import re
 from array import array
 from dataclasses import dataclass, field
+from typing import ClassVar
 
 import numpy as np
 
@@ -42,6 +43,7 @@ class SentencePieceVocabulary(Vocabulary):
     Pieces are the real bytes of each token (a byte token is that byte, "▁" is a space), so
     `decode` joins byte tokens into a character only once its last byte arrives, and
     `display_piece` shows a lone byte as `<0xE6>`."""
+    gguf_tokenizer: ClassVar[str] = "llama"
     tokens: tuple[str, ...] = ()
     scores: array = field(default_factory=lambda: array("f"))   # float32, one per token
     control: frozenset = frozenset()

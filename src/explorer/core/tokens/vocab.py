@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from functools import cached_property
+from typing import ClassVar
 
 import numpy as np
 
@@ -35,6 +36,7 @@ def check_text(text: str) -> None:
 class Vocabulary:
     pieces: tuple[str | bytes, ...]
     specials: dict[str, int] = field(default_factory=dict)  # role ("eos", "pad", "bos") -> id
+    gguf_tokenizer: ClassVar[str | None] = None   # the GGUF `tokenizer.ggml.model` read as this kind (None: none)
 
     def __len__(self) -> int:
         return len(self.pieces)

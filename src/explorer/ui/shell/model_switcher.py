@@ -13,7 +13,8 @@ from ...core.errors import ExplorerError
 from ...core.models.params_file import load_params
 from ...i18n import add_messages, tr
 from ...catalog.install import ASSEMBLE, InstallCancelled, fetch_terms, install, terms_html
-from ...catalog.registry import MODELS, TEACHING, default_prompt, installed_path, load_model
+from ...catalog.load import default_prompt, load_model
+from ...catalog.registry import MODELS, TEACHING, installed_path
 from ...session import Session
 from ...session.session import Scenario
 from .install_dialog import InstallDialog
@@ -185,7 +186,7 @@ class ModelSwitcher:
         was_loading, self.loading = self.loading, None
         if was_loading is not None:
             self.work.hide()
-        text = default_prompt(model)
+        text = default_prompt(key, model)
         try:
             ids = self.prompt_bar.prompt_ids(model, text)
         except ExplorerError as exc:

@@ -9,7 +9,7 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QToolBar
 
-from ...core.tokens.bpe import chat_message, chat_turn, speaks_chatml
+from ...core.tokens.chat import chat_message, chat_turn, speaks_chatml
 from ...core.errors import ExplorerError
 from ...i18n import add_messages, tr
 from ...lessons.models import CONTEXT, CONTEXT_ID, logits_model

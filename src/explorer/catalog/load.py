@@ -1,0 +1,66 @@
+"""Loading a model by name or path (`load_model`), one copy shared while anything holds it,
+and what a model is taught in: its language and the prompt a new session starts from."""
+
+from __future__ import annotations
+
+import weakref
+from pathlib import Path
+
+from ..core.errors import ExplorerError
+from .registry import MODELS, TEACHING, TEACHING_LANGUAGE
+from .verdicts import verified_path
+
+# a model without a spec (a .gguf file opened by path, a parameter file) is taught in its
+# tokenizer's language (`tokenizer.ggml.model`): byte-level BPE is SmolLM2's family, which
+# reads English; SentencePiece is Gemma's, which reads Chinese; no GGUF tokenizer, the teaching model's
+TOKENIZER_LANGUAGES = {"gpt2": "en", "llama": "zh"}
+# what a new session starts from, by the model's language: the course's 我爱, or a sentence
+# with a well-known continuation
+DEFAULT_PROMPTS = {"zh": "我爱", "en": "The capital of France is"}
+
+# named real models in use somewhere (a lesson, the window's picker), by "name:file path":
+# loaded once and shared while anything holds them
+_LOADED: weakref.WeakValueDictionary[str, object] = weakref.WeakValueDictionary()
+
+
+def load_model(name_or_path):
+    """A LanguageModel: "teaching", a model name from MODELS, or the path of a .gguf file.
+    A named model still held from an earlier call is returned as it is: a lesson and the
+    window's model picker share one copy (hundreds of MB) instead of loading a second.
+
+    A real model's file lives in `~/.cache/token-explorer/models/` (or the folder named by
+    TOKEN_EXPLORER_CACHE). Loading a named model checks the file against its SHA-256 once per
+    size and modification time (the verdicts are kept in verified.json beside the models)."""
+    key = str(name_or_path)
+    if key == TEACHING:
+        from ..core.models.teaching import load_teaching_model
+        return load_teaching_model()
+    from ..core.gguf.llama import load_llama
+    if key in MODELS:
+        path = verified_path(key)
+        model = _LOADED.get(f"{key}:{path}")
+        if model is None:
+            model = _LOADED[f"{key}:{path}"] = load_llama(path, name=key)
+        return model
+    path = Path(key).expanduser()
+    if path.suffix.lower() == ".gguf" or path.exists():
+        if not path.is_file():
+            raise ExplorerError(f"{path}: no such model file")
+        return load_llama(path)
+    raise ExplorerError(f"unknown model {key!r}: expected {TEACHING!r}, one of "
+                        f"{', '.join(MODELS)}, or the path of a .gguf file")
+
+
+def teaching_language(key: str | None, model) -> str:
+    """The language `model`, loaded from `key` (what `load_model` takes; None: a parameter
+    file), is taught in: "zh" or "en"."""
+    if key == TEACHING:
+        return TEACHING_LANGUAGE
+    if key in MODELS:
+        return MODELS[key].language
+    return TOKENIZER_LANGUAGES.get(model.vocab.gguf_tokenizer, TEACHING_LANGUAGE)
+
+
+def default_prompt(key: str | None, model) -> str:
+    """What a new session on `model`, loaded from `key`, starts from."""
+    return DEFAULT_PROMPTS[teaching_language(key, model)]
