@@ -4,10 +4,9 @@ from __future__ import annotations
 
 from .numbers import parse_numbers
 from ..core.tokens.bpe import CHAT_MARKERS, chat_turn, speaks_chatml
-from ..core.models.decoder import ARITHMETICS
 from ..core.errors import ExplorerError
 from ..core.limits import check_prompt_length
-from ..core.gguf.llama import with_arithmetic
+from ..core.gguf.llama import ARITHMETICS, with_arithmetic
 from ..catalog.registry import default_prompt, load_model
 
 

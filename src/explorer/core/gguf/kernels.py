@@ -51,18 +51,21 @@ _OPTIONS = dict(nogil=True, boundscheck=False, error_model="numpy",
                 fastmath={"reassoc", "contract"})   # not nnan/ninf: a nan must still show
 
 
-def _compiled(parallel: bool = False):
+def _compiled(parallel: bool = False, exact: bool = False):
     """numba's njit, with its compiled code cached beside this file or in the user's
     cache folder. When neither can be written (a read-only install and home), numba
     refuses to cache: the loops then compile at every start (about 4 s) instead of the
-    model failing to load."""
+    model failing to load. `exact`: IEEE float arithmetic in the order written, without
+    fastmath (llama.cpp's sums, `ggml_arithmetic`, `int8_products`)."""
+    options = {k: v for k, v in _OPTIONS.items() if k != "fastmath"} if exact else _OPTIONS
+
     def wrap(f):
         try:
-            return nb.njit(parallel=parallel, cache=True, **_OPTIONS)(f)
+            return nb.njit(parallel=parallel, cache=True, **options)(f)
         except RuntimeError as exc:
             if "cannot cache" not in str(exc):
                 raise
-            return nb.njit(parallel=parallel, **_OPTIONS)(f)
+            return nb.njit(parallel=parallel, **options)(f)
     return wrap
 
 
