@@ -299,25 +299,38 @@ def times_rows(m, x: np.ndarray, lock, batch: int | None = None) -> np.ndarray: 
     many as it takes of x's at a time, `UBATCH`). The order depends on that number for
     Q6_K (eight or more take the tiled kernel) and Q4_K (four or more: groups of four are
     summed otherwise than the rest)."""
+    product = globals()[m.layout.product]        # the loop the matrix's layout names (`quant_types`)
     xq, xd, xs = quantize_rows(x, m.activations)
     out = np.empty((x.shape[0], m.shape[0]), np.float32)
     with lock:
         for start in range(0, x.shape[0], UBATCH):
             rows = slice(start, start + UBATCH)
-            _product(m, xq[rows], xd[rows], xs[rows], out[rows], batch or len(xq[rows]))
+            product(m, xq[rows], xd[rows], xs[rows], out[rows], batch or len(xq[rows]))
     return out
 
 
-def _product(m, xq, xd, xs, out, batch: int):  # xq [n, cols] int8, xd, xs [n, cols/32] -> out [n, rows]
-    """`times_rows` of rows already rounded: the loop and its order for m's layout."""
-    if m.offset is None and m.group == 16:
-        (product_q6_k_tiled if batch >= 8 else product_q6_k)(xq, xd, m.q, *m.k_parts, out)
-    elif m.offset is None:
-        product_8bit_lanes(xq, xd, m.q, m.scale, out)
-    elif m.k_parts is not None:                    # Q4_K: four rows at a time, then one by one
-        whole = len(xq) - len(xq) % 4 if batch > 3 else 0
-        for rows, run in ((slice(0, whole), 64), (slice(whole, None), 256)):
-            if len(xq[rows]):
-                product_q4_k(xq[rows], xd[rows], m.q, *m.k_parts, out[rows], run)
-    else:
-        product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8 if m.activations == "q8_0" else 0, out)
+# Each layout's product of rows already rounded (`times_rows`), as llama.cpp orders it:
+# m a BlockMatrix [rows, cols], xq [n, cols] int8, xd, xs [n, cols/32] -> out [n, rows],
+# for a batch of `batch` rows.
+
+def times_8bit_lanes(m, xq, xd, xs, out, batch: int) -> None:  # Q8_0, Q5_0
+    product_8bit_lanes(xq, xd, m.q, m.scale, out)
+
+
+def times_q4_0(m, xq, xd, xs, out, batch: int) -> None:
+    product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8, out)
+
+
+def times_q4_1(m, xq, xd, xs, out, batch: int) -> None:
+    product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 0, out)
+
+
+def times_q4_k(m, xq, xd, xs, out, batch: int) -> None:  # four rows at a time, then one by one
+    whole = len(xq) - len(xq) % 4 if batch > 3 else 0
+    for rows, run in ((slice(0, whole), 64), (slice(whole, None), 256)):
+        if len(xq[rows]):
+            product_q4_k(xq[rows], xd[rows], m.q, *m.k_parts, out[rows], run)
+
+
+def times_q6_k(m, xq, xd, xs, out, batch: int) -> None:
+    (product_q6_k_tiled if batch >= 8 else product_q6_k)(xq, xd, m.q, *m.k_parts, out)

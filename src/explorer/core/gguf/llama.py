@@ -16,7 +16,7 @@ from ..errors import ExplorerError
 from .reader import GGUFError, GGUFFile
 from .checks import check_model_metadata
 from .heap import collector_paused, keep_freed_arrays, return_freed_memory
-from .blocks import KINDS, QUANTISED, BlockMatrix, layouts_of, prepare
+from .blocks import BlockMatrix, layouts_of, prepare
 from ..tokens.spm import SentencePieceVocabulary
 from ..tokens.vocab import Vocabulary
 
@@ -240,7 +240,7 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
 
 def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (numpy shape)
     info = gf.info(name)
-    if info.ggml_type in QUANTISED:
+    if info.quant_type.layout is not None:
         return BlockMatrix.from_gguf(gf.raw(name), info.ggml_type, info.shape)
     return gf.tensor(name)
 
@@ -250,10 +250,10 @@ def _stacked(gf: GGUFFile, names):
     tensor read once; (None, parts) when their storage differs (a file may quantise Q and
     V differently)."""
     infos = [gf.info(name) for name in names]
-    kinds = {KINDS.get(info.ggml_type) for info in infos}
-    if kinds == {None}:                                  # float32 and float16
+    layouts = {info.quant_type.layout for info in infos}
+    if layouts == {None}:                                # float32 and float16
         whole = np.concatenate([gf.tensor(name) for name in names])
-    elif len(kinds) == 1:
+    elif len(layouts) == 1:
         whole = BlockMatrix.from_gguf_rows([(gf.raw(info.name), info.ggml_type, info.shape) for info in infos])
     else:
         return None, [_stored(gf, name) for name in names]

@@ -81,7 +81,7 @@ class LayerParams:
     `dataclasses.replace(lp, wq=...)`, say) is dropped: wq, wk, wv, w1, w3 are the truth."""
 
     # matrices are float arrays, or (a llama file's quantised weights) transposed
-    # `quantized.BlockMatrix` views: both are multiplied as `x @ w`
+    # `gguf.blocks.BlockMatrix` views: both are multiplied as `x @ w`
     wq: np.ndarray                 # [d, h*e]
     wk: np.ndarray                 # [d, g*e]
     wv: np.ndarray                 # [d, g*e]
