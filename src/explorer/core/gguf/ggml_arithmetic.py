@@ -59,14 +59,13 @@ def fma(typingctx, a, b, c):
     return types.float32(types.float32, types.float32, types.float32), codegen
 
 
-
 def to_half(x):  # [...] float32 -> [...] float32 holding float16 values
     """Rounded to the nearest float16 (ties to even, as x86's F16C and llama.cpp do)."""
     return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
 
 
 def rms_norm_ggml(x, gamma, eps=1e-5):  # [n, d] float32, [d] -> [n, d] float32
-    """`rms_norm` rounded as llama.cpp's CPU backend rounds it: the squares summed in
+    """`layers.rms_norm` rounded as llama.cpp's CPU backend rounds it: the squares summed in
     float64, their mean, 1 / sqrt(mean + eps) and x times it in float32, then times gamma.
     Bit for bit matters there: 8-bit rounding of the result turns a last-bit difference on
     an exact tie (x / step = 42.5, frequent right after the quantised embedding) into a
@@ -305,7 +304,7 @@ def half_queries(q, e: int, scaled_first: bool):  # [n, h*e] float32 -> [n, h*e]
 class LlamaCppArithmetic:
     """A forward as llama.cpp's CPU backend computes it (the table at the top)."""
 
-    name: ClassVar[str] = "llama.cpp"
+    name: ClassVar[str] = "llama.cpp"   # as `--arithmetic` names it
 
     def label(self, dtype) -> str:
         return self.name

@@ -74,7 +74,7 @@ class FloatArithmetic:
     """numpy's arithmetic in the dtype of the model's arrays (float64 for the teaching
     model, float32 for a GGUF file's)."""
 
-    name: ClassVar[str] = "float"
+    name: ClassVar[str] = "float"   # as `--arithmetic` names it
 
     def label(self, dtype) -> str:
         return np.dtype(dtype).name
