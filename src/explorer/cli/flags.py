@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 
 from ..core.tokens.chat import CHAT_MARKERS, chat_turn, speaks_chatml
-from ..core.models.decoder import ARITHMETICS
 from ..core.errors import ExplorerError, SettingError
 from ..core.limits import check_prompt_length, shown
-from ..core.gguf.llama import with_arithmetic
+from ..core.gguf.llama import ARITHMETICS, with_arithmetic
 from ..core.decode.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
 from ..catalog.load import default_prompt, load_model
 from ..catalog.registry import TEACHING

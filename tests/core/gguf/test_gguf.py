@@ -30,6 +30,7 @@ from explorer.catalog import registry as model_registry
 from explorer.catalog.load import load_model
 from explorer.catalog.verdicts import VERDICTS
 from explorer.core.gguf import reader as G
+from explorer.core.gguf.quant_types import TYPES
 from explorer.core.models.attention import attention_weights
 from explorer.core.tokens.bpe import BPEVocabulary, byte_to_unicode, pre_tokenize, template_system_prompt
 from explorer.core.tokens.chat import chat_message, chat_prompt, chat_turn, speaks_chatml
@@ -104,7 +105,7 @@ def test_block_layouts_match_ggml_byte_by_byte(kind):
         raw[b * size:b * size + 2] = np.float16(rng.uniform(-2, 2)).tobytes()
         if kind == "Q4_1":
             raw[b * size + 2:b * size + 4] = np.float16(rng.uniform(-2, 2)).tobytes()
-    got = G.dequantize(np.frombuffer(bytes(raw), np.uint8), getattr(G, kind))
+    got = G.dequantize(np.frombuffer(bytes(raw), np.uint8), TYPES[kind].ggml_id)
     np.testing.assert_allclose(got, slow_dequantize(bytes(raw), kind), rtol=1e-6, atol=1e-6)
     ref = quants.dequantize(np.frombuffer(bytes(raw), np.uint8), getattr(Q, kind))
     np.testing.assert_array_equal(got, ref.astype(np.float32).reshape(-1))

@@ -14,7 +14,8 @@ import numpy as np
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from explorer.core.gguf.int8_products import half_product, quantize_rows, rope_ggml, rope_tables_ggml, softmax_ggml
+from explorer.core.gguf.ggml_arithmetic import half_product, rope_ggml, rope_tables_ggml, softmax_ggml
+from explorer.core.gguf.int8_products import quantize_rows
 from explorer.core.gguf.blocks import BlockMatrix
 
 f32 = np.float32

@@ -9,12 +9,13 @@ from dataclasses import replace
 import numpy as np
 import pytest
 
-from explorer.core.gguf import int8_products
+from explorer.core.gguf import ggml_arithmetic
 from explorer.core.models import layers as L
+from explorer.core.models.arithmetic import FLOAT_ATTENTION
 from explorer.core.models.attention import attention_scores, attention_weights
 from explorer.core.models.decoder import DecoderConfig, DecoderModel, fused_layer, random_params
 from explorer.core.decode.generate import generate
-from explorer.core.gguf.llama import with_arithmetic
+from explorer.core.gguf.llama import arithmetic_named, with_arithmetic
 from explorer.core.decode.sampling import SamplingConfig
 from explorer.core.models.teaching import load_teaching_model
 from explorer.core.tokens.vocab import Vocabulary
@@ -34,7 +35,7 @@ def random_model(config: DecoderConfig, seed: int = 0, arithmetic: str = "float"
     params = random_params(config, np.random.default_rng(seed), dtype=np.float32)
     params = replace(params, layers=tuple(fused_layer(lp) for lp in params.layers))
     return DecoderModel(config, params, Vocabulary(tuple(f"t{i}" for i in range(config.vocab_size))),
-                        dtype=np.float32, arithmetic=arithmetic)
+                        dtype=np.float32, arithmetic=arithmetic_named(arithmetic))
 
 
 MODELS = {"teaching": lambda: (load_teaching_model(), [1, 2, 3]),
@@ -73,10 +74,10 @@ def forward_softmaxes(monkeypatch, run):
         weights.extend(out.copy())
         return out
 
-    softmax_ggml = int8_products.softmax_ggml
-    monkeypatch.setattr(int8_products, "softmax_ggml", spy)
+    softmax_ggml = ggml_arithmetic.softmax_ggml
+    monkeypatch.setattr(ggml_arithmetic, "softmax_ggml", spy)
     traces = run()
-    monkeypatch.setattr(int8_products, "softmax_ggml", softmax_ggml)
+    monkeypatch.setattr(ggml_arithmetic, "softmax_ggml", softmax_ggml)
     return traces, list(scores), list(weights)   # copies: the traces keep the spy, which a recompute calls
 
 
@@ -169,7 +170,7 @@ def test_in_llama_cpps_arithmetic_a_real_models_heads_are_the_forwards(request, 
     assert_every_head(traces, scores, model.config, masked_scores)
     decode = traces[-1].layers[0]
     assert decode.mask.sum() == (8 if name == "gemma3" else 21)
-    as_float = replace(decode, arithmetic=L.FLOAT_ATTENTION)
+    as_float = replace(decode, arithmetic=FLOAT_ATTENTION)
     assert not np.array_equal(attention_weights(as_float, 0), attention_weights(decode, 0))
 
 
@@ -199,7 +200,7 @@ def test_in_float_arithmetic_a_real_models_heads_are_the_forwards(request, monke
         model = narrow_window(model, 8)
     ids = model.vocab.encode(TEXT)[:21]
     traces, seen = forward_weights(monkeypatch, prefill_and_decode(model, ids, steps=1))
-    assert {lt.arithmetic for trace in traces for lt in trace.layers} == {L.FLOAT_ATTENTION}
+    assert {lt.arithmetic for trace in traces for lt in trace.layers} == {FLOAT_ATTENTION}
     assert_every_head(traces, seen, model.config)
 
 

@@ -1,2 +1,2 @@
 """GGUF files: reading and checking them, the quantisation types and their block kernels,
-the llama-family loader."""
+llama.cpp's arithmetic, the llama-family loader."""

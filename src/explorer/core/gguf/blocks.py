@@ -9,20 +9,8 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .unpack import UNPACK, q4_k_parts, q6_k_parts
-from .reader import Q4_0, Q4_1, Q4_K, Q5_0, Q6_K, Q8_0
-
-BLOCK = 32
-# the `BlockMatrix.kind` each type is kept as: (bits, elements per scale, the activation
-# rows llama.cpp multiplies it by (its CPU backend's vec_dot_type))
-KINDS = {Q4_0: (4, 32, "q8_0"), Q4_1: (4, 32, "q8_1"), Q5_0: (8, 32, "q8_0"), Q8_0: (8, 32, "q8_0"),
-         Q4_K: (4, 32, "q8_K"), Q6_K: (8, 16, "q8_K")}
-QUANTISED = tuple(KINDS)
-# the blocks of the types kept as they are, read in place: float16 scale (and Q4_1's
-# float16 minimum), then the quants, copied out whole (a byte at a time took 3x as long)
-_FIELDS = {Q4_0: np.dtype([("d", "<f2"), ("q", "V16")]),
-           Q4_1: np.dtype([("d", "<f2"), ("m", "<f2"), ("q", "V16")]),
-           Q8_0: np.dtype([("d", "<f2"), ("q", "V32")])}
+from .quant_types import BY_ID, LAYOUTS, Layout, QuantType
+from .unpack import BLOCK
 # numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
 # loops at once; the window computes on a worker thread and the UI thread, so launches
 # take turns (a lock costs well under a microsecond next to a product's milliseconds)
@@ -50,7 +38,7 @@ class BlockMatrix:
     scale: np.ndarray              # [rows, cols/32] float32 ([rows, cols/16] for Q6_K's 8-bit rows)
     offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
     activations: str = "q8_0"      # how llama.cpp rounds the input rows it multiplies:
-                                   # "q8_0", "q8_1" (Q4_1's) or "q8_K" (K-quants'), `int8_products`
+                                   # "q8_0", "q8_1" (Q4_1's) or "q8_K" (K-quants'): `layout`
     k_parts: tuple | None = None   # a K-quant's scales before they were multiplied, which
                                    # llama.cpp's integer products apply separately: Q4_K's
                                    # (d, dmin [rows, cols/256], sc, m [rows, cols/32] uint8),
@@ -62,32 +50,31 @@ class BlockMatrix:
 
     @classmethod
     def from_gguf(cls, raw: np.ndarray, ggml_type: int, shape: tuple[int, int]) -> "BlockMatrix":
-        """From a tensor's raw bytes (GGUFFile.raw) of one of the QUANTISED types, numpy
-        shape [rows, cols]; copies out of the file, which may then close. Q5_0 and Q6_K
-        become 8-bit rows, Q4_K 4-bit ones (`block_unpack`)."""
+        """From a tensor's raw bytes (GGUFFile.raw) of one of the `quant_types.QUANTISED`
+        types (by its ggml id), numpy shape [rows, cols]; copies out of the file, which may
+        then close. Q5_0 and Q6_K become 8-bit rows, Q4_K 4-bit ones (`unpack`)."""
         return cls.from_gguf_rows([(raw, ggml_type, shape)])
 
     @classmethod
     def from_gguf_rows(cls, tensors) -> "BlockMatrix":
-        """The rows of several tensors [(raw bytes, ggml type, [rows, cols])] of one `kind`
-        and width, one after another (a layer's Q, K and V): each copied out of the file
-        once, straight into its rows of the whole."""
-        kinds = {KINDS[t] for _, t, _ in tensors}
+        """The rows of several tensors [(raw bytes, ggml type, [rows, cols])] of one
+        `quant_types.Layout` and width, one after another (a layer's Q, K and V): each
+        copied out of the file once, straight into its rows of the whole."""
+        types = [BY_ID[t] for _, t, _ in tensors]
+        layouts = {t.layout for t in types}
         widths = {shape[1] for _, _, shape in tensors}
-        if len(kinds) != 1 or len(widths) != 1:
-            raise ValueError(f"cannot stack tensors of kinds {sorted(kinds)} and widths {sorted(widths)}")
-        (bits, group, activations), cols = kinds.pop(), widths.pop()
-        rows = sum(shape[0] for _, _, shape in tensors)
-        q = np.empty((rows, cols // 2), np.uint8) if bits == 4 else np.empty((rows, cols), np.int8)
-        scale = np.empty((rows, cols // group), np.float32)
-        offset = np.empty((rows, cols // BLOCK), np.float32) if bits == 4 else None
+        if len(layouts) != 1 or len(widths) != 1:
+            raise ValueError(f"cannot stack tensors of kinds {sorted(lo.kind for lo in layouts)} "
+                             f"and widths {sorted(widths)}")
+        layout, cols = layouts.pop(), widths.pop()
+        q, scale, offset = layout.empty(sum(shape[0] for _, _, shape in tensors), cols)
         k_parts, start = [], 0
-        for raw, ggml_type, (n, _) in tensors:
+        for (raw, _, (n, _)), qtype in zip(tensors, types):
             part = slice(start, start + n)
-            k_parts.append(_copy_rows(np.asarray(raw, np.uint8), ggml_type, n, cols, q[part], scale[part],
+            k_parts.append(_copy_rows(np.asarray(raw, np.uint8), qtype, n, cols, q[part], scale[part],
                                       None if offset is None else offset[part]))
             start += n
-        return cls(q, scale, offset, activations,
+        return cls(q, scale, offset, layout.activations,
                    None if k_parts[0] is None else tuple(map(np.concatenate, zip(*k_parts))))
 
     @property
@@ -108,6 +95,11 @@ class BlockMatrix:
         """(bits, group, activations): matrices of one kind can be stacked and multiplied
         by one loop, in either arithmetic."""
         return self.bits, self.group, self.activations
+
+    @property
+    def layout(self) -> Layout:
+        """Its `kind`'s entry in `quant_types.LAYOUTS` (which names its llama.cpp product)."""
+        return LAYOUTS[self.kind]
 
     @property
     def nbytes(self) -> int:
@@ -148,7 +140,7 @@ class BlockMatrix:
         k = _kernels()
         rows, cols = self.shape
         if self.offset is None:
-            matvec, matmul = k.EIGHT_BIT[self.group.bit_length() - 1]       # t's scale: t >> shift
+            matvec, matmul = k.EIGHT_BIT[self.group]
             return rows, cols, (self.q, self.scale), matvec, matmul
         return rows, cols, (self.q, self.scale, self.offset), k.matvec_4bit, k.matmul_4bit
 
@@ -168,22 +160,12 @@ class BlockMatrix:
         return out
 
 
-def _copy_rows(raw: np.ndarray, ggml_type: int, rows: int, cols: int, q, scale, offset):
-    """A tensor's raw bytes [rows * cols / block * bytes] unpacked into q, scale and offset
-    (its rows of a `BlockMatrix`'s arrays); -> a K-quant's `k_parts`, else None."""
-    if ggml_type not in _FIELDS:                         # Q5_0, Q4_K, Q6_K: rewritten (`block_unpack`)
-        q[...], scale[...], unpacked_offset = UNPACK[ggml_type](raw, rows, cols)
-        if offset is not None:
-            offset[...] = unpacked_offset
-        return {Q4_K: q4_k_parts, Q6_K: q6_k_parts}.get(ggml_type, lambda *_: None)(raw, rows, cols)
-    blocks = raw.view(_FIELDS[ggml_type]).reshape(rows, cols // BLOCK)        # [r, c/32] blocks
-    q.view(blocks.dtype["q"]).reshape(rows, cols // BLOCK)[...] = blocks["q"]
-    scale[...] = blocks["d"]                                                  # float16 -> float32
-    if ggml_type == Q4_1:
-        offset[...] = blocks["m"]
-    elif ggml_type == Q4_0:
-        np.multiply(scale, np.float32(-8), out=offset)  # (nibble - 8) * d = nibble * d - 8d
-    return None
+def _copy_rows(raw: np.ndarray, qtype: QuantType, rows: int, cols: int, q, scale, offset):
+    """A tensor's raw bytes [rows * cols / block * bytes] of `qtype` rewritten into q,
+    scale and offset (its rows of a `BlockMatrix`'s arrays); -> a K-quant's `k_parts`,
+    else None."""
+    qtype.rewrite(raw, rows, cols, q, scale, offset)
+    return None if qtype.k_parts is None else qtype.k_parts(raw, rows, cols)
 
 
 @dataclass(frozen=True, eq=False)
@@ -211,26 +193,25 @@ class _Transposed:
 
 
 def prepare(layouts=None) -> None:
-    """Compile the block loops of these layouts, (bits, elements per scale) of a
-    `BlockMatrix.kind` (None: all of them), now, or read them from numba's cache (about 4 s
-    the first time, 0.3 s after). Loading a quantised model does it for the layouts it
-    holds, so that its first Prefill's time (which the timeline shows) is the model's,
-    and `explorer model install` does it, so that the first load does not wait for the
-    compiler. (The loops depend on the layout only: the activations a kind names matter
-    to llama.cpp's arithmetic, `int8_products`.)"""
-    one = np.ones((1, 1), np.float32)                                          # a block's scale
-    for m in (BlockMatrix(np.zeros((1, BLOCK // 2), np.uint8), one, one),     # 4-bit [1, 32]
-              BlockMatrix(np.zeros((1, BLOCK), np.int8), one, None),           # 8-bit [1, 32]
-              BlockMatrix(np.zeros((1, BLOCK), np.int8), np.ones((1, 2), np.float32), None)):  # per 16
-        if layouts is not None and m.kind[:2] not in layouts:
+    """Compile the block loops of these layouts, `quant_types.Layout.loops` (None: all of
+    them), now, or read them from numba's cache (about 4 s the first time, 0.3 s after).
+    Loading a quantised model does it for the layouts it holds, so that its first
+    Prefill's time (which the timeline shows) is the model's, and `explorer model install`
+    does it, so that the first load does not wait for the compiler. (The loops depend on
+    bits and group only: the activations a layout names matter to llama.cpp's
+    arithmetic, `int8_products`.)"""
+    for loops, layout in {lo.loops: lo for lo in LAYOUTS.values()}.items():
+        if layouts is not None and loops not in layouts:
             continue                   # SmolLM2 has no 8-bit rows with a scale per 16
+        q, scale, offset = layout.empty(1, BLOCK)                              # a matrix [1, 32]
+        m = BlockMatrix(np.zeros_like(q), np.ones_like(scale), None if offset is None else np.ones_like(offset))
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
 
 
 def layouts_of(ggml_types) -> set[tuple[int, int]]:
     """The loops' layouts (`prepare`) that tensors of these ggml types are multiplied in."""
-    return {KINDS[t][:2] for t in ggml_types if t in KINDS}
+    return {t.layout.loops for t in map(BY_ID.get, ggml_types) if t is not None and t.layout is not None}
 
 
 def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bit rows unpack

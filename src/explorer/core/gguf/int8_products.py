@@ -26,14 +26,9 @@ at once (`times_rows`' batch): one row takes ggml_vec_dot / gemv, several take t
 (Q8_0, Q5_0: the same order), Q4_K's repacked gemm (four rows at a time: one fma per 64
 elements instead of per 256) and, from eight rows, Q6_K's tiled kernel.
 
-The rest of llama.cpp's arithmetic that a last bit of Gemma's logits depends on is here
-too: the attention's float16 products (`half_product`: tinyBLAS for a Prefill,
-ggml_vec_dot_f16 for a Decode step) and its softmax (`softmax_ggml`: ggml_v_expf, sums in
-float64), together `ggml_attention`; its rotary positions (`rope_tables_ggml`,
-`rope_ggml`). Each was matched against llama.cpp's own tensors (llama-cpp-python 0.3.36
-on an AVX-512 x86 CPU, read with an eval callback): with them the logits of every step of
-tests/fixtures/gemma3_llama_cpp.json are llama.cpp's bit for bit
-(tools/compare_gemma3_llama_cpp.py).
+The rest of llama.cpp's arithmetic (float16 K/V, its attention, norm, GELU and rotary
+positions) is `ggml_arithmetic`'s, whose fma, float16 rounding and batch size these loops
+share.
 
 Activation rows [n, cols] become (q [n, cols] int8, d [n, cols/32] float32, s [n, cols/32]
 float32): per 32 elements the scale (Q8_K's one per 256, repeated) and the number an
@@ -42,20 +37,13 @@ offset multiplies (d * sum(q), Q8_1's float16 s).
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
-import functools
-
 import numba as nb
 import numpy as np
-from numba import types
-from numba.extending import intrinsic
 
+from .ggml_arithmetic import UBATCH, fma, to_half
 from .kernels import _compiled
-from ..models.layers import AttentionArithmetic, to_half
 
 BLOCK = 32
-UBATCH = 512       # llama.cpp multiplies a Prefill's rows this many at a time (its n_ubatch)
 ACTIVATIONS = ("q8_0", "q8_1", "q8_K")
 
 
@@ -140,18 +128,7 @@ def quantize_rows(x: np.ndarray, kind: str):  # [n, cols] -> q [n, cols] int8, d
 
 # The products round in llama.cpp's order, so they need IEEE arithmetic: no fastmath
 # (which would let the compiler reorder the sums).
-_exact = nb.njit(parallel=True, cache=True, nogil=True, boundscheck=False, error_model="numpy")
-# the attention's small loops run on one thread: a Decode step would wait longer for
-# the threads to wake than they work
-_serial = nb.njit(cache=True, nogil=True, boundscheck=False, error_model="numpy")
-
-
-@intrinsic
-def _fma(typingctx, a, b, c):
-    """a * b + c rounded once, the FMA instruction llama.cpp's kernels use (float32)."""
-    def codegen(context, builder, signature, args):
-        return builder.fma(*args)
-    return types.float32(types.float32, types.float32, types.float32), codegen
+_exact = _compiled(parallel=True, exact=True)
 
 
 @nb.njit(inline="always")
@@ -183,14 +160,14 @@ def product_8bit_lanes(xq, xd, q, scale, out):
             a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0)
             for b in range(cols // 32):
                 d, k = scale[j, b] * xd[i, b], 32 * b
-                a0 = _fma(d, np.float32(_quad(w, x, k)), a0)
-                a1 = _fma(d, np.float32(_quad(w, x, k + 4)), a1)
-                a2 = _fma(d, np.float32(_quad(w, x, k + 8)), a2)
-                a3 = _fma(d, np.float32(_quad(w, x, k + 12)), a3)
-                a4 = _fma(d, np.float32(_quad(w, x, k + 16)), a4)
-                a5 = _fma(d, np.float32(_quad(w, x, k + 20)), a5)
-                a6 = _fma(d, np.float32(_quad(w, x, k + 24)), a6)
-                a7 = _fma(d, np.float32(_quad(w, x, k + 28)), a7)
+                a0 = fma(d, np.float32(_quad(w, x, k)), a0)
+                a1 = fma(d, np.float32(_quad(w, x, k + 4)), a1)
+                a2 = fma(d, np.float32(_quad(w, x, k + 8)), a2)
+                a3 = fma(d, np.float32(_quad(w, x, k + 12)), a3)
+                a4 = fma(d, np.float32(_quad(w, x, k + 16)), a4)
+                a5 = fma(d, np.float32(_quad(w, x, k + 20)), a5)
+                a6 = fma(d, np.float32(_quad(w, x, k + 24)), a6)
+                a7 = fma(d, np.float32(_quad(w, x, k + 28)), a7)
             out[i, j] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
 
 
@@ -217,9 +194,9 @@ def product_4bit_lanes(xq, xd, xs, q, scale, offset, centre, out):
                         v = q[j, 16 * b + (e & 15)]
                         nibble = (v & low) if e < 16 else (v >> shift)
                         p += (np.int32(nibble) - centre) * np.int32(xq[i, 32 * b + e])
-                    acc[lane] = _fma(d, np.float32(p), acc[lane])
+                    acc[lane] = fma(d, np.float32(p), acc[lane])
                 if centre == 0:
-                    offsets = _fma(offset[j, b], xs[i, b], offsets)
+                    offsets = fma(offset[j, b], xs[i, b], offsets)
             out[i, j] = _sum_lanes(acc) + offsets
 
 
@@ -251,8 +228,8 @@ def product_q4_k(xq, xd, q, d, dmin, sc, m, out, run):
                     isum += np.int32(sc[j, b]) * acc
                     imin += np.int32(m[j, b]) * xsum
                 s, dx = (per * r) // 8, xd[i, per * r]
-                total = _fma(np.float32(isum), d[j, s] * dx, total)
-                minimum = _fma(np.float32(imin), dmin[j, s] * dx, minimum)
+                total = fma(np.float32(isum), d[j, s] * dx, total)
+                minimum = fma(np.float32(imin), dmin[j, s] * dx, minimum)
             out[i, j] = total - minimum
 
 
@@ -289,7 +266,7 @@ def product_q6_k(xq, xd, q, d, sc, out):
                         for e in range(base + 16 * g, base + 16 * g + 16):
                             x_sum += np.int32(xq[i, e])
                         offset += np.int32(sc[j, g + 16 * s]) * x_sum
-                    acc[lane] = _fma(xd[i, 8 * s] * d[j, s], np.float32(lanes[lane] - 32 * offset), acc[lane])
+                    acc[lane] = fma(xd[i, 8 * s] * d[j, s], np.float32(lanes[lane] - 32 * offset), acc[lane])
             out[i, j] = _sum_lanes(acc)
 
 
@@ -312,195 +289,8 @@ def product_q6_k_tiled(xq, xd, q, d, sc, out):
                     for e in range(256 * s + 16 * g, 256 * s + 16 * g + 16):
                         p += np.int32(q[j, e]) * np.int32(xq[i, e])
                     isum += np.int32(sc[j, g + 16 * s]) * p
-                total = _fma(np.float32(isum) * d[j, s], xd[i, 8 * s], total)
+                total = fma(np.float32(isum) * d[j, s], xd[i, 8 * s], total)
             out[i, j] = total
-
-
-@nb.njit(inline="always")
-def _reduce16(acc):
-    """_mm512_reduce_add_ps of sixteen float32 lanes as GCC writes it: halves, halves,
-    then pairs."""
-    h0, h1, h2, h3 = acc[8] + acc[0], acc[9] + acc[1], acc[10] + acc[2], acc[11] + acc[3]
-    h4, h5, h6, h7 = acc[12] + acc[4], acc[13] + acc[5], acc[14] + acc[6], acc[15] + acc[7]
-    q0, q1, q2, q3 = h4 + h0, h5 + h1, h6 + h2, h7 + h3
-    return (q0 + q2) + (q1 + q3)
-
-
-@_serial
-def _lanes64(a, c, out):
-    """out[i, j] = sum over k of a[i, k] * c[j, k] as llama.cpp's ggml_vec_dot_f16 sums
-    float16 rows on an AVX-512 CPU (a single query, where tinyBLAS is not used): four
-    accumulators of sixteen float32 lanes over each run of 64 (accumulator r, lane l
-    takes k = 64 b + 16 r + l, added by fma), folded as (0 + 2) + (1 + 3), then
-    `_reduce16`. llama.cpp's rows are padded with zeros to a multiple of 256, so a tail
-    shorter than 64 is summed the same way. a [r, k], c [s, k] -> out [r, s]."""
-    rows, width = a.shape
-    for i in range(rows):
-        acc = np.empty(64, np.float32)
-        lanes = np.empty(16, np.float32)
-        for j in range(c.shape[0]):
-            acc[:] = 0
-            for k in range(width):
-                acc[k & 63] = _fma(a[i, k], c[j, k], acc[k & 63])
-            for t in range(16):
-                lanes[t] = (acc[t] + acc[t + 32]) + (acc[t + 16] + acc[t + 48])
-            out[i, j] = _reduce16(lanes)
-
-
-@_exact
-def _lanes16(a, c, out):
-    """out[i, j] = sum over k of a[i, k] * c[j, k] in the order llama.cpp's tinyBLAS sums
-    float16 rows on an AVX-512 CPU (two or more queries): sixteen float32 lanes (lane l
-    takes k = l, l + 16, ...), each product added by fma, then `_reduce16`. a [r, k],
-    c [s, k] float32 (float16 values) -> out [r, s]."""
-    rows, width = a.shape
-    for i in nb.prange(rows):
-        acc = np.empty(16, np.float32)
-        for j in range(c.shape[0]):
-            acc[:] = 0
-            for k in range(width):
-                acc[k & 15] = _fma(a[i, k], c[j, k], acc[k & 15])
-            out[i, j] = _reduce16(acc)
-
-
-def half_product(a, c, queries: int):  # [b, r, k], [b, s, k] float32 (float16 values) -> [b, r, s] = a @ c^T
-    """The attention's products in llama.cpp's order for a batch of `queries` tokens (row
-    i of a head belongs to query i % queries): tinyBLAS's (`_lanes16`) where llama.cpp
-    multiplies two queries or more at once, ggml_vec_dot_f16's (`_lanes64`) for a query
-    alone in its batch of `UBATCH` (a Decode step, or the last of 513 tokens)."""
-    a, c = np.ascontiguousarray(a, np.float32), np.ascontiguousarray(c, np.float32)
-    out = np.empty((a.shape[0], a.shape[1], c.shape[1]), np.float32)
-    alone = slice(queries - 1, None, queries) if queries % UBATCH == 1 else slice(0)
-    for head in range(a.shape[0]):
-        if queries > 1:
-            _lanes16(a[head], c[head], out[head])
-        if len(a[head, alone]):
-            lone = np.empty((len(a[head, alone]), c.shape[1]), np.float32)
-            _lanes64(np.ascontiguousarray(a[head, alone]), c[head], lone)
-            out[head, alone] = lone
-    return out
-
-
-_EXP = np.array([float.fromhex(h) for h in (                  # ggml_v_expf's constants, float32
-    "0x1.8p23", "0x1.715476p+0", "0x1.62e4p-1", "0x1.7f7d1cp-20", "0x1.0e4020p-7", "0x1.573e2ep-5",
-    "0x1.555e66p-3", "0x1.fffdb6p-2", "0x1.ffffecp-1")], np.float32)
-
-
-@nb.njit(inline="always")
-def _expf(x, c):
-    """exp(x) for x <= 0 as llama.cpp's AVX-512 ggml_v_expf computes it (a float32
-    polynomial by fma, scaled by 2^n); 0 below -192 ln 2 and for -inf."""
-    one = np.float32(1)
-    z = _fma(x, c[1], c[0])
-    n = z - c[0]
-    if not abs(n) <= np.float32(192):
-        return np.float32(0)
-    b = _fma(-n, c[3], _fma(-n, c[2], x))
-    u = b * b
-    j = _fma(_fma(_fma(c[4], b, c[5]), u, _fma(c[6], b, c[7])), u, _fma(c[8], b, one))
-    return np.float32(np.float64(j) * 2.0 ** np.float64(n))
-
-
-@_serial
-def _softmax_rows(x, c):
-    """Each row of x [r, t] float32 (-inf where masked) replaced in place by its softmax
-    as llama.cpp's ggml_vec_soft_max_f32 computes it on an AVX-512 CPU: `_expf` of x -
-    max per run of sixteen, each run's sum (`_reduce16`) added in float64, then every
-    value times float32(1 / sum)."""
-    rows, t = x.shape
-    for r in range(rows):
-        top = np.float32(-np.inf)
-        for k in range(t):
-            top = max(top, x[r, k])
-        lanes = np.zeros(16, np.float32)
-        total = 0.0
-        for start in range(0, t, 16):
-            for lane in range(16):
-                k = start + lane
-                lanes[lane] = _expf(x[r, k] - top, c) if k < t else np.float32(0)
-                if k < t:
-                    x[r, k] = lanes[lane]
-            total += np.float64(_reduce16(lanes))
-        scale = np.float32(1.0 / total)
-        for k in range(t):
-            x[r, k] *= scale
-
-
-def softmax_ggml(x):  # [..., t] float32 -> the same array, each row its softmax
-    """The attention weights' softmax in llama.cpp's float order (`_softmax_rows`)."""
-    rows = x.reshape(-1, x.shape[-1])
-    _softmax_rows(rows, _EXP)
-    return x
-
-
-def ggml_attention(queries: int) -> AttentionArithmetic:
-    """llama.cpp's attention arithmetic for a forward over `queries` new tokens: its
-    products (`half_product`), its softmax (`softmax_ggml`), and the weights rounded to
-    float16 before they multiply its float16 V cache."""
-    return AttentionArithmetic(functools.partial(half_product, queries=queries), softmax_ggml, half_weights=True)
-
-
-@functools.cache
-def _libm():
-    """The C library's float32 powf, cosf and sinf (llama.cpp's rotary tables call them;
-    cosf and sinf are not always the correctly rounded value), or None where it cannot
-    be loaded."""
-    try:
-        libm = ctypes.CDLL(ctypes.util.find_library("m") or "libm.so.6")
-        powf, cosf, sinf = libm.powf, libm.cosf, libm.sinf
-    except (OSError, AttributeError):
-        return None
-    powf.restype, powf.argtypes = ctypes.c_float, [ctypes.c_float, ctypes.c_float]
-    for f in (cosf, sinf):
-        f.restype, f.argtypes = ctypes.c_float, [ctypes.c_float]
-    return powf, np.frompyfunc(cosf, 1, 1), np.frompyfunc(sinf, 1, 1)
-
-
-def rope_tables_ggml(positions, e: int, base: float):  # [n] -> (cos, sin) [n, e/2] float32
-    """llama.cpp's rotary tables (ggml_rope_cache_init): the angle of pair i is the
-    position times theta_scale^i, theta_scale = powf(base, -2 / e), multiplied up one
-    float32 step at a time; its cosine and sine by the C library's cosf and sinf (float64
-    rounded to float32 where there is no C library to call)."""
-    libm = _libm()
-    exponent = np.float32(-2.0) / np.float32(e)
-    scale = np.float32(libm[0](np.float32(base), exponent) if libm else np.float32(base) ** exponent)
-    angles = np.empty((len(positions), e // 2), np.float32)                # [n, e/2]
-    angles[:, 0] = np.asarray(positions, np.float32)
-    for i in range(1, e // 2):
-        angles[:, i] = angles[:, i - 1] * scale
-    if libm is None:
-        wide = angles.astype(np.float64)
-        return np.cos(wide).astype(np.float32), np.sin(wide).astype(np.float32)
-    return libm[1](angles).astype(np.float32), libm[2](angles).astype(np.float32)
-
-
-@_serial
-def _rotate(x, cos, sin, half, stride, out):
-    """llama.cpp's rotate_pairs on x [n, heads*e]: each pair (x0, x1) = (x[a], x[a +
-    stride]) of every head turned as (x0 cos - x1 sin, x0 sin + x1 cos), each fused by
-    the compiler into an fma of its first product (fma(x0, cos, -(x1 sin)), fma(x0,
-    sin, x1 cos)). stride = e/2 for Gemma's halves, 1 for adjacent pairs."""
-    n, width = x.shape
-    e = 2 * half
-    for r in range(n):
-        for h in range(width // e):
-            for i in range(half):
-                a = h * e + (i if stride != 1 else 2 * i)
-                x0, x1 = x[r, a], x[r, a + stride]
-                c, s = cos[r, i], sin[r, i]
-                out[r, a] = _fma(x0, c, -(x1 * s))
-                out[r, a + stride] = _fma(x0, s, x1 * c)
-
-
-def rope_ggml(x, tables, halves: bool):  # [n, heads*e] float32, (cos, sin) [n, e/2] -> [n, heads*e]
-    """Rotary positions as llama.cpp turns them (`_rotate`), on Gemma's halves or on
-    adjacent pairs."""
-    cos, sin = tables
-    x = np.ascontiguousarray(x, np.float32)
-    out = np.empty_like(x)
-    half = cos.shape[1]
-    _rotate(x, cos, sin, half, half if halves else 1, out)
-    return out
 
 
 def times_rows(m, x: np.ndarray, lock, batch: int | None = None) -> np.ndarray:  # BlockMatrix [rows, cols], x [n, cols] -> [n, rows]
@@ -509,25 +299,38 @@ def times_rows(m, x: np.ndarray, lock, batch: int | None = None) -> np.ndarray: 
     many as it takes of x's at a time, `UBATCH`). The order depends on that number for
     Q6_K (eight or more take the tiled kernel) and Q4_K (four or more: groups of four are
     summed otherwise than the rest)."""
+    product = globals()[m.layout.product]        # the loop the matrix's layout names (`quant_types`)
     xq, xd, xs = quantize_rows(x, m.activations)
     out = np.empty((x.shape[0], m.shape[0]), np.float32)
     with lock:
         for start in range(0, x.shape[0], UBATCH):
             rows = slice(start, start + UBATCH)
-            _product(m, xq[rows], xd[rows], xs[rows], out[rows], batch or len(xq[rows]))
+            product(m, xq[rows], xd[rows], xs[rows], out[rows], batch or len(xq[rows]))
     return out
 
 
-def _product(m, xq, xd, xs, out, batch: int):  # xq [n, cols] int8, xd, xs [n, cols/32] -> out [n, rows]
-    """`times_rows` of rows already rounded: the loop and its order for m's layout."""
-    if m.offset is None and m.group == 16:
-        (product_q6_k_tiled if batch >= 8 else product_q6_k)(xq, xd, m.q, *m.k_parts, out)
-    elif m.offset is None:
-        product_8bit_lanes(xq, xd, m.q, m.scale, out)
-    elif m.k_parts is not None:                    # Q4_K: four rows at a time, then one by one
-        whole = len(xq) - len(xq) % 4 if batch > 3 else 0
-        for rows, run in ((slice(0, whole), 64), (slice(whole, None), 256)):
-            if len(xq[rows]):
-                product_q4_k(xq[rows], xd[rows], m.q, *m.k_parts, out[rows], run)
-    else:
-        product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8 if m.activations == "q8_0" else 0, out)
+# Each layout's product of rows already rounded (`times_rows`), as llama.cpp orders it:
+# m a BlockMatrix [rows, cols], xq [n, cols] int8, xd, xs [n, cols/32] -> out [n, rows],
+# for a batch of `batch` rows.
+
+def times_8bit_lanes(m, xq, xd, xs, out, batch: int) -> None:  # Q8_0, Q5_0
+    product_8bit_lanes(xq, xd, m.q, m.scale, out)
+
+
+def times_q4_0(m, xq, xd, xs, out, batch: int) -> None:
+    product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 8, out)
+
+
+def times_q4_1(m, xq, xd, xs, out, batch: int) -> None:
+    product_4bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, 0, out)
+
+
+def times_q4_k(m, xq, xd, xs, out, batch: int) -> None:  # four rows at a time, then one by one
+    whole = len(xq) - len(xq) % 4 if batch > 3 else 0
+    for rows, run in ((slice(0, whole), 64), (slice(whole, None), 256)):
+        if len(xq[rows]):
+            product_q4_k(xq[rows], xd[rows], m.q, *m.k_parts, out[rows], run)
+
+
+def times_q6_k(m, xq, xd, xs, out, batch: int) -> None:
+    (product_q6_k_tiled if batch >= 8 else product_q6_k)(xq, xd, m.q, *m.k_parts, out)

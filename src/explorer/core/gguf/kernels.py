@@ -26,17 +26,19 @@ import numba as nb  # noqa: E402  (after the policy: see above)
 import numpy as np  # noqa: E402
 from threadpoolctl import threadpool_limits  # noqa: E402
 
+from .quant_types import LAYOUTS  # noqa: E402
+
 # A matrix [rows, cols] is stored as GGUF stores it, each row in blocks of 32:
 #     4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
 #            and element 32b + 16 + k (high nibble); value = nibble * scale + offset
 #            (Q4_1: offset = the block's minimum; Q4_0: offset = -8 * scale)
 #     8-bit  q [rows, cols] int8; value = q * scale
 #     scale, offset [rows, cols/32] float32, one per block (8-bit rows made from Q6_K have
-#     a scale per 16 elements: their own pair of 8-bit loops, `EIGHT_BIT[4]`)
-# Q5_0, Q4_K and Q6_K blocks are rewritten in these layouts at load (`block_unpack`).
+#     a scale per 16 elements: their own pair of 8-bit loops, `EIGHT_BIT[16]`)
+# Q5_0, Q4_K and Q6_K blocks are rewritten in these layouts at load (`unpack`).
 # A 4-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
 # 0..cols/2-1), then the high nibbles; the input rows are permuted to the same order
-# (`quantized.nibble_order`) once per product.
+# (`blocks.nibble_order`) once per product.
 # Unpacking is exact (a 4- or 8-bit integer times a float16 scale fits a float32); the dot
 # products reassociate their sums (fastmath "reassoc"), so they round differently from a
 # BLAS product over the dequantised matrix, as two BLAS builds would.
@@ -51,18 +53,21 @@ _OPTIONS = dict(nogil=True, boundscheck=False, error_model="numpy",
                 fastmath={"reassoc", "contract"})   # not nnan/ninf: a nan must still show
 
 
-def _compiled(parallel: bool = False):
+def _compiled(parallel: bool = False, exact: bool = False):
     """numba's njit, with its compiled code cached beside this file or in the user's
     cache folder. When neither can be written (a read-only install and home), numba
     refuses to cache: the loops then compile at every start (about 4 s) instead of the
-    model failing to load."""
+    model failing to load. `exact`: IEEE float arithmetic in the order written, without
+    fastmath (llama.cpp's sums, `ggml_arithmetic`, `int8_products`)."""
+    options = {k: v for k, v in _OPTIONS.items() if k != "fastmath"} if exact else _OPTIONS
+
     def wrap(f):
         try:
-            return nb.njit(parallel=parallel, cache=True, **_OPTIONS)(f)
+            return nb.njit(parallel=parallel, cache=True, **options)(f)
         except RuntimeError as exc:
             if "cannot cache" not in str(exc):
                 raise
-            return nb.njit(parallel=parallel, **_OPTIONS)(f)
+            return nb.njit(parallel=parallel, **options)(f)
     return wrap
 
 
@@ -187,4 +192,6 @@ def _eight_bit_loops(shift: int):
     return matvec_8bit, matmul_8bit
 
 
-EIGHT_BIT = {5: _eight_bit_loops(5), 4: _eight_bit_loops(4)}    # shift -> (matvec, matmul)
+# elements per scale -> (matvec, matmul), for each group of the 8-bit layouts
+EIGHT_BIT = {group: _eight_bit_loops(group.bit_length() - 1)
+             for group in dict.fromkeys(lo.group for lo in LAYOUTS.values() if lo.bits == 8)}

@@ -1,5 +1,5 @@
 """A llama-family model (SmolLM2's "llama", Gemma 3's "gemma3") from a GGUF file, as a
-DecoderModel with float32 arithmetic."""
+DecoderModel with float32 arithmetic, or llama.cpp's (`with_arithmetic`)."""
 
 from __future__ import annotations
 
@@ -10,16 +10,20 @@ from pathlib import Path
 import numpy as np
 
 from ..tokens.bpe import PRE_TOKENIZERS, BPEVocabulary, template_system_prompt
+from ..models.arithmetic import FLOAT, Arithmetic
 from ..models.decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from ..errors import ExplorerError
 from .reader import GGUFError, GGUFFile
 from .checks import check_model_metadata
 from .heap import collector_paused, keep_freed_arrays, return_freed_memory
-from .blocks import KINDS, QUANTISED, BlockMatrix, layouts_of, prepare
+from .blocks import BlockMatrix, layouts_of, prepare
 from ..tokens.spm import SentencePieceVocabulary
 from ..tokens.vocab import Vocabulary
 
 ARCHITECTURES = ("llama", "gemma3")
+# `--arithmetic`'s choices (`arithmetic_named`): "float", every product in float32 (the
+# teaching path); "llama.cpp", as llama.cpp's CPU backend computes (`ggml_arithmetic`)
+ARITHMETICS = ("float", "llama.cpp")
 # Gemma 3 as llama.cpp builds it: five sliding-window layers, then a global one; the
 # windowed layers' rotary base (llama.cpp: rope_freq_base_train_swa)
 GEMMA3_PATTERN, GEMMA3_LOCAL_ROPE_BASE = 6, 10000.0
@@ -36,7 +40,7 @@ END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "
 def load_llama(path, name: str | None = None, arithmetic: str = "float") -> DecoderModel:
     """Read a llama- or gemma3-architecture GGUF file into a DecoderModel (float32
     activations) with its tokenizer. `arithmetic`: "float" (float32 throughout) or
-    "llama.cpp" (as llama.cpp's CPU backend computes: see `decoder.ARITHMETICS`).
+    "llama.cpp" (as llama.cpp's CPU backend computes: see `ARITHMETICS`).
 
     "gemma3" reads the same tensors as "llama" plus four norms per layer (attn_q_norm,
     attn_k_norm [e]; post_attention_norm, post_ffw_norm [d]), scales its embedding by
@@ -85,7 +89,7 @@ def _load_llama(path, name: str | None, arithmetic: str) -> DecoderModel:
     params = reading.result()
     return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
     return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32,
-                        arithmetic=arithmetic)
+                        arithmetic=arithmetic_named(arithmetic))
 
 
 class _OnAnotherThread:
@@ -115,16 +119,26 @@ class _OnAnotherThread:
         return self._out
 
 
+def arithmetic_named(name: str) -> Arithmetic:
+    """The arithmetic of one of ARITHMETICS' names."""
+    if name not in ARITHMETICS:
+        raise ValueError(f"arithmetic = {name!r}: expected one of {ARITHMETICS}")
+    if name == FLOAT.name:
+        return FLOAT
+    from .ggml_arithmetic import LLAMA_CPP     # numba: only in llama.cpp's arithmetic
+    return LLAMA_CPP
+
+
 def with_arithmetic(model, arithmetic: str):
-    """`model` computing in `arithmetic` (`decoder.ARITHMETICS`), sharing its weights:
+    """`model` computing in `arithmetic` (one of ARITHMETICS), sharing its weights:
     "llama.cpp" only for a model read from a GGUF file (its quantised products are what
     that arithmetic changes)."""
-    if getattr(model, "arithmetic", "float") == arithmetic:
+    if getattr(model, "arithmetic", FLOAT).name == arithmetic:
         return model
     if not (isinstance(model, DecoderModel) and isinstance(model.params.embed, BlockMatrix)):
         raise ExplorerError(f"arithmetic {arithmetic!r}: only a model read from a quantised GGUF file "
                             f"(smollm2, gemma3-270m, a .gguf) computes as llama.cpp; {model.name!r} is not one")
-    return replace(model, arithmetic=arithmetic)
+    return replace(model, arithmetic=arithmetic_named(arithmetic))
 
 
 def llama_config(gf: GGUFFile) -> DecoderConfig:
@@ -226,7 +240,7 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
 
 def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (numpy shape)
     info = gf.info(name)
-    if info.ggml_type in QUANTISED:
+    if info.quant_type.layout is not None:
         return BlockMatrix.from_gguf(gf.raw(name), info.ggml_type, info.shape)
     return gf.tensor(name)
 
@@ -236,10 +250,10 @@ def _stacked(gf: GGUFFile, names):
     tensor read once; (None, parts) when their storage differs (a file may quantise Q and
     V differently)."""
     infos = [gf.info(name) for name in names]
-    kinds = {KINDS.get(info.ggml_type) for info in infos}
-    if kinds == {None}:                                  # float32 and float16
+    layouts = {info.quant_type.layout for info in infos}
+    if layouts == {None}:                                # float32 and float16
         whole = np.concatenate([gf.tensor(name) for name in names])
-    elif len(kinds) == 1:
+    elif len(layouts) == 1:
         whole = BlockMatrix.from_gguf_rows([(gf.raw(info.name), info.ggml_type, info.shape) for info in infos])
     else:
         return None, [_stored(gf, name) for name in names]

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .unpack import UNPACK, dense
+from .quant_types import BY_ID, TYPES, QuantType, type_name
 from ..errors import ExplorerError
 from ..limits import MAX_GGUF_BYTES, MAX_NESTING
 from ..userfile import open_regular
@@ -24,16 +24,6 @@ _SCALARS = {UINT8: "<B", INT8: "<b", UINT16: "<H", INT16: "<h", UINT32: "<I", IN
             FLOAT32: "<f", BOOL: "<?", UINT64: "<Q", INT64: "<q", FLOAT64: "<d"}
 _NUMPY = {UINT8: "<u1", INT8: "<i1", UINT16: "<u2", INT16: "<i2", UINT32: "<u4", INT32: "<i4",
           FLOAT32: "<f4", BOOL: "?", UINT64: "<u8", INT64: "<i8", FLOAT64: "<f8"}
-
-# ggml tensor types this reader dequantises: id -> (name, elements per block, bytes per block)
-F32, F16, Q4_0, Q4_1, Q5_0, Q8_0, Q4_K, Q6_K = 0, 1, 2, 3, 6, 8, 12, 14
-TYPES = {F32: ("F32", 1, 4), F16: ("F16", 1, 2), Q4_0: ("Q4_0", 32, 18),
-         Q4_1: ("Q4_1", 32, 20), Q5_0: ("Q5_0", 32, 22), Q8_0: ("Q8_0", 32, 34),
-         Q4_K: ("Q4_K", 256, 144), Q6_K: ("Q6_K", 256, 210)}
-# names of the ggml types it does not read, for the error message
-_OTHER_TYPES = {7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 13: "Q5_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S",
-                20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16",
-                26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0"}
 
 
 _U64 = struct.Struct("<Q")   # a string's length
@@ -50,12 +40,6 @@ def shown_value(value) -> str:
 
 class GGUFError(ExplorerError):
     """A GGUF file this reader cannot use; the message names the file and what is wrong."""
-
-
-def type_name(ggml_type: int) -> str:
-    if ggml_type in TYPES:
-        return TYPES[ggml_type][0]
-    return _OTHER_TYPES.get(ggml_type, f"type {ggml_type}")
 
 
 @dataclass(frozen=True)
@@ -78,9 +62,12 @@ class TensorInfo:
         return type_name(self.ggml_type)
 
     @property
+    def quant_type(self) -> QuantType | None:  # None: a type this reader does not read
+        return BY_ID.get(self.ggml_type)
+
+    @property
     def nbytes(self) -> int:
-        _, block, size = TYPES[self.ggml_type]
-        return self.n_elements // block * size
+        return self.n_elements // self.quant_type.block * self.quant_type.block_bytes
 
 
 class _Cursor:
@@ -228,8 +215,8 @@ class GGUFFile:
             if offset % self.alignment:
                 raise GGUFError(f"{self.path}: tensor {name} starts at offset {offset}, "
                                 f"not a multiple of the alignment {self.alignment}")
-            if gtype in TYPES:
-                block = TYPES[gtype][1]
+            if info.quant_type is not None:
+                block = info.quant_type.block
                 if ne and ne[0] % block:
                     raise GGUFError(f"{self.path}: tensor {name} ({info.type_name}) has a row of "
                                     f"{ne[0]} elements, not a multiple of its block size {block}")
@@ -259,8 +246,8 @@ class GGUFFile:
 
     def raw(self, name: str) -> np.ndarray:  # -> [nbytes] uint8 view into the mapped file
         info = self.info(name)
-        if info.ggml_type not in TYPES:
-            supported = ", ".join(t[0] for t in TYPES.values())
+        if info.quant_type is None:
+            supported = ", ".join(TYPES)
             raise GGUFError(f"{self.path}: tensor {name} is {info.type_name}, which this reader "
                             f"cannot dequantise (supported: {supported})")
         return self._map[info.offset:info.offset + info.nbytes]
@@ -271,37 +258,6 @@ class GGUFFile:
 
 
 def dequantize(raw: np.ndarray, ggml_type: int) -> np.ndarray:  # [nbytes] uint8 -> [n] float32
-    """Raw tensor bytes of one of TYPES to a new float32 array, in element order.
-
-    Block layouts (exactly as ggml; 32 elements per block):
-        Q8_0: f16 d, 32 x int8 q                  value = q * d
-        Q4_0: f16 d, 16 bytes                     value = (nibble - 8) * d
-        Q4_1: f16 d, f16 m, 16 bytes              value = nibble * d + m
-    where byte j holds element j in its low nibble and element j + 16 in its high nibble.
-    Q5_0, Q4_K and Q6_K are described in `block_unpack`."""
-    raw = np.asarray(raw, np.uint8)
-    if ggml_type == F32:
-        return raw.view("<f4").astype(np.float32)           # a copy: the file may be closed
-    if ggml_type == F16:
-        return raw.view("<f2").astype(np.float32)
-    name, block, size = TYPES[ggml_type]
-    if ggml_type in UNPACK:
-        n = raw.size // size * block                         # one row of all the elements
-        return dense(*UNPACK[ggml_type](raw, 1, n)).reshape(-1)
-    blocks = raw.reshape(-1, size)                           # [nb, bytes per block]
-    nb = blocks.shape[0]
-    out = np.empty((nb, block), np.float32)                  # [nb, 32]
-    d = blocks[:, 0:2].copy().view("<f2").astype(np.float32)  # [nb, 1] scale
-    if ggml_type == Q8_0:
-        np.multiply(blocks[:, 2:].view(np.int8), d, out=out)
-        return out.reshape(-1)
-    qs = blocks[:, -16:]                                     # [nb, 16] packed nibbles
-    out[:, :16] = qs & 0x0F                                  # elements 0..15: low nibbles
-    out[:, 16:] = qs >> 4                                    # elements 16..31: high nibbles
-    if ggml_type == Q4_0:
-        out -= 8
-        out *= d
-    else:                                                    # Q4_1
-        out *= d
-        out += blocks[:, 2:4].copy().view("<f2").astype(np.float32)   # [nb, 1] minimum
-    return out.reshape(-1)
+    """Raw tensor bytes of one of `quant_types.TYPES` (by its ggml id) to a new float32
+    array, in element order."""
+    return BY_ID[ggml_type].dequantise(np.asarray(raw, np.uint8))

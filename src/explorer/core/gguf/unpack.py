@@ -1,11 +1,25 @@
-"""GGUF's Q5_0, Q4_K and Q6_K blocks rewritten, at load and without losing a bit, as the
-4- and 8-bit rows the block loops (`block_kernels`) read."""
+"""Each GGUF tensor type's own code (`quant_types` lists them): its blocks read as float32
+values, and its quantised blocks rewritten, at load and without losing a bit, as the 4-
+and 8-bit rows the block loops (`kernels`) read.
+
+A rewrite takes a tensor's raw bytes, its numpy shape [rows, cols], and the arrays of its
+rows in a `BlockMatrix` (q, scale, offset: `quant_types.Layout.empty`), and fills them."""
 
 from __future__ import annotations
 
 import numpy as np
 
-# Q5_0  f16 d | uint32 qh | 16 bytes qs   (32 elements)
+# Kept as they are, read in place: a float16 scale d (and Q4_1's float16 minimum m), then
+# the quants, copied out whole (a byte at a time took 3x as long); 32 elements a block
+#     Q8_0  f16 d | 32 x int8 q               value = q * d                 -> 8-bit
+#     Q4_0  f16 d | 16 bytes                  value = (nibble - 8) * d      -> 4-bit, offset -8d
+#     Q4_1  f16 d | f16 m | 16 bytes          value = nibble * d + m        -> 4-bit, offset m
+# where byte j holds element j in its low nibble and element j + 16 in its high nibble.
+_FIELDS = {"Q4_0": np.dtype([("d", "<f2"), ("q", "V16")]),
+           "Q4_1": np.dtype([("d", "<f2"), ("m", "<f2"), ("q", "V16")]),
+           "Q8_0": np.dtype([("d", "<f2"), ("q", "V32")])}
+# Rewritten:
+#     Q5_0  f16 d | uint32 qh | 16 bytes qs   (32 elements)
 #           element j: (low nibble of qs[j] | bit j of qh << 4) - 16, j + 16: the high
 #           nibble and bit j + 16; value = q * d                  -> 8-bit, scale per 32
 #     Q4_K  f16 d | f16 dmin | 12 bytes of 6-bit scales and minimums | 128 bytes qs
@@ -17,8 +31,7 @@ import numpy as np
 #                                                                 -> 8-bit, scale per 16
 # A 4- or 6-bit integer times a float16 scale times a 6- or 8-bit scale fits a float32
 # exactly, so each value is rounded at most once (by the offset), as in the `gguf`
-# package's dequantiser. Each function takes a tensor's raw bytes and its numpy shape
-# [rows, cols] and returns (q, scale, offset); offset is None for 8-bit rows.
+# package's dequantiser.
 
 BLOCK = 32       # elements per Q5_0 block and per 4-bit row block of the loops
 SUPER = 256      # elements per K-quant block
@@ -30,13 +43,77 @@ def half(pairs: np.ndarray) -> np.ndarray:  # [..., 2] uint8 little-endian float
     return pairs.view("<f2")[..., 0].astype(np.float32)
 
 
-def q5_0(raw, rows: int, cols: int):  # -> q [rows, cols] int8, scale [rows, cols/32], None
+def f32_values(raw):  # [nbytes] uint8 -> [n] float32
+    return raw.view("<f4").astype(np.float32)           # a copy: the file may be closed
+
+
+def f16_values(raw):  # [nbytes] uint8 -> [n] float32
+    return raw.view("<f2").astype(np.float32)
+
+
+def _blocks(raw, size: int):  # [nbytes] uint8 -> blocks [nb, size], d [nb, 1] float32
+    """The blocks of a 32-element type and their float16 scales, which come first."""
+    blocks = raw.reshape(-1, size)
+    return blocks, blocks[:, 0:2].copy().view("<f2").astype(np.float32)
+
+
+def _nibbles(blocks):  # [nb, bytes] uint8 -> [nb, 32] float32
+    out = np.empty((blocks.shape[0], BLOCK), np.float32)
+    qs = blocks[:, -16:]                                     # [nb, 16] packed nibbles
+    out[:, :16] = qs & 0x0F                                  # elements 0..15: low nibbles
+    out[:, 16:] = qs >> 4                                    # elements 16..31: high nibbles
+    return out
+
+
+def q8_0_values(raw):  # [nbytes] uint8 -> [n] float32
+    blocks, d = _blocks(raw, 34)
+    return (blocks[:, 2:].view(np.int8) * d).reshape(-1)
+
+
+def q4_0_values(raw):  # [nbytes] uint8 -> [n] float32
+    blocks, d = _blocks(raw, 18)
+    out = _nibbles(blocks)
+    out -= 8
+    out *= d
+    return out.reshape(-1)
+
+
+def q4_1_values(raw):  # [nbytes] uint8 -> [n] float32
+    blocks, d = _blocks(raw, 20)
+    out = _nibbles(blocks)
+    out *= d
+    out += blocks[:, 2:4].copy().view("<f2").astype(np.float32)   # [nb, 1] minimum
+    return out.reshape(-1)
+
+
+def _kept(raw, name: str, rows: int, cols: int, q, scale):  # -> [rows, cols/32] blocks
+    """The quants and float16 scales of a type kept as it is copied into its rows."""
+    blocks = raw.view(_FIELDS[name]).reshape(rows, cols // BLOCK)               # [r, c/32] blocks
+    q.view(blocks.dtype["q"]).reshape(rows, cols // BLOCK)[...] = blocks["q"]
+    scale[...] = blocks["d"]                                                    # float16 -> float32
+    return blocks
+
+
+def q8_0_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale [rows, cols/32]
+    _kept(raw, "Q8_0", rows, cols, q, scale)
+
+
+def q4_0_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols/2] uint8, scale, offset [rows, cols/32]
+    _kept(raw, "Q4_0", rows, cols, q, scale)
+    np.multiply(scale, np.float32(-8), out=offset)      # (nibble - 8) * d = nibble * d - 8d
+
+
+def q4_1_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols/2] uint8, scale, offset [rows, cols/32]
+    offset[...] = _kept(raw, "Q4_1", rows, cols, q, scale)["m"]
+
+
+def q5_0_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale [rows, cols/32]
     b = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, 22)        # [r, nb, 22]
     high = np.unpackbits(b[..., 2:6], axis=-1, bitorder="little")         # [r, nb, 32]: bit j of qh
     qs = b[..., 6:]                                                       # [r, nb, 16]
     low = np.concatenate([qs & 15, qs >> 4], axis=-1)                     # [r, nb, 32]
-    q = (low | (high << 4)).astype(np.int8) - np.int8(16)
-    return q.reshape(rows, cols), half(b[..., 0:2]), None
+    q[...] = ((low | (high << 4)).astype(np.int8) - np.int8(16)).reshape(rows, cols)
+    scale[...] = half(b[..., 0:2])
 
 
 def _scales_and_minimums(s: np.ndarray):  # [..., 12] uint8 -> sc, m [..., 8] uint8
@@ -49,23 +126,21 @@ def _scales_and_minimums(s: np.ndarray):  # [..., 12] uint8 -> sc, m [..., 8] ui
     return sc, m
 
 
-def q4_k(raw, rows: int, cols: int):  # -> q [rows, cols/2] uint8, scale, offset [rows, cols/32]
+def q4_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols/2] uint8, scale, offset [rows, cols/32]
     nb = cols // SUPER
     b = np.asarray(raw, np.uint8).reshape(rows, nb, 144)                  # [r, nb, 144]
     d, dmin = half(b[..., 0:2]), half(b[..., 2:4])                        # [r, nb]
     sc, m = _scales_and_minimums(b[..., 4:16])                            # [r, nb, 8]
-    scale = d[..., None] * sc.astype(np.float32)                          # [r, nb, 8]
-    offset = -(dmin[..., None] * m.astype(np.float32))
+    scale[...] = (d[..., None] * sc.astype(np.float32)).reshape(rows, cols // BLOCK)   # [r, nb * 8]
+    offset[...] = (-(dmin[..., None] * m.astype(np.float32))).reshape(rows, cols // BLOCK)
     qs = b[..., 16:].reshape(rows, nb, 4, 1, 32)                          # 4 pairs of sub-blocks
     elements = (qs >> np.array([0, 4], np.uint8).reshape(2, 1)) & 15      # [r, nb, 4, 2, 32]
     elements = elements.reshape(rows, cols // BLOCK, BLOCK)               # [r, sub-blocks, 32]
-    q = elements[..., :16] | (elements[..., 16:] << 4)                    # the loops' byte order
-    return (q.reshape(rows, cols // 2), scale.reshape(rows, cols // BLOCK),
-            offset.reshape(rows, cols // BLOCK))
+    q[...] = (elements[..., :16] | (elements[..., 16:] << 4)).reshape(rows, cols // 2)   # the loops' byte order
 
 
 def q4_k_parts(raw, rows: int, cols: int):  # -> d, dmin [rows, cols/256] float32, sc, m [rows, cols/32] uint8
-    """Q4_K's scales before they are multiplied (`q4_k` keeps d * sc and dmin * m): what
+    """Q4_K's scales before they are multiplied (`q4_k_rows` keeps d * sc and dmin * m): what
     llama.cpp's integer products scale their sums by (`int8_products`)."""
     b = np.asarray(raw, np.uint8).reshape(rows, cols // SUPER, 144)       # [r, nb, 144]
     sc, m = _scales_and_minimums(b[..., 4:16])                            # [r, nb, 8]
@@ -73,28 +148,25 @@ def q4_k_parts(raw, rows: int, cols: int):  # -> d, dmin [rows, cols/256] float3
 
 
 def q6_k_parts(raw, rows: int, cols: int):  # -> d [rows, cols/256] float32, sc [rows, cols/16] int8
-    """Q6_K's scales before they are multiplied (`q6_k` keeps d * sc)."""
+    """Q6_K's scales before they are multiplied (`q6_k_rows` keeps d * sc)."""
     b = np.asarray(raw, np.uint8).reshape(rows, cols // SUPER, 210)       # [r, nb, 210]
     return half(b[..., 208:210]), np.ascontiguousarray(b[..., 192:208]).view(np.int8).reshape(rows, -1)
 
 
-def q6_k(raw, rows: int, cols: int):  # -> q [rows, cols] int8, scale [rows, cols/16], None
+def q6_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale [rows, cols/16]
     nb = cols // SUPER
     b = np.asarray(raw, np.uint8).reshape(rows, nb, 210)                  # [r, nb, 210]
     ql = b[..., :128].reshape(rows, nb, 2, 64)                            # two halves of 128
     qh = b[..., 128:192].reshape(rows, nb, 2, 32)
     low = np.concatenate([ql & 15, ql >> 4], axis=-1)                     # [r, nb, 2, 128]
     high = np.concatenate([(qh >> s) & 3 for s in (0, 2, 4, 6)], axis=-1)  # [r, nb, 2, 128]
-    q = (low | (high << 4)).astype(np.int8) - np.int8(32)
-    scale = half(b[..., 208:210])[..., None] * b[..., 192:208].view(np.int8).astype(np.float32)
-    return q.reshape(rows, cols), scale.reshape(rows, cols // 16), None
-
-
-UNPACK = {6: q5_0, 12: q4_k, 14: q6_k}     # ggml type id -> its function
+    q[...] = ((low | (high << 4)).astype(np.int8) - np.int8(32)).reshape(rows, cols)
+    scale[...] = (half(b[..., 208:210])[..., None] * b[..., 192:208].view(np.int8).astype(np.float32)
+                  ).reshape(rows, cols // 16)
 
 
 def dense(q: np.ndarray, scale: np.ndarray, offset) -> np.ndarray:  # -> [rows, cols] float32
-    """Every value of an unpacked matrix (what `gguf.dequantize` returns for these types)."""
+    """Every value of a rewritten matrix (its type's values: `reader.dequantize`)."""
     rows = q.shape[0]
     if offset is None:                                                    # 8-bit
         groups = q.reshape(rows, scale.shape[1], -1).astype(np.float32)

@@ -1,2 +1,3 @@
-"""Language models in numpy: the protocol, KV cache, traces, layers, attention, the decoder,
-the teaching and table models and their parameter files."""
+"""Language models in numpy: the protocol, KV cache, traces, layers, attention, the
+arithmetic a forward computes in, the decoder, the teaching and table models and their
+parameter files."""

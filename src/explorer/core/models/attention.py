@@ -27,7 +27,8 @@ def attention_weights(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
     They are the softmax's own output (in llama.cpp's arithmetic the product with V then
     reads them rounded to float16)."""
     q, keys, at = _batch(lt, head)
-    return L.group_weights(q, keys, lt.mask, lt.arithmetic)[at].copy()   # not a view holding the whole batch
+    weights = L.group_weights(q, keys, lt.mask, lt.arithmetic.dot, lt.arithmetic.soft)   # [b, m, n, t]
+    return weights[at].copy()   # not a view holding the whole batch
 
 
 def attention_scores(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]

@@ -1,15 +1,16 @@
 """A general decoder-only transformer in numpy, with a KV cache and a full trace: the
-teaching model, llama-shaped models and Gemma 3 are configurations of the same code."""
+teaching model, llama-shaped models and Gemma 3 are configurations of the same code. It
+computes in the arithmetic it holds (`arithmetic.Arithmetic`: float's, or llama.cpp's)."""
 
 from __future__ import annotations
 
-import math
 import time
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from . import layers as L
+from .arithmetic import FLOAT, Arithmetic
 from ..errors import PromptError
 from .kvcache import KVCache
 from .protocol import StepwiseModel
@@ -19,11 +20,6 @@ from ..tokens.vocab import Vocabulary
 NORMS = ("none", "layer", "rms")
 POSITIONS = ("none", "learned", "rope")
 FFNS = ("tanh", "gelu", "swiglu", "geglu")
-# "float": every product in the model's dtype (float32 for a real model), the teaching path;
-# "llama.cpp": as llama.cpp's CPU backend computes (8-bit activations into quantised
-# weights, K and V kept as float16, queries and attention weights rounded to float16 for
-# their products with them, GELU read from a float16 table)
-ARITHMETICS = ("float", "llama.cpp")
 ROPE_PAIRS = ("adjacent", "halves")
 
 
@@ -85,7 +81,7 @@ class LayerParams:
     `dataclasses.replace(lp, wq=...)`, say) is dropped: wq, wk, wv, w1, w3 are the truth."""
 
     # matrices are float arrays, or (a llama file's quantised weights) transposed
-    # `quantized.BlockMatrix` views: both are multiplied as `x @ w`
+    # `gguf.blocks.BlockMatrix` views: both are multiplied as `x @ w`
     wq: np.ndarray                 # [d, h*e]
     wk: np.ndarray                 # [d, g*e]
     wv: np.ndarray                 # [d, g*e]
@@ -160,20 +156,13 @@ class DecoderModel(StepwiseModel):
     vocab: Vocabulary
     name: str = "decoder"
     dtype: type = field(default=np.float64)
-    arithmetic: str = "float"      # one of ARITHMETICS
-
-    def __post_init__(self):
-        if self.arithmetic not in ARITHMETICS:
-            raise ValueError(f"arithmetic = {self.arithmetic!r}: expected one of {ARITHMETICS}")
+    arithmetic: Arithmetic = FLOAT  # numpy's in `dtype`; a GGUF file's model may take llama.cpp's
+                                    # (`gguf.llama.with_arithmetic`)
 
     @property
     def arithmetic_label(self) -> str:
         """What a run computed in, as a record says it: "float32", "float64" or "llama.cpp"."""
-        return np.dtype(self.dtype).name if self.arithmetic == "float" else self.arithmetic
-
-    @property
-    def _llama_cpp(self) -> bool:
-        return self.arithmetic == "llama.cpp"
+        return self.arithmetic.label(self.dtype)
 
     def new_cache(self) -> KVCache:
         c = self.config
@@ -218,35 +207,37 @@ class DecoderModel(StepwiseModel):
         key_positions = np.concatenate([cache.positions, positions])                  # [t]
         windows = [c.window(i) for i in range(c.n_layers)]
         masks = {w: L.causal_mask(positions, key_positions, w) for w in set(windows)}   # [n, t] each
+        arithmetic = self.arithmetic
         tables = {}                     # the same rotations in every layer of a kind: computed once
         if c.positions == "rope":
             bases = {w: c.local_rope_base if w and c.local_rope_base else c.rope_base for w in masks}
-            tables = {w: self._rope_tables(positions, base, x.dtype)     # [n, e/2]
+            tables = {w: arithmetic.rope_tables(positions, c.head_dim, base, x.dtype)   # [n, e/2]
                       for w, base in bases.items()}
-        arithmetic = self._attention_arithmetic(len(ids))   # the same for every layer
+        att = arithmetic.attention(len(ids))   # how this forward's attention rounds: alike in every layer
         traces = []
         for i, lp in enumerate(self.params.layers):
             x_in, mask = x, masks[windows[i]]
             a_in = self._norm(x, lp.norm1)
             q, k, v = self._qkv(a_in, lp, tables.get(windows[i]))         # [n, h*e], [n, g*e] x2
-            if self._llama_cpp:        # the cache holds float16; q meets K as float16
-                q, k, v = self._half_query(q, lp), L.to_half(k), L.to_half(v)
+            q = arithmetic.queries(q, c.head_dim, lp.q_norm is not None)  # as they meet the keys
+            k, v = arithmetic.cached(k), arithmetic.cached(v)              # as the cache keeps them
             q = L.split_heads(q, c.n_heads)                                # [h, n, e]
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
-            heads = L.attention(q, k_all, v_all, mask, arithmetic)         # [h, n, e]
+            heads = L.attention(q, k_all, v_all, mask, att.dot, att.soft, att.round_weights)   # [h, n, e]
             attn_out = self._norm(self._mm(L.merge_heads(heads), lp.wo), lp.post_norm1)   # [n, d]
             x = x + attn_out
-            # llama.cpp runs the last layer's FFN on the one row whose logits it reads
-            batch = 1 if self._llama_cpp and i == c.n_layers - 1 else None
-            ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp, batch), lp.post_norm2)   # [n, d]
+            # the last layer's FFN matters for the one row whose logits are read: its products
+            # sum as a product of one row does (llama.cpp's runs it on that row alone)
+            rows = 1 if i == c.n_layers - 1 else None
+            ffn_out = self._norm(self._ffn(self._norm(x, lp.norm2), lp, rows), lp.post_norm2)   # [n, d]
             x = x + ffn_out
             if keep:
                 n = len(ids)           # the new keys and values as views of the cache: kept once
                 traces.append(LayerTrace(self._kept(x_in), q, k_all[:, -n:], v_all[:, -n:], k_all, mask,
                                          self._kept(attn_out), self._kept(ffn_out), self._kept(x),
-                                         windows[i], arithmetic))
+                                         windows[i], att))
         cache.commit(ids, positions)
         return x, tuple(traces)
 
@@ -255,28 +246,8 @@ class DecoderModel(StepwiseModel):
         logits = self._mm(final, p.embed.T if self.config.tied_output else p.w_out)
         return logits if p.b_out is None else logits + p.b_out
 
-    def _attention_arithmetic(self, queries: int) -> L.AttentionArithmetic:
-        """How the attention of a forward over `queries` new tokens rounds (its LayerTraces
-        keep it, so that a head's weights are recomputed exactly)."""
-        if not self._llama_cpp:
-            return L.FLOAT_ATTENTION
-        from ..gguf.int8_products import ggml_attention   # numba: only in llama.cpp's arithmetic
-        return ggml_attention(queries)
-
-    def _half_query(self, q, lp: LayerParams):  # [n, h*e] float32 -> [n, h*e] float16 values
-        """The queries rounded to float16 as llama.cpp rounds them to meet the K cache.
-        Its Gemma 3 graph scales them by 1/sqrt(e) first (its other graphs scale the
-        scores): the same numbers, except where q / sqrt(e) is a float16 subnormal."""
-        if lp.q_norm is None:
-            return L.to_half(q)
-        scale = np.float32(1 / math.sqrt(self.config.head_dim))
-        return L.to_half(q * scale) / scale          # 1/16 for head size 256: exact both ways
-
-    def _mm(self, x, w, batch: int | None = None):  # [n, a] @ [a, b] -> [n, b]
-        """A product with a weight matrix; in llama.cpp's arithmetic a quantised one
-        (`quantized.BlockMatrix`) reads x rounded to 8 bits (`int8_products`), each row
-        summed as llama.cpp sums it in a batch of `batch` rows (default: x's)."""
-        return w.times_int8(x, batch) if self._llama_cpp and hasattr(w, "times_int8") else x @ w
+    def _mm(self, x, w, rows_at_once: int | None = None):  # [n, a] @ [a, b] -> [n, b]
+        return self.arithmetic.matmul(x, w, rows_at_once)
 
     def _norm(self, x, norm):  # [n, d] -> [n, d]
         c = self.config
@@ -284,7 +255,7 @@ class DecoderModel(StepwiseModel):
             return x
         gamma, beta = norm
         if c.norm == "rms":
-            return (L.rms_norm_ggml if self._llama_cpp else L.rms_norm)(x, gamma, c.norm_eps)
+            return self.arithmetic.rms_norm(x, gamma, c.norm_eps)
         return L.layer_norm(x, gamma, beta, c.norm_eps)
 
     def _qkv(self, x, lp: LayerParams, tables):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
@@ -311,31 +282,22 @@ class DecoderModel(StepwiseModel):
         n, e = x.shape[0], self.config.head_dim
         return self._norm(x.reshape(n, -1, e), norm).reshape(n, -1)
 
-    def _rope_tables(self, positions, base, dtype):  # [n] -> the rotations for `_rope`
-        if self._llama_cpp:
-            from ..gguf.int8_products import rope_tables_ggml      # numba: only in llama.cpp's arithmetic
-            return rope_tables_ggml(positions, self.config.head_dim, base)
-        return L.rope_tables(positions, self.config.head_dim, base, dtype)
-
     def _rope(self, x, tables):  # [n, heads*e] -> [n, heads*e]
-        if self._llama_cpp:
-            from ..gguf.int8_products import rope_ggml
-            return rope_ggml(x, tables, self.config.rope_pairs != "adjacent")
-        return (L.rope if self.config.rope_pairs == "adjacent" else L.rope_halves)(x, tables)
+        return self.arithmetic.rope(x, tables, self.config.rope_pairs == "halves")
 
-    def _ffn(self, x, lp: LayerParams, batch: int | None = None):  # [n, d] -> [n, d]
-        """The feed-forward block; `batch` as in `_mm`, for its products."""
+    def _ffn(self, x, lp: LayerParams, rows: int | None = None):  # [n, d] -> [n, d]
+        """The feed-forward block; `rows` as `_mm`'s `rows_at_once`, for its products."""
         act = self.config.ffn
         if act in ("swiglu", "geglu"):                 # gate(x) * up(x), gated by SiLU or GELU
-            gate = L.silu if act == "swiglu" else L.gelu_half_table if self._llama_cpp else L.gelu
+            gate = L.silu if act == "swiglu" else self.arithmetic.gelu
             if lp.w13 is None:
-                return self._mm(gate(self._mm(x, lp.w1, batch)) * self._mm(x, lp.w3, batch), lp.w2, batch)
-            gate_up = self._mm(x, lp.w13, batch)       # [n, 2f], one product instead of two
+                return self._mm(gate(self._mm(x, lp.w1, rows)) * self._mm(x, lp.w3, rows), lp.w2, rows)
+            gate_up = self._mm(x, lp.w13, rows)        # [n, 2f], one product instead of two
             f = lp.w1.shape[1]
-            return self._mm(gate(gate_up[:, :f]) * gate_up[:, f:], lp.w2, batch)
-        hidden = self._mm(x, lp.w1, batch) + (0 if lp.b1 is None else lp.b1)    # [n, f]
-        hidden = np.tanh(hidden) if act == "tanh" else L.gelu(hidden)
-        return self._mm(hidden, lp.w2, batch) + (0 if lp.b2 is None else lp.b2)
+            return self._mm(gate(gate_up[:, :f]) * gate_up[:, f:], lp.w2, rows)
+        hidden = self._mm(x, lp.w1, rows) + (0 if lp.b1 is None else lp.b1)    # [n, f]
+        hidden = np.tanh(hidden) if act == "tanh" else self.arithmetic.gelu(hidden)
+        return self._mm(hidden, lp.w2, rows) + (0 if lp.b2 is None else lp.b2)
 
 
 def random_params(config: DecoderConfig, rng: np.random.Generator, scale: float = 0.5,

@@ -5,10 +5,7 @@ d = model width, h = query heads, g = K/V heads (h is a multiple of g), e = head
 
 from __future__ import annotations
 
-import functools
 import math
-from collections.abc import Callable
-from dataclasses import dataclass
 
 import numpy as np
 
@@ -37,17 +34,6 @@ def rms_norm(x, gamma, eps=1e-5):  # [n, d], [d] -> [n, d]
     return x * (gamma / np.sqrt(mean_square + eps)[..., None])   # gamma / rms: [n, d]
 
 
-def rms_norm_ggml(x, gamma, eps=1e-5):  # [n, d] float32, [d] -> [n, d] float32
-    """`rms_norm` rounded as llama.cpp's CPU backend rounds it: the squares summed in
-    float64, their mean, 1 / sqrt(mean + eps) and x times it in float32, then times gamma.
-    Bit for bit matters there: 8-bit rounding of the result turns a last-bit difference on
-    an exact tie (x / step = 42.5, frequent right after the quantised embedding) into a
-    whole step."""
-    mean = (np.square(x).astype(np.float64).sum(axis=-1) / x.shape[-1]).astype(np.float32)   # [n]
-    scale = np.float32(1) / np.sqrt(mean + np.float32(eps))
-    return (x * scale[..., None]) * gamma
-
-
 def gelu(x):  # [...] -> [...], the tanh approximation used by GPT-2 (and ggml's gelu)
     """0.5 x (1 + tanh(sqrt(2/pi) (x + 0.044715 x^3))), in the dtype of x, in place in one
     scratch array (a Gemma 3 Prefill of 500 tokens takes it of 18 x 1M numbers)."""
@@ -61,32 +47,6 @@ def gelu(x):  # [...] -> [...], the tanh approximation used by GPT-2 (and ggml's
     t *= x
     t *= 0.5
     return t
-
-
-def to_half(x):  # [...] float32 -> [...] float32 holding float16 values
-    """Rounded to the nearest float16 (ties to even, as x86's F16C and llama.cpp do)."""
-    return np.asarray(x, np.float32).astype(np.float16).astype(np.float32)
-
-
-@functools.cache
-def _gelu_of_every_half() -> np.ndarray:  # [65536] float32, indexed by a float16's bits
-    """llama.cpp's GELU table (ggml_table_gelu_f16): for every float16 x, its GELU as
-    ggml_gelu_f32 computes it in float32 (1 + 0.044715 x x fused, tanhf), rounded to
-    float16. tanh in float64 rounded to float32 stands for tanhf: equal on every entry
-    llama.cpp's own products were checked against."""
-    x = np.arange(65536, dtype=np.uint16).view(np.float16).astype(np.float32)
-    with np.errstate(invalid="ignore", over="ignore"):      # NaN and infinite entries stay so
-        inner = ((np.float32(0.044715) * x).astype(np.float64) * x + 1).astype(np.float32)   # one rounding
-        angle = (np.float32(math.sqrt(2 / math.pi)) * x) * inner
-        t = np.tanh(angle.astype(np.float64)).astype(np.float32)
-        return to_half((np.float32(0.5) * x) * (np.float32(1) + t))
-
-
-def gelu_half_table(x):  # [...] float32 -> [...] float32
-    """GELU as llama.cpp's CPU backend reads it from its table: x rounded to float16, the
-    table's float16 value; 0 at or below -10, x at or above 10."""
-    table = _gelu_of_every_half()[np.asarray(x, np.float32).astype(np.float16).view(np.uint16)]
-    return np.where(x <= -10, np.float32(0), np.where(x >= 10, x, table))
 
 
 def silu(x):  # [...] -> [...]
@@ -138,43 +98,9 @@ def transposed_product(a, c):  # [b, r, k], [b, s, k] -> [b, r, s] = a @ c^T
     return a @ c.transpose(0, 2, 1)
 
 
-@dataclass(frozen=True)
-class AttentionArithmetic:
-    """How a forward's attention rounds: its products `dot(a, c)` = a @ c^T ([b, r, k],
-    [b, s, k] -> [b, r, s]), its softmax `soft(scores)` (in place, masked cells -inf; None:
-    `softmax`), and whether the weights are rounded to float16 before they multiply V.
-    The default is numpy's float arithmetic; `int8_products.ggml_attention` gives
-    llama.cpp's. A LayerTrace keeps the one its forward used, so that `core.attention`
-    recomputes a head's weights with it."""
-
-    dot: Callable = transposed_product
-    soft: Callable | None = None
-    half_weights: bool = False
-
-
-FLOAT_ATTENTION = AttentionArithmetic()
-
-
-def group_scores(q, k, dot=transposed_product):  # [b, m, n, e], [b, t, e] -> [b, m, n, t]
-    """q.k / sqrt(e) for b K/V heads, each read by m query heads (before any mask), the
-    products by `dot` (an `AttentionArithmetic`'s)."""
-    b, m, n, e = q.shape
-    scores = dot(q.reshape(b, m * n, e), k)                           # [b, m*n, t]
-    scores *= 1 / math.sqrt(e)     # a Python float: float32 scores stay float32
-    return scores.reshape(b, m, n, -1)                                # [b, m, n, t]
-
-
-def group_weights(q, k, mask, arithmetic: AttentionArithmetic = FLOAT_ATTENTION):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
-    """Attention weights for b K/V heads, each read by m query heads: a softmax of
-    `group_scores` over the keys each query may read (`mask`); masked cells are exactly 0.
-
-    The forward and `core.attention` (one head, when a panel shows it) both call this with
-    the same arrays (the same `kv_batches`) and the same `arithmetic`, so the weights
-    shown are bit for bit the ones the forward used."""
-    scores = group_scores(q, k, arithmetic.dot)                       # [b, m, n, t]
-    if arithmetic.soft is not None:
-        np.copyto(scores, -np.inf, where=~mask)
-        return arithmetic.soft(scores)
+def masked_softmax(scores, mask):  # [b, m, n, t] float, [n, t] bool -> the same array
+    """Each row of `scores` replaced by its softmax over the keys its query may read
+    (`mask`); masked cells exactly 0."""
     if mask.all():                 # a decode step's single query sees every key: nothing to mask
         scores -= scores.max(axis=-1, keepdims=True)
         np.exp(scores, out=scores)
@@ -182,6 +108,26 @@ def group_weights(q, k, mask, arithmetic: AttentionArithmetic = FLOAT_ATTENTION)
         return scores
     np.copyto(scores, -np.inf, where=~mask)
     return softmax(scores, out=scores)
+
+
+def group_scores(q, k, dot=transposed_product):  # [b, m, n, e], [b, t, e] -> [b, m, n, t]
+    """q.k / sqrt(e) for b K/V heads, each read by m query heads (before any mask), the
+    products by `dot` (an `arithmetic.AttentionArithmetic`'s)."""
+    b, m, n, e = q.shape
+    scores = dot(q.reshape(b, m * n, e), k)                           # [b, m*n, t]
+    scores *= 1 / math.sqrt(e)     # a Python float: float32 scores stay float32
+    return scores.reshape(b, m, n, -1)                                # [b, m, n, t]
+
+
+def group_weights(q, k, mask, dot=transposed_product, soft=masked_softmax):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
+    """Attention weights for b K/V heads, each read by m query heads: `soft` (a masked
+    softmax) of `group_scores` over the keys each query may read (`mask`); masked cells
+    are exactly 0.
+
+    The forward and `models.attention` (one head, when a panel shows it) both call this
+    with the same arrays (the same `kv_batches`) and the same `arithmetic.AttentionArithmetic`'s
+    `dot` and `soft`, so the weights shown are bit for bit the ones the forward used."""
+    return soft(group_scores(q, k, dot), mask)
 
 
 FEW_QUERIES = 16   # up to this many new positions compute every head's attention together
@@ -200,20 +146,19 @@ def grouped_queries(q, kv: slice, g: int):  # [h, n, e] -> [b, h/g, n, e] the qu
     return q[kv.start * m:kv.stop * m].reshape(kv.stop - kv.start, m, *q.shape[1:])
 
 
-def attention(q, k, v, mask, arithmetic: AttentionArithmetic = FLOAT_ATTENTION):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
+def attention(q, k, v, mask, dot=transposed_product, soft=masked_softmax, round_weights=np.asarray):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
     """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head
     i // (h/g)), the query heads of a K/V head stacked against it (K and V are never copied
-    per query head), rounded as `arithmetic` says (both products by its `dot`). The weights
-    are not kept: `core.attention` recomputes a head's."""
+    per query head), rounded as an `arithmetic.AttentionArithmetic` says: both products by
+    `dot`, the weights by `soft` (`group_weights`), then `round_weights` before they
+    multiply V. The weights are not kept: `models.attention` recomputes a head's."""
     h, n, e = q.shape
     g = k.shape[0]
     out = np.empty(q.shape, q.dtype)                                  # [h, n, e]
     for kv in kv_batches(g, n):
-        weights = group_weights(grouped_queries(q, kv, g), k[kv], mask, arithmetic)   # [b, m, n, t]
+        weights = round_weights(group_weights(grouped_queries(q, kv, g), k[kv], mask, dot, soft))   # [b, m, n, t]
         b = weights.shape[0]
-        if arithmetic.half_weights:  # llama.cpp multiplies its float16 V cache by float16 weights
-            weights = to_half(weights)
-        heads = arithmetic.dot(weights.reshape(b, -1, weights.shape[-1]), v[kv].transpose(0, 2, 1))   # [b, m*n, e]
+        heads = dot(weights.reshape(b, -1, weights.shape[-1]), v[kv].transpose(0, 2, 1))   # [b, m*n, e]
         out[kv.start * (h // g):kv.stop * (h // g)] = heads.reshape(-1, n, e)
     return out
 

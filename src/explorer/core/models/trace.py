@@ -12,7 +12,7 @@ from functools import cached_property
 
 import numpy as np
 
-from .layers import FLOAT_ATTENTION, AttentionArithmetic
+from .arithmetic import FLOAT_ATTENTION, AttentionArithmetic
 
 
 @dataclass(frozen=True)

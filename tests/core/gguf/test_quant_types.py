@@ -1,0 +1,50 @@
+"""The registry of tensor types (core/gguf/quant_types): each entry against llama.cpp's own
+`gguf` package, and every part of the engine finding what it needs of a type there."""
+
+from __future__ import annotations
+
+import pytest
+from gguf.constants import GGML_QUANT_SIZES, GGMLQuantizationType
+
+from explorer.core.gguf import int8_products, kernels
+from explorer.core.gguf.blocks import BlockMatrix, layouts_of
+from explorer.core.gguf.quant_types import BY_ID, LAYOUTS, OTHER_NAMES, QUANTISED, TYPES, type_name
+
+
+@pytest.mark.parametrize("name", list(TYPES))
+def test_each_type_is_llama_cpps_by_name_id_and_block(name):
+    qtype, theirs = TYPES[name], GGMLQuantizationType[name]
+    assert qtype.name == name and qtype.ggml_id == theirs.value
+    assert (qtype.block, qtype.block_bytes) == GGML_QUANT_SIZES[theirs]
+    assert BY_ID[qtype.ggml_id] is qtype and type_name(qtype.ggml_id) == name
+
+
+def test_the_types_not_read_are_named_as_llama_cpp_names_them():
+    for ggml_id, name in OTHER_NAMES.items():
+        assert GGMLQuantizationType(ggml_id).name == name
+    assert type_name(99) == "type 99"
+
+
+def test_the_registry_is_in_id_order_and_every_quantised_type_has_its_parts():
+    assert [t.ggml_id for t in TYPES.values()] == sorted(BY_ID)
+    for qtype in TYPES.values():
+        assert (qtype.layout is None) == (qtype.rewrite is None) == (qtype.block == 1)
+        assert qtype.values is not None or qtype.layout is not None      # its values, one way or the other
+    assert [t.name for t in QUANTISED if t.k_parts is not None] == ["Q4_K", "Q6_K"]
+
+
+@pytest.mark.parametrize("kind", sorted(LAYOUTS))
+def test_each_layout_names_its_loops_and_its_llama_cpp_product(kind):
+    layout = LAYOUTS[kind]
+    assert layout.kind == kind and layout.activations in int8_products.ACTIVATIONS
+    assert callable(getattr(int8_products, layout.product))
+    if layout.bits == 8:
+        assert layout.group in kernels.EIGHT_BIT
+    q, scale, offset = layout.empty(3, 256)
+    m = BlockMatrix(q, scale, offset, layout.activations)
+    assert m.shape == (3, 256) and m.kind == kind and m.layout is layout
+
+
+def test_the_layouts_a_file_needs_are_found_from_its_type_ids():
+    ids = [TYPES[name].ggml_id for name in ("F32", "Q8_0", "Q5_0", "Q6_K")] + [7]   # 7: Q5_1, not read
+    assert layouts_of(ids) == {(8, 32), (8, 16)}
