@@ -13,7 +13,7 @@ from ..core.errors import ExplorerError
 from ..core.decode.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson
-from ..session import Session
+from ..session import Session, SessionEvent
 from ..session.narration import frame_title
 from .shell import export_actions
 from .app_icon import app_icon
@@ -141,9 +141,9 @@ class MainWindow(QMainWindow):
         # compared with a full recompute (seconds per step: a slider would lag)
         self.session.set_background(self.runner, is_big)
         self.lesson = self._lesson           # the lesson panel and the Lessons menu follow
-        self.session.subscribe("lang_changed", lambda _s: self.retranslate())
-        self.session.subscribe("run_changed", lambda _s: self._sync_bar())
-        for event in ("run_changed", "cursor_changed"):
+        self.session.subscribe(SessionEvent.LANG_CHANGED, lambda _s: self.retranslate())
+        self.session.subscribe(SessionEvent.RUN_CHANGED, lambda _s: self._sync_bar())
+        for event in (SessionEvent.RUN_CHANGED, SessionEvent.CURSOR_CHANGED):
             self.session.subscribe(event, lambda _s: self.desk_layout.mark_docks(self.theme))
             self.session.subscribe(event, lambda _s: self._show_title())
             self.session.subscribe(event, lambda _s: self.desk_layout.check_fit())
