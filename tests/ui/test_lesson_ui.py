@@ -12,7 +12,7 @@ from explorer.core.models.table_model import load_table_model
 from explorer.lessons import DEFAULT_LESSON_ID, all_lessons, lessons_dir
 from explorer.resources import resources_dir
 from explorer.session import Session
-from explorer.session.frames import PANELS as PANEL_IDS, SLIDE_PANELS
+from explorer.session.panels import PANELS as PANEL_IDS, SLIDE_PANELS
 from explorer.ui.panels.beam import BeamPanel
 from explorer.ui.shell.desk_layout import MATTERS_MARK
 from explorer.ui.settings import Settings

@@ -9,7 +9,7 @@ from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLay
 from ...i18n import add_messages, tr
 from ...lessons import Check, Lesson, builds_on_names
 from ...session import Session
-from ...session.frames import PANELS, panel_title
+from ...session.panels import PANELS, panel_title
 from .panel import Panel
 
 add_messages({
