@@ -85,3 +85,8 @@ def add_messages(messages: dict) -> None:
 def tr(key: str, lang: str = "en", **values) -> str:
     text = MESSAGES[key][lang if lang in LANGS else "en"]
     return text.format(**values) if values else text
+
+
+def stage_label(name: str, lang: str) -> str:
+    """Short display name of a sampling stage ("raw", a STAGE_NAMES entry or "final")."""
+    return tr(f"stage.{name}", lang)

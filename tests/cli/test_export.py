@@ -19,7 +19,7 @@ from pptx import Presentation
 from teacher import distinct_colours
 
 from explorer.cli.main import main
-from explorer.session.frames import SLIDE_PANELS
+from explorer.session.panels import SLIDE_PANELS
 from explorer.lessons import lesson_names
 from explorer.ui.fonts import CJK_FAMILY, register_fonts
 

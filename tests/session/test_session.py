@@ -4,7 +4,7 @@ import pytest
 
 from explorer.core.errors import SettingError
 from explorer.core.models.teaching import load_teaching_model
-from explorer.session import Session, TokenState
+from explorer.session import Session, SessionEvent, TokenState
 
 P, S, Q = TokenState.PROCESSED, TokenState.SELECTED, TokenState.PENDING
 
@@ -108,3 +108,13 @@ def test_the_check_section_cites_a_recompute_only_when_one_was_run(checked):
         cited = re.search(r"\d\.\de[+-]\d\d", texts[kind])            # e.g. 1.8e-15
         assert bool(cited) == checked and ("explorer trace" in texts[kind]) == (not checked), texts[kind]
         assert "-." not in texts[kind]                  # never a bare "largest difference -."
+
+
+def test_an_event_name_with_a_typo_is_refused_when_it_is_subscribed(session):
+    with pytest.raises(ValueError, match="no event 'run_chagned': the events are run_changed, cursor_changed"):
+        session.subscribe("run_chagned", lambda s: None)
+    seen = []
+    session.subscribe(SessionEvent.CURSOR_CHANGED, lambda s: seen.append(s.cursor))
+    session.subscribe("cursor_changed", lambda s: seen.append(-s.cursor))    # a known name as a string still works
+    session.next()
+    assert seen == [1, -1]

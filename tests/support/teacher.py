@@ -415,3 +415,9 @@ def boundary_row(panel) -> int | None:
 def distinct_colours(image, step: int = 7) -> int:
     """How many colours a QImage shows on a grid of every `step`-th pixel: a blank picture has one or two."""
     return len({image.pixel(x, y) for x in range(0, image.width(), step) for y in range(0, image.height(), step)})
+
+
+def at_rest(window) -> bool:
+    """Nothing computes or loads behind the window: its runner is idle (the Cancel button gone)
+    and no model is loading (the model picker enabled again)."""
+    return not window.runner.busy and window.model_switcher.loading is None

@@ -78,7 +78,7 @@ def test_controls_follow_the_session_without_echoing_back(controls, session):
                          repetition_penalty=1.3, seed=11, max_new_tokens=6, stop_strings=("！",),
                          order="llama.cpp")
     assert len(seen) == 1                                   # no rerun echoed from the widgets
-    assert controls.temperature_slider.value() == 225 and controls.spin("temperature").value() == 2.25
+    assert controls.slider("temperature").value() == 225 and controls.spin("temperature").value() == 2.25
     assert controls.slider("top_k").value() == 4 and controls.slider("top_p").value() == 70
     assert controls.slider("min_p").value() == 10 and controls.slider("repetition_penalty").value() == 130
     assert controls.mode_combo.currentData() == "sample" and controls.seed_spin.value() == 11

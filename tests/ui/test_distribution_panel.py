@@ -128,7 +128,7 @@ def test_dragging_temperature_redraws_the_core_distribution_and_u_picks(qtbot, s
     session.set_sampling(mode="sample", seed=SEED)
     go_to(session, "pick", 0)
     logits = session.run.steps[0].trace.last_logits
-    slider = controls.temperature_slider
+    slider = controls.slider("temperature")
     picks = []
     for tenths in range(0, 31):
         slider.setValue(tenths * 10)
@@ -159,7 +159,7 @@ def test_arrow_keys_on_the_slider_rerun_at_every_step(qtbot, session, panel):
     runs = []
     session.subscribe("run_changed", lambda s: runs.append(s.config.temperature))
     for _ in range(5):
-        qtbot.keyClick(controls.temperature_slider, Qt.Key.Key_Right)
+        qtbot.keyClick(controls.slider("temperature"), Qt.Key.Key_Right)
     assert runs == [0.51, 0.52, 0.53, 0.54, 0.55]
     ref = distribution(session.run.steps[0].trace.last_logits,
                        SamplingConfig(mode="sample", temperature=0.55))

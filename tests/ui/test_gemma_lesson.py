@@ -18,7 +18,7 @@ from explorer.cli.main import main
 from explorer.lessons import load_lesson
 from explorer.session.narration import frame_explanation, frame_title
 from explorer.ui.app import build_window
-from teacher import column_names, drawn_texts, first_row_height, kv_row_heads, painted_bar_height
+from teacher import at_rest, column_names, drawn_texts, first_row_height, kv_row_heads, painted_bar_height
 
 WO_AI = (2, 237169, 238587)          # <bos> 我 爱 on Gemma's tokenizer
 WO, AI = WO_AI[1:]
@@ -132,7 +132,7 @@ def test_the_lesson_list_offers_it_on_gemma_and_opens_it(qtbot, window, gemma3, 
     texts_shown = [label.text() for label in button.parentWidget().findChildren(QLabel)]
     assert button.text() == "Open" and "Runs on the real model Gemma 3 270M." in texts_shown
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not window.working, timeout=LONG)
+    qtbot.waitUntil(lambda: at_rest(window), timeout=LONG)
     s = window.session
     assert window.errors == [] and window.lesson.id == "gemma-wo-ai" and s.model is gemma3
     assert len(kv_row_heads(window.panels["kv"], every=True)) == 2 * len(gemma3.config.windows)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import Qt, QTimer
 from parted_model import LONG, PARTS, cache_names, parted, parted_spec  # noqa: F401
-from teacher import choice_enabled
+from teacher import at_rest, choice_enabled
 
 from explorer.catalog import registry as model_registry
 from explorer.catalog.verdicts import verified_path
@@ -38,13 +38,13 @@ def test_the_window_shows_the_terms_and_downloads_only_once_they_are_accepted(qt
     answer_install_dialog(qtbot, w, accept=False, seen=seen)
     assert not w.model_switcher.install_model("parted")                                 # read, not accepted: declined
     assert "Section 1: DEFINITIONS" in seen["terms"] and "track()" not in seen["terms"]
-    assert seen["enabled before"] is False and not w.working
+    assert seen["enabled before"] is False and at_rest(w)
     assert [c[-1] for c in fake_pip.calls] == ["parted==1.0.0"]          # the terms only
     seen = {}
     answer_install_dialog(qtbot, w, accept=True, seen=seen)
     assert w.model_switcher.install_model("parted")
     assert (seen["enabled before"], seen["enabled after"]) == (False, True)
-    qtbot.waitUntil(lambda: not w.working, timeout=LONG)
+    qtbot.waitUntil(lambda: at_rest(w), timeout=LONG)
     assert w.errors == [] and verified_path("parted").read_bytes() == b"".join(PARTS)
     assert w.statusBar().currentMessage().startswith("Installed Parted 1M: ")
     assert choice_enabled(w.model_switcher.picker, "parted") and not w.model_switcher.install_actions["parted"].isVisible()
@@ -61,7 +61,7 @@ def test_the_window_cancels_an_install_and_nothing_is_written(qtbot, tmp_path, p
     qtbot.waitUntil(lambda: w.work_status.label.text().startswith("Downloading Parted 1M: "), timeout=LONG)
     assert w.work_status.cancel_button.isVisible() and w.work_status.cancel_button.isEnabled()
     qtbot.mouseClick(w.work_status.cancel_button, Qt.MouseButton.LeftButton)
-    qtbot.waitUntil(lambda: not w.working, timeout=LONG)
+    qtbot.waitUntil(lambda: at_rest(w), timeout=LONG)
     assert w.errors == [] and w.statusBar().currentMessage() == "Install of Parted 1M cancelled; nothing was written"
     assert not w.work_status.cancel_button.isVisible() and w.model_switcher.install_actions["parted"].isEnabled()
     assert cache_names() == []

@@ -13,7 +13,8 @@ from explorer.core.models.table_model import load_table_model
 from explorer.core.models.teaching import load_teaching_model
 from explorer.core.tokens.vocab import Vocabulary
 from explorer.session import Session
-from explorer.ui.panels.kv import MIN_POINT_SIZE, KVGridPanel
+from explorer.ui.fonts import MIN_POINT_SIZE
+from explorer.ui.panels.kv import KVGridPanel
 from explorer.ui.panels.kv_legend import KVLegend
 from explorer.units import byte_size
 from teacher import (drawn_texts, kv_cell_rect, kv_cell_text, kv_column_heads, kv_row_heads, kv_states, kv_written,

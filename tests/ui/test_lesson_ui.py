@@ -12,12 +12,12 @@ from explorer.core.models.table_model import load_table_model
 from explorer.lessons import DEFAULT_LESSON_ID, all_lessons, lessons_dir
 from explorer.resources import resources_dir
 from explorer.session import Session
-from explorer.session.frames import PANELS as PANEL_IDS, SLIDE_PANELS
+from explorer.session.panels import PANELS as PANEL_IDS, SLIDE_PANELS
 from explorer.ui.panels.beam import BeamPanel
 from explorer.ui.shell.desk_layout import MATTERS_MARK
 from explorer.ui.settings import Settings
 from explorer.ui.window import PANELS, MainWindow
-from teacher import boundary_row, chart_rows, column_ids, column_names, dotted_in, enter_prompt, heatmap, links_in, listed, shown_texts
+from teacher import at_rest, boundary_row, chart_rows, column_ids, column_names, dotted_in, enter_prompt, heatmap, links_in, listed, shown_texts
 
 LOGITS_LESSON = """
 format = "token-explorer/lesson"
@@ -73,7 +73,7 @@ def test_every_lesson_from_the_menu_plays_every_frame_without_error(qtbot, windo
     assert window.actions["all_lessons"].text() in menu and window.actions["open_lesson"].text() in menu
     for lesson_id, action in window.lesson_switcher.actions.items():
         action.trigger()               # a lesson on a real model may first load it in the background
-        qtbot.waitUntil(lambda: not window.working and window.lesson.id == lesson_id, timeout=180_000)
+        qtbot.waitUntil(lambda: at_rest(window) and window.lesson.id == lesson_id, timeout=180_000)
         assert window.lesson.id == lesson_id and action.isChecked()
         assert sum(a.isChecked() for a in window.lesson_switcher.actions.values()) == 1
         assert window.panels["lesson"].heading.text() == window.lesson.title_in("en")
@@ -374,7 +374,8 @@ def test_language_switch_changes_the_new_panels(qtbot, window):
 def test_a_window_made_for_export_finds_the_lesson_it_plays(qtbot, window, tmp_path):
     other = MainWindow(window.session.copy(), Settings(str(tmp_path / "e.ini")))
     qtbot.addWidget(other)
-    assert other.lesson is None
+    # one source of truth: the window's lesson is its session's, so the copy knows it too
+    assert other.lesson is window.lesson and other.lesson.id == "wo-ai-to-eos"
     assert other.panels["lesson"].heading.text() == window.lesson.title_in("en")
 
 

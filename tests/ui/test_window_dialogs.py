@@ -10,6 +10,8 @@ import os
 from PySide6.QtCore import Qt
 from broken_files import BROKEN_LESSONS, BROKEN_PARAMS, broken_ggufs, special_files, write  # noqa: F401
 
+from teacher import at_rest
+
 from explorer.core.limits import MAX_BEAMS, MAX_NEW_TOKENS, MAX_SEED
 
 
@@ -31,7 +33,7 @@ def _open_with_dialog(qtbot, window, monkeypatch, action: str, path: str) -> str
     monkeypatch.setattr(QFileDialog, "getOpenFileName", staticmethod(lambda *args, **kwargs: (path, "")))
     before = len(window.errors)
     window.actions[action].trigger()
-    qtbot.waitUntil(lambda: len(window.errors) > before and not window.working, timeout=60_000)
+    qtbot.waitUntil(lambda: len(window.errors) > before and at_rest(window), timeout=60_000)
     return window.errors[-1]
 
 

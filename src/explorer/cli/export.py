@@ -15,7 +15,7 @@ from ..export.spec import (CANCELLED, FORMATS, STYLES, THEMES, ExportCancelled, 
                           parse_frames, parse_size)
 from ..lessons import DEFAULT_LESSON_ID, lesson_names, load_lesson
 from ..session import Session
-from ..session.frames import SLIDE_PANELS
+from ..session.panels import SLIDE_PANELS
 
 CANCELLED_EXIT = 130          # as a shell reports a command stopped by Ctrl+C
 

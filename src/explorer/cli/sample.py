@@ -13,7 +13,7 @@ from .flags import add_sampling_flags, config_from_args, model_from_args, parse_
 from ..core.errors import ExplorerError, SettingError
 from ..core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count
 from ..core.decode.sampling import Distribution, SamplingConfig, distribution
-from ..i18n import MESSAGES, add_messages, tr
+from ..i18n import MESSAGES, add_messages, stage_label, tr
 from .texttable import format_table
 
 PROBS_TOLERANCE = 1e-6   # how far from 1 the sum of --probs may be
@@ -121,7 +121,7 @@ def _fixed(x: float) -> str:
 
 def _stage_label(name: str, lang: str) -> str:
     """English names a stage by its id, as --order spells it; other languages by its word."""
-    return name if lang == "en" else tr(f"stage.{name}", lang)
+    return name if lang == "en" else stage_label(name, lang)
 
 
 def format_distribution(dist: Distribution, lang: str = "en", vocab=None, top: int | None = None) -> str:

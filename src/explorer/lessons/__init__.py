@@ -8,12 +8,13 @@ from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..resources import resources_dir
+from .glossary import glossary_terms
 from .lesson import Check, Lesson
 from .reader import LessonError
 from .schema import parse_lesson
 
 __all__ = ["Check", "Lesson", "LessonError", "lessons_dir", "lesson_names", "load_lesson", "all_lessons",
-           "default_lesson", "DEFAULT_LESSON_ID"]
+           "default_lesson", "builds_on_names", "DEFAULT_LESSON_ID"]
 
 DEFAULT_LESSON_ID = "wo-ai-to-eos"
 
@@ -54,3 +55,17 @@ def load_lesson(name_or_path: str | Path) -> Lesson:
 
 def default_lesson() -> Lesson:
     return load_lesson(DEFAULT_LESSON_ID)
+
+
+def builds_on_names(lesson: Lesson, lang: str) -> list[str]:
+    """A lesson's `builds_on` entries as words: a glossary term, an earlier lesson's title,
+    or the entry itself when it is neither."""
+    terms = {t.id: t for t in glossary_terms()}
+    names = []
+    for item in lesson.builds_on:
+        if item in terms:
+            names.append(terms[item].term[lang])
+            continue
+        earlier = next((l for l in all_lessons() if l.id == item), None)   # read only when needed
+        names.append(item if earlier is None else f"“{earlier.title_in(lang)}”")
+    return names

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import cache
 from pathlib import Path
 
+from ..core.errors import ExplorerError
 from ..i18n import LANGS
 from ..resources import resources_dir
 from .reader import LessonError, TomlReader
@@ -154,3 +156,23 @@ def _aliases(r: TomlReader, value, where: str) -> dict[str, tuple[str, ...]]:
             r.fail(f"{where}.{lang}", "expected a list of non-empty words without surrounding spaces")
         out[lang] = tuple(words)
     return out
+
+
+@cache
+def course_glossary() -> tuple[Glossary | None, str]:
+    """(the shipped glossary, "") or (None, why it cannot be read): read once per process; the
+    window shows the reason instead of the terms."""
+    try:
+        return load_glossary(), ""
+    except (ExplorerError, OSError) as exc:
+        return None, str(exc)
+
+
+def glossary_terms() -> tuple[Term, ...]:
+    """The shipped glossary's terms (none when it cannot be read)."""
+    g = course_glossary()[0]
+    return g.terms if g is not None else ()
+
+
+def find_term(term_id: str) -> Term | None:
+    return next((t for t in glossary_terms() if t.id == term_id), None)

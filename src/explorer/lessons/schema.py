@@ -13,7 +13,7 @@ from ..core.decode.speculative import MAX_K
 from ..core.errors import ExplorerError
 from ..catalog.registry import MODELS
 from ..session.narration import SECTIONS
-from ..session.frames import PANELS
+from ..session.panels import PANELS
 from ..session.session import FramePlan
 from .lesson import Check, Lesson, ScenarioSpec
 from .reader import TomlReader

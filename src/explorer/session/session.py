@@ -38,7 +38,7 @@ from ..core.decode.speculative import speculative_generate, verify_steps
 from ..core.decode.usage import count_usage
 from ..core.decode.vote import self_consistency
 from ..i18n import LANGS
-from .events import Emitter
+from .events import Emitter, SessionEvent
 from .frames import Frame, frames_of_run
 
 DEFAULT_CONFIG = SamplingConfig(max_new_tokens=8)   # the teaching model ends by EOS well before 8
@@ -198,7 +198,7 @@ class Session:
         """(Run, beam tree or None) of every scenario, in order."""
         return [(self._runs[s], self._beams.get(s)) for s in self._effective]
 
-    def subscribe(self, event: str, callback):
+    def subscribe(self, event: SessionEvent | str, callback):
         return self.events.subscribe(event, callback)
 
     def copy(self) -> "Session":
@@ -235,7 +235,7 @@ class Session:
         self.content = content if prepared.plans else None
         self._install(prepared.pending)
         self._follow_model()
-        self.events.emit("run_changed", self)
+        self.events.emit(SessionEvent.RUN_CHANGED, self)
 
     def set_background(self, runner: Callable[[Session], None],
                        slow: Callable[[LanguageModel], bool]) -> None:
@@ -307,7 +307,7 @@ class Session:
             raise SettingError(f"language = {lang!r}: expected one of {', '.join(LANGS)}")
         if lang != self._lang:
             self._lang = lang
-            self.events.emit("lang_changed", self)
+            self.events.emit(SessionEvent.LANG_CHANGED, self)
 
     # ------------------------------------------------------------------ the cursor
     def go(self, index: int) -> None:
@@ -316,10 +316,10 @@ class Session:
             before = self.run
             self._cursor = index
             if self.run is before:
-                self.events.emit("cursor_changed", self)
+                self.events.emit(SessionEvent.CURSOR_CHANGED, self)
             else:
                 self._follow_model()                 # a lesson's frame may show another model
-                self.events.emit("run_changed", self)
+                self.events.emit(SessionEvent.RUN_CHANGED, self)
 
     def next(self) -> None:
         self.go(self._cursor + 1)
@@ -373,7 +373,7 @@ class Session:
         self._install(pending)
         self._cursor = _same_place(self._frames, old_frame, old_cursor)
         self._follow_model()
-        self.events.emit("run_changed", self)   # the cursor moved with it: one event, one redraw
+        self.events.emit(SessionEvent.RUN_CHANGED, self)   # the cursor moved with it: one event, one redraw
         return True
 
     def discard_requests(self) -> None:
@@ -382,7 +382,7 @@ class Session:
         if self._requested is not None:
             self._requested = None
             self._follow_model()
-            self.events.emit("run_changed", self)
+            self.events.emit(SessionEvent.RUN_CHANGED, self)
 
     # ------------------------------------------------------------------ internals
     def _target(self) -> Request:

@@ -44,7 +44,7 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
             window.retranslate()
     else:
         chosen = load_lesson(lesson or DEFAULT_LESSON_ID)
-        window = MainWindow(chosen.build_session(), Settings(settings_path), chosen, compact=compact)
+        window = MainWindow(chosen.build_session(), Settings(settings_path), compact=compact)
     if params_path is not None or model is not None or lesson is not None:
         # the teacher named what to open: the lesson list waits for a start without a choice
         window.start_page_at_first_start = False

@@ -10,6 +10,7 @@ from PySide6.QtGui import QFont, QFontDatabase, QFontInfo, QGuiApplication
 from explorer.resources import resources_dir
 
 CJK_FAMILY = "Token Explorer CJK"
+MIN_POINT_SIZE = 11.0          # the smallest type a panel draws: readable from the back of a classroom
 FONT_SUFFIXES = (".ttf", ".otf")
 
 # path of each font file Qt has loaded -> its application font id
@@ -101,3 +102,11 @@ def apply_app_font(app: QGuiApplication, point_size: float | None = None) -> QFo
     font = app_font(point_size, base=app.font())
     app.setFont(font)
     return font
+
+
+def readable_font(font: QFont) -> QFont:
+    """`font` at least MIN_POINT_SIZE points; larger sizes (presentation mode) are kept."""
+    out = QFont(font)
+    if out.pointSizeF() < MIN_POINT_SIZE:
+        out.setPointSizeF(MIN_POINT_SIZE)
+    return out

@@ -13,7 +13,7 @@ from ..core.errors import ExplorerError
 from ..core.decode.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson
-from ..session import Session
+from ..session import Session, SessionEvent
 from ..session.narration import frame_title
 from .shell import export_actions
 from .app_icon import app_icon
@@ -102,9 +102,9 @@ add_messages({
 
 
 class MainWindow(QMainWindow):
-    def __init__(self, session: Session, settings: Settings, lesson: Lesson | None = None,
-                 compact: bool = False):
-        """compact: the desk layout for a narrow screen or slide (`is_compact_width`)."""
+    def __init__(self, session: Session, settings: Settings, compact: bool = False):
+        """compact: the desk layout for a narrow screen or slide (`is_compact_width`). The
+        lesson playing is the session's (`session.content`)."""
         super().__init__()
         self.compact = compact
         self.session = session
@@ -118,7 +118,6 @@ class MainWindow(QMainWindow):
         # the start page opens by itself once, on a window a person looks at; headless runs
         # (tests, exports) do not get it unless they ask
         self.start_page_at_first_start = QGuiApplication.platformName() != "offscreen"
-        self._lesson = lesson          # None: a free session, not a lesson
         self.theme = THEMES["light"]
         self.setObjectName("explorer-main")
         self.setWindowIcon(app_icon())
@@ -140,10 +139,10 @@ class MainWindow(QMainWindow):
         # a big model computes off the UI thread, and the teacher's changes to it are not
         # compared with a full recompute (seconds per step: a slider would lag)
         self.session.set_background(self.runner, is_big)
-        self.lesson = self._lesson           # the lesson panel and the Lessons menu follow
-        self.session.subscribe("lang_changed", lambda _s: self.retranslate())
-        self.session.subscribe("run_changed", lambda _s: self._sync_bar())
-        for event in ("run_changed", "cursor_changed"):
+        self.session.subscribe(SessionEvent.RUN_CHANGED, lambda _s: self.lesson_switcher.check_action())
+        self.session.subscribe(SessionEvent.LANG_CHANGED, lambda _s: self.retranslate())
+        self.session.subscribe(SessionEvent.RUN_CHANGED, lambda _s: self._sync_bar())
+        for event in (SessionEvent.RUN_CHANGED, SessionEvent.CURSOR_CHANGED):
             self.session.subscribe(event, lambda _s: self.desk_layout.mark_docks(self.theme))
             self.session.subscribe(event, lambda _s: self._show_title())
             self.session.subscribe(event, lambda _s: self.desk_layout.check_fit())
@@ -159,13 +158,8 @@ class MainWindow(QMainWindow):
 
     @property
     def lesson(self) -> Lesson | None:
-        return self._lesson
-
-    @lesson.setter
-    def lesson(self, lesson: Lesson | None) -> None:
-        self._lesson = lesson
-        self.lesson_switcher.check_action()
-        self._show_title()
+        """The lesson playing, None in free exploration: the session's, which a lesson installs."""
+        return self.session.content
 
     # ------------------------------------------------------------------ building
     def _build_actions(self) -> dict[str, QAction]:
@@ -240,6 +234,9 @@ class MainWindow(QMainWindow):
             self.report_error(f"{exc.filename or ''}: {exc.strerror or exc}".lstrip(": "))
         return False
 
+    def show_status(self, text: str, ms: int = 0) -> None:
+        self.statusBar().showMessage(text, ms)
+
     def report_error(self, message: str) -> None:
         """Show a problem without blocking the class: status bar + a non-modal box."""
         self.errors = (self.errors + [message])[-100:]
@@ -258,11 +255,6 @@ class MainWindow(QMainWindow):
         self.model_switcher.sync_shown()
 
     # ------------------------------------------------------------------ background work
-    @property
-    def working(self) -> bool:
-        """Is something computing or loading in the background?"""
-        return self.runner.busy or self.model_switcher.loading is not None
-
     def cancel_work(self) -> None:
         """Stop the running generation after its current step (it ends as "cancelled"), or the
         running install (nothing is written)."""

@@ -15,7 +15,7 @@ from PySide6.QtWidgets import (QCheckBox, QComboBox, QGraphicsItem, QHBoxLayout,
 from ...core.models.attention import attention_weights
 from ...i18n import add_messages
 from ...session import Session
-from .kv import readable_font
+from ..fonts import readable_font
 from .panel import Panel, answer_tooltip
 from ..theme import text_on
 

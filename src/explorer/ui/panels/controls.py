@@ -13,9 +13,8 @@ from ...core.tokens.bpe import BPEVocabulary
 from ...core.errors import ExplorerError
 from ...core.limits import MAX_BEAMS, MAX_NEW_TOKENS, MAX_SEED
 from ...core.decode.sampling import MODES, ORDER_PRESETS
-from ...i18n import add_messages
+from ...i18n import add_messages, stage_label
 from ...session import Session
-from .distribution import stage_label
 from .panel import Panel
 
 STOP_EXAMPLES = {False: "！, 。", True: "., !"}   # the course's Chinese / a real model's English
@@ -128,10 +127,6 @@ class SamplingControls(Panel):
         self._layout()
         self._connect()
         self.refresh()
-
-    @property
-    def temperature_slider(self) -> QSlider:
-        return self.numbers["temperature"].slider
 
     def slider(self, name: str) -> QSlider:
         return self.numbers[name].slider

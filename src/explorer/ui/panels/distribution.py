@@ -17,7 +17,7 @@ from PySide6.QtWidgets import (
 
 from ...core.errors import ExplorerError
 from ...core.decode.sampling import Distribution, Stage
-from ...i18n import add_messages, tr
+from ...i18n import add_messages, stage_label, tr
 from ...session import Session
 from .distribution_chart import BAR_WIDTH, ROW_MIN_PX, BarRow, Ruler, StageChart
 from .panel import Panel
@@ -64,11 +64,6 @@ add_messages({
                           "zh": "点击柱子可强制选这个Token（假设实验）。"},
     "distribution.rejected": {"en": "Not applied: {error}", "zh": "未应用：{error}"},
 })
-
-
-def stage_label(name: str, lang: str) -> str:
-    """Short display name of a stage ("raw", a STAGE_NAMES entry or "final")."""
-    return tr(f"stage.{name}", lang)
 
 
 # ---------------------------------------------------------------------------- what to show

@@ -11,9 +11,9 @@ from PySide6.QtGui import QCursor, QTextCharFormat, QTextCursor
 from PySide6.QtWidgets import QTextBrowser, QToolTip, QVBoxLayout
 
 from ...i18n import tr
+from ...lessons.glossary import course_glossary, find_term
 from ...session import Session
 from ...session.narration import frame_explanation
-from .glossary import find_term, glossary, term_definition, term_name
 from .panel import Panel
 
 TERM_SCHEME = "term"          # links "term:kv-cache" in the explanation HTML
@@ -101,8 +101,8 @@ class ExplanationPanel(Panel):
         if term is None:
             return ""
         lang = self.session.lang
-        return (f"<b>{escape(term_name(term, lang), quote=False)}</b><br>"
-                f"{escape(term_definition(term, lang), quote=False)}")
+        return (f"<b>{escape(term.term[lang], quote=False)}</b><br>"
+                f"{escape(term.definition[lang], quote=False)}")
 
     @staticmethod
     def _term_of(url: QUrl) -> str | None:
@@ -131,7 +131,7 @@ class ExplanationPanel(Panel):
 def marked_html(text: str, lang: str, color: str) -> str:
     """`text` as HTML with the first mention of each glossary term made a dotted link.
     Cached: a slider drag redraws the same explanation many times."""
-    g = glossary()
+    g = course_glossary()[0]
     if g is None:
         return escape(text)
     out, at, seen = [], 0, set()

@@ -4,13 +4,11 @@ one selects it here."""
 
 from __future__ import annotations
 
-from functools import cache
-
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QLabel, QLineEdit, QListWidget, QListWidgetItem, QVBoxLayout
 
-from ...core.errors import ExplorerError
 from ...i18n import add_messages
+from ...lessons.glossary import course_glossary, glossary_terms
 from ...session import Session
 from .panel import Panel
 
@@ -19,41 +17,6 @@ add_messages({
     "glossary.count": {"en": "{shown} of {total} terms", "zh": "共{total}个术语，显示{shown}个"},
     "glossary.missing": {"en": "The glossary is not available: {why}", "zh": "术语表不可用：{why}"},
 })
-
-
-@cache
-def _load():
-    """(Glossary or None, why it is missing)."""
-    try:
-        from ...lessons.glossary import load_glossary
-    except ImportError as exc:
-        return None, str(exc)
-    try:
-        return load_glossary(), ""
-    except (ExplorerError, OSError) as exc:
-        return None, str(exc)
-
-
-def glossary():
-    """The course glossary, or None when it cannot be loaded."""
-    return _load()[0]
-
-
-def glossary_terms() -> tuple:
-    g = glossary()
-    return tuple(g.terms) if g is not None else ()
-
-
-def term_name(term, lang: str) -> str:
-    return term.term[lang]
-
-
-def term_definition(term, lang: str) -> str:
-    return term.definition[lang]
-
-
-def find_term(term_id: str):
-    return next((t for t in glossary_terms() if t.id == term_id), None)
 
 
 class GlossaryPanel(Panel):
@@ -112,14 +75,14 @@ class GlossaryPanel(Panel):
             return                       # the terms do not change with the frame
         self._lang = lang
         current = self.selected_term()
-        g, why = _load()
+        g, why = course_glossary()
         self.list.clear()
         if g is None:
             self.list.addItem(self.tr("glossary.missing", why=why))
         for term in glossary_terms():
-            item = QListWidgetItem(f"{term_name(term, lang)}\n{term_definition(term, lang)}")
+            item = QListWidgetItem(f"{term.term[lang]}\n{term.definition[lang]}")
             item.setData(Qt.ItemDataRole.UserRole, term.id)
-            item.setToolTip(term_definition(term, lang))
+            item.setToolTip(term.definition[lang])
             self.list.addItem(item)
         self._apply_filter()
         if current is not None:
@@ -135,7 +98,7 @@ class GlossaryPanel(Panel):
             term = terms.get(item.data(Qt.ItemDataRole.UserRole))
             if term is None:
                 continue
-            words = " ".join([*(term_name(term, l) for l in ("en", "zh")), term_definition(term, lang), term.id])
+            words = " ".join([*(term.term[l] for l in ("en", "zh")), term.definition[lang], term.id])
             hit = not needle or needle in words.casefold()
             item.setHidden(not hit)
             shown += hit

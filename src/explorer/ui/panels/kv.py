@@ -14,13 +14,14 @@ from __future__ import annotations
 
 import numpy as np
 from PySide6.QtCore import QEvent, QRect, QSize, Qt
-from PySide6.QtGui import QBrush, QColor, QFont, QFontMetrics, QPainter, QPen
+from PySide6.QtGui import QBrush, QColor, QFontMetrics, QPainter, QPen
 from PySide6.QtWidgets import QAbstractScrollArea, QLabel, QVBoxLayout
 
 from ...core.elide import elided_indexes
 from ...core.models.kv_memory import kv_memory
 from ...core.decode.speculative import VerifyStep
 from ...i18n import add_messages
+from ..fonts import readable_font
 from ...session import Session
 from .kv_cells import CODE, STATES, VALUES_PER_LINE, GridData, mark_at, marks_of, paint_cells, paint_marked, \
     same_grid, source_of_positions, value_lines, vector, vector_size, written_columns
@@ -28,7 +29,6 @@ from .kv_legend import KVLegend
 from .panel import Panel, answer_tooltip
 from ...units import byte_size
 
-MIN_POINT_SIZE = 11.0          # readable from the back of a classroom
 VALUES_IN_CELLS = 4            # draw the vector inside the cells when it has at most this many numbers
 FULL_LABEL_COLUMNS = 40        # up to this many columns the cells are wide enough for full labels
 TOOLTIP_PER_LINE = 8           # numbers per tooltip line
@@ -118,14 +118,6 @@ add_messages({
     "kv.tip.pending": {"en": "{piece} at position {pos} is pending: no forward has processed it yet",
                        "zh": "位置{pos}的{piece}待处理：还没有前向计算处理过它"},
 })
-
-
-def readable_font(font: QFont) -> QFont:
-    """`font` at least MIN_POINT_SIZE points; larger sizes (presentation mode) are kept."""
-    out = QFont(font)
-    if out.pointSizeF() < MIN_POINT_SIZE:
-        out.setPointSizeF(MIN_POINT_SIZE)
-    return out
 
 
 class _GridView(QAbstractScrollArea):
@@ -231,13 +223,6 @@ class _GridView(QAbstractScrollArea):
             return None
         row = (y - self.header_h + self.verticalScrollBar().value()) // self.cell_h
         return (int(row), col) if row < self.data.n_rows else None
-
-    def columns_in_view(self) -> range:
-        """The columns wholly in view."""
-        if self.data is None:
-            return range(0)
-        sx, room = self.horizontalScrollBar().value(), self.viewport().width() - self.label_w
-        return range(-(-sx // self.cell_w), min(self.data.n_cols, (sx + room) // self.cell_w))
 
     def _visible(self, n: int, offset: int, start: int, extent: int, size: int) -> range:
         first = offset // size

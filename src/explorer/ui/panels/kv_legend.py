@@ -109,10 +109,6 @@ class KVLegend(QWidget):
         swatch = max((fm.horizontalAdvance(t) for _, t, _ in entries), default=0) + 12
         return swatch + 6 + max((fm.horizontalAdvance(meaning) for *_, meaning in entries), default=0)
 
-    def one_row_width(self) -> int:
-        """The width of every entry, its meaning written out, side by side on one row."""
-        return max((text.right() + 1 for _, text, *_ in self._layout(1 << 20, False)), default=0)
-
     def full_height(self, width: int) -> int:
         """The height with every meaning written out, at this width."""
         return self._height(self._layout(width, False))

@@ -7,9 +7,9 @@ from PySide6.QtCore import Qt
 from PySide6.QtWidgets import QFrame, QLabel, QPushButton, QScrollArea, QVBoxLayout, QWidget
 
 from ...i18n import add_messages, tr
-from ...lessons import Check, Lesson, all_lessons
+from ...lessons import Check, Lesson, builds_on_names
 from ...session import Session
-from ...session.frames import PANELS, panel_title
+from ...session.panels import PANELS, panel_title
 from .panel import Panel
 
 add_messages({
@@ -32,21 +32,6 @@ add_messages({
 def panel_titles(lang: str) -> dict[str, str]:
     """Panel id -> its dock title in `lang`."""
     return {pid: panel_title(pid, lang) for pid in PANELS}
-
-
-def builds_on_names(lesson: Lesson, lang: str) -> list[str]:
-    """A lesson's `builds_on` entries as words: a glossary term, an earlier lesson's title,
-    or the entry itself when it is neither."""
-    from .glossary import glossary_terms, term_name
-    terms = {t.id: t for t in glossary_terms()}
-    names = []
-    for item in lesson.builds_on:
-        if item in terms:
-            names.append(term_name(terms[item], lang))
-            continue
-        earlier = next((l for l in all_lessons() if l.id == item), None)   # read only when needed
-        names.append(item if earlier is None else f"“{earlier.title_in(lang)}”")
-    return names
 
 
 class CheckView(QFrame):

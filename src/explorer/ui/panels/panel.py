@@ -8,7 +8,7 @@ from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from ...i18n import tr
-from ...session import Session
+from ...session import Session, SessionEvent
 from ..theme import THEMES, Theme
 
 
@@ -37,7 +37,7 @@ class Panel(QWidget):
         self._emphasised_labels: list[tuple[QWidget, float]] = []     # (label, type scale): see `emphasised`
         self._tinted_labels: list[tuple[QWidget, str]] = []           # (label, theme colour): see `tinted`
         unsubscribe = [session.subscribe(e, self._on_change)
-                       for e in ("run_changed", "cursor_changed", "lang_changed")]
+                       for e in SessionEvent]
         # a closure, not a method: the Python side may be half gone when Qt destroys the widget
         self.destroyed.connect(lambda *_: [u() for u in unsubscribe])
 

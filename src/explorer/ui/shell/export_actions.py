@@ -25,7 +25,7 @@ from ...core.errors import ExplorerError
 from ...export.files import StagedFiles
 from ...export.spec import ExportCancelled, ExportSpec
 from ...i18n import add_messages, tr
-from ...session.frames import SLIDE_PANELS
+from ...session.panels import SLIDE_PANELS
 
 PREVIEW_WIDTH = 560          # px of the dialog's slide preview
 LESSON_FORMATS = ("png", "pdf", "pptx")

@@ -4,13 +4,14 @@ on a real model prepared off the UI thread."""
 from __future__ import annotations
 
 from PySide6.QtGui import QAction, QActionGroup
-from PySide6.QtWidgets import QFileDialog, QMainWindow, QMenu
+from PySide6.QtWidgets import QFileDialog, QMenu
 
 from ...core.errors import ExplorerError
 from ...i18n import add_messages, tr
 from ...lessons import Lesson, load_lesson
 from ...session import Session
 from ...session.session import PreparedPlay
+from .host import Host
 from .model_switcher import ModelSwitcher
 from .start_page import StartPage, shipped_lessons
 from .work_status import WorkStatus
@@ -24,14 +25,15 @@ add_messages({
 
 
 class LessonSwitcher:
-    """Plays a lesson in `session` (every panel follows) and sets `window.lesson`; one
+    """Plays a lesson in `session` (every panel follows, the window's title too); one
     checkable item per shipped lesson in `menu`. A real model's lesson is prepared with
     `jobs`, shown in `work`, while `models` is busy (one load at a time) and installs a
-    missing model first. The window gives the status bar and `guarded`/`report_error`."""
+    missing model first. The `host` (the window) shows status and problems and runs changes
+    guarded."""
 
-    def __init__(self, window: QMainWindow, session: Session, jobs: Jobs, work: WorkStatus,
+    def __init__(self, host: Host, session: Session, jobs: Jobs, work: WorkStatus,
                  models: ModelSwitcher, menu: QMenu):
-        self.window, self.session, self.jobs, self.work, self.models = window, session, jobs, work, models
+        self.host, self.session, self.jobs, self.work, self.models = host, session, jobs, work, models
         self.menu = menu
         self.ask_path = self._ask_path                # a dialog is an attribute: tests replace it
         self.start_page: StartPage | None = None
@@ -52,12 +54,12 @@ class LessonSwitcher:
     def _build_actions(self) -> None:
         menu = self.menu
         first = menu.actions()[0] if menu.actions() else None
-        group = QActionGroup(self.window)
+        group = QActionGroup(self.host.window())
         group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
         lessons, _errors = shipped_lessons()         # the start page lists the broken ones
         self._actions = {}
         for lesson in lessons:
-            action = QAction(lesson.title_in(self.session.lang), self.window)
+            action = QAction(lesson.title_in(self.session.lang), self.host.window())
             action.setCheckable(True)
             action.triggered.connect(lambda _c=False, l=lesson: self.switch_lesson(l))
             group.addAction(action)
@@ -69,7 +71,7 @@ class LessonSwitcher:
 
     def check_action(self) -> None:
         """The Lessons menu checks the lesson playing."""
-        lesson = self.window.lesson
+        lesson = self.session.content
         current = lesson.id if lesson is not None and self.session.in_lesson else None
         for lid, action in (self._actions or {}).items():
             action.setChecked(lid == current and self._listed[lid].path == lesson.path)
@@ -80,7 +82,7 @@ class LessonSwitcher:
             action.setText(self._listed[lid].title_in(self.session.lang))
 
     def _ask_path(self) -> str:
-        path, _ = QFileDialog.getOpenFileName(self.window, tr("action.open_lesson", self.session.lang), "",
+        path, _ = QFileDialog.getOpenFileName(self.host.window(), tr("action.open_lesson", self.session.lang), "",
                                               tr("lesson.filter", self.session.lang))
         return path
 
@@ -94,7 +96,7 @@ class LessonSwitcher:
         try:
             lesson = load_lesson(str(path))
         except (ExplorerError, OSError) as exc:
-            self.window.report_error(str(exc))
+            self.host.report_error(str(exc))
             return
         self.switch_lesson(lesson)
 
@@ -104,7 +106,7 @@ class LessonSwitcher:
         opens when it is ready; the latest lesson asked for wins."""
         self._request = lesson
         if not lesson.installed_models or lesson.missing_models():   # at once (a missing model: by name)
-            if not self.window.guarded(lesson.play_in, self.session):
+            if not self.host.guarded(lesson.play_in, self.session):
                 self.check_action()
                 return False
             self._opened(lesson)
@@ -135,15 +137,13 @@ class LessonSwitcher:
         self.models.sync()
 
     def _opened(self, lesson: Lesson) -> None:
-        self.window.lesson = lesson
-        self.window.statusBar().showMessage(tr("lesson.opened", self.session.lang,
-                                               title=lesson.title_in(self.session.lang)), 8000)
+        self.host.show_status(tr("lesson.opened", self.session.lang, title=lesson.title_in(self.session.lang)), 8000)
 
     def show_start_page(self) -> StartPage:
         """The list of lessons, non-blocking (open(), not exec())."""
         if self.start_page is not None:
             self.start_page.close()
             self.start_page.deleteLater()
-        page = self.start_page = StartPage(self.window)
+        page = self.start_page = StartPage(self.host.window(), self.session, self.install_and_open)
         page.open()
         return page

@@ -7,7 +7,7 @@ import threading
 from collections.abc import Callable
 
 from PySide6.QtGui import QAction, QActionGroup
-from PySide6.QtWidgets import QFileDialog, QLabel, QMainWindow, QMenu, QToolBar
+from PySide6.QtWidgets import QFileDialog, QLabel, QMenu, QToolBar
 
 from ...core.errors import ExplorerError
 from ...core.models.params_file import load_params
@@ -17,6 +17,7 @@ from ...catalog.load import default_prompt, load_model
 from ...catalog.registry import MODELS, TEACHING, installed_path
 from ...session import Session
 from ...session.session import Scenario
+from .host import Host
 from .install_dialog import InstallDialog
 from .model_picker import OTHER, ModelPicker, model_choices
 from .prompt_bar import PromptBar
@@ -52,12 +53,12 @@ class ModelSwitcher:
     """The model picker (added to `toolbar`) and the Model menu's choices and installs
     (`menu`, whose first action is Open GGUF…, `open_gguf`). A chosen model is loaded (off
     the UI thread when big, `work` showing it) and the session switched to it on its default
-    prompt (`prompt_bar` wraps it in the chat template when ticked). The window gives the
-    status bar, `guarded`/`report_error` and leaving a lesson (`window.lesson = None`)."""
+    prompt (`prompt_bar` wraps it in the chat template when ticked). The `host` (the window)
+    shows status and problems and runs changes guarded."""
 
-    def __init__(self, window: QMainWindow, session: Session, jobs: Jobs, work: WorkStatus,
+    def __init__(self, host: Host, session: Session, jobs: Jobs, work: WorkStatus,
                  prompt_bar: PromptBar, toolbar: QToolBar, menu: QMenu, open_gguf: QAction):
-        self.window, self.session, self.jobs, self.work, self.prompt_bar = window, session, jobs, work, prompt_bar
+        self.host, self.session, self.jobs, self.work, self.prompt_bar = host, session, jobs, work, prompt_bar
         self.menu, self.open_gguf_action = menu, open_gguf
         self.ask_params_path = self._ask_params_path   # dialogs are attributes: tests replace them
         self.ask_gguf_path = self._ask_gguf_path
@@ -77,7 +78,7 @@ class ModelSwitcher:
             toolbar.addWidget(widget)
         self.actions: dict[str, QAction] = {}        # one checkable choice per model
         self._menu_choices: tuple = ()
-        self._group = QActionGroup(window)
+        self._group = QActionGroup(host.window())
         self._group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
         self._separator = menu.insertSeparator(open_gguf)
         self.install_actions: dict[str, QAction] = {}          # shown while the model is not installed
@@ -85,9 +86,6 @@ class ModelSwitcher:
             action = menu.addAction("")
             action.triggered.connect(lambda _c=False, n=name: self.install_model(n))
             self.install_actions[name] = action
-
-    def status(self, text: str, ms: int) -> None:
-        self.window.statusBar().showMessage(text, ms)
 
     def sync_shown(self) -> None:
         """The words for the model shown; the choices only when something they show has
@@ -129,7 +127,7 @@ class ModelSwitcher:
                 self._group.removeAction(action)
             self.actions = {}
             for c in choices:
-                action = QAction(c.label, self.window)
+                action = QAction(c.label, self.host.window())
                 action.setCheckable(True)
                 action.setToolTip(c.tooltip)
                 action.triggered.connect(lambda _c=False, k=c.key: self.choose_model(k))
@@ -160,7 +158,7 @@ class ModelSwitcher:
             try:
                 model = self.load_model(TEACHING)
             except ExplorerError as exc:
-                self.window.report_error(str(exc))
+                self.host.report_error(str(exc))
                 return
             self._model_loaded(key, model)
             return
@@ -177,7 +175,7 @@ class ModelSwitcher:
         self.loading = None
         self.work.hide()
         self.sync()
-        self.window.report_error(error_message(exc, tb))
+        self.host.report_error(error_message(exc, tb))
 
     def _model_loaded(self, key: str, model) -> None:
         """Switch the session to a loaded model, on its default prompt (the session picks
@@ -190,20 +188,19 @@ class ModelSwitcher:
         try:
             ids = self.prompt_bar.prompt_ids(model, text)
         except ExplorerError as exc:
-            self.window.report_error(str(exc))
+            self.host.report_error(str(exc))
             self.sync()
             return
         if self.session.in_lesson:
             # the lesson's words are about its own model: leave it for a free run, settings kept
             s = self.session
             s.play((Scenario(s.model, s.prompt_ids, s.config),))
-            self.window.lesson = None
         old = dict(self._models), self._opened
         self.remember_model(key, model)
-        if not self.window.guarded(self.session.set_model, model, ids):
+        if not self.host.guarded(self.session.set_model, model, ids):
             self._models, self._opened = old
         else:
-            self.status(tr("model.loaded", self.session.lang, name=model.name), 8000)
+            self.host.show_status(tr("model.loaded", self.session.lang, name=model.name), 8000)
         self.sync()
 
     def install_model(self, name: str, then: Callable[[], object] | None = None) -> bool:
@@ -213,7 +210,7 @@ class ModelSwitcher:
         written. False if nothing started (declined, or other work is running)."""
         s = MODELS[name]
         if self.loading is not None:
-            self.status(tr("work.busy", self.session.lang), 8000)
+            self.host.show_status(tr("work.busy", self.session.lang), 8000)
             return False
         if not self.confirm_install(s):
             return False
@@ -252,7 +249,7 @@ class ModelSwitcher:
         self.loading = self._install_cancel = None
         self.work.hide()
         self.sync()                               # the picker offers it now
-        self.status(tr("model.installed", self.session.lang, label=s.label, path=str(path)), 15000)
+        self.host.show_status(tr("model.installed", self.session.lang, label=s.label, path=str(path)), 15000)
         if then is not None:
             then()
 
@@ -265,11 +262,11 @@ class ModelSwitcher:
         self.loading = None
         self.work.hide()
         self.sync()
-        self.status(tr("install.cancelled", self.session.lang, label=s.label), 15000)
+        self.host.show_status(tr("install.cancelled", self.session.lang, label=s.label), 15000)
 
     def _confirm_install(self, s) -> bool:
         """Ask (InstallDialog, modal). A model's terms are fetched while it is open."""
-        dialog = self.install_dialog = InstallDialog(self.window, s, self.session.lang)
+        dialog = self.install_dialog = InstallDialog(self.host.window(), s, self.session.lang)
         closed = threading.Event()
         if s.terms is not None:
             shown = lambda: self.install_dialog is dialog         # not closed meanwhile
@@ -284,7 +281,7 @@ class ModelSwitcher:
             dialog.deleteLater()
 
     def _ask_gguf_path(self) -> str:
-        path, _ = QFileDialog.getOpenFileName(self.window, tr("action.open_gguf", self.session.lang), "",
+        path, _ = QFileDialog.getOpenFileName(self.host.window(), tr("action.open_gguf", self.session.lang), "",
                                               tr("gguf.filter", self.session.lang))
         return path
 
@@ -296,7 +293,7 @@ class ModelSwitcher:
             self.choose_model(str(path))
 
     def _ask_params_path(self) -> str:
-        path, _ = QFileDialog.getOpenFileName(self.window, tr("action.open_params", self.session.lang), "",
+        path, _ = QFileDialog.getOpenFileName(self.host.window(), tr("action.open_params", self.session.lang), "",
                                               tr("params.filter", self.session.lang))
         return path
 
@@ -309,7 +306,7 @@ class ModelSwitcher:
         try:
             model = load_params(path)
         except (ExplorerError, OSError) as exc:
-            self.window.report_error(str(exc))
+            self.host.report_error(str(exc))
             return
-        if self.window.guarded(self.session.set_model, model):
-            self.status(tr("params.loaded", self.session.lang, path=path), 8000)
+        if self.host.guarded(self.session.set_model, model):
+            self.host.show_status(tr("params.loaded", self.session.lang, path=path), 8000)

@@ -4,16 +4,18 @@ looking at the window behind it."""
 
 from __future__ import annotations
 
+from typing import Callable
+
 from PySide6.QtCore import Qt
 from PySide6.QtWidgets import (QDialog, QDialogButtonBox, QFrame, QHBoxLayout, QLabel, QPushButton,
                                QScrollArea, QVBoxLayout, QWidget)
 
 from ...core.errors import ExplorerError
 from ...i18n import add_messages, tr
-from ...lessons import Lesson, all_lessons, lessons_dir
+from ...lessons import Lesson, all_lessons, builds_on_names, lessons_dir
 from ...lessons.schema import parse_lesson
 from ...catalog.registry import MODELS
-from ..panels.lesson import builds_on_names
+from ...session import Session
 from ...units import byte_size
 
 add_messages({
@@ -50,10 +52,11 @@ def shipped_lessons() -> tuple[tuple[Lesson, ...], list[str]]:
 
 
 class StartPage(QDialog):
-    def __init__(self, window):
-        super().__init__(window)
-        self.window_ = window
-        lang = window.session.lang
+    def __init__(self, parent: QWidget, session: Session, open_lesson: Callable[[Lesson], bool]):
+        """open_lesson(lesson): opens it (installing its models first), False if nothing started."""
+        super().__init__(parent)
+        self._open = open_lesson
+        lang = session.lang
         self.setWindowTitle(tr("start.title", lang))
         self.setObjectName("start-page")
         self.open_buttons: dict[str, QPushButton] = {}
@@ -61,7 +64,7 @@ class StartPage(QDialog):
         intro = QLabel(tr("start.intro", lang), wordWrap=True)
         rows = QWidget()
         column = QVBoxLayout(rows)
-        current = window.lesson.id if window.lesson is not None else None
+        current = session.content.id if session.content is not None else None
         for lesson in lessons:
             column.addWidget(self._row(lesson, lang, lesson.id == current))
         for message in errors:
@@ -79,7 +82,7 @@ class StartPage(QDialog):
         layout.addWidget(buttons)
         # 760 x 620 at the usual 12-point type, larger with the type (presentation mode), within the screen
         grow = self.font().pointSizeF() / 12.0
-        room = window.screen().availableGeometry()
+        room = parent.screen().availableGeometry()
         self.resize(min(int(760 * grow), int(0.9 * room.width())), min(int(620 * grow), int(0.9 * room.height())))
 
     def _row(self, lesson: Lesson, lang: str, current: bool) -> QFrame:
@@ -128,5 +131,5 @@ class StartPage(QDialog):
     def open_lesson(self, lesson: Lesson) -> None:
         """Open the lesson; one whose models are missing installs them first (once the
         teacher agrees), then opens."""
-        if self.window_.lesson_switcher.install_and_open(lesson):
+        if self._open(lesson):
             self.accept()

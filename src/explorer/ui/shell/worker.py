@@ -69,10 +69,6 @@ class Jobs(QObject):
         self._callbacks: dict[int, tuple] = {}
         self._next_id = 0
 
-    @property
-    def running(self) -> int:
-        return len(self._callbacks)
-
     def start(self, fn: Callable, done: Callable, failed: Callable,
               progress: Callable[[int, int], None] | None = None) -> int:
         self._next_id += 1
