@@ -143,6 +143,18 @@ def test_panels_do_not_import_the_window_shell():
     assert found == []
 
 
+def test_no_panel_imports_another_panel():
+    """A panel module (named after its panel id) uses the helpers beside it and the layers
+    below, never another panel: what two panels share lives below them."""
+    from explorer.session.panels import PANELS
+    graph = import_graph()
+    panel_modules = {f"explorer.ui.panels.{pid}" for pid in PANELS}
+    assert panel_modules <= graph.keys(), sorted(panel_modules - graph.keys())
+    found = [f"{module} -> {target}" for module in sorted(panel_modules) for target in sorted(graph[module])
+             if target in panel_modules]
+    assert found == []
+
+
 def test_folders_with_sub_folders_hold_few_modules_and_modules_stay_short():
     root = SRC / "explorer"
     packages = [d for d in (root, *root.rglob("*")) if d.is_dir() and (d / "__init__.py").exists()]
