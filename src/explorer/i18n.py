@@ -57,7 +57,7 @@ MESSAGES = {
                          "zh": "tool_call（生成了完整的工具调用：控制权交给宿主，任务尚未完成）"},
     "finish.cancelled": {"en": "cancelled (stopped by the user: the output is incomplete)",
                          "zh": "cancelled（被用户取消：输出不完整）"},
-    # sampling stages by id (core.sampling's "raw", STAGE_NAMES, and the panel's "final")
+    # sampling stages by id (core.decode.sampling's "raw", STAGE_NAMES, and the panel's "final")
     "stage.raw": {"en": "raw", "zh": "原始"},
     "stage.repetition_penalty": {"en": "penalty", "zh": "重复惩罚"},
     "stage.temperature": {"en": "temperature", "zh": "温度"},

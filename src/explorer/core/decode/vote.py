@@ -51,7 +51,7 @@ def self_consistency(model: LanguageModel, prompt_ids, config: SamplingConfig, s
     greedy choices (a teacher's change) every seed gives the same run, and the vote shows it.
 
     Each sample is an ordinary Run of `generate` with the scenario's settings and its own seed.
-    A sample's answer is the text outside its reasoning segments (`core.usage`), trimmed. The
+    A sample's answer is the text outside its reasoning segments (`core.decode.usage`), trimmed. The
     majority is the answer with the most votes, a tie going to the one that appeared first.
     The cost is the sum over the samples: every generated token and the forward time."""
     seeds = tuple(int(s) for s in seeds)

@@ -18,8 +18,8 @@ _LAUNCH = threading.Lock()
 
 
 def _kernels():
-    from . import kernels as block_kernels   # numba: only once a quantised model is loaded
-    return block_kernels
+    from . import kernels   # numba: only once a quantised model is loaded
+    return kernels
 
 
 @dataclass(frozen=True, eq=False)
@@ -30,7 +30,7 @@ class BlockMatrix:
     transpose `m.T` is what a layer multiplies by:
 
         x @ m.T     x [n, cols] float32 -> [n, rows] float32, by compiled loops that unpack
-                    the blocks where they are used (`block_kernels`)
+                    the blocks where they are used (`kernels`)
         m[ids]      dequantised rows (the embedding lookup)
         m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit"""
 
@@ -216,7 +216,7 @@ def layouts_of(ggml_types) -> set[tuple[int, int]]:
 
 def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bit rows unpack
     """Elements 0-15 of every block first, then elements 16-31 of every block, the order
-    in which `block_kernels` unpacks a 4-bit row (low nibbles, then high ones)."""
+    in which `kernels` unpacks a 4-bit row (low nibbles, then high ones)."""
     n, cols = x.shape
     if n == 1:                                    # a decode step: one gather (a third of the time)
         return x[:, _nibble_index(cols)]

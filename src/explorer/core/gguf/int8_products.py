@@ -13,7 +13,7 @@ multiplies integers by integers, sums them in int32 per block, and only then sca
                                           q = min(127, round(-127 / max * x)),
                                           d = 1 / (-127 / max) (float32)
 
-A weight block (`block_kernels`' layouts: value = q_w * scale + offset) times an
+A weight block (`kernels`' layouts: value = q_w * scale + offset) times an
 activation block (value = q_x * d) is then
     scale * d * sum(q_w * q_x) + offset * d * sum(q_x)
 with both sums exact integers: the only roundings are the activations' and a few float32

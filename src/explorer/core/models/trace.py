@@ -18,7 +18,7 @@ from .arithmetic import FLOAT_ATTENTION, AttentionArithmetic
 @dataclass(frozen=True)
 class LayerTrace:
     """One layer's records. The attention scores and weights ([h, n, t] each: 4 GB over a
-    2,000-token Prefill of SmolLM2) are not kept: `core.attention` recomputes one head's
+    2,000-token Prefill of SmolLM2) are not kept: `core.models.attention` recomputes one head's
     from `q`, `keys` and `mask` in the forward's own `arithmetic`."""
 
     x_in: np.ndarray       # [m, d] residual stream entering the layer
