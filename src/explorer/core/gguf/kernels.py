@@ -1,5 +1,5 @@
 """Compiled loops (numba) that multiply float32 rows by GGUF's 4- and 8-bit weight blocks,
-unpacking each weight where it is used; `quantized` calls them."""
+unpacking each weight where it is used; `blocks` calls them."""
 
 from __future__ import annotations
 
