@@ -21,6 +21,26 @@ for _wait in (QtBot.waitUntil, QtBot.waitSignal, QtBot.waitExposed, QtBot.waitAc
     _wait.__kwdefaults__["timeout"] = 60_000
 
 
+# What needs a real model installed (350 MB from PyPI): a test that takes one of these fixtures,
+# or that is parametrized with a real model's name or a lesson that runs on one. Such tests are
+# marked `real_model`, so `python -m pytest -m "not real_model"` runs the rest without them.
+REAL_MODEL_FIXTURES = {"smollm2", "gemma3"}
+REAL_MODEL_NAMES = {"smollm2", "gemma3", "gemma3-270m", "real-model", "gemma-wo-ai", "prefix-cache"}
+
+
+def needs_real_model(item) -> bool:
+    if REAL_MODEL_FIXTURES & set(getattr(item, "fixturenames", ())):
+        return True
+    params = getattr(getattr(item, "callspec", None), "params", {})
+    return any(isinstance(v, str) and v in REAL_MODEL_NAMES for v in params.values())
+
+
+def pytest_collection_modifyitems(config, items):
+    for item in items:
+        if needs_real_model(item):
+            item.add_marker(pytest.mark.real_model)
+
+
 @pytest.fixture(scope="session")
 def smollm2():
     """The real SmolLM2, loaded once for the whole run (load_model shares it while it is

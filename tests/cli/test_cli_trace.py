@@ -111,7 +111,7 @@ def test_fit_command_writes_the_same_bytes(capsys, tmp_path):
     assert out.read_bytes() == default_params_path().read_bytes()
 
 
-def test_trace_on_the_real_model(capsys):
+def test_trace_on_the_real_model(capsys, smollm2):
     code, out, err = run_cli(capsys, "trace", "--model", "smollm2", "--max-new-tokens", "1", "--json")
     assert code == 0, err
     data = json.loads(out)
@@ -124,7 +124,7 @@ def test_model_and_params_together_are_refused(capsys):
     assert code == 2 and "give --model or --params, not both" in err
 
 
-def test_window_options_before_a_sub_command_go_to_it(capsys):
+def test_window_options_before_a_sub_command_go_to_it(capsys, smollm2):
     # a teacher who opened the window with `explorer --model smollm2` keeps the option in front
     code, out, err = run_cli(capsys, "--model", "smollm2", "trace", "--max-new-tokens", "1", "--json")
     assert code == 0, err

@@ -333,7 +333,7 @@ def test_the_deck_opens_as_a_standard_office_file(qapp, capsys, tmp_path):
         assert b"2000-01-01T00:00:00" in deck.read("docProps/core.xml")
 
 
-def test_export_a_free_run_of_the_real_model(qapp, capsys, tmp_path):
+def test_export_a_free_run_of_the_real_model(qapp, capsys, tmp_path, smollm2):
     code, printed, err = export(capsys, "--model", "smollm2", "--max-new-tokens", "2", "--frames", "3",
                                 "--format", "png,json", "--out", str(tmp_path))
     assert code == 0, err

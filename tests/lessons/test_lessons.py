@@ -54,9 +54,17 @@ def frame_on(lesson, session, scenario, kind, step=None):
     raise AssertionError(f"no {kind} frame of step {step} on scenario {scenario!r}")
 
 
+class _Sessions(dict):
+    """Lesson id -> a session playing it, built when a test first asks (a lesson on a real model
+    needs that model only in the tests that play it, which are marked real_model)."""
+    def __missing__(self, name):
+        self[name] = load_lesson(name).build_session()
+        return self[name]
+
+
 @pytest.fixture(scope="module")
 def sessions():
-    return {name: load_lesson(name).build_session() for name in SHIPPED}
+    return _Sessions()
 
 
 # ---------------------------------------------------------------------------- every lesson

@@ -9,7 +9,7 @@ from PySide6.QtCore import Qt
 
 from explorer.core.decode.sampling import SamplingConfig
 from explorer.core.models.table_model import load_table_model
-from explorer.lessons import DEFAULT_LESSON_ID, all_lessons, lessons_dir
+from explorer.lessons import DEFAULT_LESSON_ID, all_lessons, lessons_dir, load_lesson
 from explorer.resources import resources_dir
 from explorer.session import Session
 from explorer.session.panels import PANELS as PANEL_IDS, SLIDE_PANELS
@@ -67,11 +67,17 @@ def test_the_lessons_menu_lists_every_lesson_when_it_opens_with_the_playing_one_
     assert checked == [window.lesson.title_in("en")]
 
 
-def test_every_lesson_from_the_menu_plays_every_frame_without_error(qtbot, window):
+def play_from_the_menu(qtbot, window, on_real_models: bool) -> list[str]:
+    """Open every lesson of the Lessons menu that runs on a real model (or on none) and play
+    each to its end with the keys; the ids played, in menu order."""
     assert window.lesson_switcher.actions, "the Lessons menu lists the shipped lessons"
     menu = [a.text() for a in window.menus["lessons"].actions()]
     assert window.actions["all_lessons"].text() in menu and window.actions["open_lesson"].text() in menu
+    played = []
     for lesson_id, action in window.lesson_switcher.actions.items():
+        if bool(load_lesson(lesson_id).installed_models) != on_real_models:
+            continue
+        played.append(lesson_id)
         action.trigger()               # a lesson on a real model may first load it in the background
         qtbot.waitUntil(lambda: at_rest(window) and window.lesson.id == lesson_id, timeout=180_000)
         assert window.lesson.id == lesson_id and action.isChecked()
@@ -83,6 +89,16 @@ def test_every_lesson_from_the_menu_plays_every_frame_without_error(qtbot, windo
             press(qtbot, window, Qt.Key.Key_Right)
         assert window.session.at_end
     assert window.errors == []
+    return played
+
+
+def test_every_lesson_from_the_menu_plays_every_frame_without_error(qtbot, window):
+    played = play_from_the_menu(qtbot, window, on_real_models=False)
+    assert len(played) == 13 and "wo-ai-to-eos" in played
+
+
+def test_every_real_model_lesson_from_the_menu_plays_every_frame_without_error(qtbot, window, smollm2, gemma3):
+    assert play_from_the_menu(qtbot, window, on_real_models=True) == ["real-model", "gemma-wo-ai", "prefix-cache"]
 
 
 def test_the_lesson_given_at_start_is_checked_in_the_menu(qtbot, tmp_path):

@@ -56,7 +56,7 @@ def first_frame(session, kind):
     raise AssertionError(f"no {kind} frame of step 0")
 
 
-def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbot, window):
+def test_picking_smollm2_loads_it_off_the_ui_thread_and_every_panel_follows(qtbot, window, smollm2):
     picker, s = window.model_switcher.picker, window.session
     assert s.in_lesson and s.config.mode == "greedy"
     assert picker.keys()[:2] == ["teaching", "smollm2"] and choice_enabled(picker, "smollm2")
@@ -123,8 +123,8 @@ def test_a_broken_gguf_is_reported_by_its_problem_and_the_model_stays(qtbot, win
         path.write_bytes(b"GGML" + bytes(60))
         problem = "not a GGUF file"
     elif kind == "truncated":
-        with open(model_registry.installed_path("smollm2"), "rb") as fh:
-            path.write_bytes(fh.read(4096))                     # the header of the real file, cut short
+        whole = write_llama(tmp_path / "whole.gguf", llama_tensors(np.random.default_rng(0))).read_bytes()
+        path.write_bytes(whole[:1024])                          # cut short inside its vocabulary
         problem = "truncated"
     elif kind == "unsupported quantisation":
         write_llama(path, llama_tensors(np.random.default_rng(1)),

@@ -165,7 +165,7 @@ def test_a_panel_slide_of_the_cache_fills_the_body(qapp):
         assert size * panel.logicalDpiY() / 72 > 1.3 * BODY_PX   # grown to fill
 
 
-def test_thirty_layers_are_elided_around_a_visible_gap(qapp, sessions):
+def test_thirty_layers_are_elided_around_a_visible_gap(qapp, sessions, smollm2):
     session = sessions("real-model")
     with composer(session, panel="kv") as pictures:
         session.go(1)                                     # the Prefill: 5 positions, 30 layers
@@ -249,7 +249,7 @@ def test_a_grid_is_widened_and_the_timeline_gives_height_before_either_is_drawn_
     assert kv.width() == pytest.approx(MAX_SHARE * (g.body.width() - g.px(GAP_PX)), abs=1)   # the grid elides
 
 
-def test_a_slides_cache_legend_names_the_cells_its_grid_has(qapp, sessions):
+def test_a_slides_cache_legend_names_the_cells_its_grid_has(qapp, sessions, gemma3):
     """The window's legend always names the three states; a slide's only those drawn (the
     Prefill has no selected or pending cell) and the outline only while a forward writes."""
     session = sessions("gemma-wo-ai")
@@ -278,7 +278,7 @@ def test_a_beam_slide_puts_the_final_beams_beside_the_tree_when_they_do_not_fit_
         assert final.geometry().top() >= beam.tree.geometry().bottom() and scale == 1
 
 
-def test_three_panel_gemma_slides_keep_the_first_and_the_last_layer_and_name_every_key(qapp, sessions):
+def test_three_panel_gemma_slides_keep_the_first_and_the_last_layer_and_name_every_key(qapp, sessions, gemma3):
     """gemma-wo-ai: the Prefill (timeline, cache, attention) had room for "…" and layer 17 only;
     the KV frame's attention named two of its four keys."""
     session = sessions("gemma-wo-ai")
@@ -341,7 +341,7 @@ def test_the_chosen_mark_stands_clear_of_its_bar(qapp, sessions, lesson, frame):
             assert all(image.pixelColor(x, y) == background for x in range(left, right)), (lesson, y, top)
 
 
-def test_a_three_panel_gemma_slide_alone_equals_it_after_other_frames(qapp, sessions):
+def test_a_three_panel_gemma_slide_alone_equals_it_after_other_frames(qapp, sessions, gemma3):
     """The Prefill (timeline, cache, attention) composed first, and after the input frames
     (other panels, other sizes and type): the same pixels."""
     from explorer.ui.slides.job import slide_image, slide_text

