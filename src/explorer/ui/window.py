@@ -241,7 +241,7 @@ class MainWindow(QMainWindow):
         """Show a problem without blocking the class: status bar + a non-modal box."""
         self.errors = (self.errors + [message])[-100:]
         lang = self.session.lang
-        self.statusBar().showMessage(message, 15000)
+        self.show_status(message, 15000)
         box = QMessageBox(QMessageBox.Icon.Warning, tr("error.title", lang),
                           tr("error.kept", lang, message=message), QMessageBox.StandardButton.Ok, self)
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)

@@ -207,7 +207,7 @@ def export_frame(window) -> Path | None:
     with StagedFiles(choice.path.parent) as files:
         files.add(choice.path.name, data)
         files.commit()
-    window.statusBar().showMessage(tr("export.wrote", window.session.lang, path=choice.path), 8000)
+    window.show_status(tr("export.wrote", window.session.lang, path=choice.path), 8000)
     return choice.path
 
 
@@ -236,15 +236,15 @@ def export_lesson(window) -> list[Path]:
         written = export_session(window.session.copy(), spec, *window.lesson_names(), progress=progress,
                                  checks=lesson_checks(window), window_class=type(window))
     except ExportCancelled:
-        window.statusBar().showMessage(tr("export.cancelled", lang), 8000)
+        window.show_status(tr("export.cancelled", lang), 8000)
         return []
     finally:
         dialog.close()
-    window.statusBar().showMessage(tr("export.done", lang, n=len(written), folder=choice.folder), 8000)
+    window.show_status(tr("export.done", lang, n=len(written), folder=choice.folder), 8000)
     return written
 
 
 def copy_frame(window) -> None:
     """The current frame's slide on the clipboard, ready to paste into a presentation."""
     QApplication.clipboard().setImage(slide_picture(window, spec_for(window, Path("."))))
-    window.statusBar().showMessage(tr("export.copied", window.session.lang), 5000)
+    window.show_status(tr("export.copied", window.session.lang), 5000)
