@@ -327,13 +327,14 @@ def test_logits_editor_rebuilds_the_model_and_the_bars_follow(qtbot, logits_wind
 
 def test_entered_logits_give_way_to_another_model_with_the_same_prompt(qtbot, logits_window):
     """Once entered, the box's numbers are the model's; a new model (another frame's numbers)
-    shows its own even while the box keeps the keyboard focus."""
+    shows its own, also when the teacher clicks back into the box."""
     from explorer.lessons.models import logits_model
     w = logits_window
     w.prompt_bar.edit.setFocus()
     w.prompt_bar.edit.setText("1 1 1")
     qtbot.keyClick(w.prompt_bar.edit, Qt.Key.Key_Return)
-    assert not w.prompt_bar.edit.isModified() and w.prompt_bar.edit.hasFocus()
+    assert not w.prompt_bar.edit.isModified() and not w.prompt_bar.edit.hasFocus()   # the keys are the player's
+    w.prompt_bar.edit.setFocus()
     w.session.set_model(logits_model(("A", "B", "C"), (0.5, 4.0, 1.0)))
     assert w.session.prompt_ids == (0,) and w.prompt_bar.edit.text() == "0.5, 4, 1"
 

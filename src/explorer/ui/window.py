@@ -15,7 +15,9 @@ from ..i18n import add_messages, tr
 from ..lessons import Lesson
 from ..session import Session, SessionEvent
 from ..session.narration import frame_title
-from .shell import export_actions
+from .shell import export_actions, help
+from .shell.blank import BlankScreen
+from .shell.keys import KeyRouter, key_combinations
 from .app_icon import app_icon
 from .panels.attention import AttentionPanel
 from .panels.beam import BeamPanel
@@ -46,11 +48,13 @@ ACTIONS = {
     "copy_frame": ("action.copy_frame", "Ctrl+Shift+C", "file"),
     "quit": ("action.quit", QKeySequence.StandardKey.Quit, "file"),
     "open_gguf": ("action.open_gguf", None, "model"),
+    # presentation clickers send Page Down / Page Up (some Down / Up)
     "first": ("action.first", "Home", "go"),
-    "prev": ("action.prev", "Left", "go"),
+    "prev": ("action.prev", ("Left", "PgUp", "Up"), "go"),
     "play": ("action.play", "Space", "go"),
-    "next": ("action.next", "Right", "go"),
+    "next": ("action.next", ("Right", "PgDown", "Down"), "go"),
     "last": ("action.last", "End", "go"),
+    "blank": ("action.blank", ("B", "."), "go"),
     "undo_force": ("action.undo_force", QKeySequence.StandardKey.Undo, "go"),
     "all_lessons": ("action.all_lessons", "Ctrl+L", "lessons"),
     "open_lesson": ("action.open_lesson", "Ctrl+Shift+O", "lessons"),
@@ -62,7 +66,11 @@ ACTIONS = {
     "zoom_in": ("action.zoom_in", (QKeySequence.StandardKey.ZoomIn, "Ctrl+="), "view"),
     "zoom_out": ("action.zoom_out", QKeySequence.StandardKey.ZoomOut, "view"),
     "reset_layout": ("action.reset_layout", None, "view"),
+    "shortcuts": ("action.shortcuts", "F1", "help"),
+    "about": ("action.about", None, "help"),
 }
+# the player's keys: from any widget but a text field they go to these actions (shell/keys.py)
+PLAYER_ACTIONS = ("first", "prev", "play", "next", "last", "blank", "presentation", "undo_force")
 
 add_messages({
     "window.title": {"en": "Token Explorer", "zh": "Token 探索器"},
@@ -74,6 +82,10 @@ add_messages({
     "action.open_gguf": {"en": "Open GGUF…", "zh": "打开GGUF文件…"},
     "menu.view": {"en": "&View", "zh": "视图(&V)"},
     "menu.lessons": {"en": "&Lessons", "zh": "课程(&L)"},
+    "menu.help": {"en": "&Help", "zh": "帮助(&H)"},
+    "action.shortcuts": {"en": "Keyboard shortcuts…", "zh": "键盘快捷键…"},
+    "action.about": {"en": "About Token Explorer…", "zh": "关于 Token 探索器…"},
+    "action.blank": {"en": "Blank the screen / bring it back", "zh": "黑屏 / 恢复"},
     "action.all_lessons": {"en": "All lessons…", "zh": "全部课程…"},
     "action.open_lesson": {"en": "Open lesson file…", "zh": "打开课程文件…"},
     "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
@@ -128,7 +140,11 @@ class MainWindow(QMainWindow):
         self.desk_layout = DeskLayout(self, self.panels, session, settings, compact, self._apply_font_size)
         self.docks = self.desk_layout.docks       # panel id -> its dock
         self.panels["explanation"].term_clicked.connect(self.show_term)
+        self.blank = BlankScreen(self)
         self.actions = self._build_actions()
+        self.keys = KeyRouter(self, key_combinations(k for name in PLAYER_ACTIONS
+                                                     for k in self.actions[name].shortcuts()),
+                              lambda: self.blank.blanked)
         self.desk_layout.presenting_changed.connect(self.actions["presentation"].setChecked)
         self._build_menus()
         self.work_status = WorkStatus(self.statusBar(), self.runner, session, self.cancel_work)
@@ -181,6 +197,9 @@ class MainWindow(QMainWindow):
             "all_lessons": lambda: self.lesson_switcher.show_start_page(),
             "open_lesson": lambda: self.lesson_switcher.open_lesson_file(),
             "open_gguf": lambda: self.model_switcher.open_gguf(),
+            "blank": lambda: self.blank.toggle(),
+            "shortcuts": lambda: help.show_shortcuts(self, self.actions, self.session.lang),
+            "about": lambda: help.show_about(self, self.session.lang),
         }
         actions = {}
         for name, (_key, shortcut, _menu) in ACTIONS.items():
@@ -201,7 +220,7 @@ class MainWindow(QMainWindow):
         return actions
 
     def _build_menus(self) -> None:
-        self.menus = {m: self.menuBar().addMenu("") for m in ("file", "model", "go", "lessons", "view")}
+        self.menus = {m: self.menuBar().addMenu("") for m in ("file", "model", "go", "lessons", "view", "help")}
         for name, (_key, _shortcut, menu) in ACTIONS.items():
             self.menus[menu].addAction(self.actions[name])
         self.panel_menu = self.menus["view"].addMenu("")
@@ -215,7 +234,8 @@ class MainWindow(QMainWindow):
         bar = QToolBar(self)
         bar.setObjectName("prompt-bar")
         bar.setMovable(False)
-        self.prompt_bar = PromptBar(self.session, bar, self.guarded)
+        self.prompt_bar = PromptBar(self.session, bar, self.guarded, self.keys.give_back)
+        self.keys.field_left.connect(self.prompt_bar.left)
         bar.addSeparator()
         self.model_switcher = ModelSwitcher(self, self.session, self.jobs, self.work_status, self.prompt_bar,
                                             bar, self.menus["model"], self.actions["open_gguf"])
@@ -266,6 +286,7 @@ class MainWindow(QMainWindow):
         self.desk_layout.check_fit()
         if not self._shown_once:
             self._shown_once = True
+            self.keys.give_back()                # the first keys drive the player, not a text field
             self.windowHandle().screenChanged.connect(lambda _screen: self.desk_layout.check_fit())
             if (self.start_page_at_first_start and not self.settings["start_page_shown"]
                     and not self.testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)):

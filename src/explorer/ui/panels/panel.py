@@ -3,7 +3,7 @@ redraws from what it holds. Subclasses implement `refresh()`."""
 
 from __future__ import annotations
 
-from PySide6.QtCore import QEvent, QSize
+from PySide6.QtCore import QEvent, QSize, Qt
 from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QToolTip, QWidget
 
@@ -33,6 +33,7 @@ class Panel(QWidget):
     def __init__(self, session: Session, parent=None):
         super().__init__(parent)
         self.session = session
+        self.setFocusPolicy(Qt.FocusPolicy.ClickFocus)     # a click on a panel takes the keys from a text field
         self.theme: Theme = THEMES["light"]
         self._emphasised_labels: list[tuple[QWidget, float]] = []     # (label, type scale): see `emphasised`
         self._tinted_labels: list[tuple[QWidget, str]] = []           # (label, theme colour): see `tinted`

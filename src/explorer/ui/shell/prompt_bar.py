@@ -40,10 +40,12 @@ add_messages({
 
 class PromptBar:
     """The prompt's widgets in `toolbar`. Enter sets the session's prompt (or rebuilds a
-    logits model) through `guarded`, which shows a rejected one and returns False."""
+    logits model) through `guarded`, which shows a rejected one and returns False; an
+    accepted one gives the keys back to the player (`give_back`)."""
 
-    def __init__(self, session: Session, toolbar: QToolBar, guarded: Callable[..., bool]):
-        self.session, self.guarded = session, guarded
+    def __init__(self, session: Session, toolbar: QToolBar, guarded: Callable[..., bool],
+                 give_back: Callable[[], None]):
+        self.session, self.guarded, self.give_back = session, guarded, give_back
         self._synced_for = (None, None)              # (model, prompt ids) the prompt box last showed
         self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, its chat message)
         self.label = QLabel()
@@ -62,7 +64,14 @@ class PromptBar:
                    else self.guarded(self.set_prompt_text, self.edit.text()))
         if changed:
             self.edit.setModified(False)      # entered: no longer a pending edit
+            if self.edit.hasFocus():
+                self.give_back()              # the arrows step through the new run again
         else:
+            self.sync(force=True)
+
+    def left(self, field) -> None:
+        """Escape left `field`: an edit of the prompt box not entered is dropped."""
+        if field is self.edit:
             self.sync(force=True)
 
     def chat_available(self, model=None) -> bool:

@@ -1,0 +1,77 @@
+"""Keys that always drive the player unless the teacher is typing in a text field.
+
+One place decides where a key goes. Qt lets the focused widget claim a key before the
+window's shortcuts see it: a button, a slider, a chart or a read-only text would take the
+arrows, Page Up / Page Down (what presentation clickers send) or Space for itself. Here
+those keys go to the window's actions instead, from every widget that is not a text field
+being edited. In a text field they edit the text; Escape leaves the field (a first
+Escape; a second one then leaves presentation mode). Focus that lands in a text field by
+itself, because the button holding it was disabled (Last, on the last frame), goes back to
+the window, as does focus that lands nowhere."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable
+
+from PySide6.QtCore import QEvent, QKeyCombination, QObject, Qt, Signal
+from PySide6.QtGui import QKeySequence
+from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QLineEdit, QMainWindow, QPlainTextEdit,
+                               QTextEdit, QWidget)
+
+
+def is_text_field(widget: QObject | None) -> bool:
+    """Is `widget` a field the teacher types into (the prompt, a number box)?"""
+    if isinstance(widget, (QLineEdit, QAbstractSpinBox, QTextEdit, QPlainTextEdit)):
+        return not widget.isReadOnly()
+    return False
+
+
+def key_combinations(sequences: Iterable[QKeySequence]) -> frozenset[QKeyCombination]:
+    """The single keys (with modifiers) of one-key sequences."""
+    return frozenset(seq[0] for seq in sequences if seq.count() == 1)
+
+
+class KeyRouter(QObject):
+    """Routes `player_keys` (one-key combinations of the window's player actions) to the
+    window's shortcuts from any widget of `window` that is not a text field; `blocked()`
+    True (the screen is blanked) lets every key through to the focused widget instead."""
+
+    field_left = Signal(QWidget)        # Escape took the keys out of this text field
+
+    def __init__(self, window: QMainWindow, player_keys: frozenset[QKeyCombination],
+                 blocked: Callable[[], bool]):
+        super().__init__(window)
+        self.window, self.player_keys, self.blocked = window, player_keys, blocked
+        window.setFocusPolicy(Qt.FocusPolicy.ClickFocus)      # the keys' home when no widget has them
+        app = QApplication.instance()
+        app.installEventFilter(self)
+        app.focusChanged.connect(self._focus_changed)
+
+    def _ours(self, widget) -> bool:
+        return isinstance(widget, QWidget) and (widget is self.window or self.window.isAncestorOf(widget))
+
+    def give_back(self) -> None:
+        """The keys go to the window: its player actions answer them."""
+        self.window.setFocus(Qt.FocusReason.OtherFocusReason)
+
+    def eventFilter(self, obj, event) -> bool:
+        if event.type() != QEvent.Type.ShortcutOverride or not self._ours(obj):
+            return False
+        if self.blocked():
+            event.accept()                  # the blank screen takes every key itself
+            return True
+        key = event.keyCombination()
+        if is_text_field(obj):
+            if key.key() == Qt.Key.Key_Escape and key.keyboardModifiers() == Qt.KeyboardModifier.NoModifier:
+                self.give_back()
+                self.field_left.emit(obj)
+                event.accept()              # this Escape only leaves the field
+                return True
+            return False                    # typing: the field edits
+        # not a text field: the widget does not get to claim a player key, the shortcut fires
+        return key in self.player_keys
+
+    def _focus_changed(self, old: QWidget | None, new: QWidget | None) -> None:
+        stranded = old is not None and self._ours(old) and not old.isEnabled()
+        if stranded and (new is None or (is_text_field(new) and self._ours(new))):
+            self.give_back()
