@@ -113,11 +113,19 @@ def test_a_value_the_widget_allows_but_the_run_cannot_take_is_refused(controls, 
     assert session.config is before and session.overrides == {2: 5}
 
 
+def test_in_greedy_mode_the_temperature_is_marked_as_not_in_use(controls, session):
+    assert session.config.mode == "greedy"
+    assert controls._hints["temperature"].text().startswith("Not used by greedy")
+    assert not controls._labels["temperature"].isEnabled() and controls.slider("temperature").isEnabled()
+    controls.mode_combo.setCurrentIndex(controls.mode_combo.findData("sample"))
+    assert controls._hints["temperature"].text() == "0 = greedy" and controls._labels["temperature"].isEnabled()
+
+
 def test_switching_to_chinese_changes_the_labels(controls, session):
     english = controls._labels["temperature"].text()
     session.set_lang("zh")
     assert english == "Temperature" and controls._labels["temperature"].text() == "温度"
-    assert controls._hints["temperature"].text() == "0 = 贪心"
+    assert controls._hints["temperature"].text() == "贪心和束搜索不使用温度：直接取最高的Token"   # greedy mode
     assert controls._hints["top_p"].text() == "1 = 关闭"
     assert controls.mode_combo.itemText(0) == "贪心"
     assert controls.order_text.text().startswith("重复惩罚 → 温度")

@@ -115,10 +115,20 @@ def test_each_removed_candidate_is_named_by_the_stage_that_removed_it(panel, ses
 
 def test_temperature_only_is_a_single_stage_row(panel, session):
     go_to(session, "pick", 0)
-    session.set_sampling(temperature=0.5)
+    session.set_sampling(mode="sample", temperature=0.5)
     assert list(chart_rows(panel)) == ["raw", "temperature", "final"]
     session.set_sampling(temperature=1.0)
     assert list(chart_rows(panel)) == ["raw", "final"]
+
+
+def test_greedy_draws_the_raw_distribution_and_says_the_temperature_is_not_used(panel, session):
+    """Greedy takes the top logit as it is: a temperature would only reshape bars it ignores."""
+    go_to(session, "pick", 0)
+    raw = chart_rows(panel)["raw"].values
+    session.set_sampling(temperature=0.5)
+    assert session.config.mode == "greedy" and list(chart_rows(panel)) == ["raw", "final"]
+    np.testing.assert_array_equal(chart_rows(panel)["final"].values, raw)
+    assert shows(panel, "temperature (T=0.5, not used: this mode takes the top token)")
 
 
 # ---------------------------------------------------------------------------- live sliders
@@ -349,7 +359,8 @@ def test_switching_to_chinese_changes_the_labels(panel, session):
     assert label_showing(panel, "第0步").text().startswith("第0步")
     assert "贪心" in chart_ruler(panel).note
     drawn = [d.text for d in drawn_texts(panel.chart)]
-    assert "温度" in drawn and "累积区间" in " ".join(drawn)          # the temperature row's and the ruler's titles
+    assert "累积区间" in " ".join(drawn)                               # the ruler's title
+    assert shows(panel, "温度 (T=1.5，未使用：这种方式直接取最高的Token)")     # greedy does not use it
     assert english != (panel.back_button.text(), label_showing(panel, "第0步").text(), chart_ruler(panel).note)
     session.first()
     assert shows(panel, "还没有logits")

@@ -40,6 +40,7 @@ class Frame:
     vote: Vote | None = None
     search_result: SearchResult | None = None
     usages: tuple[tuple[str, Usage], ...] = ()   # (scenario name, usage of its whole run), every scenario
+    changed: tuple = ()             # Change records: how the scenario shown differs from the lesson's
 
     @property
     def visible_count(self) -> int:

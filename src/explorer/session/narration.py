@@ -12,6 +12,7 @@ from ..core.decode.usage import Usage, count_usage
 from ..core.decode.vote import Vote
 from ..core.tokens.vocab import Vocabulary, one_line
 from ..i18n import MESSAGES, add_messages, tr
+from .changes import changes_text
 from .frames import Frame
 
 SECTIONS = ("what", "why", "how", "misconception", "check")
@@ -46,6 +47,7 @@ add_messages({
     "section.how": {"en": "How it is implemented", "zh": "怎样实现"},
     "section.misconception": {"en": "A common misconception", "zh": "常见误解"},
     "section.check": {"en": "How to check it was done right", "zh": "如何检查做对了"},
+    "section.changed": {"en": "Your settings differ from the lesson's", "zh": "你的设置与课程不同"},
 
     "explain.input.what": {
         "en": "The prompt was split into {n} tokens {ids}. The model has not run: the KV cache is empty.",
@@ -309,10 +311,12 @@ def _authored(texts: dict, lang: str, values: dict) -> str:
 
 
 def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
+    """The lesson's title, or, while the teacher's settings differ from the ones it was
+    written for (`frame.changed`), the title of the run on screen."""
     values = placeholder_values(frame, run, vocab, lang)
     for key in ("text", "answer"):                     # a heading: a line break in the text shows as ↵
         values[key] = one_line(values[key])
-    if frame.title:
+    if frame.title and not frame.changed:
         return _authored(frame.title, lang, values)
     if frame.kind == "pick" and run.steps[frame.step].forced:
         return tr("frame.pick_forced", lang, **values)
@@ -321,11 +325,16 @@ def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> 
 
 def frame_explanation(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> dict[str, str]:
     """{section: text} for what / why / how / misconception / check; a lesson's own text
-    where it wrote one, the default explanation of the frame's kind elsewhere."""
+    where it wrote one, the default explanation of the frame's kind elsewhere. While the
+    teacher's settings differ from the lesson's (`frame.changed`) and the lesson wrote its
+    own text, a first section, "changed", says so and names the settings."""
     values = placeholder_values(frame, run, vocab, lang)
     own = frame.explain or {}
-    return {s: _authored(own[s], lang, values) if s in own else _default_text(frame.kind, s, lang, values)
-            for s in SECTIONS}
+    texts = {s: _authored(own[s], lang, values) if s in own else _default_text(frame.kind, s, lang, values)
+             for s in SECTIONS}
+    if own and frame.changed:
+        texts = {"changed": tr("change.written_for", lang, items=changes_text(frame.changed, lang))} | texts
+    return texts
 
 
 def _default_text(kind: str, section: str, lang: str, values: dict) -> str:

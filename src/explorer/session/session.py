@@ -38,6 +38,7 @@ from ..core.decode.speculative import speculative_generate, verify_steps
 from ..core.decode.usage import count_usage
 from ..core.decode.vote import self_consistency
 from ..i18n import LANGS
+from .changes import Change, config_changes, scenario_changes
 from .events import Emitter, SessionEvent
 from .frames import Frame, frames_of_run
 
@@ -89,6 +90,7 @@ class Request:
     history: tuple[dict[int, int], ...]
     check_recompute: bool
     effective: tuple[Scenario, ...]
+    restart: bool = False           # a new prompt or model: free exploration starts at its first frame
 
 
 @dataclass(frozen=True)
@@ -105,6 +107,7 @@ class Pending:
     beams: dict                     # Scenario -> BeamResult
     frames: tuple[Frame, ...]
     owners: tuple[int, ...]         # scenario index of each frame
+    restart: bool = False           # see Request.restart
 
     @property
     def cancelled(self) -> bool:
@@ -141,6 +144,7 @@ class Session:
         self._version = 0                       # +1 on every install: a Pending of an older one is stale
         self._lang = "en"
         self._cursor = 0
+        self._set_aside: tuple[Change, ...] = ()
         self._runs: dict[Scenario, Run] = {}
         self._beams: dict[Scenario, BeamResult] = {}
         self._install(self._compute(Request(self._user, self._history, check_recompute,
@@ -227,7 +231,7 @@ class Session:
         check = self._check_recompute if check_recompute is None else check_recompute
         user = _UserLayer()
         request = Request(user, (), check, tuple(_apply_user(s, user) for s in scenarios))
-        return PreparedPlay(scenarios, plans, self._compute(request, strict=True, plans=plans))
+        return PreparedPlay(scenarios, plans, self._compute(request, strict=True, plans=plans, scenarios=scenarios))
 
     def install_play(self, prepared: PreparedPlay, content=None) -> None:
         """Show what `prepare_play` computed (on the UI thread)."""
@@ -311,15 +315,60 @@ class Session:
 
     # ------------------------------------------------------------------ the cursor
     def go(self, index: int) -> None:
+        """Show frame `index`. Arriving on a lesson frame whose scenario sets other settings
+        than the frame left, the teacher's sampling changes are set aside (`set_aside`), and
+        on another scenario the what-if choices too: the frame shows what it was written for."""
         index = max(0, min(int(index), len(self._frames) - 1))
-        if index != self._cursor:
-            before = self.run
-            self._cursor = index
-            if self.run is before:
-                self.events.emit(SessionEvent.CURSOR_CHANGED, self)
-            else:
-                self._follow_model()                 # a lesson's frame may show another model
-                self.events.emit(SessionEvent.RUN_CHANGED, self)
+        if index == self._cursor:
+            return
+        before, left = self.run, self._frame_scenario[self._cursor]
+        self._cursor = index
+        self._set_aside = self._arrival_set_aside(left, self._frame_scenario[index])
+        if self.run is before:
+            self.events.emit(SessionEvent.CURSOR_CHANGED, self)
+        else:
+            self._follow_model()                 # a lesson's frame may show another model
+            self.events.emit(SessionEvent.RUN_CHANGED, self)
+        if self._set_aside:
+            config = {} if any(c.setting in SamplingConfig.__dataclass_fields__ for c in self._set_aside) else None
+            self._change(config=config, overrides={}, history=())
+
+    @property
+    def set_aside(self) -> tuple[Change, ...]:
+        """What arriving on the current frame set aside of the teacher's changes (see `go`)."""
+        return self._set_aside
+
+    def _arrival_set_aside(self, left: int, arrived: int) -> tuple[Change, ...]:
+        if not self._plans or left == arrived:
+            return ()
+        target = self._target().user
+        own_settings = self._scenarios[left].config != self._scenarios[arrived].config
+        return tuple(c for c in self.frame.changed
+                     if (own_settings and target.config and c.setting in SamplingConfig.__dataclass_fields__)
+                     or (c.setting == "what_if" and target.overrides))
+
+    def restore_lesson_settings(self) -> None:
+        """Back to the lesson's own settings, prompt, model and choices (the teacher's layer
+        goes, undo history too)."""
+        if self._plans:
+            self._change(reset=True)
+
+    def free_run(self, model: LanguageModel, prompt_ids) -> tuple[Change, ...]:
+        """Leave the lesson for free exploration on `model` and `prompt_ids`: the default
+        settings with the teacher's own changes over them (not the lesson's settings).
+        -> the teacher's changes kept. The run shown stays until the new one is computed
+        (by the runner, for a big model)."""
+        target = self._target()
+        prompt = tuple(model.vocab.check_ids(prompt_ids, "prompt ids"))
+        config = DEFAULT_CONFIG.with_(**target.user.config)
+        shown = target.effective[self._frame_scenario[self._cursor]]
+        # first the run on screen as a free one (its steps are reused: no forward pass), then
+        # the new model, prompt and settings as a change (off the UI thread for a big model)
+        self.play((Scenario(shown.model, shown.prompt_ids, shown.config, shown.overrides),))
+        self._change(config={k: getattr(config, k) for k in config.__dataclass_fields__
+                             if getattr(config, k) != getattr(self.config, k)},
+                     model=model, prompt=prompt, overrides={})
+        return config_changes(DEFAULT_CONFIG, config)
 
     def next(self) -> None:
         self.go(self._cursor + 1)
@@ -371,7 +420,9 @@ class Session:
         if self._requested is pending.request:
             self._requested = None
         self._install(pending)
-        self._cursor = _same_place(self._frames, old_frame, old_cursor)
+        # a new prompt or model in free exploration starts at its input; else the same frame
+        restart = pending.restart and not self._plans
+        self._cursor = 0 if restart else _same_place(self._frames, old_frame, old_cursor)
         self._follow_model()
         self.events.emit(SessionEvent.RUN_CHANGED, self)   # the cursor moved with it: one event, one redraw
         return True
@@ -390,14 +441,17 @@ class Session:
         return self._layer(self._requested)
 
     def _layer(self, requested: Request | None, *, config=None, overrides=None, prompt=None, model=None,
-               remember=False, history=None, check_recompute=None) -> Request:
+               remember=False, history=None, check_recompute=None, reset=False) -> Request:
         """The asked-for request (`requested`, or the shown one if None) with some changes on
-        top, its scenarios built (a bad setting raises here); the same object without changes."""
+        top, its scenarios built (a bad setting raises here); the same object without changes.
+        reset: the changes go on an empty teacher's layer (the lesson's own settings)."""
         if requested is None:
             requested = Request(self._user, self._history, self._check_recompute, self._effective)
-        if all(x is None for x in (config, overrides, prompt, model, history, check_recompute)):
+        if not reset and all(x is None for x in (config, overrides, prompt, model, history, check_recompute)):
             return requested
         old_user, old_history, check = requested.user, requested.history, requested.check_recompute
+        if reset:
+            old_user, old_history = _UserLayer(), ()
         user = replace(old_user,
                        config=old_user.config if config is None else dict(config),
                        overrides=old_user.overrides if overrides is None else dict(overrides),
@@ -405,10 +459,11 @@ class Session:
                        model=old_user.model if model is None else model)
         if history is None:
             history = (old_history + (dict(old_user.overrides),))[-UNDO_LIMIT:] if remember else old_history
-        if model is not None or prompt is not None:
+        new_text = model is not None or prompt is not None
+        if new_text:
             history = ()
         return Request(user, tuple(history), check if check_recompute is None else bool(check_recompute),
-                       tuple(_apply_user(s, user) for s in self._scenarios))
+                       tuple(_apply_user(s, user) for s in self._scenarios), requested.restart or new_text)
 
     def _change(self, **changes) -> None:
         """Apply a new teacher layer and rerun; on an error nothing changes. With a runner,
@@ -437,8 +492,9 @@ class Session:
             self._check_recompute = not big
 
     def _compute(self, request: Request, strict: bool, cancel=None, on_step=None, base: int | None = None,
-                 plans=None) -> Pending:
-        """Every scenario's Run (those already computed are taken as they are) and the frames."""
+                 plans=None, scenarios=None) -> Pending:
+        """Every scenario's Run (those already computed are taken as they are) and the frames;
+        `plans` on the lesson's `scenarios` (None: the session's)."""
         user, history, check, effective = request.user, request.history, request.check_recompute, request.effective
         plans = self._plans if plans is None else plans
         known, known_beams = self._runs, self._beams
@@ -473,12 +529,15 @@ class Session:
         usages = tuple((s.name, count_usage(runs[s].prompt_ids, runs[s].output_ids, s.model.vocab))
                        for s in effective) if plans else ()
         computed: dict = {}                  # (kind, scenario, spec) -> Vote | SearchResult, once per change
+        lesson_scenarios = self._scenarios if scenarios is None else scenarios
+        changed = {k: scenario_changes(lesson_scenarios[k], effective[k]) for k in {p.scenario for p in plans}}
         for i, plan in enumerate(plans):
-            frame = replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages)
+            frame = replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages,
+                            changed=changed[plan.scenario])
             frames.append(_computed(frame, effective[plan.scenario], computed, i))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,
-                       effective, runs, beams, tuple(frames), tuple(owners))
+                       effective, runs, beams, tuple(frames), tuple(owners), request.restart)
 
     def _install(self, p: Pending) -> None:
         self._user, self._history, self._check_recompute = p.user, p.history, p.check_recompute

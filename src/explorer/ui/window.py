@@ -14,6 +14,7 @@ from ..core.decode.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 from ..lessons import Lesson
 from ..session import Session, SessionEvent
+from ..session.changes import changes_text
 from ..session.narration import frame_title
 from .shell import export_actions, help
 from .shell.blank import BlankScreen
@@ -56,6 +57,7 @@ ACTIONS = {
     "last": ("action.last", "End", "go"),
     "blank": ("action.blank", ("B", "."), "go"),
     "undo_force": ("action.undo_force", QKeySequence.StandardKey.Undo, "go"),
+    "lesson_settings": ("action.lesson_settings", "R", "go"),
     "all_lessons": ("action.all_lessons", "Ctrl+L", "lessons"),
     "open_lesson": ("action.open_lesson", "Ctrl+Shift+O", "lessons"),
     "lang_en": ("action.lang_en", None, "view"),
@@ -70,7 +72,8 @@ ACTIONS = {
     "about": ("action.about", None, "help"),
 }
 # the player's keys: from any widget but a text field they go to these actions (shell/keys.py)
-PLAYER_ACTIONS = ("first", "prev", "play", "next", "last", "blank", "presentation", "undo_force")
+PLAYER_ACTIONS = ("first", "prev", "play", "next", "last", "blank", "presentation", "undo_force",
+                  "lesson_settings")
 
 add_messages({
     "window.title": {"en": "Token Explorer", "zh": "Token 探索器"},
@@ -100,6 +103,7 @@ add_messages({
     "action.next": {"en": "Next frame", "zh": "下一步"},
     "action.last": {"en": "Last frame", "zh": "最后一步"},
     "action.undo_force": {"en": "Undo what-if choice", "zh": "撤销人为指定"},
+    "action.lesson_settings": {"en": "Back to the lesson's settings", "zh": "恢复课程设置"},
     "action.lang_en": {"en": "English", "zh": "English"},
     "action.lang_zh": {"en": "中文", "zh": "中文"},
     "action.high_contrast": {"en": "High contrast", "zh": "高对比度"},
@@ -141,6 +145,7 @@ class MainWindow(QMainWindow):
         self.docks = self.desk_layout.docks       # panel id -> its dock
         self.panels["explanation"].term_clicked.connect(self.show_term)
         self.blank = BlankScreen(self)
+        self._said_set_aside = ()              # what arriving on a frame set aside, said once
         self.actions = self._build_actions()
         self.keys = KeyRouter(self, key_combinations(k for name in PLAYER_ACTIONS
                                                      for k in self.actions[name].shortcuts()),
@@ -158,6 +163,7 @@ class MainWindow(QMainWindow):
         self.session.subscribe(SessionEvent.RUN_CHANGED, lambda _s: self.lesson_switcher.check_action())
         self.session.subscribe(SessionEvent.LANG_CHANGED, lambda _s: self.retranslate())
         self.session.subscribe(SessionEvent.RUN_CHANGED, lambda _s: self._sync_bar())
+        self.session.subscribe(SessionEvent.RUN_CHANGED, lambda _s: self._say_set_aside())
         for event in (SessionEvent.RUN_CHANGED, SessionEvent.CURSOR_CHANGED):
             self.session.subscribe(event, lambda _s: self.desk_layout.mark_docks(self.theme))
             self.session.subscribe(event, lambda _s: self._show_title())
@@ -188,6 +194,7 @@ class MainWindow(QMainWindow):
             "first": s.first, "prev": s.prev, "next": s.next, "last": s.last,
             "play": self.panels["player"].toggle_play,
             "undo_force": lambda: self.guarded(s.undo),
+            "lesson_settings": lambda: self.guarded(s.restore_lesson_settings),
             "lang_en": lambda: self.set_lang("en"), "lang_zh": lambda: self.set_lang("zh"),
             "high_contrast": lambda: self.set_theme(
                 "high-contrast" if self.actions["high_contrast"].isChecked() else "light"),
@@ -295,6 +302,14 @@ class MainWindow(QMainWindow):
     def _first_start(self) -> None:
         self.settings["start_page_shown"] = True
         self.lesson_switcher.show_start_page()
+
+    def _say_set_aside(self) -> None:
+        """Arriving on a frame with settings of its own set the teacher's aside: said once."""
+        s = self.session
+        if s.set_aside and s.set_aside is not self._said_set_aside:
+            self._said_set_aside = s.set_aside
+            self.show_status(tr("change.set_aside", s.lang, items=changes_text(s.set_aside, s.lang)), 10000)
+        self.actions["lesson_settings"].setEnabled(s.in_lesson)
 
     def show_term(self, term_id: str) -> None:
         """A term clicked in the explanation: selected in the glossary, its dock brought forward."""

@@ -401,8 +401,8 @@ def test_a_read_only_logits_vector_is_prepared_once_and_a_writeable_one_read_ane
     A vector the caller may change is read again every time."""
     logits = np.array([1.0, 2.0, 3.0, 0.5])
     logits.flags.writeable = False
-    cold = distribution(logits, SamplingConfig(mode="greedy", temperature=1.0))
-    warm = distribution(logits, SamplingConfig(mode="greedy", temperature=2.0))
+    cold = distribution(logits, SamplingConfig(mode="sample", temperature=1.0))
+    warm = distribution(logits, SamplingConfig(mode="sample", temperature=2.0))
     assert warm.stages[0] is cold.stages[0]
     want = np.exp(logits / 2) / np.exp(logits / 2).sum()
     np.testing.assert_allclose(warm.probs, want, rtol=1e-12)
@@ -420,3 +420,15 @@ def test_removers_of_some_ids_agree_with_removed_by():
     ids = np.array([4, 0, 2, 3])
     assert dist.removers(ids).tolist() == dist.removed_by[ids].tolist()
     assert dist.removers(ids).tolist()[0] == "top_k"
+
+
+@pytest.mark.parametrize("mode", ["greedy", "beam"])
+def test_a_mode_that_does_not_sample_shows_the_raw_distribution_whatever_the_temperature(mode):
+    """Greedy and beam take the top logits as they are: the temperature stage changes nothing
+    (it is shown as off), so the chart is the model's own softmax, not a tempered one."""
+    logits = np.array([2.0, 1.0, 0.0])
+    dist = distribution(logits, SamplingConfig(mode=mode, temperature=0.5))
+    stage = next(s for s in dist.stages if s.name == "temperature")
+    assert not stage.active and stage.note == "T=0.5"
+    np.testing.assert_allclose(dist.probs, [0.665241, 0.244728, 0.090031], atol=1e-6)   # the course's T = 1 row
+    assert dist.greedy and dist.selected_id == 0 and dist.u is None

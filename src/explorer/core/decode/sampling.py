@@ -517,6 +517,8 @@ def _change(name: str, stage: Stage, config: SamplingConfig, seen: np.ndarray):
         return _penalise(stage, seen, theta), f"θ={theta:g}"
     if name == "temperature":
         t = config.temperature
+        if config.mode != "sample":               # greedy and beam take the top logits as they are
+            return None, f"T={t:g}"
         return _temper(stage, t), f"T={t:g}" + (": argmax" if t <= 0 else "")
     if name == "top_k":
         return _top_k(stage, config.top_k), f"k={config.top_k}"

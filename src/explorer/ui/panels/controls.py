@@ -38,6 +38,8 @@ add_messages({
     "controls.mode.beam": {"en": "beam search", "zh": "束搜索"},
     "controls.temperature": {"en": "Temperature", "zh": "温度"},
     "controls.temperature.hint": {"en": "0 = greedy", "zh": "0 = 贪心"},
+    "controls.temperature.unused": {"en": "Not used by greedy or beam search: they take the top token",
+                                    "zh": "贪心和束搜索不使用温度：直接取最高的Token"},
     "controls.top_k": {"en": "Top-k", "zh": "Top-k"},
     "controls.top_k.hint": {"en": "0 = off", "zh": "0 = 关闭"},
     "controls.top_p": {"en": "Top-p", "zh": "Top-p"},
@@ -229,8 +231,11 @@ class SamplingControls(Panel):
     def _retranslate(self) -> None:
         for name, label in self._labels.items():
             label.setText(self._setting_name(name))
+        unused = self.session.config.mode != "sample"     # greedy and beam search ignore the temperature
         for name, hint in self._hints.items():
-            hint.setText(self.tr(f"controls.{name}.hint"))
+            hint.setText(self.tr("controls.temperature.unused" if name == "temperature" and unused
+                                 else f"controls.{name}.hint"))
+        self._labels["temperature"].setEnabled(not unused)     # greyed, still movable for a later sample
         for combo, keys in ((self.mode_combo, [f"controls.mode.{m}" for m in MODES]),
                             (self.order_combo, [f"controls.order.{p}" for p in ORDER_PRESETS])):
             for i, key in enumerate(keys):

@@ -35,6 +35,8 @@ add_messages({
                                     "zh": "前进到Prefill，就能看到第一个概率分布。"},
     "distribution.raw_note": {"en": "softmax", "zh": "softmax"},
     "distribution.off": {"en": "Off (no effect): {stages}", "zh": "未启用（不起作用）：{stages}"},
+    "distribution.temperature_unused": {"en": "{note}, not used: this mode takes the top token",
+                                        "zh": "{note}，未使用：这种方式直接取最高的Token"},
     "distribution.all_on": {"en": "Every stage is on.", "zh": "所有步骤都已启用。"},
     "distribution.other": {"en": "other ({count:,})", "zh": "其他（{count:,}）"},
     "distribution.chosen": {"en": "chosen", "zh": "选中"},
@@ -236,7 +238,7 @@ class DistributionPanel(Panel):
         self._marked = dist.selected_id if reveal else None
         rows, upright = self._bar_rows(dist)
         self.chart.set_content(rows, self._ruler_record(dist, final_top, reveal), upright)
-        off = [f"{stage_label(s.name, self.session.lang)} ({s.note})" for s in dist.stages if not s.active]
+        off = [f"{stage_label(s.name, self.session.lang)} ({self._off_note(s)})" for s in dist.stages if not s.active]
         self._off.setText(self.tr("distribution.off", stages=" · ".join(off)) if off
                           else self.tr("distribution.all_on"))
         self._status.setText(self._status_line(step, reveal))
@@ -350,6 +352,12 @@ class DistributionPanel(Panel):
             roles.append("other")
             labels.append(f"{rest:.3f}")
         return values, drawn, roles, labels
+
+    def _off_note(self, stage) -> str:
+        """Why a stage changed nothing: its setting is off, or (temperature) not used by the mode."""
+        if stage.name == "temperature" and self.session.config.mode != "sample":
+            return self.tr("distribution.temperature_unused", note=stage.note)
+        return stage.note
 
     def _row_title(self, dist: Distribution, name: str) -> str:
         label = stage_label(name, self.session.lang)

@@ -45,14 +45,16 @@ class ExplanationPanel(Panel):
         return frame_explanation(s.frame, s.run, s.model.vocab, s.lang)
 
     def refresh(self) -> None:
-        lang, accent = self.session.lang, self.theme.accent
+        lang = self.session.lang
         sections = self.sections()
-        headings = tuple((key, tr(f"section.{key}", lang), accent) for key in sections)
+        # the note that the lesson's text was written for other settings stands out
+        headings = tuple((key, tr(f"section.{key}", lang), self.theme.error if key == "changed" else self.theme.accent)
+                         for key in sections)
         paragraphs = [self._marked(text, lang) for text in sections.values()]
         self._html = "".join(
-            f"<h3 style='color:{accent}; margin-bottom:2px'>{escape(heading)}</h3>"
+            f"<h3 style='color:{colour}; margin-bottom:2px'>{escape(heading)}</h3>"
             f"<p style='margin-top:0'>{paragraph}</p>"
-            for (_key, heading, _accent), paragraph in zip(headings, paragraphs))
+            for (_key, heading, colour), paragraph in zip(headings, paragraphs))
         if headings != self._headings:           # setHtml relayouts the whole text
             self._headings = headings
             self.view.setHtml(self._html)

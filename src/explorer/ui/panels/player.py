@@ -4,10 +4,11 @@
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QRect, Qt, QTimer
-from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QVBoxLayout
+from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, QSizePolicy, QVBoxLayout
 
 from ...i18n import add_messages
 from ...session import Session
+from ...session.changes import changes_text
 from ...session.narration import frame_title
 from .panel import Panel
 
@@ -21,6 +22,7 @@ add_messages({
     "player.dwell": {"en": "Dwell", "zh": "停留"},
     "player.seconds": {"en": " s", "zh": " 秒"},
     "player.counter": {"en": "Frame {i} / {n}", "zh": "第 {i} / {n} 步"},
+    "player.back_to_lesson": {"en": "Back to the lesson's settings", "zh": "恢复课程设置"},
 })
 
 
@@ -87,6 +89,12 @@ class PlayerPanel(Panel):
         self.dwell_label = QLabel()
         self.counter = QLabel()
         self.title = self.emphasised(FittedTitle(), 1.3)
+        # what the teacher changed from the lesson, on the buttons' row (no relayout when it comes)
+        self.changed = self.tinted(QLabel(), "error")
+        self.changed.setObjectName("changed-badge")
+        self.changed.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.back_to_lesson = QPushButton()
+        self.back_to_lesson.clicked.connect(session.restore_lesson_settings)
         row = QHBoxLayout()
         for name in ("first", "prev", "play", "next", "last"):
             row.addWidget(self.buttons[name])
@@ -95,7 +103,9 @@ class PlayerPanel(Panel):
         row.addWidget(self.dwell)
         row.addSpacing(16)
         row.addWidget(self.counter)
-        row.addStretch(1)
+        row.addSpacing(16)
+        row.addWidget(self.changed, 1)
+        row.addWidget(self.back_to_lesson)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(6, 4, 6, 4)
         layout.addLayout(row)
@@ -134,6 +144,13 @@ class PlayerPanel(Panel):
         if self.dwell.suffix() != self.tr("player.seconds"):   # setSuffix always relayouts
             self.dwell.setSuffix(self.tr("player.seconds"))
         self.counter.setText(self.tr("player.counter", i=s.cursor + 1, n=len(s.frames)))
+        changed = changes_text(s.frame.changed, s.lang) if s.frame.changed else ""
+        badge = self.tr("change.badge", items=changed) if changed else ""
+        if self.changed.text() != badge:
+            self.changed.setText(badge)
+            self.changed.setToolTip(badge)
+        self.back_to_lesson.setText(self.tr("player.back_to_lesson"))
+        self.back_to_lesson.setVisible(bool(changed))
         # two lines, fixed: a new title (a slider moves its probability) must not relayout the window
         lines = 2 * self.title.fontMetrics().lineSpacing() + 4
         if self.title.maximumHeight() != lines:

@@ -16,7 +16,7 @@ from ...catalog.install import ASSEMBLE, InstallCancelled, fetch_terms, install,
 from ...catalog.load import default_prompt, load_model
 from ...catalog.registry import MODELS, TEACHING, installed_path
 from ...session import Session
-from ...session.session import Scenario
+from ...session.changes import changes_text
 from .host import Host
 from .install_dialog import InstallDialog
 from .model_picker import OTHER, ModelPicker, model_choices
@@ -32,6 +32,8 @@ add_messages({
     "model.picker": {"en": "Model:", "zh": "模型："},
     "model.loading": {"en": "Loading {name}…", "zh": "正在加载{name}…"},
     "model.loaded": {"en": "Model: {name}", "zh": "模型：{name}"},
+    "model.prompt_unreadable": {"en": "its vocabulary cannot read “{prompt}”: it starts from “{default}”",
+                                "zh": "它的词表无法读取“{prompt}”：改从“{default}”开始"},
     "model.label": {"en": "{n} tokens in the vocabulary", "zh": "词表{n}项"},
     "action.install_model": {"en": "Install {label} ({size})…", "zh": "安装{label}（{size}）…"},
     "model.installing": {"en": "Installing {label} (downloading {size})…", "zh": "正在安装{label}（下载{size}）…"},
@@ -184,24 +186,45 @@ class ModelSwitcher:
         was_loading, self.loading = self.loading, None
         if was_loading is not None:
             self.work.hide()
-        text = default_prompt(key, model)
-        try:
-            ids = self.prompt_bar.prompt_ids(model, text)
-        except ExplorerError as exc:
-            self.host.report_error(str(exc))
+        ids, said = self._prompt_for(key, model)
+        if ids is None:
             self.sync()
             return
-        if self.session.in_lesson:
-            # the lesson's words are about its own model: leave it for a free run, settings kept
-            s = self.session
-            s.play((Scenario(s.model, s.prompt_ids, s.config),))
+        s = self.session
         old = dict(self._models), self._opened
         self.remember_model(key, model)
-        if not self.host.guarded(self.session.set_model, model, ids):
+        # a lesson's words are about its own model: it is left for free exploration
+        leaving, kept = s.in_lesson, []
+        ok = (self.host.guarded(lambda: kept.extend(s.free_run(model, ids))) if leaving
+              else self.host.guarded(s.set_model, model, ids))
+        if not ok:
             self._models, self._opened = old
         else:
-            self.host.show_status(tr("model.loaded", self.session.lang, name=model.name), 8000)
+            parts = [tr("model.loaded", s.lang, name=model.name), said]
+            if leaving:
+                parts.append(tr("change.left_lesson", s.lang, kept=tr("change.kept", s.lang, items=changes_text(
+                    kept, s.lang, with_lesson=False)) if kept else ""))
+            self.host.show_status(" · ".join(p for p in parts if p), 12000)
         self.sync()
+
+    def _prompt_for(self, key: str, model) -> tuple[tuple[int, ...] | None, str]:
+        """The prompt the new model starts on: the teacher's, if its vocabulary reads it, else
+        its default prompt (and a sentence saying so). (None, "") if neither encodes."""
+        lang = self.session.lang
+        text = None if self.prompt_bar.editing_logits else self.prompt_bar.shown_prompt_text()
+        if text:
+            try:
+                return self.prompt_bar.prompt_ids(model, text), ""
+            except ExplorerError:
+                pass
+        default = default_prompt(key, model)
+        try:
+            ids = self.prompt_bar.prompt_ids(model, default)
+        except ExplorerError as exc:
+            self.host.report_error(str(exc))
+            return None, ""
+        said = tr("model.prompt_unreadable", lang, prompt=text, default=default) if text and text != default else ""
+        return ids, said
 
     def install_model(self, name: str, then: Callable[[], object] | None = None) -> bool:
         """Download and install a known real model in the background, as `explorer model
