@@ -211,7 +211,8 @@ class ModelSwitcher:
         """The prompt the new model starts on: the teacher's, if its vocabulary reads it, else
         its default prompt (and a sentence saying so). (None, "") if neither encodes."""
         lang = self.session.lang
-        text = None if self.prompt_bar.editing_logits else self.prompt_bar.shown_prompt_text()
+        # what the box shows (also a prompt entered and still computing), not a logits list
+        text = None if self.prompt_bar.editing_logits else self.prompt_bar.edit.text()
         if text:
             try:
                 return self.prompt_bar.prompt_ids(model, text), ""

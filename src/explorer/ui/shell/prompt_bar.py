@@ -104,7 +104,7 @@ class PromptBar:
             self._chat_message_for = (vocab, ids, message)
         return message
 
-    def shown_prompt_text(self) -> str:
+    def _shown_prompt_text(self) -> str:
         """What the prompt box shows: the user's text of a chat-template prompt, else the prompt."""
         message = self._chat_message()
         return message if message is not None else self.session.model.vocab.decode(self.session.prompt_ids)
@@ -160,7 +160,7 @@ class PromptBar:
         edited = self.edit.hasFocus() or self.edit.isModified()
         if force or model is not synced_model or ids != synced_ids or not edited:
             self._synced_for = (model, ids)
-            text = self._logits_text() if logits else self.shown_prompt_text()
+            text = self._logits_text() if logits else self._shown_prompt_text()
             if text != self.edit.text():          # a line edit repaints even for the same text
                 self.edit.setText(text)
             self.edit.setModified(False)
