@@ -180,3 +180,23 @@ def test_about_names_the_version_and_the_models_licences(qtbot, window):
     text = box.text()
     assert __version__ in text and "Apache-2.0" in text and "Gemma Terms of Use" in text
     box.close()
+
+
+def test_the_text_field_a_window_hands_the_focus_to_as_it_activates_gives_it_back(qtbot, window):
+    """On a desktop, the first click on the window activates it and Qt focuses the first
+    field of the tab chain (the Dwell box): the teacher did not choose it, the keys go back."""
+    s, dwell = window.session, window.panels["player"].dwell
+    s.go(3)
+    dwell.setFocus(Qt.FocusReason.ActiveWindowFocusReason)
+    qtbot.waitUntil(lambda: not dwell.hasFocus())
+    press(qtbot, window, Qt.Key.Key_Left)
+    assert s.cursor == 2 and dwell.value() == 2.0
+
+
+def test_a_field_the_teacher_clicked_into_keeps_the_keys_when_the_window_comes_back(qtbot, window):
+    box = window.prompt_bar.edit
+    box.setFocus(Qt.FocusReason.MouseFocusReason)            # the teacher clicked into the prompt
+    box.setFocus(Qt.FocusReason.ActiveWindowFocusReason)     # another window, then back to this one
+    QApplication.processEvents()                             # the give-back would come on the next loop turn
+    QApplication.processEvents()
+    assert box.hasFocus()

@@ -90,9 +90,9 @@ class PlayerPanel(Panel):
         self.counter = QLabel()
         self.title = self.emphasised(FittedTitle(), 1.3)
         # what the teacher changed from the lesson, on the buttons' row (no relayout when it comes)
-        self.changed = self.tinted(QLabel(), "error")
+        self.changed = self.tinted(FittedTitle(), "error")      # one line; too long for it: "…" and a tooltip
         self.changed.setObjectName("changed-badge")
-        self.changed.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Preferred)
+        self.changed.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         self.back_to_lesson = QPushButton()
         self.back_to_lesson.clicked.connect(session.restore_lesson_settings)
         row = QHBoxLayout()
@@ -145,10 +145,10 @@ class PlayerPanel(Panel):
             self.dwell.setSuffix(self.tr("player.seconds"))
         self.counter.setText(self.tr("player.counter", i=s.cursor + 1, n=len(s.frames)))
         changed = changes_text(s.frame.changed, s.lang) if s.frame.changed else ""
-        badge = self.tr("change.badge", items=changed) if changed else ""
-        if self.changed.text() != badge:
-            self.changed.setText(badge)
-            self.changed.setToolTip(badge)
+        line = self.changed.fontMetrics().lineSpacing() + 4
+        if self.changed.maximumHeight() != line:
+            self.changed.setFixedHeight(line)
+        self.changed.set_title(self.tr("change.badge", items=changed) if changed else "")
         self.back_to_lesson.setText(self.tr("player.back_to_lesson"))
         self.back_to_lesson.setVisible(bool(changed))
         # two lines, fixed: a new title (a slider moves its probability) must not relayout the window

@@ -13,10 +13,15 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 
-from PySide6.QtCore import QEvent, QKeyCombination, QObject, Qt, Signal
+from PySide6.QtCore import QEvent, QKeyCombination, QObject, Qt, QTimer, Signal
 from PySide6.QtGui import QKeySequence
 from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QLineEdit, QMainWindow, QPlainTextEdit,
                                QTextEdit, QWidget)
+
+
+# how a teacher puts the keys into a text field on purpose
+CHOSEN = (Qt.FocusReason.MouseFocusReason, Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason,
+          Qt.FocusReason.ShortcutFocusReason)
 
 
 def is_text_field(widget: QObject | None) -> bool:
@@ -42,6 +47,7 @@ class KeyRouter(QObject):
                  blocked: Callable[[], bool]):
         super().__init__(window)
         self.window, self.player_keys, self.blocked = window, player_keys, blocked
+        self._chosen: QWidget | None = None      # the text field the teacher last clicked or tabbed into
         window.setFocusPolicy(Qt.FocusPolicy.ClickFocus)      # the keys' home when no widget has them
         app = QApplication.instance()
         app.installEventFilter(self)
@@ -55,7 +61,11 @@ class KeyRouter(QObject):
         self.window.setFocus(Qt.FocusReason.OtherFocusReason)
 
     def eventFilter(self, obj, event) -> bool:
-        if event.type() != QEvent.Type.ShortcutOverride or not self._ours(obj):
+        kind = event.type()
+        if kind == QEvent.Type.FocusIn and is_text_field(obj) and self._ours(obj):
+            self._focus_in(obj, event.reason())
+            return False
+        if kind != QEvent.Type.ShortcutOverride or not self._ours(obj):
             return False
         if self.blocked():
             event.accept()                  # the blank screen takes every key itself
@@ -71,7 +81,17 @@ class KeyRouter(QObject):
         # not a text field: the widget does not get to claim a player key, the shortcut fires
         return key in self.player_keys
 
+    def _focus_in(self, field: QWidget, reason: Qt.FocusReason) -> None:
+        """A text field the teacher clicks or tabs into is theirs; one the window hands the
+        focus to as it becomes active (the first in the tab chain, at the first click on the
+        window) is not, unless it was theirs before."""
+        if reason in CHOSEN:
+            self._chosen = field
+        elif reason == Qt.FocusReason.ActiveWindowFocusReason and field is not self._chosen:
+            QTimer.singleShot(0, self.give_back)       # not from inside the focus change
+
     def _focus_changed(self, old: QWidget | None, new: QWidget | None) -> None:
         stranded = old is not None and self._ours(old) and not old.isEnabled()
         if stranded and (new is None or (is_text_field(new) and self._ours(new))):
+            self._chosen = None
             self.give_back()
