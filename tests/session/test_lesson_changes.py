@@ -148,3 +148,23 @@ def test_no_text_quotes_the_lessons_numbers_unmarked_once_a_setting_moves(name):
                 if frame.explain:
                     assert list(explain)[0] == "changed", (name, i, setting, lang)
                     assert f"{session.config.__getattribute__(setting):g}" in explain["changed"]
+
+
+def test_a_what_if_on_the_stop_frame_shows_on_the_pick_it_made():
+    """The stop frame shows the last step's distribution: forcing a token there makes the run
+    go on, and the player shows that step's pick (forced), not another frame of the step."""
+    s = Session(load_teaching_model(), [1, 2])
+    s.last()
+    assert s.frame.kind == "stop" and s.frame.step == 2 and s.run.output_ids == (3, 5, 6)
+    s.force(2, 4)                                            # 你 instead of EOS: the run goes on
+    assert s.frame.kind == "pick" and s.frame.step == 2 and s.step.forced and s.step.selected_id == 4
+    s.set_sampling(top_k=3)                                  # a later change keeps the frame
+    assert s.frame.kind == "pick" and s.frame.step == 2
+
+
+def test_a_what_if_on_a_pick_frame_stays_there():
+    s = Session(load_teaching_model(), [1, 2])
+    s.go(next(i for i, f in enumerate(s.frames) if f.kind == "pick" and f.step == 1))
+    before = s.cursor
+    s.force(1, 3)
+    assert s.cursor == before and s.frame.kind == "pick" and s.step.forced

@@ -139,3 +139,13 @@ def test_a_model_switch_keeps_the_teachers_prompt_when_the_new_model_reads_it(qt
     qtbot.waitUntil(lambda: s.model is not smollm2 and not s.behind)
     assert s.prompt_ids == (1, 2) and window.prompt_bar.edit.text() == "我爱"
     assert "its vocabulary cannot read “Hello”: it starts from “我爱”" in window.statusBar().currentMessage()
+
+
+def test_a_bar_clicked_on_the_last_frame_shows_the_forced_pick(qtbot, window):
+    from teacher import click_bar, column_ids
+    s, dist, player = window.session, window.panels["distribution"], window.panels["player"]
+    press(qtbot, window, Qt.Key.Key_End)
+    assert s.frame.kind == "stop"
+    click_bar(qtbot, dist, len(dist.chart.rows) - 1, column_ids(dist).index(4))    # 你 instead of EOS
+    assert s.frame.kind == "pick" and s.step.forced and s.step.selected_id == 4
+    assert player.title.text().startswith("Forced 你 (id 4)")

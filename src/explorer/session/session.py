@@ -91,6 +91,7 @@ class Request:
     check_recompute: bool
     effective: tuple[Scenario, ...]
     restart: bool = False           # a new prompt or model: free exploration starts at its first frame
+    forced_step: int | None = None  # a what-if choice at this step: the cursor shows its pick
 
 
 @dataclass(frozen=True)
@@ -108,6 +109,7 @@ class Pending:
     frames: tuple[Frame, ...]
     owners: tuple[int, ...]         # scenario index of each frame
     restart: bool = False           # see Request.restart
+    forced_step: int | None = None  # see Request.forced_step
 
     @property
     def cancelled(self) -> bool:
@@ -292,7 +294,7 @@ class Session:
         """What-if: select `token_id` at `step`; later steps follow from it."""
         current = self._target().user.overrides
         overrides = {k: v for k, v in current.items() if k < step} | {step: int(token_id)}
-        self._change(overrides=overrides, remember=True)
+        self._change(overrides=overrides, remember=True, forced_step=int(step))
 
     def unforce(self, step: int) -> None:
         """Back to the model's own choice at `step` (later forces are dropped too)."""
@@ -422,10 +424,28 @@ class Session:
         self._install(pending)
         # a new prompt or model in free exploration starts at its input; else the same frame
         restart = pending.restart and not self._plans
-        self._cursor = 0 if restart else _same_place(self._frames, old_frame, old_cursor)
+        if restart:
+            self._cursor = 0
+        elif pending.forced_step is not None:
+            self._cursor = self._pick_frame(pending.forced_step, old_cursor, old_frame)
+        else:
+            self._cursor = _same_place(self._frames, old_frame, old_cursor)
         self._follow_model()
         self.events.emit(SessionEvent.RUN_CHANGED, self)   # the cursor moved with it: one event, one redraw
         return True
+
+    def _pick_frame(self, step: int, old_cursor: int, old_frame: Frame) -> int:
+        """Where a what-if choice at `step` shows: the frame the teacher made it on, if it
+        still shows that step's pick, else the pick frame of that step on the same Run."""
+        frames = self._frames
+        if old_cursor < len(frames) and frames[old_cursor].step == step \
+                and frames[old_cursor].kind == old_frame.kind and old_frame.shows_distribution:
+            return old_cursor
+        owner = self._frame_scenario[min(old_cursor, len(frames) - 1)]
+        for i, f in enumerate(frames):
+            if f.kind == "pick" and f.step == step and self._frame_scenario[i] == owner:
+                return i
+        return _same_place(frames, old_frame, old_cursor)
 
     def discard_requests(self) -> None:
         """Forget asked-for changes not shown yet (their computation failed or was cancelled);
@@ -441,13 +461,14 @@ class Session:
         return self._layer(self._requested)
 
     def _layer(self, requested: Request | None, *, config=None, overrides=None, prompt=None, model=None,
-               remember=False, history=None, check_recompute=None, reset=False) -> Request:
+               remember=False, history=None, check_recompute=None, reset=False, forced_step=None) -> Request:
         """The asked-for request (`requested`, or the shown one if None) with some changes on
         top, its scenarios built (a bad setting raises here); the same object without changes.
         reset: the changes go on an empty teacher's layer (the lesson's own settings)."""
         if requested is None:
             requested = Request(self._user, self._history, self._check_recompute, self._effective)
-        if not reset and all(x is None for x in (config, overrides, prompt, model, history, check_recompute)):
+        if not reset and all(x is None for x in (config, overrides, prompt, model, history, check_recompute,
+                                                 forced_step)):
             return requested
         old_user, old_history, check = requested.user, requested.history, requested.check_recompute
         if reset:
@@ -463,7 +484,8 @@ class Session:
         if new_text:
             history = ()
         return Request(user, tuple(history), check if check_recompute is None else bool(check_recompute),
-                       tuple(_apply_user(s, user) for s in self._scenarios), requested.restart or new_text)
+                       tuple(_apply_user(s, user) for s in self._scenarios), requested.restart or new_text,
+                       requested.forced_step if forced_step is None else forced_step)
 
     def _change(self, **changes) -> None:
         """Apply a new teacher layer and rerun; on an error nothing changes. With a runner,
@@ -537,7 +559,7 @@ class Session:
             frames.append(_computed(frame, effective[plan.scenario], computed, i))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,
-                       effective, runs, beams, tuple(frames), tuple(owners), request.restart)
+                       effective, runs, beams, tuple(frames), tuple(owners), request.restart, request.forced_step)
 
     def _install(self, p: Pending) -> None:
         self._user, self._history, self._check_recompute = p.user, p.history, p.check_recompute
