@@ -220,6 +220,12 @@ class TimelinePanel(Panel):
         layout.addWidget(self.table)
         self.refresh()
 
+    def set_presenting(self, presenting: bool) -> None:
+        """On the projector the lines above the table wrap: the larger type does not make the
+        panel wider (and the panel beside it narrower)."""
+        for label in (self.counts, self.usage, self.speed):
+            label.setWordWrap(presenting)
+
     def set_timings_visible(self, visible: bool) -> None:
         """Exports hide the forward times and the speed: they differ from run to run."""
         self._timings_visible = visible
