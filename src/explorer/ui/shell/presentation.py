@@ -8,7 +8,7 @@ from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer
 from PySide6.QtGui import QCursor, QKeySequence
-from PySide6.QtWidgets import QApplication, QMainWindow, QSizePolicy, QToolBar, QWidget
+from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSizePolicy, QToolBar, QWidget
 
 from ..panels.player import FittedTitle
 
@@ -33,6 +33,8 @@ class Chrome(QObject):
         self.shown_by: str | None = None       # None (hidden) | "key" | "mouse"
         self._timer = QTimer(self, interval=POLL_MS)
         self._timer.timeout.connect(self._follow_mouse)
+        self._fit_player = QTimer(self, singleShot=True, interval=0)     # once the player is laid out
+        self._fit_player.timeout.connect(self._fit_player_height)
 
     def widgets(self) -> list[QWidget]:
         bar = self.window.findChild(QToolBar, "prompt-bar")
@@ -62,10 +64,23 @@ class Chrome(QObject):
             self._show_by(None if self.shown_by else "key")
 
     def sync(self) -> None:
-        """Each bar shown or hidden as the state says (after a layout restored its own)."""
+        """Each bar shown or hidden as the state says (after a layout restored its own). The
+        player comes back no taller than it needs: the panels keep the rest."""
         for widget in self.widgets():
             if widget.isHidden() == self.shown:
                 widget.setVisible(self.shown)
+                if widget is self.player and self.shown and self.presenting:
+                    self._fit_player.start()
+
+    def _fit_player_height(self) -> None:
+        """The player's dock at its least height, the dock area above it taking the rest (a
+        dock area's height moves only with a dock of the area beside it named too)."""
+        w, player = self.window, self.player
+        above = next((d for d in w.findChildren(QDockWidget) if d.isVisible() and not d.isFloating()
+                      and w.dockWidgetArea(d) == Qt.DockWidgetArea.TopDockWidgetArea), None)
+        if player.isVisible() and above is not None:
+            least = player.minimumSizeHint().height()
+            w.resizeDocks([above, player], [above.height() + player.height() - least, least], Qt.Orientation.Vertical)
 
     def _show_by(self, how: str | None) -> None:
         self.shown_by = how
@@ -89,7 +104,8 @@ class Chrome(QObject):
         if not w.isVisible():
             return
         pos = w.mapFromGlobal(QCursor.pos())
-        at_edge = w.rect().contains(pos) and (pos.y() < EDGE_PX or pos.y() >= w.height() - EDGE_PX)
+        # within EDGE_PX of the top or bottom edge, on either side of it
+        at_edge = 0 <= pos.x() < w.width() and (abs(pos.y()) < EDGE_PX or abs(pos.y() - w.height()) <= EDGE_PX)
         if self.shown_by is None and at_edge:
             self._show_by("mouse")
         elif (self.shown_by == "mouse" and not at_edge and not self._near(pos)
