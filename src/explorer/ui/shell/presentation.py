@@ -46,17 +46,15 @@ class Chrome(QObject):
 
     def start(self) -> None:
         """Presentation mode begins: the chrome goes."""
-        self.presenting, self.shown_by = True, None
-        QApplication.instance().installEventFilter(self)
+        self.presenting = True
         self._timer.start()
-        self.sync()
+        self._show_by(None)
 
     def stop(self) -> None:
         """Presentation mode ends: the chrome is back for good."""
-        self.presenting, self.shown_by = False, None
-        QApplication.instance().removeEventFilter(self)
+        self.presenting = False
         self._timer.stop()
-        self.sync()
+        self._show_by(None)
 
     def toggle(self) -> None:
         """The reveal key: the chrome back, or away again."""
@@ -84,6 +82,11 @@ class Chrome(QObject):
 
     def _show_by(self, how: str | None) -> None:
         self.shown_by = how
+        app = QApplication.instance()     # the keys are watched only while the chrome is back
+        if how is None:
+            app.removeEventFilter(self)
+        else:
+            app.installEventFilter(self)
         self.sync()
 
     def _within(self, widget: QWidget | None) -> bool:
