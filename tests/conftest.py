@@ -4,8 +4,12 @@ from pathlib import Path
 
 import pytest
 
-# Qt tests run without a display; set before any Qt import.
+# Qt tests run without a display; set before any Qt import. The offscreen platform gets two
+# screens: the 800 x 800 one it has by default, where every window opens, and beside it a
+# 1920 x 1080 projector (presentation mode's tests move a window there).
 os.environ.setdefault("QT_QPA_PLATFORM", "offscreen")
+if os.environ["QT_QPA_PLATFORM"] == "offscreen":
+    os.environ["QT_QPA_PLATFORM"] = f"offscreen:configfile={Path(__file__).parent / 'support' / 'offscreen_screens.json'}"
 
 # tests/support holds the helpers every wing shares (the teacher's hands, a stand-in for pip)
 sys.path.insert(0, str(Path(__file__).resolve().parent / "support"))

@@ -169,10 +169,15 @@ def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
     assert QApplication.font().pointSizeF() == pytest.approx(base)
 
 
+# presentation mode's large place on the default lesson: its tabs (the beam tree, empty, left out)
+PRESENTED_TABS = {"distribution", "attention", "kv"}
+
+
 def tab_group(window, pid):
-    """The panel ids in the tab group of `pid`'s dock (itself alone when not tabbed)."""
+    """The panel ids in the tab group of `pid`'s dock (itself alone when not tabbed), those
+    hidden left out (presentation mode hides a panel with nothing to show)."""
     tabbed = window.tabifiedDockWidgets(window.docks[pid])
-    return {pid} | {other for other, dock in window.docks.items() if dock in tabbed}
+    return {pid} | {other for other, dock in window.docks.items() if dock in tabbed and not dock.isHidden()}
 
 
 def in_sight(window, pid):
@@ -197,14 +202,16 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
     desk = {pid: dock.geometry() for pid, dock in window.docks.items() if in_sight(window, pid)}
     window.actions["presentation"].trigger()
     assert window.desk_layout.presenting and window.isFullScreen() and window.actions["presentation"].isChecked()
-    assert tab_group(window, "distribution") == {"distribution", "attention"}
-    assert tab_group(window, "explanation") == {"explanation", "lesson", "glossary", "beam"}
-    assert all(tab_group(window, pid) == {pid} for pid in ("player", "timeline", "kv", "controls"))
-    in_front = ("player", "timeline", "kv", "distribution", "controls", "explanation")
+    # the large place's tabs (no beam tree: no beam search ran), the column beside it
+    assert tab_group(window, "distribution") == PRESENTED_TABS and window.docks["beam"].isHidden()
+    assert tab_group(window, "explanation") == {"explanation", "lesson", "glossary"}
+    assert all(tab_group(window, pid) == {pid} for pid in ("timeline", "controls"))
+    in_front = ("timeline", "distribution", "controls", "explanation")
     qtbot.waitUntil(lambda: all(in_sight(window, pid) for pid in in_front))
-    assert not in_sight(window, "attention")
+    assert not in_sight(window, "attention") and not in_sight(window, "player")     # the player: chrome, hidden
     window.session.go(3)                         # a Decode: attention comes forward
     qtbot.waitUntil(lambda: in_sight(window, "attention"))
+    in_front = ("player", "kv", *in_front)       # the desk shows these too
     qtbot.keyClick(window, Qt.Key.Key_Escape)                 # Escape leaves it, as F11 does
     assert not window.desk_layout.presenting and not window.actions["presentation"].isChecked()
     qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
@@ -215,11 +222,12 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
 
 
 def test_a_panel_popped_out_full_screen_goes_back_before_presentation_mode(qtbot, window):
+    window.session.go(2)                         # a pick: the chart, the weights and the cache to show
     window.desk_layout.panel_full_screen("distribution")
     dock = window.docks["distribution"]
     assert dock.isFloating() and dock.isFullScreen()
     window.actions["presentation"].trigger()
-    assert not dock.isFloating() and tab_group(window, "distribution") == {"distribution", "attention"}
+    assert not dock.isFloating() and tab_group(window, "distribution") == PRESENTED_TABS
     window.actions["presentation"].trigger()
     qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
     assert not dock.isFloating() and in_sight(window, "distribution")    # docked at the desk, as before it popped out
@@ -316,9 +324,10 @@ def test_the_presentation_layout_is_remembered_and_the_next_start_is_at_the_desk
     assert tab_group(again, "controls") == {"controls"} and tab_group(again, "distribution") == {"distribution"}
     again.actions["presentation"].trigger()
     assert "controls" in tab_group(again, "explanation")
+    again.session.go(2)
     again.reset_layout()                                                 # while presenting: the default one
     assert tab_group(again, "controls") == {"controls"}
-    assert tab_group(again, "distribution") == {"distribution", "attention"}
+    assert tab_group(again, "distribution") == PRESENTED_TABS
 
 
 def test_a_damaged_presentation_layout_in_the_settings_gives_the_default_one(qtbot, tmp_path):
@@ -331,8 +340,9 @@ def test_a_damaged_presentation_layout_in_the_settings_gives_the_default_one(qtb
     settings.sync()
     assert Settings(path)["presentation_state"] == QByteArray(b"not a layout")
     w = shown_window(qtbot, path)
+    w.session.go(2)
     w.actions["presentation"].trigger()
-    assert tab_group(w, "distribution") == {"distribution", "attention"} and w.errors == []
+    assert tab_group(w, "distribution") == PRESENTED_TABS and w.errors == []
 
 
 def test_settings_are_remembered_and_reset(qtbot, tmp_path):

@@ -64,6 +64,7 @@ ACTIONS = {
     "lang_zh": ("action.lang_zh", None, "view"),
     "high_contrast": ("action.high_contrast", None, "view"),
     "presentation": ("action.presentation", "F11", "view"),
+    "show_chrome": ("action.show_chrome", "F10", "view"),     # F10: the menu bar's key on most desktops
     # the platform's Ctrl++ needs Shift on most keyboards: Ctrl+= is the key on the "+" key
     "zoom_in": ("action.zoom_in", (QKeySequence.StandardKey.ZoomIn, "Ctrl+="), "view"),
     "zoom_out": ("action.zoom_out", QKeySequence.StandardKey.ZoomOut, "view"),
@@ -108,6 +109,8 @@ add_messages({
     "action.lang_zh": {"en": "中文", "zh": "中文"},
     "action.high_contrast": {"en": "High contrast", "zh": "高对比度"},
     "action.presentation": {"en": "Presentation mode", "zh": "演示模式"},
+    "action.show_chrome": {"en": "Show or hide menus, prompt and player (presentation mode)",
+                           "zh": "显示或隐藏菜单、提示栏和播放器（演示模式）"},
     "action.zoom_in": {"en": "Larger text", "zh": "放大文字"},
     "action.zoom_out": {"en": "Smaller text", "zh": "缩小文字"},
     "action.reset_layout": {"en": "Reset layout and settings", "zh": "恢复默认布局和设置"},
@@ -141,7 +144,8 @@ class MainWindow(QMainWindow):
         self.setCentralWidget(QWidget())
         self.centralWidget().hide()
         self.panels = {cls.panel_id: cls(session) for cls in PANELS}
-        self.desk_layout = DeskLayout(self, self.panels, session, settings, compact, self._apply_font_size)
+        self.desk_layout = DeskLayout(self, self.panels, session, settings, compact, self._apply_font_size,
+                                      lambda: self.actions["show_chrome"].shortcuts())
         self.docks = self.desk_layout.docks       # panel id -> its dock
         self.panels["explanation"].term_clicked.connect(self.show_term)
         self.blank = BlankScreen(self)
@@ -151,6 +155,8 @@ class MainWindow(QMainWindow):
                                                      for k in self.actions[name].shortcuts()),
                               lambda: self.blank.blanked)
         self.desk_layout.presenting_changed.connect(self.actions["presentation"].setChecked)
+        self.desk_layout.presenting_changed.connect(self.actions["show_chrome"].setEnabled)
+        self.actions["show_chrome"].setEnabled(False)
         self._build_menus()
         self.work_status = WorkStatus(self.statusBar(), self.runner, session, self.cancel_work)
         self.runner.failed.connect(self.report_error)
@@ -199,6 +205,7 @@ class MainWindow(QMainWindow):
             "high_contrast": lambda: self.set_theme(
                 "high-contrast" if self.actions["high_contrast"].isChecked() else "light"),
             "presentation": lambda: self.desk_layout.toggle_presentation(),
+            "show_chrome": lambda: self.desk_layout.chrome.toggle(),
             "zoom_in": lambda: self.zoom(+1), "zoom_out": lambda: self.zoom(-1),
             "reset_layout": self.reset_layout,
             "all_lessons": lambda: self.lesson_switcher.show_start_page(),

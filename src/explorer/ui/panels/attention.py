@@ -226,6 +226,10 @@ class AttentionPanel(Panel):
     def slide_chrome(self) -> list[QWidget]:
         return [self.layer_picker, self.head_picker, self.full_matrix_toggle]
 
+    def has_content(self) -> bool:
+        """Weights to show: a forward has run, on a model with layers."""
+        return self.session.step is not None and self.model_has_layers()
+
     # ---------------------------------------------------------------- refresh
     def refresh(self) -> None:
         self._update_pickers()

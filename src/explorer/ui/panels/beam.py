@@ -169,6 +169,11 @@ class BeamPanel(Panel):
         return QSize(width + margins.left() + margins.right(), height)
 
     # ------------------------------------------------------------------ drawing
+    def has_content(self) -> bool:
+        """A tree to show: a beam search, a vote or an evaluator search ran for this frame."""
+        frame = self.session.frame
+        return any(r is not None for r in (frame.search_result, frame.vote, self.session.beam))
+
     def refresh(self) -> None:
         frame = self.session.frame
         result = frame.search_result or frame.vote or self.session.beam

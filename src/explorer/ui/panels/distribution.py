@@ -217,6 +217,10 @@ class DistributionPanel(Panel):
     def slide_chrome(self) -> list[QWidget]:
         return [self.back_button, self.undo_button, self._hint]
 
+    def has_content(self) -> bool:
+        """Bars to show: the prompt has been through the model."""
+        return self.session.step is not None
+
     # ------------------------------------------------------------------ drawing
     def refresh(self) -> None:
         self._sync_font()

@@ -236,6 +236,10 @@ class StageChart(QWidget):
         return 0.0, self.end / 2, self.end
 
     # ------------------------------------------------------------------ reading positions
+    def row_plots(self) -> list[QRectF]:
+        """Each stage row's bar area, in widget pixels, as it is drawn at the current size."""
+        return list(self._laid_out().plots)
+
     def bar_center(self, row: int, column: int) -> QPointF:
         """Where the middle of a bar's foot is, in widget pixels (tests click there)."""
         plot = self._laid_out().plots[row]

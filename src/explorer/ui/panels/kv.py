@@ -386,6 +386,10 @@ class KVGridPanel(Panel):
         self._apply_font()
         self.refresh()
 
+    def has_content(self) -> bool:
+        """A cache to show: a model with layers (a logits or table model stores no K/V)."""
+        return self.model_has_layers()
+
     # ---------------------------------------------------------------- drawing
     def refresh(self) -> None:
         self._show(self._grid_data())

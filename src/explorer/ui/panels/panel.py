@@ -108,6 +108,21 @@ class Panel(QWidget):
         as it widens)."""
         return (self.slide_minimum_size() if self.SLIDE_ELIDES else self.slide_content_size()).height()
 
+    def has_content(self) -> bool:
+        """Whether the panel has something to show for the session's current frame, read from
+        the session's records (a panel that has nothing, such as attention for a model without
+        layers, is left out of presentation mode). Every panel has, unless it says otherwise."""
+        return True
+
+    def set_presenting(self, presenting: bool) -> None:
+        """Presentation mode begins or ends: a panel may lay itself out for the projector
+        (the window's own panels only; a slide's copies never present)."""
+
+    def model_has_layers(self) -> bool:
+        """Whether the session's model has layers (a cache, attention) to show: a logits or a
+        table model has none."""
+        return bool(self.session.run.steps[0].trace.layers)
+
     def tr(self, key: str, **values) -> str:
         return tr(key, self.session.lang, **values)
 

@@ -200,6 +200,7 @@ class TimelinePanel(Panel):
         self.speed = QLabel()
         self.speed.setObjectName("speed")
         self._timings_visible = True
+        self._presenting = False          # presentation mode: the lines above the table wrap
         self._n_rows = 0                  # rows of the current frame, before a slide leaves any out
         self._rows: tuple[tuple[str, ...], ...] = ()     # the current frame's rows (cells as text), every one
         self._extents = None              # (type and rows, `_cell_extents` of them)
@@ -219,6 +220,27 @@ class TimelinePanel(Panel):
         layout.addWidget(self.speed)
         layout.addWidget(self.table)
         self.refresh()
+
+    def set_presenting(self, presenting: bool) -> None:
+        """On the projector the lines above the table wrap: the larger type does not make the
+        panel wider (and the panel beside it narrower)."""
+        self._presenting = presenting
+        for label in (self.counts, self.usage, self.speed):
+            label.setWordWrap(presenting)
+            label.setMinimumHeight(0)
+        self._hold_lines()
+
+    def _hold_lines(self) -> None:
+        """Wrapped, each line above the table keeps the height its words need at the panel's
+        width (a dock sizes its panel without asking a label's height for its width)."""
+        if not self._presenting:
+            return
+        margins = self.layout().contentsMargins()
+        width = max(1, self.width() - margins.left() - margins.right())
+        for label in (self.counts, self.usage, self.speed):
+            height = label.heightForWidth(width)
+            if label.minimumHeight() != height:
+                label.setMinimumHeight(height)
 
     def set_timings_visible(self, visible: bool) -> None:
         """Exports hide the forward times and the speed: they differ from run to run."""
@@ -324,11 +346,14 @@ class TimelinePanel(Panel):
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
+        self._hold_lines()
         if self.on_slide:
             self._fit_rows()                         # as many rows and as wide as the new size has room for
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
+        if event.type() == QEvent.Type.FontChange:
+            self._hold_lines()                       # the lines' heights in the new type
         if event.type() == QEvent.Type.FontChange and self.on_slide:
             self._fit_rows()                         # rows and columns measured in the new type
 
@@ -351,6 +376,7 @@ class TimelinePanel(Panel):
         self.usage.setToolTip(self.tr("timeline.usage.tip"))
         self.speed.setText(speed_text(run, s.lang))
         self.speed.setToolTip(self.tr("timeline.speed.tip"))
+        self._hold_lines()
 
         shown = [] if frame.step is None else run.steps[:frame.step + 1]
         rows = []

@@ -1,24 +1,30 @@
-"""Where the panels sit: a dock per panel, the desk and presentation layouts, a panel popped
-out full screen, the docks a lesson frame points to marked, and the window kept within
-its screen."""
+"""Where the panels sit: a dock per panel, the desk and presentation layouts (presentation
+mode's chrome and title strip in presentation.py), a panel popped out full screen, the docks
+a lesson frame points to marked, and the window kept within its screen."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 
-from PySide6.QtCore import QObject, QSize, Qt, QTimer, Signal
+from PySide6.QtCore import QEvent, QObject, QSize, Qt, QTimer, Signal
 from PySide6.QtGui import QColor, QFont, QKeySequence, QPalette, QShortcut
 from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QMainWindow, QScrollArea, QStyle,
                                QToolButton, QWidget)
 
 from ...i18n import tr
 from ...session import Session
+from ...session.narration import frame_title
+from ...session.panels import DEFAULT_SLIDE_PANELS
 from ..settings import Settings
 from ..theme import text_on
+from .presentation import Chrome, FrameTitleBar
 
 PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor on a 1080-line screen,
 PRESENTATION_LINES = 1080     # and in proportion to the screen's height on others: the same size on
                               # the wall, and the presentation layout fits a 768-line projector too
+PRESENTED = ("distribution", "attention", "kv", "beam")   # presentation mode's large place, as tabs
+MAIN_SHARE = 0.68             # of the width: presentation mode's large place, the rest a column beside it
+SIDE_COLUMN = {"timeline": 0.3, "explanation": 0.4, "controls": 0.3}    # that column, top to bottom
 LOWER_ROW = {"controls": 330, "attention": 560, "distribution": 700, "explanation": 360}   # desk widths, px
 COMPACT_WIDTH = 1700          # px: a narrower screen or slide gets the compact desk layout (`arrange`)
 FIT_AFTER_MS = 150            # a window relaid out this long ago checks it still fits its screen
@@ -109,12 +115,20 @@ class DeskLayout(QObject):
     presenting_changed = Signal(bool)
 
     def __init__(self, window: QMainWindow, panels: dict, session: Session, settings: Settings,
-                 compact: bool, apply_font_size: Callable[[], None]):
+                 compact: bool, apply_font_size: Callable[[], None],
+                 reveal_keys: Callable[[], list[QKeySequence]]):
+        """reveal_keys: the keys that bring the chrome back in presentation mode (`Chrome`)."""
         super().__init__(window)
         self.window, self.panels, self.session, self.settings = window, panels, session, settings
         self.compact, self.apply_font_size = compact, apply_font_size
         self.presenting = False
         self.docks = {pid: _dock(window, panel) for pid, panel in panels.items()}
+        self.chrome = Chrome(window, self.docks["player"], reveal_keys)
+        self.title_bar: FrameTitleBar | None = None    # made on entering presentation mode
+        self._spread_pending = False   # the presentation layout waits for the full-screen size
+        self._spread_timer = QTimer(self, singleShot=True, interval=0)
+        self._spread_timer.timeout.connect(lambda: self.presenting and self._spread_presentation())
+        window.installEventFilter(self)
         self.arrange()
         self.default_state = window.saveState()
         self._desk_state = self.default_state      # the layout outside presentation mode
@@ -179,39 +193,83 @@ class DeskLayout(QObject):
         w.resizeDocks([d["player"], d["timeline"], d["attention"]], [90, 340, 520], Qt.Orientation.Vertical)
 
     def arrange_for_presentation(self) -> None:
-        """The projector layout: fewer, larger panels for the larger type. The player across
-        the top; on the left the KV cache (wide: more positions in view) above distribution
-        | attention (tabs: no lesson frame points to both); on the right the timeline, the
-        explanation (lesson, glossary and beam tree as its tabs) and the sampling controls,
-        so a slider and the bars it moves are both in sight. Each column's panels fit a
-        1080-pixel screen at the larger type, in Chinese too. The panels the current frame
-        points to come forward."""
+        """The projector layout: the panel the frame is about owns the screen. The large
+        place on the left holds the distribution, attention, the KV cache and the beam tree
+        as tabs (`present_frame` brings the frame's one forward); the column on the right the
+        timeline, the explanation (lesson and glossary as its tabs) and the sampling
+        controls, so a slider and the bars it moves are both in sight. The player, at the
+        bottom, is chrome: hidden until called for (`Chrome`)."""
         w, d = self.window, self.docks
         v, h = Qt.Orientation.Vertical, Qt.Orientation.Horizontal
         for dock in d.values():                  # from whatever the teacher made of the layout
             dock.setFloating(False)
             w.removeDockWidget(dock)
-        w.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
-        w.splitDockWidget(d["player"], d["kv"], v)
-        w.splitDockWidget(d["kv"], d["timeline"], h)
-        w.splitDockWidget(d["kv"], d["distribution"], v)
+        big = d[PRESENTED[0]]
+        w.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, big)
+        w.splitDockWidget(big, d["timeline"], h)
         w.splitDockWidget(d["timeline"], d["explanation"], v)
         w.splitDockWidget(d["explanation"], d["controls"], v)
+        w.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["player"])
         # tabs after the splits: a dock split off a tabbed one would join its tabs instead
-        for first, second in (("distribution", "attention"), ("explanation", "lesson"),
-                              ("lesson", "glossary"), ("glossary", "beam")):
+        for first, second in (*zip(PRESENTED, PRESENTED[1:]), ("explanation", "lesson"), ("lesson", "glossary")):
             w.tabifyDockWidget(d[first], d[second])
         for dock in d.values():
             dock.show()
-        for pid in ("distribution", "explanation", *self.session.frame.panels):
-            d[pid].raise_()
-        screen = w.screen().availableGeometry()
-        width, height = screen.width(), screen.height()
-        w.resizeDocks([d["kv"], d["timeline"]], [int(0.63 * width), int(0.37 * width)], h)
-        w.resizeDocks([d["player"], d["kv"], d["distribution"]],
-                      [int(0.12 * height), int(0.36 * height), int(0.52 * height)], v)
-        w.resizeDocks([d["timeline"], d["explanation"], d["controls"]],
-                      [int(0.28 * height), int(0.32 * height), int(0.28 * height)], v)
+        d["explanation"].raise_()
+        self._spread_pending = True
+        self._spread_presentation()
+        self.present_frame()
+
+    def _spread_presentation(self) -> None:
+        """The presentation layout's proportions at the window's size; again when the window
+        reaches its full-screen size (which a window manager may give it only later)."""
+        w, d = self.window, self.docks
+        size = w.size()
+        w.resizeDocks([d[PRESENTED[0]], d["timeline"]], [int(MAIN_SHARE * size.width()),
+                                                         int((1 - MAIN_SHARE) * size.width())], Qt.Orientation.Horizontal)
+        w.resizeDocks([d[pid] for pid in SIDE_COLUMN], [int(share * size.height()) for share in SIDE_COLUMN.values()],
+                      Qt.Orientation.Vertical)
+        self._spread_pending = size != w.screen().geometry().size()
+
+    def eventFilter(self, obj, event) -> bool:
+        if (obj is self.window and event.type() == QEvent.Type.Resize and self.presenting
+                and self._spread_pending):
+            self._spread_timer.start()            # once the layout has the new size
+        return False
+
+    def main_panel(self) -> str | None:
+        """The panel presentation mode gives the large place on this frame: the first the frame
+        points to (naming none, the first its kind shows on a slide) that belongs there and
+        has something to show, else the first there that has (None: none has)."""
+        frame = self.session.frame
+        named = [pid for pid in (*frame.panels, *DEFAULT_SLIDE_PANELS[frame.kind]) if pid in PRESENTED]
+        return next((pid for pid in (*named, *PRESENTED) if self.panels[pid].has_content()), None)
+
+    def present_frame(self) -> None:
+        """Presentation mode on the current frame: a panel with nothing to show (attention for
+        a model without layers, the cache before a forward) leaves the screen, one that has
+        comes back; the frame's main panel in front; its title across the top; the chrome as
+        the teacher asked."""
+        for pid, dock in self.docks.items():
+            wanted = self.panels[pid].has_content()
+            if pid != "player" and dock.isHidden() == wanted:      # the player is the chrome's
+                dock.setVisible(wanted)
+        self.chrome.sync()
+        main = self.main_panel()
+        if main is not None:
+            self.docks[main].raise_()
+        s = self.session
+        self._title_bar().show_title(frame_title(s.frame, s.run, s.model.vocab, s.lang))
+
+    def _title_bar(self) -> FrameTitleBar:
+        """The strip with the frame's title, on its own row under the prompt bar."""
+        if self.title_bar is None:
+            self.title_bar = FrameTitleBar(self.window)
+            self.window.addToolBarBreak(Qt.ToolBarArea.TopToolBarArea)
+            self.window.addToolBar(Qt.ToolBarArea.TopToolBarArea, self.title_bar)
+        if self.title_bar.isHidden() == self.presenting:
+            self.title_bar.setVisible(self.presenting)
+        return self.title_bar
 
     def reset(self) -> None:
         """The default layout of the mode shown, every dock back in the window."""
@@ -277,7 +335,8 @@ class DeskLayout(QObject):
     # ------------------------------------------------------------------ frames' hints
     def mark_docks(self, theme) -> None:
         """The docks of the panels the current lesson frame points to: "● " before the title
-        and a highlighted, bold title bar; a tabbed one is raised."""
+        and a highlighted, bold title bar; a tabbed one is raised. In presentation mode, the
+        frame presented (`present_frame`)."""
         matters = set(self.session.frame.panels)
         lang = self.session.lang
         for pid, dock in self.docks.items():
@@ -290,6 +349,8 @@ class DeskLayout(QObject):
                 dock.setProperty("matters", on)
                 if on and self.window.tabifiedDockWidgets(dock) and dock.visibleRegion().isEmpty():
                     dock.raise_()
+        if self.presenting:
+            self.present_frame()
 
     def show_frame_tabs(self) -> None:
         """In every group of tabbed panels, the one the current frame points to (the first
@@ -316,6 +377,8 @@ class DeskLayout(QObject):
         w = self.window
         self.presenting = not self.presenting
         self.presenting_changed.emit(self.presenting)
+        for panel in self.panels.values():
+            panel.set_presenting(self.presenting)
         if self.presenting:
             for pid, dock in self.docks.items():
                 if _popped_out(dock):
@@ -324,13 +387,16 @@ class DeskLayout(QObject):
             self._desk_rect = w.geometry()
             w.showFullScreen()
             self.apply_font_size()
+            self.chrome.start()
             if w.restoreState(self.settings["presentation_state"]):
-                for pid in self.session.frame.panels:
-                    self.docks[pid].raise_()
+                self.present_frame()
             else:
                 self.arrange_for_presentation()
         else:
             self.settings["presentation_state"] = w.saveState()
+            self._spread_pending = False
+            self.chrome.stop()
+            self._title_bar()
             w.showNormal()
             w.setGeometry(self._desk_rect)           # where and how large it was at the desk
             self.apply_font_size()
