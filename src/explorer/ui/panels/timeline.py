@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QStyle, QStyleOptionHeader,
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QSizePolicy, QStyle, QStyleOptionHeader,
                                QStyleOptionViewItem, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
 from ...core.elide import ENDS, elided, elided_indexes
@@ -245,11 +245,14 @@ class TimelinePanel(Panel):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.strip)
-        layout.addWidget(self.counts)
+        counts = QHBoxLayout()                # the counts, and on a slide the legend of its step labels
+        counts.addWidget(self.counts)
+        counts.addStretch(1)
+        counts.addWidget(self.legend)
+        layout.addLayout(counts)
         layout.addWidget(self.usage)
         layout.addWidget(self.speed)
         layout.addWidget(self.text_line)
-        layout.addWidget(self.legend)
         layout.addWidget(self.table)
         self.refresh()
 
@@ -272,6 +275,14 @@ class TimelinePanel(Panel):
     def slide_chrome(self) -> list[QWidget]:
         return [self.text_line]                     # a slide draws the text so far above its panels
 
+    def set_secondary(self, secondary: bool) -> None:
+        """On a slide about another panel, the table and its counts only: no step strip (the
+        table marks the current row), so the frame's own panel has the room; and no usage line
+        there, nor on any slide of a model without reasoning tokens (where it only repeats the
+        counts: prompt + output = visible)."""
+        self.strip.setVisible(not secondary)
+        self.usage.setVisible(not secondary and self.session.model.vocab.reasoning_markers is not None)
+
     def condensed_level(self) -> int:
         """How condensed the table is drawn (WINDOW … SHORT_LISTS)."""
         return self._level
@@ -293,7 +304,9 @@ class TimelinePanel(Panel):
     def _slide_size(self, columns: int) -> QSize:
         table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
         rows = self._n_rows * self._row_height()         # every row, also those a slide left out
-        width = max(columns + 2 * table.frameWidth(), self.strip.least_width(), self.counts.sizeHint().width())
+        legend = self.legend.sizeHint().width() + spacing if not self.legend.isHidden() else 0
+        strip = 0 if self.strip.isHidden() else self.strip.least_width()
+        width = max(columns + 2 * table.frameWidth(), strip, self.counts.sizeHint().width() + legend)
         above = [w for w in (self.strip, self.counts, self.usage, self.speed) if not w.isHidden()]
         height = (margins.top() + margins.bottom() + len(above) * spacing
                   + sum(w.sizeHint().height() for w in above)
