@@ -164,7 +164,7 @@ class SlideComposer(ReusedCanvas):
         # what a table or grid beside others needs at the body type; a lone panel takes the whole body
         wants = {pid: QSizeF(p.slide_content_size()) for pid, p in panels.items()
                  if len(ids) > 1 and not p.SLIDE_STRETCHES}
-        rects = g.panel_rects(ids, wants, {pid: panels[pid].slide_least_height for pid in ids if len(ids) > 1})
+        rects = g.panel_rects(ids, wants, {pid: _least_height(panels[pid]) for pid in ids if len(ids) > 1})
         for pid, rect in zip(ids, rects):
             panels[pid].resize(rect.size().toSize())
         settle_panels(panels.values())
@@ -279,6 +279,12 @@ def paint_caption(p: QPainter, g: SlideGeometry, theme: Theme, text: SlideText) 
     p.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                p.fontMetrics().elidedText(text.line, Qt.TextElideMode.ElideRight, int(bottom.width())))
     p.restore()
+
+
+def _least_height(panel: Panel):
+    """The panel's least height at a width: what it needs with all it can leave out left out,
+    and never under its layout's minimum (which `_fit` keeps it at)."""
+    return lambda width: max(panel.slide_least_height(width), panel.minimumSizeHint().height())
 
 
 def _set_type(panel: Panel, px: float) -> None:
