@@ -206,7 +206,8 @@ class TimelinePanel(Panel):
     COLUMNS = ("time", "input", "positions", "kv", "chooser", "selected", "ms")
     # how a slide's table condenses, each level adding to the one before, before a cell is cut:
     # the window's table; short step labels; short headings, the chooser's position alone and the
-    # finish reason's code; token and id lists keeping SHORT_ENDS from each end
+    # finish reason's code; token lists keeping SHORT_ENDS from each end and the input's pieces without
+    # their ids (the Selected column of the row above has them)
     WINDOW, SHORT_LABELS, SHORT_HEADINGS, SHORT_LISTS = range(4)
     SHORT_ENDS = 2
 
@@ -468,8 +469,8 @@ class TimelinePanel(Panel):
                     kv = self.tr("timeline.verify.kv", pieces=kv, written=step.cache_len_written)
             chooser = (str(step.logits_position) if level >= self.SHORT_HEADINGS
                        else self.tr("chooser", p=step.logits_position))
-            ids = "[" + elided([str(i) for i in step.input_ids], ", ", ends) + "]"
-            rows.append((labels[step.index], f"{pieces(step.input_ids)}  {ids}", self._positions_text(step, ends),
+            ids = "" if level >= self.SHORT_LISTS else "  [" + elided([str(i) for i in step.input_ids], ", ", ends) + "]"
+            rows.append((labels[step.index], pieces(step.input_ids) + ids, self._positions_text(step, ends),
                          kv, chooser,
                          selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"))
         if frame.kind == "stop":
