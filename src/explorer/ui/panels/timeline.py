@@ -293,9 +293,9 @@ class TimelinePanel(Panel):
         return self._slide_size(sum(self._natural_widths(self.SHORT_LABELS).values()))
 
     def slide_growth_size(self) -> QSize:
-        """Every row, every cell whole in the most condensed table: the type grows only while
-        no cell is cut."""
-        return self._slide_size(sum(self._natural_widths(self.SHORT_LISTS).values()))
+        """Every row, every cell whole with short headings and whole lists: the type grows only
+        while no cell is cut and no token left out."""
+        return self._slide_size(sum(self._natural_widths(self.SHORT_HEADINGS).values()))
 
     def slide_minimum_size(self) -> QSize:
         """Three rows (the first, "…", the latest) and the columns as wide as their short headings."""
