@@ -129,7 +129,7 @@ def test_single_panel_slide_holds_that_panel_only_filling_the_body(qapp, tmp_pat
     pictures = slide_pictures(session, ExportSpec(tmp_path, ("png",), panel="distribution", frames=(2,)))
     try:
         ((panel, rect, _),) = pictures.lay_out()
-        assert type(panel) is DistributionPanel and panel.parent() is None and rect == pictures.geometry.body
+        assert type(panel) is DistributionPanel and panel.parent() is None and rect == pictures.frame_geometry().body
         assert slide_text(session, 2, "en", "T").counter == f"3 / {N_FRAMES}"
     finally:
         pictures.close()

@@ -15,7 +15,7 @@ from explorer.ui.slides.job import slide_pictures
 from explorer.ui.panels.distribution_chart import StageChart
 from explorer.ui.panels.kv_legend import KVLegend
 from explorer.ui.slides.layout import BODY_PX, GAP_PX, SlideGeometry
-from teacher import axis_labels, drawn_texts, shown_texts
+from teacher import axis_labels, drawn_texts, shown_texts, table_texts
 
 AXIS_PX = 22          # axis and tick labels at least 22 px at 1080 (body and cells 28: BODY_PX)
 CHROME = (QAbstractButton, QComboBox, QAbstractSlider, QLineEdit)   # buttons, check boxes, sliders, scroll bars
@@ -97,18 +97,18 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
                 assert label.sizeHint().width() <= label.width() + 1, (where, panel.panel_id, label.text())
 
 
-def check_type(where, placed):
+def check_type(where, placed, unit=1.0):
     """At 1920x1080 every panel keeps the slide's body type at the scale it is drawn at (28 px:
     text, cells, the cache's status line and legend), and the labels a panel paints itself
     (chart ticks and values, the cache grid's cells and headings) stay at least 22 px; the
     cache grid's own words at 28."""
     for panel, _, scale in placed:
         body = panel.font().pointSizeF() * panel.logicalDpiY() / 72 * scale
-        assert body >= BODY_PX - 0.5, (where, panel.panel_id, f"drawn at {scale:.2f}: body type {body:.1f} px")
+        assert body >= BODY_PX * unit - 0.5, (where, panel.panel_id, f"drawn at {scale:.2f}: body type {body:.1f} px")
         if panel.panel_id == "kv":
-            painted, least = [panel.grid_view().viewport(), panel.findChild(KVLegend)], BODY_PX
+            painted, least = [panel.grid_view().viewport(), panel.findChild(KVLegend)], BODY_PX * unit
         else:
-            painted, least = panel.findChildren(StageChart), AXIS_PX
+            painted, least = panel.findChildren(StageChart), AXIS_PX * unit
         for widget in painted:
             sizes = [d.point_size * widget.logicalDpiY() / 72 * scale for d in texts_painted(widget)]
             assert min(sizes, default=least) >= least - 0.5, (where, panel.panel_id, type(widget).__name__,
@@ -156,7 +156,7 @@ def test_a_panel_slide_of_the_cache_fills_the_body(qapp):
     with composer(session, panel="kv") as pictures:
         session.go(5)
         ((panel, rect, scale),) = pictures.lay_out()
-        body = pictures.geometry.body
+        body = pictures.frame_geometry().body            # under the text so far
         assert rect == body and scale == 1
         content = panel.slide_content_size()
         covered = min(content.width(), body.width()) * min(content.height(), body.height())
@@ -214,11 +214,18 @@ def test_panel_rects_follow_the_content(qapp):
     """The timeline spans the width above; a grid gets the width it asks for beside a chart."""
     from PySide6.QtCore import QSizeF
     g = SlideGeometry(1920, 1080, True)
-    timeline, kv, chart = g.panel_rects(("timeline", "kv", "distribution"),
-                                        {"timeline": QSizeF(1500, 300), "kv": QSizeF(600, 400), "distribution": None})
-    assert timeline.width() == g.body.width() and timeline.height() == pytest.approx(330)
+    wants = {"timeline": QSizeF(1500, 300), "kv": QSizeF(600, 400), "distribution": None}
+    timeline, kv, chart = g.panel_rects(("timeline", "kv", "distribution"), wants)
+    assert g.body.height() == 849                  # 1080 less the title, the caption strip and margins
+    assert timeline.width() == g.body.width() and timeline.height() == pytest.approx(849 / 2, abs=1)  # its frame
     assert kv.width() == pytest.approx(660) and chart.left() > kv.right()
     assert chart.right() == pytest.approx(g.body.right())
+    chart, timeline, kv = g.panel_rects(("distribution", "timeline", "kv"), wants)     # a frame about the chart
+    assert timeline.top() == g.body.top() and timeline.height() == pytest.approx(0.3 * 849, abs=1)
+    assert chart.height() == pytest.approx(849 - 0.3 * 849 - GAP_PX, abs=1)
+    wants["timeline"] = QSizeF(1500, 150)                                                  # a short table: its own size
+    _, timeline, _ = g.panel_rects(("distribution", "timeline", "kv"), wants)
+    assert timeline.height() == pytest.approx(165, abs=1)
     assert g.panel_rects(("kv",), {"kv": QSizeF(10, 10)}) == [g.body]
     assert isinstance(g.body, QRectF) and g.body.bottom() < g.caption_strip.top()
 
@@ -232,7 +239,7 @@ def test_a_grid_is_widened_and_the_timeline_gives_height_before_either_is_drawn_
     g = SlideGeometry(1920, 1080, True)
     ids, wants = ("timeline", "kv", "attention"), {"timeline": QSizeF(1500, 300), "kv": QSizeF(600, 400),
                                                    "attention": None}
-    top = 300 * SLACK
+    top = 849 / 2                       # a frame about the timeline: half the body
     below = g.body.height() - top - g.px(GAP_PX)
 
     def grid(at_900):
@@ -279,8 +286,9 @@ def test_a_beam_slide_puts_the_final_beams_beside_the_tree_when_they_do_not_fit_
 
 
 def test_three_panel_gemma_slides_keep_the_first_and_the_last_layer_and_name_every_key(qapp, sessions, gemma3):
-    """gemma-wo-ai: the Prefill (timeline, cache, attention) had room for "…" and layer 17 only;
-    the KV frame's attention named two of its four keys."""
+    """gemma-wo-ai: the Prefill (cache, attention, timeline; the frame is about the cache) had
+    room for "…" and layer 17 only, now (the timeline above it its table alone) for layers 0, 1
+    and 17; the KV frame's attention named two of its four keys."""
     session = sessions("gemma-wo-ai")
     with composer(session) as pictures:
         session.go(2)
@@ -289,7 +297,7 @@ def test_three_panel_gemma_slides_keep_the_first_and_the_last_layer_and_name_eve
         labels = placed["kv"].grid_view().data.row_labels
         _, rows = placed["kv"].grid_view().places()
         drawn = [None if r is None else labels[r] for _, r in rows]
-        assert drawn == ["L0 K · 512", "L0 V · 512", None, "L17 K · all", "L17 V · all"]
+        assert drawn == ["L0 K · 512", "L0 V · 512", "L1 K · 512", "L1 V · 512", None, "L17 K · all", "L17 V · all"]
         session.go(10)
         panel = next(p for p, _, _ in pictures.lay_out() if p.panel_id == "attention")
         texts = [text for _, text in key_labels_drawn(panel)]
@@ -380,3 +388,79 @@ def test_composing_slides_leaves_the_rest_of_the_application_alone(qapp, session
     assert receiver.delivered == 0
     QCoreApplication.sendPostedEvents(receiver)
     assert receiver.delivered == 1
+
+
+def elided_cells(table) -> list[tuple[int, int, str]]:
+    """(row, column, text) of every cell of `table` whose text is wider than its column
+    (the view draws it cut, ending in "…"), measured as the table measures a cell."""
+    from PySide6.QtGui import QFontMetrics
+    from PySide6.QtWidgets import QStyleOptionViewItem
+    option = QStyleOptionViewItem()
+    option.font, option.fontMetrics, option.widget = table.font(), QFontMetrics(table.font()), table
+    header, model, cut = table.horizontalHeader(), table.model(), []
+    for r in range(model.rowCount()):
+        for c in range(model.columnCount()):
+            index = model.index(r, c)
+            if not table.isColumnHidden(c) and table.itemDelegate().sizeHint(option, index).width() > header.sectionSize(c):
+                cut.append((r, c, index.data()))
+    return cut
+
+
+@pytest.mark.parametrize("lang", ["en", "zh"])
+@pytest.mark.parametrize("lesson", lesson_names())
+def test_no_timeline_cell_is_cut_on_a_frame_that_shows_the_table(qapp, sessions, lesson, lang):
+    """On every frame that names the timeline (the repetition-penalty stop of gemma-wo-ai read
+    "Dec…", "停…", "我家…"), the table condenses until every cell is whole."""
+    session = sessions(lesson)
+    with composer(session, lang) as pictures:
+        for index, placed in placed_on_every_frame(session, pictures):
+            for panel, _, _ in placed:
+                if panel.panel_id == "timeline" and "timeline" in session.frames[index].panels:
+                    assert elided_cells(panel.table) == [], (lesson, lang, index + 1)
+
+
+def test_the_gemma_table_condenses_to_short_labels_and_keeps_every_token(qapp, sessions, gemma3):
+    """The repetition-penalty stop, the timeline alone: D1 … D5 with the legend, every token whole."""
+    session = sessions("gemma-wo-ai")
+    with composer(session, "zh") as pictures:
+        session.go(8)
+        ((panel, _, scale),) = pictures.lay_out()
+        rows = table_texts(panel.table)
+        assert [row[0] for row in rows] == ["P", "D1", "D2", "D3", "D4", "D5", "停止"]
+        assert [row[5].split(" (")[0] for row in rows] == ["我家", "，", "是", "我的", "梦想", "。", "stop_string"]
+        assert panel.legend.isVisibleTo(panel) and panel.legend.text().startswith("步骤：P = Prefill")
+        assert elided_cells(panel.table) == [] and scale == 1
+
+
+def test_a_slide_shows_the_text_so_far_once_the_model_wrote_a_token(qapp, sessions):
+    """wo-ai-to-eos: no line on the input and Prefill slides; 我爱学习 from the first pick on."""
+    from explorer.ui.slides.job import slide_image, slide_text
+    session = sessions("wo-ai-to-eos")
+    spec = ExportSpec(None)
+    with composer(session) as pictures:
+        for index, expected in ((0, None), (1, None), (2, "Text so far: 我爱学习"), (4, "Text so far: 我爱学习！"),
+                                (7, "Text so far: 我爱学习！")):
+            session.go(index)
+            slide_image(pictures, slide_text(session, index, "en", "lesson"), spec)
+            geometry = pictures.frame_geometry()
+            assert geometry.text_line == (expected is not None), index
+            if expected:
+                line = pictures.text_line()
+                assert line.text() == expected
+                assert "".join(d.text for d in texts_painted(line)) == expected        # whole, nothing cut
+                assert line.font().pixelSize() == BODY_PX
+                assert geometry.text_line_rect.bottom() < geometry.body.top()
+                timeline = pictures.panel_copy("timeline")
+                assert not timeline.text_line.isVisibleTo(timeline)               # drawn once, above the panels
+
+
+def test_an_own_runs_slides_name_the_model_and_the_prompt(qtbot, tmp_path, capsys):
+    from explorer.cli.main import main
+    from explorer.ui.app import build_window
+    window = build_window(settings_path=str(tmp_path / "settings.ini"), model="teaching", compact=False)
+    qtbot.addWidget(window)
+    assert window.lesson is None
+    name = window.session.model.name
+    assert window.lesson_names() == ("explorer", f"Own run · {name} · prompt “我爱”")
+    assert main(["export", "--model", "teaching", "--list"]) == 0
+    assert f"({name} · prompt “我爱”)" in capsys.readouterr().out.replace("Own run · ", "")

@@ -8,6 +8,7 @@ from explorer.core.models.decoder import DecoderConfig, DecoderModel, random_par
 from explorer.core.decode.sampling import SamplingConfig
 from explorer.core.tokens.vocab import Vocabulary
 from explorer.session import Session
+from explorer.ui.panels.text_line import TextLine
 from explorer.ui.panels.timeline import TimelinePanel
 from teacher import chips_in_view, current_chip, drawn_texts, table_texts
 
@@ -71,3 +72,36 @@ def test_a_long_prompts_cells_keep_the_ends_of_the_sequences(qtbot):
     assert fed == "t0 t1 t2 t3 t4 …(+4)… t9 t10 t11 t12 t13  [0, 1, 2, 3, 4, …(+4)…, 9, 10, 11, 12, 13]"
     assert positions == "0, 1, 2, 3, 4, …(+4)…, 9, 10, 11, 12, 13"
     assert cache_after.endswith("t11 t12 t13") and "…(+4)…" in cache_after
+
+
+def test_the_window_shows_the_text_so_far_as_the_teacher_steps_through_the_frames(qtbot, window):
+    """wo-ai-to-eos: 我爱, then 学习 at the first pick, ！ at the second; the end token adds no text."""
+    line = window.panels["timeline"].findChild(TextLine, "text_so_far")
+    qtbot.keyClick(window, Qt.Key.Key_Home)
+    seen = [line.text()]
+    for _ in range(len(window.session.frames) - 1):
+        qtbot.keyClick(window, Qt.Key.Key_Right)
+        seen.append(line.text())
+    assert seen == ["Text so far: 我爱"] * 2 + ["Text so far: 我爱学习"] * 2 + ["Text so far: 我爱学习！"] * 6
+    assert line.isVisibleTo(window) and "我爱<b>学习！</b>" in line.toolTip()
+    drawn = "".join(d.text for d in drawn_texts(line))
+    assert drawn == "Text so far: 我爱学习！"
+
+
+def test_a_long_text_keeps_its_end_and_reasoning_is_boxed_in_italics(qtbot):
+    from explorer.lessons import load_lesson
+    lesson = load_lesson("reasoning-budget")
+    session = lesson.build_session()
+    panel = shown(qtbot, session, 420)
+    names = [name for name, _ in lesson.scenarios]
+    session.go(next(i for i, (plan, f) in enumerate(zip(lesson.plans, session.frames))   # the 32-token budget:
+                    if names[plan.scenario] == "budget-32" and f.kind == "stop"))        # reasoning, then 答：51。
+    line = panel.text_line
+    assert line.text() == "Text so far (reasoning boxed): 问：17×3=？17×3=10×3+7×3=30+21=51答：51。"
+    kinds = [(kind, text) for kind, text, _ in line.fitted(line.width() - 8)]
+    assert kinds[:2] == [("label", "Text so far (reasoning boxed): "), ("muted", "…")]
+    assert kinds[-1] == ("answer", "答：51。") and kinds[-2][0] == "reasoning" and kinds[-2][1].endswith("=51")
+    drawn = "".join(d.text for d in drawn_texts(line))
+    assert drawn == "".join(text for _, text in kinds)              # what is painted: the end of the text
+    assert line.sizeHint().width() > line.width()
+    assert "<i>[17×3=10×3+7×3=30+21=51]</i>" in line.toolTip()

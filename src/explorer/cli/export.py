@@ -16,6 +16,7 @@ from ..export.spec import (CANCELLED, FORMATS, STYLES, THEMES, ExportCancelled, 
 from ..lessons import DEFAULT_LESSON_ID, lesson_names, load_lesson
 from ..session import Session
 from ..session.panels import SLIDE_PANELS
+from ..session.text_so_far import own_run_caption
 
 CANCELLED_EXIT = 130          # as a shell reports a command stopped by Ctrl+C
 
@@ -62,7 +63,8 @@ def _run(args, cancelled) -> int:
     if args.model is not None:            # a free run of a model instead of a lesson
         model = model_from_args(args)
         session = Session(model, prompt_ids(args, model), check_recompute=False)
-        deck_id, deck_title, checks = model.name, model.name, ()
+        deck_id, checks = model.name, ()
+        deck_title = own_run_caption(session.run, model.name, model.vocab, args.lang)
     else:
         lesson = load_lesson(args.lesson)
         session = lesson.build_session()

@@ -211,8 +211,7 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
             values |= _attended(step, frame.attention, vocab)
     values |= _speculative_values(step, run, vocab, lang)     # also plain: a what-if decodes a speculative lesson plainly
     if frame.kind == "stop":
-        short = run.finish_reason + (tr("incomplete_after", lang) if run.incomplete else "")
-        values |= {"reason": finish_text(run, lang), "short": short, "ids": elided_list(run.output_ids),
+        values |= {"reason": finish_text(run, lang), "short": finish_short(run, lang), "ids": elided_list(run.output_ids),
                    "caches": elided_list(s.cache_len_after for s in run.steps),
                    "diff": _diff(run.max_recompute_diff, lang)}
     return values
@@ -303,6 +302,11 @@ def finish_text(run: Run, lang: str = "en") -> str:
     stop = run.stop_match
     return tr(f"finish.{run.finish_reason}", lang,
               **({"text": stop.text, "index": stop.char_index} if stop else {}))
+
+
+def finish_short(run: Run, lang: str = "en") -> str:
+    """The finish reason's code, "length, incomplete" when the output is cut short."""
+    return run.finish_reason + (tr("incomplete_after", lang) if run.incomplete else "")
 
 
 def _authored(texts: dict, lang: str, values: dict) -> str:

@@ -16,6 +16,7 @@ from ..lessons import Lesson
 from ..session import Session, SessionEvent
 from ..session.changes import changes_text
 from ..session.narration import frame_title
+from ..session.text_so_far import own_run_caption
 from .shell import export_actions, help
 from .shell.blank import BlankScreen
 from .shell.keys import KeyRouter, key_combinations
@@ -368,8 +369,9 @@ class MainWindow(QMainWindow):
 
     def lesson_names(self) -> tuple[str, str]:
         """(id, title in the current language) of what the window plays, for exports."""
-        if self.lesson is None:
-            return "explorer", tr("window.title", self.session.lang)
+        if self.lesson is None:            # free exploration: the caption names the model and the prompt
+            s = self.session
+            return "explorer", own_run_caption(s.run, s.model.name, s.model.vocab, s.lang)
         return self.lesson.id, self.lesson.title_in(self.session.lang)
 
     def prepare_for_export(self) -> None:

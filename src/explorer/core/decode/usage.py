@@ -33,23 +33,29 @@ def count_usage(prompt_ids, output_ids, vocab: Vocabulary) -> Usage:
     vocabulary's own (`Vocabulary.reasoning_markers`). A prompt that ends inside an open
     segment makes the output start inside it; a segment the budget cut before its closing
     marker counts as reasoning to the end."""
-    markers = vocab.reasoning_markers
     prompt, output = tuple(int(t) for t in prompt_ids), tuple(int(t) for t in output_ids)
+    flags = reasoning_flags(prompt, output, vocab)
+    reasoning = sum(flags)
+    answer = tuple(t for t, inside in zip(output, flags) if not inside)
+    return Usage(len(prompt), reasoning, len(output) - reasoning, answer)
+
+
+def reasoning_flags(prompt_ids, output_ids, vocab: Vocabulary) -> tuple[bool, ...]:
+    """Per token of `output_ids`, whether it belongs to a reasoning segment (see `count_usage`)."""
+    markers = vocab.reasoning_markers
     if markers is None:
-        return Usage(len(prompt), 0, len(output), output)
+        return (False,) * len(output_ids)
     open_id, close_id = markers
-    inside = _open_at_end(prompt, open_id, close_id)
-    reasoning, answer = 0, []
-    for t in output:
+    inside = _open_at_end(tuple(int(t) for t in prompt_ids), open_id, close_id)
+    flags = []
+    for t in output_ids:
+        t = int(t)
         if t == open_id:
             inside = True
-        if inside:
-            reasoning += 1
-        else:
-            answer.append(t)
+        flags.append(inside)
         if t == close_id:
             inside = False
-    return Usage(len(prompt), reasoning, len(output) - reasoning, tuple(answer))
+    return tuple(flags)
 
 
 def _open_at_end(ids: tuple[int, ...], open_id: int, close_id: int) -> bool:

@@ -102,7 +102,7 @@ class Vocabulary:
             try:
                 return piece.decode("utf-8")
             except UnicodeDecodeError:
-                return "".join(f"<0x{b:02X}>" for b in piece)
+                return _byte_marks(piece)
         return piece
 
     def display_piece(self, token_id: int) -> str:
@@ -147,6 +147,17 @@ class Vocabulary:
     def decode(self, ids) -> str:
         """Text of a token sequence; special tokens are left out, and an incomplete
         trailing UTF-8 character is held back until the bytes that finish it arrive."""
+        data = self._utf8_of(ids)
+        return data[:_complete_prefix(data)].decode("utf-8", errors="replace")
+
+    def held_back(self, ids) -> str:
+        """The bytes `decode` holds back (an incomplete last character), written as
+        `piece_text` writes bytes: "<0xE7><0x88>" ("" when the text is whole)."""
+        data = self._utf8_of(ids)
+        return _byte_marks(data[_complete_prefix(data):])
+
+    def _utf8_of(self, ids) -> bytes:
+        """The UTF-8 bytes of a token sequence, special tokens left out."""
         pending = b""
         for t in ids:
             t = int(t)
@@ -154,7 +165,7 @@ class Vocabulary:
                 continue
             piece = self.pieces[t]
             pending += piece.encode("utf-8") if isinstance(piece, str) else piece
-        return pending[:_complete_prefix(pending)].decode("utf-8", errors="replace")
+        return pending
 
     def encode(self, text: str) -> list[int]:
         """Greedy longest-match over the text pieces (the teaching tokenizer).
@@ -188,6 +199,11 @@ _ONE_LINE = str.maketrans(_BREAKS)
 def one_line(text: str) -> str:
     """`text` with its line breaks and tabs shown as ↵ ⇥ ␍, for a heading that keeps to one line."""
     return text.translate(_ONE_LINE)
+
+
+def _byte_marks(data: bytes) -> str:
+    """Bytes that are not a whole character, as `<0xE5>` marks."""
+    return "".join(f"<0x{b:02X}>" for b in data)
 
 
 def _is_utf8(data: bytes) -> bool:

@@ -264,12 +264,7 @@ class DistributionPanel(Panel):
         if key == self._fitted_for:
             return
         self._fitted_for = key
-        layout, margins = self.layout(), self.layout().contentsMargins()
-        width = self.width() - margins.left() - margins.right()
-        buttons = self.back_button.sizeHint().width() + self.undo_button.sizeHint().width() + 2 * layout.spacing()
-        row = max(self.back_button.sizeHint().height(), self._hint.heightForWidth(max(1, width - buttons)))
-        full = (margins.top() + margins.bottom() + 3 * layout.spacing() + self._status.heightForWidth(width)
-                + chart + self._off.heightForWidth(width) + row)
+        full = self._height_with_chart(chart, self.width())
         compact = self._stack.currentIndex() == 1 and self.height() < full
         if compact != self._compact:
             self._compact = compact
@@ -278,6 +273,23 @@ class DistributionPanel(Panel):
         tip = f"{self._off.text()}\n{self._hint.text()}" if compact else ""
         if tip != self._status.toolTip():
             self._status.setToolTip(tip)
+
+    def _height_with_chart(self, chart: float, width: int) -> float:
+        """The panel's height `width` wide with a chart `chart` px tall and every line under it."""
+        layout, margins = self.layout(), self.layout().contentsMargins()
+        width -= margins.left() + margins.right()
+        buttons = self.back_button.sizeHint().width() + self.undo_button.sizeHint().width() + 2 * layout.spacing()
+        row = 0 if self.on_slide else max(self.back_button.sizeHint().height(),
+                                          self._hint.heightForWidth(max(1, width - buttons)))
+        return (margins.top() + margins.bottom() + 3 * layout.spacing() + self._status.heightForWidth(width)
+                + chart + self._off.heightForWidth(width) + row)
+
+    def slide_least_height(self, width: float) -> int:
+        """Beside or under the panel a slide is about: room for stage rows ROW_MIN_PX tall, their
+        labels and the ruler (a slide gives a chart at least that before the other panel's room)."""
+        if self._stack.currentIndex() != 1:
+            return super().slide_least_height(width)
+        return round(self._height_with_chart(self.chart.height_with_rows(ROW_MIN_PX), int(width)))
 
     def _hidden_ids(self, dist: Distribution) -> np.ndarray:  # -> (h,)
         """Special tokens the model never gives any probability (the context token "…" of a

@@ -5,15 +5,17 @@ from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QStandardItem, QStandardItemModel
-from PySide6.QtWidgets import (QAbstractItemView, QHeaderView, QLabel, QSizePolicy, QStyleOptionViewItem,
-                               QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
+from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QSizePolicy, QStyle, QStyleOptionHeader,
+                               QStyleOptionViewItem, QTableWidget, QTableWidgetItem, QVBoxLayout, QWidget)
 
-from ...core.elide import ENDS, elided, elided_indexes, elided_list
+from ...core.elide import ENDS, elided, elided_indexes
 from ...core.decode.speculative import VerifyStep
 from ...i18n import MESSAGES, add_messages, tr
 from ...session import Session
-from ...session.narration import finish_text, frame_usage, milliseconds, shown_text
+from ...session.narration import finish_short, finish_text, frame_usage, milliseconds, shown_text
+from ...session.text_so_far import text_so_far
 from .panel import Panel
+from .text_line import TextLine
 from ..theme import text_on
 
 add_messages({
@@ -25,6 +27,23 @@ add_messages({
     "timeline.col.selected": {"en": "Selected", "zh": "选出"},
     "timeline.col.ms": {"en": "Forward ms", "zh": "前向耗时(ms)"},
     "timeline.stop": {"en": "Stop: {reason}", "zh": "停止：{reason}"},
+    # a slide's table, condensed: short step labels (explained by the legend above the table),
+    # short headings, the chooser's position alone, the finish reason's code
+    "timeline.short.prefill": {"en": "P", "zh": "P"},
+    "timeline.short.decode": {"en": "D{n}", "zh": "D{n}"},
+    "timeline.short.verify": {"en": "V{n}", "zh": "V{n}"},
+    "timeline.short.stop": {"en": "Stop", "zh": "停止"},
+    "timeline.legend": {"en": "Steps: P = Prefill · D1, D2 … = Decode 1, 2 …",
+                        "zh": "步骤：P = Prefill · D1、D2 … = Decode 1、2 …"},
+    "timeline.legend_verify": {"en": "Steps: P = Prefill · D1 … = Decode 1 … · V1 … = Verify 1 …",
+                               "zh": "步骤：P = Prefill · D1 … = Decode 1 … · V1 … = 验证1 …"},
+    "timeline.short.col.time": {"en": "Step", "zh": "步骤"},
+    "timeline.short.col.input": {"en": "Input", "zh": "输入"},
+    "timeline.short.col.positions": {"en": "Positions", "zh": "位置"},
+    "timeline.short.col.kv": {"en": "KV after", "zh": "之后的KV"},
+    "timeline.short.col.chooser": {"en": "Logits at", "zh": "logits位置"},
+    "timeline.short.col.selected": {"en": "Selected", "zh": "选出"},
+    "timeline.short.col.ms": {"en": "ms", "zh": "ms"},
     "timeline.verify.selected": {"en": "✓ {kept} ✗ {rejected} → {piece} ({id})",
                                  "zh": "✓ {kept} ✗ {rejected} → {piece}（{id}）"},
     "timeline.verify.kv": {"en": "{pieces} (rolled back from {written})", "zh": "{pieces}（从{written}回退）"},
@@ -185,6 +204,12 @@ class TimelinePanel(Panel):
     SLIDE_GROWTH = 1.6            # a short table fills a slide with larger type
     SLIDE_ELIDES = True           # many steps: the first and the latest rows, around a "…" row
     COLUMNS = ("time", "input", "positions", "kv", "chooser", "selected", "ms")
+    # how a slide's table condenses, each level adding to the one before, before a cell is cut:
+    # the window's table; short step labels; short headings, the chooser's position alone and the
+    # finish reason's code; token lists keeping SHORT_ENDS from each end and the input's pieces without
+    # their ids (the Selected column of the row above has them)
+    WINDOW, SHORT_LABELS, SHORT_HEADINGS, SHORT_LISTS = range(4)
+    SHORT_ENDS = 2
 
     def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
@@ -199,6 +224,13 @@ class TimelinePanel(Panel):
         self.usage.setObjectName("usage")
         self.speed = QLabel()
         self.speed.setObjectName("speed")
+        self.text_line = TextLine()           # the text so far (a slide draws it above its panels)
+        self.text_line.setObjectName("text_so_far")
+        self.legend = QLabel()                # what a slide's short step labels stand for
+        self.legend.setObjectName("legend")
+        self.legend.hide()
+        self._level = self.WINDOW             # how condensed the table is (a slide's choice)
+        self._levels: dict[int, tuple[tuple[str, ...], ...]] = {}    # level -> the frame's rows at it
         self._timings_visible = True
         self._presenting = False          # presentation mode: the lines above the table wrap
         self._n_rows = 0                  # rows of the current frame, before a slide leaves any out
@@ -215,9 +247,14 @@ class TimelinePanel(Panel):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.strip)
-        layout.addWidget(self.counts)
+        counts = QHBoxLayout()                # the counts, and on a slide the legend of its step labels
+        counts.addWidget(self.counts)
+        counts.addStretch(1)
+        counts.addWidget(self.legend)
+        layout.addLayout(counts)
         layout.addWidget(self.usage)
         layout.addWidget(self.speed)
+        layout.addWidget(self.text_line)
         layout.addWidget(self.table)
         self.refresh()
 
@@ -255,52 +292,96 @@ class TimelinePanel(Panel):
         self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
         self.table.setWordWrap(False)               # one line a row; a long cell ends in "…"
         self.set_timings_visible(False)
+        self.legend.show()
         super().show_on_slide()
 
+    def slide_chrome(self) -> list[QWidget]:
+        return [self.text_line]                     # a slide draws the text so far above its panels
+
+    def set_secondary(self, secondary: bool) -> None:
+        """On a slide about another panel, the table and its counts only: no step strip (the
+        table marks the current row), so the frame's own panel has the room; and no usage line
+        there, nor on any slide of a model without reasoning tokens (where it only repeats the
+        counts: prompt + output = visible)."""
+        self.strip.setVisible(not secondary)
+        self.usage.setVisible(not secondary and self.session.model.vocab.reasoning_markers is not None)
+
+    def condensed_level(self) -> int:
+        """How condensed the table is drawn (WINDOW … SHORT_LISTS)."""
+        return self._level
+
     def slide_content_size(self) -> QSize:
-        return self._slide_size(sum(self._natural_widths().values()))
+        """Every row, every cell whole, with short step labels."""
+        return self._slide_size(sum(self._natural_widths(self.SHORT_LABELS).values()))
 
     def slide_growth_size(self) -> QSize:
-        """Every row, the columns as wide as their headings: a long cell ends in "…" at any type."""
-        header = self.table.horizontalHeader()
-        return self._slide_size(sum(header.sectionSizeHint(c) for c in self._natural_widths()))
+        """Every row, every cell whole with short headings and whole lists: the type grows only
+        while no cell is cut and no token left out."""
+        return self._slide_size(sum(self._natural_widths(self.SHORT_HEADINGS).values()))
 
     def slide_minimum_size(self) -> QSize:
-        """Three rows (the first, "…", the latest) and the columns as wide as their headings."""
-        need = self.slide_growth_size()
+        """Three rows (the first, "…", the latest) and the columns as wide as their short headings."""
+        need = self._slide_size(sum(self._heading_widths(self.SHORT_LISTS).values()))
         return QSize(need.width(), need.height() - max(0, self._n_rows - 3) * self._row_height())
 
     def _slide_size(self, columns: int) -> QSize:
         table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
         rows = self._n_rows * self._row_height()         # every row, also those a slide left out
-        width = max(columns + 2 * table.frameWidth(), self.strip.least_width(), self.counts.sizeHint().width())
+        legend = self.legend.sizeHint().width() + spacing if not self.legend.isHidden() else 0
+        strip = 0 if self.strip.isHidden() else self.strip.least_width()
+        width = max(columns + 2 * table.frameWidth(), strip, self.counts.sizeHint().width() + legend)
         above = [w for w in (self.strip, self.counts, self.usage, self.speed) if not w.isHidden()]
         height = (margins.top() + margins.bottom() + len(above) * spacing
                   + sum(w.sizeHint().height() for w in above)
                   + table.horizontalHeader().sizeHint().height() + rows + 2 * table.frameWidth())
         return QSize(width + margins.left() + margins.right(), height)
 
-    def _natural_widths(self) -> dict[int, int]:
-        """Column -> the width its heading and the cells of every row ask for (shown columns
-        only), whichever rows the table holds now."""
-        table, header = self.table, self.table.horizontalHeader()
-        widths, _ = self._cell_extents()
-        return {c: max(header.sectionSizeHint(c), widths[c])
-                for c in range(table.columnCount()) if not table.isColumnHidden(c)}
+    def _natural_widths(self, level: int) -> dict[int, int]:
+        """Column -> the width its heading and the cells of every row ask for at a level of
+        condensing (shown columns only), whichever rows the table holds now."""
+        widths, _ = self._cell_extents(self._rows_at(level))
+        return {c: max(w, widths[c]) for c, w in self._heading_widths(level).items()}
 
-    def _cell_extents(self) -> tuple[list[int], int]:
-        """(per column, the widest cell of any of the frame's rows; the tallest row), as the
-        table measures cells (its own delegate, type and style), but from every row and not
-        from those a slide kept for the size it had before: a slide's layout never depends
-        on the frame drawn before it."""
+    def _heading_widths(self, level: int) -> dict[int, int]:
+        """Column -> its heading's width at a level (shown columns only), as the header measures
+        a section (in bold)."""
+        table, header = self.table, self.table.horizontalHeader()
+        font = header.font()
+        font.setBold(True)
+        option = QStyleOptionHeader()
+        header.initStyleOption(option)
+        option.fontMetrics = QFontMetrics(font)
+        widths = {}
+        for c, text in enumerate(self._headings(level)):
+            if not table.isColumnHidden(c):
+                option.text = text
+                widths[c] = header.style().sizeFromContents(QStyle.ContentsType.CT_HeaderSection, option,
+                                                            QSize(), header).width()
+        return widths
+
+    def _headings(self, level: int) -> list[str]:
+        short = "short." if level >= self.SHORT_HEADINGS else ""
+        return [self.tr(f"timeline.{short}col.{c}") for c in self.COLUMNS]
+
+    def _rows_at(self, level: int) -> tuple[tuple[str, ...], ...]:
+        """The frame's rows (cells as text) at a level of condensing, every one."""
+        if level not in self._levels:
+            self._levels[level] = self._table_rows(level)
+        return self._levels[level]
+
+    def _cell_extents(self, rows) -> tuple[list[int], int]:
+        """(per column, the widest cell of any of `rows`; the tallest row), as the table
+        measures cells (its own delegate, type and style), but from every row and not from
+        those a slide kept for the size it had before: a slide's layout never depends on the
+        frame drawn before it."""
         table = self.table
-        key = (table.font().key(), self._rows)
+        key = (table.font().key(), rows)
         if self._extents is None or self._extents[0] != key:
             option = QStyleOptionViewItem()
             option.font, option.fontMetrics, option.widget = table.font(), QFontMetrics(table.font()), table
             scratch, delegate = QStandardItemModel(1, 1), table.itemDelegate()
             widths, tallest = [0] * len(self.COLUMNS), QFontMetrics(table.font()).height()
-            for row in self._rows:
+            for row in rows:
                 for c, text in enumerate(row):
                     scratch.setItem(0, 0, QStandardItem(text))
                     size = delegate.sizeHint(option, scratch.index(0, 0))
@@ -310,19 +391,24 @@ class TimelinePanel(Panel):
         return self._extents[1]
 
     def _fit_columns(self) -> None:
-        """On a slide, the columns share the table's width: the widest give way first, and a
-        cell that is then too long ends in "…" (there is no scroll bar to reach it)."""
+        """On a slide, the table condenses to the first level at which every cell is whole,
+        and its columns are as wide as their content; when even the most condensed table is
+        too wide, the columns share the table's width: the widest give way first, and a cell
+        that is then too long ends in "…" (there is no scroll bar to reach it)."""
         header = self.table.horizontalHeader()
         header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        natural = self._natural_widths()
-        least = {c: header.sectionSizeHint(c) for c in natural}      # a heading is never cut
-        for c, width in shared_widths(natural, least, self.table.viewport().width()).items():
+        room = self.table.viewport().width()
+        levels = (self.SHORT_LABELS, self.SHORT_HEADINGS, self.SHORT_LISTS)
+        self._level = next((lv for lv in levels if sum(self._natural_widths(lv).values()) <= room), levels[-1])
+        natural = self._natural_widths(self._level)
+        least = self._heading_widths(self._level)                    # a heading is never cut
+        for c, width in shared_widths(natural, least, room).items():
             header.resizeSection(c, width)
 
     def _row_height(self) -> int:
         """A row's height on a slide, its grid line included: the tallest of the frame's rows
         (CJK text in its fallback font stands taller than Latin)."""
-        return self._cell_extents()[1] + 1
+        return self._cell_extents(self._rows_at(self.SHORT_LABELS))[1] + 1
 
     def _rows_with_room(self, rows: list[list[str]]) -> list[list[str]]:
         """On a slide, the rows the table has room for: the first and the latest around "…"."""
@@ -361,10 +447,7 @@ class TimelinePanel(Panel):
     def refresh(self) -> None:
         s, run, frame = self.session, self.session.run, self.session.frame
         vocab = s.model.vocab
-        pieces = vocab.display_pieces
-        labels = [self.tr("phase.prefill")] + [self.tr("phase.verify" if isinstance(step, VerifyStep)
-                                                          else "phase.decode", n=step.index)
-                                                  for step in run.steps[1:]]
+        labels = [self._step_label(step, self.WINDOW) for step in run.steps]
         labels.append(self.tr("timeline.stop", reason=run.finish_reason))
         current = -2 if frame.step is None else (len(labels) - 1 if frame.kind == "stop" else frame.step)
         t = self.theme
@@ -378,6 +461,25 @@ class TimelinePanel(Panel):
         self.speed.setToolTip(self.tr("timeline.speed.tip"))
         self._hold_lines()
 
+        self.text_line.set_parts(text_so_far(frame, run, vocab), s.lang, self.theme)
+        verify = any(isinstance(step, VerifyStep) for step in run.steps)
+        self.legend.setText(self.tr("timeline.legend_verify" if verify else "timeline.legend"))
+        self._levels = {}
+        self._rows = self._rows_at(self.WINDOW)
+        if self.on_slide:
+            self._fit_rows()
+        else:
+            self._fill(self._rows_with_room(list(self._rows)))
+
+    def _table_rows(self, level: int) -> tuple[tuple[str, ...], ...]:
+        """The rows of the frame's steps so far (and of the stop), cells as text, condensed to `level`."""
+        s, run, frame = self.session, self.session.run, self.session.frame
+        vocab = s.model.vocab
+        ends = self.SHORT_ENDS if level >= self.SHORT_LISTS else ENDS
+
+        def pieces(ids):
+            return vocab.display_pieces(ids, ends)
+        labels = [self._step_label(step, level) for step in run.steps]
         shown = [] if frame.step is None else run.steps[:frame.step + 1]
         rows = []
         for step in shown:
@@ -385,35 +487,43 @@ class TimelinePanel(Panel):
             selected = "" if not picked else (
                 f"{vocab.display_piece(step.selected_id)} ({step.selected_id})"
                 + (self.tr("forced") if step.forced else ""))
-            kv = pieces(run.visible_ids[:step.cache_len_after], ENDS)
+            kv = pieces(run.visible_ids[:step.cache_len_after])
             if isinstance(step, VerifyStep):
                 if selected and step.draft:                   # without a draft it was a plain Decode
                     selected = self._verified(step, vocab)
                 if step.cache_len_written > step.cache_len_after:
                     kv = self.tr("timeline.verify.kv", pieces=kv, written=step.cache_len_written)
-            rows.append([labels[step.index], f"{pieces(step.input_ids, ENDS)}  {elided_list(step.input_ids)}",
-                         self._positions_text(step), kv,
-                         self.tr("chooser", p=step.logits_position),
-                         selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"])
+            chooser = (str(step.logits_position) if level >= self.SHORT_HEADINGS
+                       else self.tr("chooser", p=step.logits_position))
+            ids = "" if level >= self.SHORT_LISTS else "  [" + elided([str(i) for i in step.input_ids], ", ", ends) + "]"
+            rows.append((labels[step.index], pieces(step.input_ids) + ids, self._positions_text(step, ends),
+                         kv, chooser,
+                         selected or self.tr("timeline.not_yet"), f"{step.seconds * 1000:.2f}"))
         if frame.kind == "stop":
-            rows.append([labels[-1], "", "", pieces(run.visible_ids[:run.cache_len], ENDS), "",
-                         finish_text(run, s.lang), ""])
-        self._rows = tuple(tuple(row) for row in rows)
-        if self.on_slide:
-            self._fit_rows()
-        else:
-            self._fill(self._rows_with_room(rows))
+            short = level >= self.SHORT_HEADINGS
+            rows.append((self.tr("timeline.short.stop") if level >= self.SHORT_LABELS
+                         else self.tr("timeline.stop", reason=run.finish_reason), "", "",
+                         pieces(run.visible_ids[:run.cache_len]), "",
+                         finish_short(run, s.lang) if short else finish_text(run, s.lang), ""))
+        return tuple(rows)
+
+    def _step_label(self, step, level: int) -> str:
+        """"Prefill", "Decode 3", "Verify 2"; on a slide "P", "D3", "V2" (the legend says which is which)."""
+        kind = "prefill" if step.index == 0 else "verify" if isinstance(step, VerifyStep) else "decode"
+        return self.tr(f"timeline.short.{kind}" if level >= self.SHORT_LABELS else f"phase.{kind}", n=step.index)
 
     def _fit_rows(self) -> None:
-        """On a slide, the rows of the table that the table has room for, its columns sharing
-        its width (all a new size or type changes: the rest of the panel stays as drawn)."""
-        self._fill(self._rows_with_room(self._rows))
+        """On a slide, the rows of the table that the table has room for, condensed and its
+        columns sized to fit its width (all a new size or type changes: the rest of the panel
+        stays as drawn)."""
         self._fit_columns()
-        self._drop_rows_without_room(self._rows)
+        rows = self._rows_at(self._level)
+        self._fill(self._rows_with_room(list(rows)))
+        self._drop_rows_without_room(list(rows))
 
-    def _positions_text(self, step) -> str:
+    def _positions_text(self, step, ends: int = ENDS) -> str:
         """The positions a forward computed; for a Prefill that reused a prefix cache's, how many of each."""
-        positions = elided([str(p) for p in step.positions], ", ")
+        positions = elided([str(p) for p in step.positions], ", ", ends)
         if not step.reused_positions:
             return positions
         return self.tr("timeline.reused", reused=step.reused_positions, computed=step.computed_positions,
@@ -428,7 +538,7 @@ class TimelinePanel(Panel):
 
     def _fill(self, rows) -> None:
         table = self.table
-        headers = [self.tr(f"timeline.col.{c}") for c in self.COLUMNS]
+        headers = self._headings(self._level)
         if headers != [table.horizontalHeaderItem(c).text() if table.horizontalHeaderItem(c) else ""
                        for c in range(len(self.COLUMNS))]:
             table.setHorizontalHeaderLabels(headers)     # repaints the table even when unchanged

@@ -4,24 +4,27 @@ for the slide, drawn by their own code with slide-sized type) and the caption st
 from __future__ import annotations
 
 from contextlib import contextmanager
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, QSizeF, Qt
 from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPalette, QPen, QRegion
 from PySide6.QtWidgets import QApplication, QGraphicsScene, QWidget
 
 from ...session import Session
+from ...session.text_so_far import shows_output, text_so_far
 from ..panels.attention import AttentionPanel
 from ..panels.beam import BeamPanel
 from ..panels.distribution import DistributionPanel
 from ..panels.kv import KVGridPanel
 from ..panels.panel import Panel
+from ..panels.text_line import TextLine
 from ..theme import Theme, text_on
 from ..panels.timeline import TimelinePanel
 from .layout import BODY_PX, CAPTION_PX, TITLE_PX, SlideGeometry
 
 SLIDE_PANEL_CLASSES = {cls.panel_id: cls for cls in
                        (TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel, BeamPanel)}
+TEXT_PANELS = ("timeline", "kv", "distribution")    # a slide of these shows the text so far, once there is output
 SMALLEST_DRAWING = 0.6     # a panel whose content needs more than its room is drawn at least this large
 TITLE_SHRINK = 0.8         # a long title may be set this much smaller before it is cut short with "…"
 
@@ -95,7 +98,8 @@ class SlideComposer(ReusedCanvas):
     def __init__(self, session: Session, geometry: SlideGeometry, theme: Theme, panel: str | None = None):
         self.session, self.geometry, self.theme, self.panel = session, geometry, theme, panel
         self._panels: dict[str, Panel] = {}
-        self._laid_out = (None, [])      # (what the layout was made for, its placed panels)
+        self._laid_out = (None, [], geometry)    # (what the layout was made for, its placed panels, geometry)
+        self._text_line: TextLine | None = None
 
     def panel_ids(self) -> tuple[str, ...]:
         """The panels on the current frame's slide."""
@@ -117,11 +121,27 @@ class SlideComposer(ReusedCanvas):
             self._panels[pid] = panel
         return self._panels[pid]
 
+    def frame_geometry(self) -> SlideGeometry:
+        """The slide's geometry for the current frame: with the text so far under the title
+        on a slide of the timeline, the cache or the distribution once the model wrote a token."""
+        s = self.session
+        line = shows_output(s.frame, s.run) and any(p in TEXT_PANELS for p in self.panel_ids())
+        return replace(self.geometry, text_line=line)
+
+    def text_line(self) -> TextLine:
+        """The slide's text-so-far line (its own widget, never shown on screen)."""
+        if self._text_line is None:
+            self._text_line = TextLine()
+            self._text_line.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
+            self._text_line.show()
+        return self._text_line
+
     def close(self) -> None:
-        for panel in self._panels.values():
-            panel.close()
-            panel.deleteLater()
+        for widget in [*self._panels.values(), *([self._text_line] if self._text_line else [])]:
+            widget.close()
+            widget.deleteLater()
         self._panels.clear()
+        self._text_line = None
 
     # ------------------------------------------------------------------ layout
     def lay_out(self) -> list[tuple[Panel, QRectF, float]]:
@@ -130,24 +150,26 @@ class SlideComposer(ReusedCanvas):
         larger where the content has room to fill (up to the panel's SLIDE_GROWTH); a panel
         whose content needs more than its room is laid out larger and drawn smaller."""
         s = self.session
-        made_for, (before, placed) = (s.run, s.cursor, s.lang), self._laid_out
+        made_for, (before, placed, _) = (s.run, s.cursor, s.lang), self._laid_out
         if before is not None and before[0] is s.run and before[1:] == made_for[1:]:
             return placed                         # a PNG and a PDF page of one frame: laid out once
-        g, ids = self.geometry, self.panel_ids()
+        g, ids = self.frame_geometry(), self.panel_ids()
         base = g.px(BODY_PX)
         panels = {pid: self.panel_copy(pid) for pid in ids}
-        for panel in panels.values():
+        for pid, panel in panels.items():
             _set_type(panel, base)
+            if isinstance(panel, TimelinePanel):
+                panel.set_secondary(len(ids) > 1 and ids[0] != pid)
         settle_panels(panels.values())            # the frame's content laid out (a table keeps the rows it has room for)
         # what a table or grid beside others needs at the body type; a lone panel takes the whole body
         wants = {pid: QSizeF(p.slide_content_size()) for pid, p in panels.items()
                  if len(ids) > 1 and not p.SLIDE_STRETCHES}
-        rects = g.panel_rects(ids, wants, {pid: panels[pid].slide_least_height for pid in wants})
+        rects = g.panel_rects(ids, wants, {pid: _least_height(panels[pid]) for pid in ids if len(ids) > 1})
         for pid, rect in zip(ids, rects):
             panels[pid].resize(rect.size().toSize())
         settle_panels(panels.values())
         placed = [(panels[pid], rect, _fit(panels[pid], rect.size(), base)) for pid, rect in zip(ids, rects)]
-        self._laid_out = (made_for, placed)
+        self._laid_out = (made_for, placed, g)
         return placed
 
     # ------------------------------------------------------------------ painting
@@ -177,12 +199,23 @@ class SlideComposer(ReusedCanvas):
                 panel.render(image, at, QRegion(), QWidget.RenderFlag.DrawChildren)
 
     def _paint_frame(self, painter: QPainter, text: SlideText) -> None:
-        """Background, title and caption strip: everything but the panels."""
-        g, theme = self.geometry, self.theme
+        """Background, title, the text so far and caption strip: everything but the panels
+        (after `lay_out`)."""
+        g, theme = self._laid_out[2], self.theme
         painter.fillRect(QRectF(0, 0, g.width, g.height), QColor(theme.background))
         self._paint_title(painter, text.title)
+        if g.text_line:
+            self._paint_text_line(painter, g.text_line_rect)
         if g.caption:
             paint_caption(painter, g, theme, text)
+
+    def _paint_text_line(self, painter: QPainter, rect: QRectF) -> None:
+        """The text so far in the body type, drawn by the window's own line."""
+        s, line = self.session, self.text_line()
+        line.setFont(pixel_font(self.geometry.px(BODY_PX)))
+        line.set_parts(text_so_far(s.frame, s.run, s.model.vocab), s.lang, self.theme)
+        line.resize(rect.size().toSize())
+        _paint_panel(painter, line, rect, 1.0)
 
     def _paint_title(self, p: QPainter, title: str) -> None:
         rect = self.geometry.title
@@ -246,6 +279,12 @@ def paint_caption(p: QPainter, g: SlideGeometry, theme: Theme, text: SlideText) 
     p.drawText(bottom, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                p.fontMetrics().elidedText(text.line, Qt.TextElideMode.ElideRight, int(bottom.width())))
     p.restore()
+
+
+def _least_height(panel: Panel):
+    """The panel's least height at a width: what it needs with all it can leave out left out,
+    and never under its layout's minimum (which `_fit` keeps it at)."""
+    return lambda width: max(panel.slide_least_height(width), panel.minimumSizeHint().height())
 
 
 def _set_type(panel: Panel, px: float) -> None:

@@ -1,5 +1,6 @@
-"""Where things go on a slide: the title above, the caption strip below, the body between,
-split among one to three panels. Sizes are in slide pixels and scale with the slide's
+"""Where things go on a slide: the title above (and under it, once the model has written
+something, the text so far), the caption strip below, the body between, split among one
+to three panels, the frame's own panel (the first it names) taking the larger part. Sizes are in slide pixels and scale with the slide's
 height (a 1080-high slide is the reference)."""
 
 from __future__ import annotations
@@ -15,7 +16,9 @@ TITLE_PX = 46             # the frame's title
 CAPTION_PX = 28           # the caption strip's two lines
 MARGIN_PX = 36
 GAP_PX = 28               # between panels
-MAX_TIMELINE = 0.42       # of the body's height, for a timeline above other panels
+TEXT_LINE_PX = 50         # the text so far, under the title
+MAIN_TIMELINE = (0.5, 0.62)   # of the body's height: a timeline above other panels, when the frame is about it
+SECOND_TIMELINE = 0.3     # at most, for a timeline above the panel the frame is about (down to its least)
 MAX_SHARE = 0.58          # of the body's width, for a table or grid beside a chart (the chart keeps the rest)
 SLACK = 1.1               # a table or grid is given this much more than its content's size (rows differ in height)
 WIDTH_STEP = 8            # px: how finely a panel's least width is searched
@@ -26,6 +29,7 @@ class SlideGeometry:
     width: int
     height: int
     caption: bool         # whether the caption strip is drawn
+    text_line: bool = False   # whether the text so far is drawn under the title
 
     @property
     def unit(self) -> float:
@@ -41,6 +45,12 @@ class SlideGeometry:
         return QRectF(m, self.px(18), self.width - 2 * m, self.px(TITLE_PX * 1.5))
 
     @property
+    def text_line_rect(self) -> QRectF:
+        """Under the title: the text so far (empty when not drawn)."""
+        m = self.px(MARGIN_PX)
+        return QRectF(m, self.title.bottom(), self.width - 2 * m, self.px(TEXT_LINE_PX) if self.text_line else 0.0)
+
+    @property
     def caption_strip(self) -> QRectF:
         h = self.px(CAPTION_PX * 4) if self.caption else 0.0
         return QRectF(0, self.height - h, self.width, h)
@@ -48,7 +58,7 @@ class SlideGeometry:
     @property
     def body(self) -> QRectF:
         m = self.px(MARGIN_PX)
-        top = self.title.bottom() + self.px(12)
+        top = self.text_line_rect.bottom() + self.px(12)
         bottom = self.caption_strip.top() - self.px(20 if self.caption else MARGIN_PX)
         return QRectF(m, top, self.width - 2 * m, bottom - top)
 
@@ -56,8 +66,9 @@ class SlideGeometry:
                     least: dict[str, Callable[[float], float]] | None = None) -> list[QRectF]:
         """One rectangle per panel, in `panels` order. One panel takes the whole body. The
         timeline (a wide, short table) spans the body's width above the others, as tall as
-        its content (`wants`: the content's size at the body type) within a quarter and
-        MAX_TIMELINE of the body. The others share the width side by side: a panel with a
+        its content (`wants`: the content's size at the body type): within MAIN_TIMELINE of
+        the body when it comes first (the frame is about it), else at most SECOND_TIMELINE
+        (or its least, `least`, when that is more). The others share the width side by side: a panel with a
         fixed content size (a table, the cache grid) gets what it wants, up to MAX_SHARE of
         the width; a chart (want None) stretches over the rest.
         `least`: a panel's least height at a width, eliding all it can, at the body type.
@@ -71,11 +82,15 @@ class SlideGeometry:
         rest = [p for p in panels if p != "timeline"]
         top = 0.0                       # the timeline's height
         if "timeline" in panels:
-            want = wants.get("timeline")
-            top = body.height() * min(MAX_TIMELINE, max(0.25, (want.height() * SLACK if want else 0) / body.height()))
+            want = (wants["timeline"].height() * SLACK if wants.get("timeline") else 0) / body.height()
+            if panels[0] == "timeline":
+                top = body.height() * min(MAIN_TIMELINE[1], max(MAIN_TIMELINE[0], want))
+            else:
+                fewest = least["timeline"](body.width()) * SLACK / body.height() if "timeline" in least else 0
+                top = body.height() * max(fewest, min(SECOND_TIMELINE, want))
             height = body.height() - top - gap
             widths = self._widths(rest, wants, least, height)
-            need = max((least[p](widths[p]) for p in rest if p in least and wants.get(p) is not None), default=0)
+            need = max((least[p](widths[p]) for p in rest if p in least), default=0)
             spare = top - least["timeline"](body.width()) * SLACK if "timeline" in least else 0
             if need > height and spare > 0:
                 top -= min(need - height, spare)
