@@ -168,3 +168,15 @@ def test_a_what_if_on_a_pick_frame_stays_there():
     before = s.cursor
     s.force(1, 3)
     assert s.cursor == before and s.frame.kind == "pick" and s.step.forced
+
+
+def test_a_slides_caption_names_the_change_and_says_what_this_run_did(sampling):
+    from explorer.session.narration import frame_caption
+    s = sampling
+    s.go(frame_index(s, "T = 2:"))
+    lesson_caption = frame_caption(s.frame, s.run, s.model.vocab)
+    assert lesson_caption.startswith("Dividing by 2")
+    s.set_sampling(temperature=0.56)
+    caption = frame_caption(s.frame, s.run, s.model.vocab)
+    assert caption.startswith("Changed from the lesson: temperature 0.56 (lesson: 2). ")
+    assert "Dividing by 2" not in caption

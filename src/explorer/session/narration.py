@@ -47,6 +47,7 @@ add_messages({
     "section.how": {"en": "How it is implemented", "zh": "怎样实现"},
     "section.misconception": {"en": "A common misconception", "zh": "常见误解"},
     "section.check": {"en": "How to check it was done right", "zh": "如何检查做对了"},
+    "caption.sep": {"en": ". ", "zh": "。"},
     "section.changed": {"en": "Your settings differ from the lesson's", "zh": "你的设置与课程不同"},
 
     "explain.input.what": {
@@ -339,6 +340,17 @@ def frame_explanation(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en
     if own and frame.changed:
         texts = {"changed": tr("change.written_for", lang, items=changes_text(frame.changed, lang))} | texts
     return texts
+
+
+def frame_caption(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
+    """A slide's line of explanation: what happened. While the teacher's settings differ from
+    the lesson's, the settings that changed and what happened on this run (the lesson's
+    sentence was written for its own settings)."""
+    if not frame.changed:
+        return frame_explanation(frame, run, vocab, lang)["what"]
+    values = placeholder_values(frame, run, vocab, lang)
+    return (tr("change.badge", lang, items=changes_text(frame.changed, lang)) + tr("caption.sep", lang)
+            + _default_text(frame.kind, "what", lang, values))
 
 
 def _default_text(kind: str, section: str, lang: str, values: dict) -> str:

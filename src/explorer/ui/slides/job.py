@@ -18,7 +18,7 @@ from ...export.handouts import run_csv, run_json
 from ...export.pptx_deck import pptx_bytes, speaker_notes
 from ...export.spec import CANCELLED, ExportCancelled, ExportSpec
 from ...session import Session
-from ...session.narration import frame_explanation, frame_title
+from ...session.narration import frame_caption, frame_explanation, frame_title
 from ..theme import THEMES
 from .compose import SlideComposer, SlideText
 from .layout import SlideGeometry
@@ -43,7 +43,7 @@ def slide_text(session: Session, index: int, lang: str, lesson_title: str) -> Sl
     frame = session.frames[index]
     run, model = session.run_at(index)
     return SlideText(frame_title(frame, run, model.vocab, lang), lesson_title, f"{index + 1} / {len(session.frames)}",
-                     frame_explanation(frame, run, model.vocab, lang)["what"])
+                     frame_caption(frame, run, model.vocab, lang))
 
 
 def slide_pictures(session: Session, spec: ExportSpec, window=None):
