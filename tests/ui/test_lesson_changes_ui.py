@@ -149,3 +149,18 @@ def test_a_bar_clicked_on_the_last_frame_shows_the_forced_pick(qtbot, window):
     click_bar(qtbot, dist, len(dist.chart.rows) - 1, column_ids(dist).index(4))    # 你 instead of EOS
     assert s.frame.kind == "pick" and s.step.forced and s.step.selected_id == 4
     assert player.title.text().startswith("Forced 你 (id 4)")
+
+
+def test_in_presentation_mode_the_badge_is_beside_the_frames_title(qtbot, window):
+    s = open_lesson(window, "sampling")
+    go_to_title(qtbot, window, "T = 2: A 0.5065")
+    press(qtbot, window, Qt.Key.Key_F11)
+    bar = window.desk_layout.title_bar
+    assert bar.isVisible() and not window.panels["player"].isVisible()
+    assert not bar.badge.isVisible()
+    type_setting(qtbot, window, "temperature", "0.56")
+    full = bar.badge.toolTip() or bar.badge.text()
+    assert bar.badge.isVisible() and full == "Changed from the lesson: temperature 0.56 (lesson: 2)"
+    assert "0.5065" not in bar.label.text()
+    press(qtbot, window, Qt.Key.Key_R)
+    assert not bar.badge.isVisible() and bar.label.text().startswith("T = 2: A 0.5065")

@@ -13,10 +13,11 @@ from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QMainWi
 
 from ...i18n import tr
 from ...session import Session
+from ...session.changes import changes_text
 from ...session.narration import frame_title
 from ...session.panels import DEFAULT_SLIDE_PANELS
 from ..settings import Settings
-from ..theme import text_on
+from ..theme import THEMES, text_on
 from .presentation import Chrome, FrameTitleBar
 
 PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor on a 1080-line screen,
@@ -125,6 +126,7 @@ class DeskLayout(QObject):
         self.docks = {pid: _dock(window, panel) for pid, panel in panels.items()}
         self.chrome = Chrome(window, self.docks["player"], reveal_keys)
         self.title_bar: FrameTitleBar | None = None    # made on entering presentation mode
+        self._theme = THEMES["light"]                  # the window's, as `mark_docks` last had it
         self._spread_pending = False   # the presentation layout waits for the full-screen size
         self._spread_timer = QTimer(self, singleShot=True, interval=0)
         self._spread_timer.timeout.connect(lambda: self.presenting and self._spread_presentation())
@@ -259,7 +261,8 @@ class DeskLayout(QObject):
         if main is not None:
             self.docks[main].raise_()
         s = self.session
-        self._title_bar().show_title(frame_title(s.frame, s.run, s.model.vocab, s.lang))
+        badge = tr("change.badge", s.lang, items=changes_text(s.frame.changed, s.lang)) if s.frame.changed else ""
+        self._title_bar().show_title(frame_title(s.frame, s.run, s.model.vocab, s.lang), badge, self._theme.error)
 
     def _title_bar(self) -> FrameTitleBar:
         """The strip with the frame's title, on its own row under the prompt bar."""
@@ -337,6 +340,7 @@ class DeskLayout(QObject):
         """The docks of the panels the current lesson frame points to: "● " before the title
         and a highlighted, bold title bar; a tabbed one is raised. In presentation mode, the
         frame presented (`present_frame`)."""
+        self._theme = theme
         matters = set(self.session.frame.panels)
         lang = self.session.lang
         for pid, dock in self.docks.items():

@@ -7,8 +7,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer
-from PySide6.QtGui import QCursor, QKeySequence
-from PySide6.QtWidgets import QApplication, QDockWidget, QMainWindow, QSizePolicy, QToolBar, QWidget
+from PySide6.QtGui import QColor, QCursor, QKeySequence, QPalette
+from PySide6.QtWidgets import (QApplication, QDockWidget, QHBoxLayout, QMainWindow, QSizePolicy, QToolBar,
+                               QWidget)
 
 from ..panels.player import FittedTitle
 
@@ -133,12 +134,31 @@ class FrameTitleBar(QToolBar):
         self.setFloatable(False)
         self.setContextMenuPolicy(Qt.ContextMenuPolicy.PreventContextMenu)
         self.label = FittedTitle()
-        self.label.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
-        self.addWidget(self.label)
+        self.label.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        # what the teacher changed from the lesson: the player's badge, which presenting hides
+        self.badge = FittedTitle()
+        self.badge.setObjectName("presentation-badge")
+        self.badge.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
+        self.badge.hide()
+        row = QWidget()                    # one item: the bar never moves the badge to its overflow menu
+        row.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Fixed)
+        layout = QHBoxLayout(row)
+        layout.setContentsMargins(0, 0, 0, 0)
+        layout.addWidget(self.label, 3)
+        layout.addWidget(self.badge, 2)
+        self.addWidget(row)
         self._size_label()
 
-    def show_title(self, text: str) -> None:
+    def show_title(self, text: str, badge: str = "", colour: str = "") -> None:
+        """The frame's title; `badge` (in `colour`) beside it when the settings differ from the lesson's."""
         self.label.set_title(text)
+        self.badge.set_title(badge)
+        if badge and colour:
+            palette = self.badge.palette()
+            palette.setColor(QPalette.ColorRole.WindowText, QColor(colour))
+            self.badge.setPalette(palette)
+        if self.badge.isHidden() == bool(badge):
+            self.badge.setVisible(bool(badge))
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)
@@ -153,3 +173,5 @@ class FrameTitleBar(QToolBar):
         # one line of Latin and of Chinese (whose fallback font has the taller line)
         line = self.label.fontMetrics().boundingRect(QRect(0, 0, 1 << 20, 1 << 20), Qt.TextFlag.TextWordWrap, LINE_SAMPLE)
         self.label.setFixedHeight(line.height() + 4)
+        self.badge.setFont(self.font())
+        self.badge.setFixedHeight(self.badge.fontMetrics().lineSpacing() + 4)
