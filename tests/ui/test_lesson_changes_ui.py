@@ -161,6 +161,7 @@ def test_in_presentation_mode_the_badge_is_beside_the_frames_title(qtbot, window
     type_setting(qtbot, window, "temperature", "0.56")
     full = bar.badge.toolTip() or bar.badge.text()
     assert bar.badge.isVisible() and full == "Changed from the lesson: temperature 0.56 (lesson: 2)"
+    assert bar.badge.palette().color(bar.badge.foregroundRole()).name() == window.theme.error.lower()   # in red
     assert "0.5065" not in bar.label.text()
     press(qtbot, window, Qt.Key.Key_R)
     assert not bar.badge.isVisible() and bar.label.text().startswith("T = 2: A 0.5065")

@@ -155,7 +155,8 @@ class FrameTitleBar(QToolBar):
         self.badge.set_title(badge)
         if badge and colour:
             palette = self.badge.palette()
-            palette.setColor(QPalette.ColorRole.WindowText, QColor(colour))
+            for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):   # a tool bar's labels use the latter
+                palette.setColor(role, QColor(colour))
             self.badge.setPalette(palette)
         if self.badge.isHidden() == bool(badge):
             self.badge.setVisible(bool(badge))
