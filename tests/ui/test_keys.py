@@ -200,3 +200,18 @@ def test_a_field_the_teacher_clicked_into_keeps_the_keys_when_the_window_comes_b
     QApplication.processEvents()                             # the give-back would come on the next loop turn
     QApplication.processEvents()
     assert box.hasFocus()
+
+
+def test_after_the_lesson_list_closes_the_keys_drive_the_player(qtbot, window):
+    """Closing a dialog (the lesson list at the first start) gives the keys back to the window
+    even where no window manager hands the focus back."""
+    s = window.session
+    qtbot.keyClick(window, Qt.Key.Key_L, CTRL)
+    page = window.lesson_switcher.start_page
+    qtbot.waitUntil(page.isVisible)
+    page.activateWindow()
+    qtbot.waitUntil(page.isActiveWindow)
+    page.close()
+    qtbot.waitUntil(window.isActiveWindow)
+    press(qtbot, window, Qt.Key.Key_Right)
+    assert s.cursor == 1

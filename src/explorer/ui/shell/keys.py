@@ -7,7 +7,8 @@ those keys go to the window's actions instead, from every widget that is not a t
 being edited. In a text field they edit the text; Escape leaves the field (a first
 Escape; a second one then leaves presentation mode). Focus that lands in a text field by
 itself, because the button holding it was disabled (Last, on the last frame), goes back to
-the window, as does focus that lands nowhere."""
+the window, as does focus that lands nowhere; a closed dialog hands the keys back to the
+window also where no window manager does."""
 
 from __future__ import annotations
 
@@ -54,7 +55,15 @@ class KeyRouter(QObject):
         app.focusChanged.connect(self._focus_changed)
 
     def _ours(self, widget) -> bool:
-        return isinstance(widget, QWidget) and (widget is self.window or self.window.isAncestorOf(widget))
+        """The window, or a widget whose parents lead to it: also in a dialog, a menu or a
+        popped-out panel (QWidget.isAncestorOf stops at a window's edge)."""
+        return isinstance(widget, QWidget) and (widget is self.window or self._owned(widget))
+
+    def _owned(self, widget: QWidget) -> bool:
+        parent = widget.parentWidget()
+        while parent is not None and parent is not self.window:
+            parent = parent.parentWidget()
+        return parent is self.window
 
     def give_back(self) -> None:
         """The keys go to the window: its player actions answer them."""
@@ -64,6 +73,10 @@ class KeyRouter(QObject):
         kind = event.type()
         if kind == QEvent.Type.FocusIn and is_text_field(obj) and self._ours(obj):
             self._focus_in(obj, event.reason())
+            return False
+        if kind == QEvent.Type.Hide and isinstance(obj, QWidget) and obj.isWindow() and self._ours(obj) \
+                and obj is not self.window:
+            QTimer.singleShot(0, self._after_dialog)         # a dialog, a menu or a popped-out panel went
             return False
         if kind != QEvent.Type.ShortcutOverride or not self._ours(obj):
             return False
@@ -80,6 +93,15 @@ class KeyRouter(QObject):
             return False                    # typing: the field edits
         # not a text field: the widget does not get to claim a player key, the shortcut fires
         return key in self.player_keys
+
+    def _after_dialog(self) -> None:
+        """A window of ours closed and no window is active (no window manager handed the
+        focus back): the explorer's window becomes active again, the keys the player's."""
+        app = QApplication.instance()
+        if app.activeWindow() is None and app.activePopupWidget() is None and self.window.isVisible():
+            self.window.activateWindow()
+            if self.window.focusWidget() is None:
+                self.give_back()
 
     def _focus_in(self, field: QWidget, reason: Qt.FocusReason) -> None:
         """A text field the teacher clicks or tabs into is theirs; one the window hands the
