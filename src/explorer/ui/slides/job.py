@@ -129,10 +129,10 @@ class ExportJob:
             stem = f"{self.lesson_id}-run" + (f"-{k}" if len(runs) > 1 else "")
             vocab = scenario.model.vocab
             if "csv" in s.formats:
-                files.add(f"{stem}.csv", run_csv(run, vocab).encode("utf-8"))
+                files.add(f"{stem}.csv", run_csv(run, vocab, s.top).encode("utf-8"))
                 tick(f"{stem}.csv")
             if "json" in s.formats:
-                data = run_json(run, vocab, s.intermediates)
+                data = run_json(run, vocab, s.intermediates, s.top)
                 files.add(f"{stem}.json", (dumps_readable(data) + "\n").encode("utf-8"))
                 tick(f"{stem}.json")
 
