@@ -15,7 +15,7 @@ from PySide6.QtGui import QColor, QImage, QPainter
 from ...export.spec import ExportSpec
 from ...session import Session
 from ..settings import Settings
-from .compose import ReusedCanvas, SlideText, image_painter, paint_caption, settle
+from .compose import BLANK, ReusedCanvas, SlideText, image_painter, paint_caption, settle
 from .layout import SlideGeometry
 
 
@@ -45,6 +45,15 @@ class WindowPicture(ReusedCanvas):
         window.show()
         self.lay_out()                  # fonts and layouts settle before the first frame is drawn
 
+    @property
+    def theme(self):
+        return self.window.theme
+
+    def shown_text(self, text: SlideText) -> SlideText:
+        """The words the slide writes: no title of its own (the window shows the frame's), a
+        caption naming the lesson and the frame."""
+        return BLANK if text == BLANK else SlideText("", f"{text.lesson}  ·  {text.title}", text.counter, text.line)
+
     def room(self) -> int:
         return round(self.geometry.caption_strip.top())
 
@@ -73,8 +82,7 @@ class WindowPicture(ReusedCanvas):
         self.window.render(painter, QPoint(0, 0))
         painter.restore()
         if g.caption:
-            paint_caption(painter, g, theme, SlideText(text.title, f"{text.lesson}  ·  {text.title}",
-                                                       text.counter, text.line))
+            paint_caption(painter, g, theme, self.shown_text(text))
 
     def paint_image(self, image: QImage, text: SlideText, scale: int) -> None:
         painter = image_painter(image, scale)
