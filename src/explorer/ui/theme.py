@@ -94,16 +94,24 @@ def _frame(painter: QPainter, option, radius: float) -> None:
 _platform_style: list[str] = []             # the application's style's name before a theme first changed it
 
 
+def framed_style_in_use() -> bool:
+    return isinstance(QApplication.style(), FramedStyle)
+
+
+def use_framed_style(framed: bool) -> None:
+    """The application's style: the platform's, with the fields' frames drawn (`FramedStyle`) or not."""
+    if not _platform_style:
+        _platform_style.append(QApplication.style().name())
+    if framed_style_in_use() != framed:          # a new style repolishes every widget
+        base = QStyleFactory.create(_platform_style[0])
+        QApplication.setStyle(FramedStyle(base) if framed else base)
+
+
 def apply_widget_theme(theme: Theme) -> None:
     """The application's style and palette in `theme` (every widget, floating docks and
     dialogs too): the platform's own for "light"; for "high-contrast" the theme's colours
     and the platform's style with the fields' frames drawn visible (`FramedStyle`)."""
-    if not _platform_style:
-        _platform_style.append(QApplication.style().name())
-    framed = isinstance(QApplication.style(), FramedStyle)
-    if framed != (theme.name != "light"):          # a new style repolishes every widget
-        base = QStyleFactory.create(_platform_style[0])
-        QApplication.setStyle(FramedStyle(base) if theme.name != "light" else base)
+    use_framed_style(theme.name != "light")
     palette = widget_palette(theme)
     if palette != QApplication.palette():          # a new palette does too
         QApplication.setPalette(palette)

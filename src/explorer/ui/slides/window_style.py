@@ -11,10 +11,12 @@ from pathlib import Path
 
 from PySide6.QtCore import QPoint, QRectF, Qt, qInstallMessageHandler
 from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtWidgets import QApplication
 
 from ...export.spec import ExportSpec
 from ...session import Session
 from ..settings import Settings
+from ..theme import framed_style_in_use, use_framed_style
 from .compose import BLANK, ReusedCanvas, SlideText, image_painter, paint_caption, settle
 from .layout import SlideGeometry
 
@@ -22,7 +24,9 @@ from .layout import SlideGeometry
 @contextmanager
 def export_window(window_class, session: Session, spec: ExportSpec):
     """A `window_class` (the app's MainWindow) over `session`, in the export's language and
-    theme, with nothing that differs between two exports (timings, status, text cursor)."""
+    theme, with nothing that differs between two exports (timings, status, text cursor). The
+    window sets the application's type size, style and palette: they are given back after."""
+    font, framed, palette = QApplication.font(), framed_style_in_use(), QApplication.palette()
     with tempfile.TemporaryDirectory() as tmp, quiet_harmless_qt_messages():
         window = window_class.for_slide(session, Settings(str(Path(tmp) / "export.ini")), spec.width)
         try:
@@ -33,6 +37,9 @@ def export_window(window_class, session: Session, spec: ExportSpec):
         finally:
             window.close()
             window.deleteLater()
+            use_framed_style(framed)
+            QApplication.setPalette(palette)
+            QApplication.setFont(font)
 
 
 class WindowPicture(ReusedCanvas):
