@@ -298,8 +298,9 @@ def test_every_lesson_exports_decks_of_all_its_frames(qapp, capsys, tmp_path, le
     deck = Presentation(str(tmp_path / f"{lesson}.pptx"))
     assert len(deck.slides) == frames
     for slide in deck.slides:
-        (picture,) = slide.shapes
+        picture, *boxes = slide.shapes
         assert (picture.width, picture.height) == (deck.slide_width, deck.slide_height)
+        assert len(boxes) == 4 and all(box.has_text_frame for box in boxes)     # title, lesson, n / N, line
         assert slide.notes_slide.notes_text_frame.text.startswith("What happened\n")
 
 
@@ -319,6 +320,58 @@ def test_speaker_notes_hold_the_explanation_and_the_self_checks(qapp, capsys, tm
     after = [c for c in lesson.checks if c.when == "after"]
     assert after and all(c.question["zh"] in notes[-1] and c.answer["zh"] in notes[-1] for c in after)
     assert not any(c.question["zh"] in notes[0] for c in after)
+
+
+def px_rect(shape, deck, width=1920) -> tuple[int, int, int, int]:
+    """A shape's (left, top, right, bottom) in slide pixels."""
+    per_px = deck.slide_width / width
+    return tuple(round(v / per_px) for v in (shape.left, shape.top, shape.left + shape.width, shape.top + shape.height))
+
+
+def inked(image: QImage, box: tuple[int, int, int, int], background) -> tuple[int, int, int, int] | None:
+    """The bounding box of the pixels in `box` that differ from `background` (None: all background)."""
+    left, top, right, bottom = box
+    xs, ys = [], []
+    for y in range(top, bottom, 2):
+        for x in range(left, right, 2):
+            if image.pixelColor(x, y) != background:
+                xs.append(x)
+                ys.append(y)
+    return (min(xs), min(ys), max(xs), max(ys)) if xs else None
+
+
+@pytest.mark.parametrize("style", ["slide", "window"])
+def test_pptx_slides_carry_title_and_caption_as_text_boxes_over_a_picture_without_them(qapp, capsys, tmp_path,
+                                                                                       style):
+    from PySide6.QtGui import QColor
+    from explorer.lessons import load_lesson
+    from explorer.session.narration import frame_explanation, frame_title
+    code, _, err = export(capsys, "--lesson", "sampling", "--frames", "1-3", "--format", "png,pptx", "--style", style,
+                          "--out", str(tmp_path))
+    assert code == 0, err
+    lesson = load_lesson("sampling")
+    session = lesson.build_session()
+    deck = Presentation(str(tmp_path / "sampling.pptx"))
+    pngs = sorted(tmp_path.glob("*.png"))
+    white = QColor("#ffffff")
+    for index, (slide, png) in enumerate(zip(deck.slides, pngs)):
+        run, model = session.run_at(index)
+        title, line = frame_title(session.frames[index], run, model.vocab, "en"), frame_explanation(
+            session.frames[index], run, model.vocab, "en")["what"]
+        lesson_title = lesson.title_in("en") if style == "slide" else f"{lesson.title_in('en')}  ·  {title}"
+        picture, *boxes = slide.shapes
+        texts = {box.text_frame.text: box for box in boxes}
+        expected = [lesson_title, f"{index + 1} / 12", line] + ([title] if style == "slide" else [])
+        assert sorted(texts) == sorted(expected)          # editable, whole (the picture may shorten with "…")
+        assert all(not box.text_frame.word_wrap for box in boxes)
+        # the picture leaves out what the boxes say, and the PNG file draws it where the boxes are
+        embedded = QImage.fromData(picture.image.blob)
+        drawn = QImage(str(png))
+        for words in ((title,) if style == "slide" else ()) + (line,):
+            where = px_rect(texts[words], deck)
+            assert inked(embedded, where, white) is None, words
+            ink = inked(drawn, where, white)
+            assert ink is not None and where[0] <= ink[0] and ink[2] <= where[2], words
 
 
 def test_the_deck_opens_as_a_standard_office_file(qapp, capsys, tmp_path):

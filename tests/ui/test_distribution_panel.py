@@ -184,6 +184,33 @@ def click_bar(qtbot, panel, stage, token_id):
     click_at(qtbot, panel.chart, panel.chart.bar_center(row, column))
 
 
+def test_a_click_between_two_thin_bars_forces_the_nearer_and_hovering_shows_which(qtbot):
+    session = big_session()
+    panel = show(qtbot, DistributionPanel(session))
+    panel.resize(900, 700)
+    go_to(session, "pick", 0)
+    chart, ids = panel.chart, column_ids(panel)                     # 20 thin columns and "other"
+    final = list(chart_rows(panel)).index("final")
+    foot, column = chart.bar_center(final, 3), chart.bar_center(final, 4).x() - chart.bar_center(final, 3).x()
+    assert column < 60                                             # thin: a bar is 0.8 of that
+    near_4 = (foot + QPointF(0.56 * column, 0)).toPoint()          # in the gap, nearer column 4
+    near_3 = (foot + QPointF(0.44 * column, 0)).toPoint()          # in the gap, nearer column 3
+    background = chart.grab().toImage().pixelColor(near_4)
+    qtbot.mouseMove(chart, near_4)
+    qtbot.waitUntil(lambda: chart.hovered == (final, 4))
+    assert chart.grab().toImage().pixelColor(near_4) != background     # the gap is tinted: that column is taken
+    qtbot.mouseClick(chart, Qt.MouseButton.LeftButton, pos=near_4)
+    assert session.overrides == {0: ids[4]} and marked_id(panel) == ids[4]
+    assert chart_rows(panel)["final"].labels[4].endswith("forced")
+    session.undo()
+    qtbot.mouseClick(chart, Qt.MouseButton.LeftButton, pos=near_3)
+    assert session.overrides == {0: ids[3]} and marked_id(panel) == ids[3]
+    qtbot.mouseMove(chart, chart.bar_center(final, len(ids)).toPoint())   # the "other" bar forces nothing
+    qtbot.waitUntil(lambda: chart.hovered is None)
+    qtbot.mouseClick(chart, Qt.MouseButton.LeftButton, pos=chart.bar_center(final, len(ids)).toPoint())
+    assert session.overrides == {0: ids[3]}
+
+
 def test_clicking_a_bar_forces_it_and_back_and_undo_restore(qtbot, session, panel):
     go_to(session, "pick", 0)
     original = session.run.output_ids
@@ -344,8 +371,9 @@ def test_hovering_a_bar_tells_its_token_stage_probability_and_mark(qtbot):
     assert removed.startswith(f"t{top[5]} · final: p = 0.0000") and removed.endswith("✕ top-k")
     chosen = top.index(dist.selected_id)
     assert hover(final, chosen).endswith("◀ chosen")
-    half = (chart.bar_center(final, 1).x() - chart.bar_center(final, 0).x()) / 2
-    assert hover(final, 0, shift=half) == ""                     # between bars
+    column = chart.bar_center(final, 1).x() - chart.bar_center(final, 0).x()
+    assert hover(final, 0, shift=0.45 * column) == hover(final, 0)      # between bars: the nearer one's
+    assert hover(final, 0, shift=0.55 * column) == hover(final, 1)
 
 
 # ---------------------------------------------------------------------------- language

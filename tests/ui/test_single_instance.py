@@ -3,15 +3,23 @@ window (here: this test's window, listening under the name the second process co
 from the same settings folder) and exits; a broken file is reported in that window."""
 
 import os
+import queue
+import signal
 import socket
 import subprocess
 import sys
+import threading
+import time
 from pathlib import Path
 
+import pytest
+from PySide6.QtCore import QDir, QLockFile
+
 import explorer
+from explorer.core.errors import ExplorerError
 from explorer.resources import resources_dir
 from explorer.ui.app import apply_request
-from explorer.ui.single_instance import InstanceServer, claim, instance_name
+from explorer.ui.single_instance import ANSWER_MS, CONNECT_MS, InstanceServer, claim, hand_over, instance_name
 
 PACKAGE_ROOT = str(Path(explorer.__file__).resolve().parent.parent)
 
@@ -77,3 +85,112 @@ def test_a_socket_left_by_a_crashed_window_is_replaced(qapp, tmp_path):
 def test_instance_names_differ_by_settings_folder():
     one, two = instance_name({"XDG_CONFIG_HOME": "/a"}), instance_name({"XDG_CONFIG_HOME": "/b"})
     assert one != two and one.startswith("token-explorer-") and one == instance_name({"XDG_CONFIG_HOME": "/a"})
+
+
+# ---------------------------------------------------------------------------- a window that does not answer
+
+class Unresponsive:
+    """A socket at the instance's name that accepts every connection, reads what it is sent
+    and never answers (a hung window)."""
+
+    def __init__(self, name: str):
+        probe = InstanceServer(name)
+        probe.listen()
+        self.path = probe.server.fullServerName()
+        probe.server.close()
+        self.sock = socket.socket(socket.AF_UNIX)
+        self.sock.bind(self.path)
+        self.sock.listen(4)
+        self.accepted: list[socket.socket] = []
+        self.thread = threading.Thread(target=self._accept, daemon=True)
+        self.thread.start()
+
+    def _accept(self):
+        try:
+            while True:
+                conn, _ = self.sock.accept()
+                self.accepted.append(conn)
+                conn.recv(4096)                  # takes the request, says nothing
+        except OSError:                          # closed by `close`
+            pass
+
+    def close(self):
+        for conn in self.accepted:
+            conn.close()
+        self.sock.close()
+
+
+@pytest.fixture
+def unresponsive(tmp_path):
+    server = Unresponsive(instance_name({"XDG_CONFIG_HOME": str(tmp_path / "config")}))
+    yield server
+    server.close()
+
+
+GENEROUS = 3 * (2 * CONNECT_MS + ANSWER_MS) / 1000     # s: what a start may take at most, three times over
+
+
+def test_a_window_that_never_answers_is_said_to_and_this_start_listens_itself(qapp, tmp_path, unresponsive):
+    name = instance_name({"XDG_CONFIG_HOME": str(tmp_path / "config")})
+    started = time.monotonic()
+    server = claim(name, {"lesson": "beam"})
+    assert time.monotonic() - started < GENEROUS
+    assert unresponsive.accepted                                   # it did reach the hung window
+    assert server is not None and server.server.isListening() and server.server.fullServerName() == unresponsive.path
+    assert "did not answer in 3 s" in server.notice and "opening a new window" in server.notice
+    server.server.close()
+
+
+def test_a_second_start_facing_a_hung_window_opens_its_own(qapp, tmp_path, unresponsive):
+    started = second_start(tmp_path, "--lesson", "beam")
+    try:
+        line = read_line(started.stderr, GENEROUS + 60)             # + the start-up of Python and Qt
+        assert line.startswith("token-explorer: a Token Explorer window seems to be running but did not answer")
+        # its own window listens under the name: a third start is answered by it
+        name = instance_name({"XDG_CONFIG_HOME": str(tmp_path / "config")})
+        assert wait_for(lambda: hand_over(name, {}), GENEROUS + 60)
+    finally:
+        started.send_signal(signal.SIGTERM)
+        started.communicate(timeout=60)
+    assert started.returncode == 143
+
+
+def test_a_lock_left_by_a_start_that_died_is_taken_at_once(qapp, tmp_path):
+    name = instance_name({"XDG_CONFIG_HOME": str(tmp_path / "died")})
+    code = ("import os, sys; from PySide6.QtCore import QDir, QLockFile; "
+            f"lock = QLockFile(QDir(QDir.tempPath()).filePath('{name}.lock')); "
+            "assert lock.tryLock(0); os._exit(0)")          # dies holding it: the file stays
+    subprocess.run([sys.executable, "-c", code], check=True, timeout=60)
+    assert (Path(QDir.tempPath()) / f"{name}.lock").exists()
+    started = time.monotonic()
+    server = claim(name, {})
+    assert server is not None and server.notice == "" and time.monotonic() - started < GENEROUS
+    server.server.close()
+
+
+def test_a_lock_held_too_long_is_an_error_with_a_message(qapp, tmp_path):
+    name = instance_name({"XDG_CONFIG_HOME": str(tmp_path / "held")})
+    held = QLockFile(QDir(QDir.tempPath()).filePath(f"{name}.lock"))
+    held.setStaleLockTime(0)                  # this test's own lock never goes stale
+    assert held.tryLock(0)
+    try:
+        with pytest.raises(ExplorerError, match=r"another start of Token Explorer has held .* for more than"):
+            claim(name, {})
+    finally:
+        held.unlock()
+
+
+def read_line(stream, seconds: float) -> str:
+    """The next line of `stream`, waiting at most `seconds` (a thread reads it)."""
+    lines: queue.Queue = queue.Queue()
+    threading.Thread(target=lambda: lines.put(stream.readline()), daemon=True).start()
+    return lines.get(timeout=seconds)
+
+
+def wait_for(condition, seconds: float) -> bool:
+    deadline = time.monotonic() + seconds
+    while time.monotonic() < deadline:
+        if condition():
+            return True
+        time.sleep(0.2)
+    return False

@@ -48,15 +48,15 @@ def test_a_click_on_a_bar_forces_that_token_and_ctrl_z_takes_it_back(qtbot, wind
     assert not s.step.forced and s.run.output_ids[0] == 3 and selected.text() == "学习 (3)"
 
 
-def test_a_click_between_two_bars_forces_nothing(qtbot, window):
+def test_a_click_between_two_bars_forces_the_nearer(qtbot, window):
     s, dist = window.session, window.panels["distribution"]
     s.go(2)
     chart = dist.chart
     row = len(chart.rows) - 1
     left, right = chart.bar_center(row, 0), chart.bar_center(row, 1)
     qtbot.mouseClick(chart, Qt.MouseButton.LeftButton,
-                     pos=QRect(round((left.x() + right.x()) / 2), round(left.y()), 1, 1).topLeft())
-    assert s.overrides == {} and not s.step.forced
+                     pos=QRect(round(0.45 * left.x() + 0.55 * right.x()), round(left.y()), 1, 1).topLeft())
+    assert s.overrides == {0: column_ids(dist)[1]} and s.step.forced
 
 
 def test_the_players_keys_step_play_and_jump(qtbot, window):

@@ -4,12 +4,12 @@ walked after each and every visible text widget's type size and colours are chec
 
 import numpy as np
 import pytest
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QRect, Qt
 from PySide6.QtGui import QColor, QImage
 from PySide6.QtWidgets import (QAbstractButton, QAbstractItemView, QAbstractSpinBox, QApplication, QComboBox,
-                               QLabel, QLineEdit, QMenuBar, QTabBar, QTextEdit, QWidget)
+                               QLabel, QLineEdit, QMenuBar, QStyle, QStyleOptionButton, QTabBar, QTextEdit, QWidget)
 
-from explorer.ui.theme import THEMES
+from explorer.ui.theme import FRAME_ROLE, THEMES, FramedStyle
 
 TEXT_WIDGETS = (QLabel, QAbstractButton, QLineEdit, QComboBox, QAbstractSpinBox, QTextEdit, QTabBar,
                 QAbstractItemView, QMenuBar)
@@ -132,3 +132,41 @@ def test_high_contrast_turns_every_widget_and_panel_white_on_black(qtbot, window
         assert luminance(window.palette().color(window.backgroundRole())) > 0.5
         for pid, panel in painted.items():
             assert luminance(QColor(dominant_colour(panel))) > 0.5, pid
+
+
+def frame_contrast(widget: QWidget, rect: QRect, background: QColor) -> float:
+    """The strongest contrast against `background` painted on the left edge of `rect` (a
+    field's or a check box's frame), at the middle of its height, as the widget draws itself."""
+    image = widget.grab().toImage()
+    y = rect.center().y()
+    return max(contrast(image.pixelColor(x, y), background) for x in range(rect.left(), rect.left() + 3))
+
+
+@pytest.mark.parametrize("name", ["high-contrast", "light"])
+def test_high_contrast_keeps_the_frames_of_fields_and_check_boxes_visible(qtbot, window, name):
+    from explorer.ui.shell.export_actions import ExportDialog
+    if name == "high-contrast":
+        window.actions["high_contrast"].trigger()
+    background = QColor(THEMES[name].background) if name == "high-contrast" else QApplication.palette().window().color()
+    controls = window.panels["controls"]
+    qtbot.waitUntil(lambda: controls.palette().color(controls.backgroundRole()) == background)
+    fields = {"prompt": window.prompt_bar.edit,
+              **{type(w).__name__: w for w in controls.findChildren(QWidget)
+                 if isinstance(w, (QAbstractSpinBox, QLineEdit, QComboBox)) and w.isVisible()
+                 and not isinstance(w.parent(), (QAbstractSpinBox, QComboBox))}}     # not a spin box's own edit
+    assert {"prompt", "QSpinBox", "QDoubleSpinBox", "QComboBox", "QLineEdit"} <= set(fields)
+    dialog = ExportDialog(window, lesson=True)
+    qtbot.addWidget(dialog)
+    dialog.show()
+    box = dialog.formats["png"]
+    option = QStyleOptionButton()
+    box.initStyleOption(option)
+    indicator = box.style().subElementRect(QStyle.SubElement.SE_CheckBoxIndicator, option, box)
+    window.activateWindow()                    # no field has the focus (a focused one is framed highlighted)
+    measured = {kind: frame_contrast(w, w.rect(), background) for kind, w in fields.items() if not w.hasFocus()}
+    measured["check box"] = frame_contrast(box, indicator, background)
+    if name == "high-contrast":
+        assert contrast(QApplication.palette().color(FRAME_ROLE), background) >= 3
+        assert min(measured.values()) >= 3, measured
+    else:
+        assert isinstance(QApplication.style(), QStyle) and not isinstance(QApplication.style(), FramedStyle)

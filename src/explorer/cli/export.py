@@ -9,11 +9,12 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from .flags import add_prompt_flags, add_sampling_flags, model_from_args, prompt_ids, sampling_changes
-from ..core.errors import ExplorerError
-from ..export.spec import (CANCELLED, FORMATS, STYLES, THEMES, ExportCancelled, ExportSpec, parse_formats,
+from .flags import add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, names_a_free_run, \
+    session_from_args
+from ..core.errors import ExplorerError, SettingError
+from ..export.spec import (CANCELLED, FORMATS, HANDOUT_TOP, STYLES, THEMES, ExportCancelled, ExportSpec, parse_formats,
                           parse_frames, parse_size)
-from ..lessons import DEFAULT_LESSON_ID, lesson_names, load_lesson
+from ..lessons import DEFAULT_LESSON_ID, lesson_names
 from ..session import Session
 from ..session.panels import SLIDE_PANELS
 from ..session.text_so_far import own_run_caption
@@ -27,8 +28,6 @@ def add_parser(subparsers) -> None:
         description="Render every frame of a lesson as 16:9 slides composed for a projector and write "
                     "them to a folder. Runs without a display. The files are written together at the "
                     "end: a failure or Ctrl+C leaves the output folder as it was.")
-    p.add_argument("--lesson", default=DEFAULT_LESSON_ID,
-                   help=f"lesson name or .toml file (see --list; default: {DEFAULT_LESSON_ID})")
     p.add_argument("--out", type=str, help="output folder (created if missing)")
     p.add_argument("--format", default="png,pdf", help=f"comma list of {','.join(FORMATS)} (default png,pdf)")
     p.add_argument("--style", choices=STYLES, default="slide",
@@ -36,7 +35,6 @@ def add_parser(subparsers) -> None:
                         "window: the whole window as on the desk")
     p.add_argument("--size", default="1920x1080", help="slide size in pixels (default 1920x1080)")
     p.add_argument("--scale", type=int, choices=(1, 2), default=1, help="2 for high-DPI projectors")
-    p.add_argument("--lang", choices=("en", "zh"), default="en")
     p.add_argument("--theme", choices=THEMES, default="light")
     p.add_argument("--frames", help="frames to export, 1-based as the player counts, e.g. 1-4,7")
     p.add_argument("--panel", choices=SLIDE_PANELS, help="one panel filling every slide")
@@ -45,6 +43,10 @@ def add_parser(subparsers) -> None:
                    help="with --format json: every intermediate value of every forward pass")
     p.add_argument("--list", action="store_true", help="list lessons, panels and the lesson's frames")
     add_prompt_flags(p)
+    add_run_flags(p, lesson_help=f"lesson name or .toml file (see --list; default: {DEFAULT_LESSON_ID}, unless "
+                                 f"--model, --params or a prompt names a free run)",
+                  top_help="candidates per step in the CSV and JSON handouts",
+                  json_help="write the run as JSON too (as --format with json)", top_default=HANDOUT_TOP)
     add_sampling_flags(p, default_mode=None)
     p.set_defaults(func=run)
 
@@ -60,19 +62,22 @@ def run(args) -> int:
 
 
 def _run(args, cancelled) -> int:
-    if args.model is not None:            # a free run of a model instead of a lesson
-        model = model_from_args(args)
-        session = Session(model, prompt_ids(args, model), check_recompute=False)
-        deck_id, checks = model.name, ()
-        deck_title = own_run_caption(session.run, model.name, model.vocab, args.lang)
-    else:
-        lesson = load_lesson(args.lesson)
-        session = lesson.build_session()
-        deck_id, deck_title = lesson.id, lesson.title_in(args.lang)
-        checks = tuple((c.when, c.question[args.lang], c.answer[args.lang]) for c in lesson.checks)
-    changes = sampling_changes(args)
-    if changes:
-        session.set_sampling(**changes)
+    check_run_flags(args)
+    lesson = args.lesson if args.lesson is not None or names_a_free_run(args) else DEFAULT_LESSON_ID
+    if lesson is not None and args.speculative is not None:
+        raise SettingError(f"--speculative {args.speculative} with the lesson {lesson!r}: a lesson's slides show "
+                           f"its own decoding; give --model or --prompt for a free run decoded speculatively "
+                           f"(`token-explorer trace --lesson {lesson} --speculative K` prints that lesson decoded speculatively)")
+    session = session_from_args(args, lesson, speculative=True)
+    for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
+        for step, token in run.unreached_overrides.items():
+            raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
+    if session.content is not None:       # a lesson
+        deck_id, deck_title = session.content.id, session.content.title_in(args.lang)
+        checks = tuple((c.when, c.question[args.lang], c.answer[args.lang]) for c in session.content.checks)
+    else:                                 # a free run of a model
+        deck_id, checks = session.model.name, ()
+        deck_title = own_run_caption(session.run, session.model.name, session.model.vocab, args.lang)
     if args.list:
         print(_listing(deck_id, deck_title, session, args.lang))
         return 0
@@ -107,7 +112,7 @@ def _spec(args, session: Session) -> ExportSpec:
         raise ExplorerError("--out is required: the folder to write into")
     if not args.out.strip():
         raise ExplorerError("--out '': expected a folder name (an empty one would write into the current folder)")
-    formats = parse_formats(args.format)
+    formats = parse_formats(args.format + (",json" if args.json else ""))
     if args.panel is not None:
         if args.style == "window":
             raise ExplorerError(f"--panel {args.panel} with --style window: a panel slide is composed; "
@@ -123,7 +128,8 @@ def _spec(args, session: Session) -> ExportSpec:
     return ExportSpec(out_dir=Path(args.out), formats=formats, width=width, height=height, scale=args.scale,
                       lang=args.lang, theme=args.theme, style=args.style,
                       frames=parse_frames(args.frames, len(session.frames)) if args.frames else None,
-                      panel=args.panel, caption=not args.no_caption, intermediates=args.intermediates)
+                      panel=args.panel, caption=not args.no_caption, intermediates=args.intermediates,
+                      top=args.top)
 
 
 def _missing_panel(panel: str, session: Session) -> str:

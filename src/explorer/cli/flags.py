@@ -1,5 +1,6 @@
 """The flags the sub-commands share: the model and the prompt (trace, sample, export), the
-sampling settings (trace, sample, export), and numbers given as comma-separated lists."""
+sampling settings (trace, sample, export), what a run is made of (trace, export: a lesson, a
+parameter file, what-if choices, speculative decoding), and numbers given as comma-separated lists."""
 
 from __future__ import annotations
 
@@ -7,11 +8,16 @@ import argparse
 
 from ..core.tokens.chat import CHAT_MARKERS, chat_turn, speaks_chatml
 from ..core.errors import ExplorerError, SettingError
-from ..core.limits import check_prompt_length, shown
+from ..core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, check_prompt_length, shown
 from ..core.gguf.llama import ARITHMETICS, with_arithmetic
 from ..core.decode.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
+from ..core.decode.speculative import DEFAULT_NGRAM, MAX_K, MAX_NGRAM
+from ..core.models.teaching import load_teaching_model
 from ..catalog.load import default_prompt, load_model
 from ..catalog.registry import TEACHING
+from ..lessons import load_lesson
+from ..session import Session
+from ..session.session import DEFAULT_CONFIG, Scenario
 
 # ---------------------------------------------------------------------------- numbers
 
@@ -108,3 +114,101 @@ def sampling_changes(args: argparse.Namespace) -> dict:
 def config_from_args(args: argparse.Namespace) -> SamplingConfig:
     """The SamplingConfig the flags describe (SettingError if a value is out of range)."""
     return SamplingConfig(**sampling_changes(args))
+
+
+# ---------------------------------------------------------------------------- what a run is made of
+
+def add_run_flags(parser: argparse.ArgumentParser, lesson_help: str, top_help: str, json_help: str,
+                  top_default: int = 10) -> None:
+    """The flags of `trace` that `export` takes too (with the prompt and sampling flags):
+    one definition each; the help says what the sub-command does with them."""
+    parser.add_argument("--lesson", help=lesson_help)
+    parser.add_argument("--params", help="parameter file (default: the teaching model)")
+    parser.add_argument("--no-check", action="store_true",
+                        help="skip the comparison of every step with a full recomputation (faster on big models)")
+    parser.add_argument("--force", action="append", default=[], metavar="STEP:ID",
+                        help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
+    parser.add_argument("--top", type=int, default=top_default, help=f"{top_help} (default {top_default})")
+    parser.add_argument("--lang", choices=("en", "zh"), default="en")
+    parser.add_argument("--json", action="store_true", help=json_help)
+    parser.add_argument("--speculative", type=int, metavar="K",
+                        help="decode speculatively: draft up to K tokens by prompt lookup, verify them in one pass")
+    parser.add_argument("--ngram", type=int,
+                        help=f"with --speculative: the longest n-gram looked up (default {DEFAULT_NGRAM})")
+
+
+def check_run_flags(args: argparse.Namespace) -> None:
+    """The values of the run flags that need no model, checked (SettingError naming the flag)."""
+    check_count("--top", args.top, 1, MAX_TOP)
+    if args.speculative is None and args.ngram is not None:
+        raise SettingError(f"--ngram {args.ngram}: the n-gram length of prompt lookup only applies with "
+                           "--speculative K (give both, or leave --ngram out)")
+    if args.speculative is not None:
+        check_count("--speculative", args.speculative, 1, MAX_K)
+        if args.ngram is not None:
+            check_count("--ngram", args.ngram, 1, MAX_NGRAM)
+        if args.force:
+            raise SettingError("--force: a what-if cannot be combined with --speculative "
+                               "(speculative decoding verifies the model's own choices)")
+    if args.model is not None and args.params is not None:
+        raise ExplorerError("give --model or --params, not both")
+    parse_forces(args.force)
+
+
+def parse_forces(items) -> dict[int, int]:
+    """--force STEP:ID values as step -> id (a step given twice is an error)."""
+    forces = {}
+    for item in items:
+        step, sep, token = item.partition(":")
+        try:
+            step, token = int(step), int(token)
+        except ValueError:
+            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4") from None
+        if not sep:
+            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4")
+        check_count("--force STEP", step, 0, MAX_FORCE_STEP)
+        if step in forces:
+            raise SettingError(f"--force {item!r}: step {step} is already forced to {forces[step]}")
+        forces[step] = token
+    return forces
+
+
+def check_speculative_mode(config: SamplingConfig) -> None:
+    if config.mode == "beam":
+        raise SettingError("--speculative: expected --mode greedy or sample (a beam keeps several sequences; "
+                           "speculative decoding verifies one)")
+
+
+def names_a_free_run(args: argparse.Namespace) -> bool:
+    """Whether the flags name a model or a prompt of their own (not a lesson's)."""
+    return args.chat or any(getattr(args, flag) is not None for flag in ("model", "params", "prompt", "prompt_ids"))
+
+
+def free_model(args: argparse.Namespace):
+    """The model of a free run: --params, --model, or the teaching model."""
+    return load_teaching_model(args.params) if args.params is not None else model_from_args(args)
+
+
+def session_from_args(args: argparse.Namespace, lesson: str | None = None, speculative: bool = False) -> Session:
+    """The session the flags describe: `lesson`'s (a name or a file), or a free run of the
+    model and prompt they give (decoded speculatively with --speculative when `speculative`);
+    then their sampling changes and what-if choices. Call `check_run_flags` first."""
+    changes = sampling_changes(args)
+    if lesson is not None:
+        session = load_lesson(lesson).build_session()
+    else:
+        model = free_model(args)
+        k = args.speculative if speculative and args.speculative is not None else 0
+        scenario = Scenario(model, tuple(prompt_ids(args, model)), DEFAULT_CONFIG, speculative=k,
+                            ngram=DEFAULT_NGRAM if args.ngram is None else args.ngram)
+        session = Session(model, scenario.prompt_ids, check_recompute=not args.no_check, scenarios=(scenario,))
+    if changes:
+        session.set_sampling(**changes)
+    if session.scenario.speculative:
+        check_speculative_mode(session.config)
+    for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it
+        try:
+            session.force(step, token)
+        except ExplorerError as exc:
+            raise SettingError(f"--force {step}:{token}: {exc}") from None
+    return session

@@ -5,15 +5,14 @@ from __future__ import annotations
 import json
 
 from ..core.elide import ENDS, elided, elided_list
-from ..core.errors import SettingError
 from ..core.decode.run_dict import speculative_to_dict
-from ..core.limits import check_count
 from ..core.decode.generate import Run
-from ..core.decode.speculative import (DEFAULT_NGRAM, MAX_K, MAX_NGRAM, VerifyStep, acceptance_rate, accepted_counts,
+from ..core.decode.speculative import (DEFAULT_NGRAM, VerifyStep, acceptance_rate, accepted_counts,
                                passes_saved, prompt_lookup, speculative_generate)
 from ..core.tokens.vocab import Vocabulary
 from ..i18n import add_messages, tr
 from ..session.narration import finish_text
+from .flags import check_speculative_mode
 from .texttable import format_table
 
 add_messages({
@@ -35,27 +34,14 @@ add_messages({
 })
 
 
-def add_flags(parser) -> None:
-    parser.add_argument("--speculative", type=int, metavar="K",
-                        help="decode speculatively: draft up to K tokens by prompt lookup, verify them in one pass")
-    parser.add_argument("--ngram", type=int,
-                        help=f"with --speculative: the longest n-gram looked up (default {DEFAULT_NGRAM})")
-
-
 def speculative_output(scenarios, names, args) -> str:
     """Every scenario decoded speculatively, as tables (or JSON); `names` label the scenarios
     of a lesson (empty: one scenario, no label)."""
-    if args.force:
-        raise SettingError("--force: a what-if cannot be combined with --speculative "
-                           "(speculative decoding verifies the model's own choices)")
-    check_count("--speculative", args.speculative, 1, MAX_K)
-    ngram = DEFAULT_NGRAM if args.ngram is None else check_count("--ngram", args.ngram, 1, MAX_NGRAM)
+    ngram = DEFAULT_NGRAM if args.ngram is None else args.ngram        # checked by `check_run_flags`
     drafter = prompt_lookup(ngram)
     data, blocks = [], []
     for i, s in enumerate(scenarios):
-        if s.config.mode == "beam":
-            raise SettingError("--speculative: expected --mode greedy or sample (a beam keeps several sequences; "
-                               "speculative decoding verifies one)")
+        check_speculative_mode(s.config)
         label = f"{tr('scenario', args.lang, name=names[i])}\n" if names else ""
         if s.overrides:
             steps = ", ".join(f"{step}:{token}" for step, token in s.overrides)

@@ -5,18 +5,17 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from .flags import add_prompt_flags, add_sampling_flags, model_from_args, prompt_ids, sampling_changes
+from .flags import (add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, free_model, prompt_ids,
+                    sampling_changes, session_from_args)
 from .beam_tree import format_tree
-from .speculative import add_flags as add_speculative_flags, speculative_output
+from .speculative import speculative_output
 from ..core.elide import ENDS, elided, elided_list
-from ..core.errors import ExplorerError, SettingError
-from ..core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, shown
+from ..core.errors import SettingError
 from ..core.decode.generate import Run
 from ..core.decode.run_dict import run_to_dict, search_to_dict, vote_to_dict
 from ..core.decode.search import SearchResult, SearchSpec
 from ..core.decode.vote import Vote
 from ..core.decode.usage import count_usage
-from ..core.models.teaching import load_teaching_model
 from ..core.tokens.vocab import Vocabulary
 from ..i18n import add_messages, tr
 from ..lessons import load_lesson
@@ -46,46 +45,18 @@ def add_parser(subparsers) -> None:
                     "KV cache contents, which logits chose the next token, and how far the "
                     "cached step is from a full recomputation.")
     add_prompt_flags(p)
-    p.add_argument("--params", help="parameter file (default: the teaching model)")
-    p.add_argument("--no-check", action="store_true",
-                   help="skip the comparison of every step with a full recomputation (faster on big models)")
-    p.add_argument("--lesson", help="trace every scenario of a lesson (a name or a .toml file)")
-    p.add_argument("--force", action="append", default=[], metavar="STEP:ID",
-                   help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
-    p.add_argument("--top", type=int, default=10, help="candidates per step in --json (default 10)")
-    p.add_argument("--lang", choices=("en", "zh"), default="en")
-    p.add_argument("--json", action="store_true", help="print the run as JSON")
-    add_speculative_flags(p)
+    add_run_flags(p, lesson_help="trace every scenario of a lesson (a name or a .toml file)",
+                  top_help="candidates per step in --json", json_help="print the run as JSON")
     add_sampling_flags(p, default_mode=None)
     p.set_defaults(func=run)
 
 
-def _session(args) -> Session:
-    """The lesson's session, or one on the given model and prompt; then the flags' changes."""
-    if args.lesson is not None:
-        session = load_lesson(args.lesson).build_session()
-    else:
-        if args.model is not None and args.params is not None:
-            raise ExplorerError("give --model or --params, not both")
-        model = load_teaching_model(args.params) if args.params is not None else model_from_args(args)
-        session = Session(model, prompt_ids(args, model), check_recompute=not args.no_check)
-    changes = sampling_changes(args)
-    if changes:
-        session.set_sampling(**changes)
-    for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it
-        session.force(step, token)
-    return session
-
-
 def run(args) -> int:
-    check_count("--top", args.top, 1, MAX_TOP)
-    if args.speculative is None and args.ngram is not None:
-        raise SettingError(f"--ngram {args.ngram}: the n-gram length of prompt lookup only applies with "
-                           "--speculative K (give both, or leave --ngram out)")
+    check_run_flags(args)
     if args.speculative is not None:
         print(speculative_output(*_speculative_scenarios(args), args))
         return 0
-    session = _session(args)
+    session = session_from_args(args, args.lesson)
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
@@ -101,9 +72,7 @@ def _speculative_scenarios(args) -> tuple[list[Scenario], list[str]]:
         lesson = load_lesson(args.lesson)
         scenarios = [replace(s, config=s.config.with_(**changes)) for s in lesson.build_scenarios()]
         return scenarios, ([name for name, _ in lesson.scenarios] if len(scenarios) > 1 else [])
-    if args.model is not None and args.params is not None:
-        raise ExplorerError("give --model or --params, not both")
-    model = load_teaching_model(args.params) if args.params is not None else model_from_args(args)
+    model = free_model(args)
     return [Scenario(model, tuple(prompt_ids(args, model)), SamplingConfig(**changes))], []
 
 
@@ -170,23 +139,6 @@ def format_search(spec: SearchSpec, result: SearchResult, vocab: Vocabulary, lan
                     score=f"{best.score:.4f}", forwards=result.forwards, evaluations=result.evaluations))
     return "\n".join(lines)
 
-
-def parse_forces(items) -> dict[int, int]:
-    """--force STEP:ID values as step -> id (a step given twice is an error)."""
-    forces = {}
-    for item in items:
-        step, sep, token = item.partition(":")
-        try:
-            step, token = int(step), int(token)
-        except ValueError:
-            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4") from None
-        if not sep:
-            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4")
-        check_count("--force STEP", step, 0, MAX_FORCE_STEP)
-        if step in forces:
-            raise SettingError(f"--force {item!r}: step {step} is already forced to {forces[step]}")
-        forces[step] = token
-    return forces
 
 
 def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:

@@ -3,13 +3,27 @@
 from __future__ import annotations
 
 import os
+import re
 import shutil
+import unicodedata
 from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..core.userfile import check_replaceable
 
 STAGING_PREFIX = ".explorer-export-"
+NAME_CHARS = 40            # characters of a file name made from a prompt (Chinese is 3 bytes each: 120 of 255)
+_UNSAFE = re.compile(r'[\\/:*?"<>|\s]+')     # separators, what Windows refuses, and white space
+_RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"{d}{n}" for d in ("COM", "LPT") for n in range(1, 10))}
+
+
+def safe_file_name(text: str, fallback: str) -> str:
+    """A file or folder name made from `text` (a prompt, a lesson id): no path separators, no
+    control or format characters, nothing Windows refuses, at most NAME_CHARS characters,
+    no leading dot; letters of any script kept ("我爱" stays 我爱). `fallback` when nothing is left."""
+    spaced = _UNSAFE.sub("-", unicodedata.normalize("NFC", text))          # a line break parts words too
+    name = "".join(c for c in spaced if unicodedata.category(c)[0] != "C").strip("-.")[:NAME_CHARS].rstrip("-.")
+    return name if name and name.upper().split(".")[0] not in _RESERVED else fallback
 
 
 def check_target(path: Path) -> None:

@@ -14,13 +14,14 @@ from ..core.decode.generate import Run
 from ..core.decode.run_dict import run_to_dict, step_candidates
 from ..core.models.trace import ForwardTrace
 from ..core.tokens.vocab import Vocabulary
+from .spec import HANDOUT_TOP
 
 CSV_COLUMNS = ("step", "phase", "input_ids", "positions", "cache_len_before", "cache_len_after",
                "logits_position", "rank", "candidate_id", "candidate_text", "logit", "prob",
                "final_prob", "removed_by", "selected", "forced")
 
 
-def run_csv(run: Run, vocab: Vocabulary, top_n: int = 20) -> str:
+def run_csv(run: Run, vocab: Vocabulary, top_n: int = HANDOUT_TOP) -> str:
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(CSV_COLUMNS)
@@ -61,7 +62,7 @@ def trace_dict(trace: ForwardTrace) -> dict:
     }
 
 
-def run_json(run: Run, vocab: Vocabulary, intermediates: bool = False, top_n: int = 20) -> dict:
+def run_json(run: Run, vocab: Vocabulary, intermediates: bool = False, top_n: int = HANDOUT_TOP) -> dict:
     data = run_to_dict(run, vocab, top_n)
     if intermediates:
         data["shapes"] = ("q [heads, new positions, head size]; k, v [kv heads, new positions, head size]; "

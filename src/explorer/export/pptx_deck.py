@@ -1,10 +1,12 @@
-"""A PowerPoint deck: one 16:9 slide picture per frame, with the frame's explanation and the
-lesson's self-check questions as speaker notes; byte-identical for the same input."""
+"""A PowerPoint deck: one 16:9 slide picture per frame, its title and caption as editable text
+boxes over it, with the frame's explanation and the lesson's self-check questions as speaker
+notes; byte-identical for the same input."""
 
 from __future__ import annotations
 
 import io
 import zipfile
+from dataclasses import dataclass
 from datetime import datetime
 
 from ..i18n import add_messages, tr
@@ -13,6 +15,7 @@ from ..session.narration import SECTIONS
 SLIDE_WIDTH_EMU = 12192000        # 13.333 in: PowerPoint's own 16:9 slide
 FIXED_DATE = datetime(2000, 1, 1)
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
+EMU_PER_POINT = 12700
 
 add_messages({
     "notes.before": {"en": "Self-check before class", "zh": "课前自测"},
@@ -34,17 +37,34 @@ def speaker_notes(explanation: dict[str, str], checks: list[tuple[str, str, str]
     return "\n\n".join(parts)
 
 
-def pptx_bytes(slides: list[tuple[bytes, str]], width: int, height: int, title: str) -> bytes:
-    """A deck of (PNG bytes, speaker notes) slides, shaped `width` : `height`."""
+@dataclass(frozen=True)
+class TextBox:
+    """Words over a slide's picture, editable: where (slide pixels), what and in which type."""
+    left: float
+    top: float
+    width: float
+    height: float
+    text: str
+    px: float          # type size in slide pixels
+    bold: bool
+    align: str         # "left" | "right"
+    color: str         # "#rrggbb"
+    font: str          # the family
+
+
+def pptx_bytes(slides: list[tuple[bytes, str, tuple[TextBox, ...]]], width: int, height: int, title: str) -> bytes:
+    """A deck of (PNG bytes, speaker notes, text boxes) slides, shaped `width` : `height`."""
     from pptx import Presentation        # imported only when a deck is written
 
     deck = Presentation()
     deck.slide_width = SLIDE_WIDTH_EMU
     deck.slide_height = round(SLIDE_WIDTH_EMU * height / width)
     blank = deck.slide_layouts[6]
-    for png, notes in slides:
+    for png, notes, boxes in slides:
         slide = deck.slides.add_slide(blank)
         slide.shapes.add_picture(io.BytesIO(png), 0, 0, deck.slide_width, deck.slide_height)
+        for box in boxes:
+            _add_text_box(slide, box, SLIDE_WIDTH_EMU / width)
         slide.notes_slide.notes_text_frame.text = notes
     props = deck.core_properties
     props.title, props.author, props.last_modified_by = title, "Token Explorer", "Token Explorer"
@@ -53,6 +73,29 @@ def pptx_bytes(slides: list[tuple[bytes, str]], width: int, height: int, title: 
     out = io.BytesIO()
     deck.save(out)
     return _fixed_zip_times(out.getvalue())
+
+
+def _add_text_box(slide, box: TextBox, emu_per_px: float) -> None:
+    """One line of text, without insets, centred on the height of its box as the picture's words are."""
+    from pptx.dml.color import RGBColor
+    from pptx.enum.text import MSO_ANCHOR, MSO_AUTO_SIZE, PP_ALIGN
+    from pptx.util import Emu, Pt
+
+    shape = slide.shapes.add_textbox(*(Emu(round(v * emu_per_px)) for v in (box.left, box.top, box.width, box.height)))
+    frame = shape.text_frame
+    frame.margin_left = frame.margin_right = frame.margin_top = frame.margin_bottom = 0
+    frame.word_wrap = False
+    frame.auto_size = MSO_AUTO_SIZE.NONE
+    frame.vertical_anchor = MSO_ANCHOR.MIDDLE
+    paragraph = frame.paragraphs[0]
+    paragraph.alignment = PP_ALIGN.RIGHT if box.align == "right" else PP_ALIGN.LEFT
+    run = paragraph.add_run()
+    run.text = box.text
+    font = run.font
+    font.size = Pt(round(box.px * emu_per_px / EMU_PER_POINT, 1))
+    font.bold = box.bold
+    font.name = box.font
+    font.color.rgb = RGBColor.from_string(box.color.lstrip("#").upper())
 
 
 def _fixed_zip_times(data: bytes) -> bytes:

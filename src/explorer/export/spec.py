@@ -13,6 +13,7 @@ THEMES = ("light", "high-contrast")
 STYLES = ("slide", "window")   # a slide composed for a projector | the whole window, as on the desk
 MAX_SIDE = 8192            # pixels of one side of a slide, scale included
 CANCELLED = "export cancelled, nothing was written"
+HANDOUT_TOP = 20           # candidates per step in the CSV and JSON handouts
 
 
 class ExportCancelled(ExplorerError):
@@ -33,6 +34,7 @@ class ExportSpec:
     style: str = "slide"                         # see STYLES
     caption: bool = True                         # lesson title, frame title, counter, one line
     intermediates: bool = False                  # every value of every forward in the JSON
+    top: int = HANDOUT_TOP                       # candidates per step in the handouts
 
 
 def parse_formats(text: str) -> tuple[str, ...]:

@@ -34,7 +34,7 @@ from ..core.errors import SettingError
 from ..core.decode.generate import Run, Step, generate, prefix_cache_of
 from ..core.models.protocol import LanguageModel
 from ..core.decode.sampling import SamplingConfig
-from ..core.decode.speculative import speculative_generate, verify_steps
+from ..core.decode.speculative import DEFAULT_NGRAM, prompt_lookup, speculative_generate, verify_steps
 from ..core.decode.usage import count_usage
 from ..core.decode.vote import self_consistency
 from ..i18n import LANGS
@@ -58,6 +58,7 @@ class Scenario:
     name: str = ""                                   # a lesson's name for it ("base", ...); "" otherwise
     prefix_from: str = ""                            # the scenario whose request filled the prefix cache it uses
     speculative: int = 0                             # k > 0: decoded speculatively, k drafted tokens a pass
+    ngram: int = DEFAULT_NGRAM                       # the longest n-gram its prompt lookup drafts from
 
 
 @dataclass(frozen=True)
@@ -535,7 +536,7 @@ class Session:
             progress = None if on_step is None else (lambda n, d=done: on_step(d + n, total))
             if s.speculative and not s.overrides:       # a what-if decodes plainly
                 runs[s] = speculative_generate(s.model, s.prompt_ids, s.config, k=s.speculative,
-                                               check_recompute=check)
+                                               drafter=prompt_lookup(s.ngram), check_recompute=check)
             else:
                 runs[s] = generate(s.model, s.prompt_ids, s.config, overrides=dict(s.overrides),
                                    check_recompute=check, reuse=reuse, cancel=_cancel_after(s.cancel_after, cancel),
@@ -574,7 +575,7 @@ def _apply_user(s: Scenario, u: _UserLayer) -> Scenario:
     overrides = dict(s.overrides) | u.overrides
     return Scenario(u.model or s.model, u.prompt if u.prompt is not None else s.prompt_ids,
                     config, tuple(sorted(overrides.items())), s.cancel_after, s.name, s.prefix_from,
-                    s.speculative)
+                    s.speculative, s.ngram)
 
 
 def _prefix_hit(s: Scenario, effective: tuple[Scenario, ...], runs: dict):

@@ -9,6 +9,7 @@ import sys
 import traceback
 
 from ..core.errors import ExplorerError
+from ..i18n import tr
 from ..core.models.params_file import load_params
 from ..interrupts import exit_status
 from ..lessons import DEFAULT_LESSON_ID, load_lesson
@@ -178,7 +179,7 @@ def run_app(args) -> int:
 
     from ..desktop.launcher import COMMAND
     from .app_icon import app_icon
-    from .single_instance import claim, instance_name
+    from .single_instance import ANSWER_MS, claim, instance_name
 
     _task_bar_identity()
     # argv[0] names the X11 window class (WM_CLASS), which the launcher's StartupWMClass matches
@@ -197,6 +198,10 @@ def run_app(args) -> int:
     except ExplorerError as exc:
         print(f"token-explorer: error: {exc}", file=sys.stderr)
         return 2
+    if server.notice:                    # a window seemed to run but did not answer: said in both places
+        print(f"token-explorer: {server.notice}", file=sys.stderr)
+        QTimer.singleShot(0, lambda: window.show_status(tr("instance.unanswered", window.session.lang,
+                                                           seconds=ANSWER_MS // 1000), 15000))
     server.received.connect(lambda later: apply_request(window, later))
     _open_files_from_the_system(app, window)
     install_error_hook(window)

@@ -12,6 +12,7 @@ DEFAULTS = {
     "window_state": QByteArray(),  # dock layout
     "presentation_state": QByteArray(),  # dock layout in presentation mode (empty: the default one)
     "start_page_shown": False,  # the lesson list opens by itself once, at the first start
+    "export_folder": "",        # where the teacher last saved an export ("": their Documents or Pictures)
 }
 
 

@@ -1,5 +1,7 @@
 """One window per user: a second start hands what it was asked to open to the running
-window over a local socket and exits."""
+window over a local socket and exits. It never waits long: a window that takes the
+connection but does not answer within seconds (hung, or still loading a model) is said to,
+and this start opens its own window."""
 
 from __future__ import annotations
 
@@ -10,15 +12,26 @@ import os
 import re
 from pathlib import Path
 
-from PySide6.QtCore import QDir, QLockFile, QObject, Signal
+from PySide6.QtCore import QDir, QElapsedTimer, QLockFile, QObject, Signal
 from PySide6.QtNetwork import QLocalServer, QLocalSocket
 
 from ..core.errors import ExplorerError
+from ..i18n import add_messages
 
-CONNECT_MS = 2000     # a listening window accepts at once; this long means there is none
-ANSWER_MS = 30000     # a window still starting (loading a real model) answers once its event loop runs
-LOCK_MS = 10000       # another start checking at the same moment holds the lock this long at most
+CONNECT_MS = 1000     # a listening window accepts at once; this long means there is none
+ANSWER_MS = 3000      # a running window answers at once; one still loading a real model may not
+LOCK_MS = 2 * CONNECT_MS + ANSWER_MS + 1000   # another start checking at the same moment holds the lock this long at most
 ACK = b"ok\n"
+
+add_messages({
+    "instance.unanswered": {"en": "Another Token Explorer window did not answer within {seconds} s: this one "
+                                  "opened instead (close the other if it is still there)",
+                            "zh": "另一个Token Explorer窗口在{seconds}秒内没有回应，于是打开了这个窗口（如果那个窗口还在，可以关掉它）"},
+})
+
+
+class Unanswered(ExplorerError):
+    """A window took the connection but gave no answer in time (or a wrong one)."""
 
 
 def instance_name(env=None) -> str:
@@ -42,6 +55,7 @@ class InstanceServer(QObject):
     def __init__(self, name: str, parent: QObject | None = None):
         super().__init__(parent)
         self.name = name
+        self.notice = ""     # why this start listens although a window seemed to run ("" when none did)
         self.server = QLocalServer(self)
         self.server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
         self.server.newConnection.connect(self._accept)
@@ -86,25 +100,28 @@ class InstanceServer(QObject):
 
 def hand_over(name: str, request: dict) -> bool:
     """Send `request` to a window listening under `name`; True once it answered. False if
-    none is listening. Blocks (a start that is about to exit has no event loop to run).
-    Raises ExplorerError if a window took the connection but never answered."""
+    none is listening. Blocks, at most CONNECT_MS twice and ANSWER_MS (a start that is about
+    to exit has no event loop to run). Raises Unanswered if a window took the connection but
+    gave no answer in time."""
     socket = QLocalSocket()
     socket.connectToServer(name)
     if not socket.waitForConnected(CONNECT_MS):
         return False
     socket.write(json.dumps(request).encode("utf-8") + b"\n")
     socket.waitForBytesWritten(CONNECT_MS)
-    answer = b""
-    while not answer.endswith(b"\n"):
-        if not socket.waitForReadyRead(ANSWER_MS):
+    answer, timer = b"", QElapsedTimer()
+    timer.start()
+    while not answer.endswith(b"\n") and timer.elapsed() < ANSWER_MS:    # one deadline for the whole answer
+        if socket.waitForReadyRead(max(1, ANSWER_MS - timer.elapsed())):
+            answer += bytes(socket.readAll().data())
+        elif socket.state() != QLocalSocket.LocalSocketState.ConnectedState:
             break
-        answer += bytes(socket.readAll().data())
     socket.abort()
     if answer == ACK:
         return True
-    raise ExplorerError(f"a Token Explorer window is running but did not take the request "
-                        f"({answer.decode('utf-8', 'replace').strip() or f'no answer in {ANSWER_MS // 1000} s'}); "
-                        f"close it and start again")
+    said = answer.decode("utf-8", "replace").strip()
+    raise Unanswered("a Token Explorer window seems to be running but "
+                     + (f"did not take the request ({said})" if said else f"did not answer in {ANSWER_MS // 1000} s"))
 
 
 def claim(name: str, request: dict) -> InstanceServer | None:
@@ -113,15 +130,24 @@ def claim(name: str, request: dict) -> InstanceServer | None:
 
     The request is one line of JSON (`{"lesson": path}`, `{"model": key}`, `{"params":
     path}`, or `{}` to bring the window forward) answered by "ok". A socket left behind by a
-    crashed window refuses the connection and is replaced; a lock file makes the
-    check-then-listen of two starts at the same moment one after the other."""
+    crashed window refuses the connection and is replaced; so is one whose window does not
+    answer in time (the server's `notice` says so). A lock file makes the check-then-listen
+    of two starts at the same moment one after the other (a lock left by a start that
+    died is taken over at once; one held longer than LOCK_MS is an error)."""
     lock = QLockFile(QDir(QDir.tempPath()).filePath(f"{name}.lock"))
+    lock.setStaleLockTime(LOCK_MS)
     if not lock.tryLock(LOCK_MS):
-        raise ExplorerError(f"another start of Token Explorer holds {lock.fileName()}; try again")
+        raise ExplorerError(f"another start of Token Explorer has held {lock.fileName()} for more than "
+                            f"{LOCK_MS // 1000} s; try again, or remove that file if no other start is running")
     try:
-        if hand_over(name, request):
-            return None
+        try:
+            if hand_over(name, request):
+                return None
+            notice = ""
+        except Unanswered as exc:
+            notice = f"{exc}: opening a new window (close the other one if it is still there)"
         server = InstanceServer(name)
+        server.notice = notice
         server.listen()
         return server
     finally:

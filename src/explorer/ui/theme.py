@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from PySide6.QtGui import QColor, QPalette
-from PySide6.QtWidgets import QApplication
+from PySide6.QtCore import QRectF
+from PySide6.QtGui import QColor, QPainter, QPalette, QPen
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory
 
 
 @dataclass(frozen=True)
@@ -56,6 +57,66 @@ def text_on(background: str) -> str:
     return "#000000" if lum > 0.179 else "#ffffff"
 
 
+FRAME_ROLE = QPalette.ColorRole.Dark      # the colour `FramedStyle` draws the frames of fields in
+_FRAMED_PRIMITIVES = {QStyle.PrimitiveElement.PE_FrameLineEdit: 2.0,       # element -> corner radius
+                      QStyle.PrimitiveElement.PE_IndicatorCheckBox: 0.0}
+_FRAMED_CONTROLS = (QStyle.ComplexControl.CC_SpinBox, QStyle.ComplexControl.CC_ComboBox)
+
+
+class FramedStyle(QProxyStyle):
+    """The platform's style, with the frames of line edits, spin boxes, combo boxes and check
+    boxes drawn again in the palette's FRAME_ROLE colour. Fusion draws them in the window
+    colour made darker, which on black is black: in high contrast the fields vanished. A
+    focused field keeps the style's own (highlighted) frame."""
+
+    def drawPrimitive(self, element, option, painter, widget=None) -> None:
+        super().drawPrimitive(element, option, painter, widget)
+        if element in _FRAMED_PRIMITIVES:
+            _frame(painter, option, _FRAMED_PRIMITIVES[element])
+
+    def drawComplexControl(self, control, option, painter, widget=None) -> None:
+        super().drawComplexControl(control, option, painter, widget)
+        if control in _FRAMED_CONTROLS and getattr(option, "frame", True):
+            _frame(painter, option, 2.0)
+
+
+def _frame(painter: QPainter, option, radius: float) -> None:
+    if option.state & QStyle.StateFlag.State_HasFocus:
+        return
+    painter.save()
+    painter.setRenderHint(QPainter.RenderHint.Antialiasing, True)
+    painter.setPen(QPen(option.palette.color(FRAME_ROLE), 1.0))
+    painter.setBrush(QColor(0, 0, 0, 0))
+    painter.drawRoundedRect(QRectF(option.rect).adjusted(0.5, 0.5, -0.5, -0.5), radius, radius)
+    painter.restore()
+
+
+_platform_style: list[str] = []             # the application's style's name before a theme first changed it
+
+
+def framed_style_in_use() -> bool:
+    return isinstance(QApplication.style(), FramedStyle)
+
+
+def use_framed_style(framed: bool) -> None:
+    """The application's style: the platform's, with the fields' frames drawn (`FramedStyle`) or not."""
+    if not _platform_style:
+        _platform_style.append(QApplication.style().name())
+    if framed_style_in_use() != framed:          # a new style repolishes every widget
+        base = QStyleFactory.create(_platform_style[0])
+        QApplication.setStyle(FramedStyle(base) if framed else base)
+
+
+def apply_widget_theme(theme: Theme) -> None:
+    """The application's style and palette in `theme` (every widget, floating docks and
+    dialogs too): the platform's own for "light"; for "high-contrast" the theme's colours
+    and the platform's style with the fields' frames drawn visible (`FramedStyle`)."""
+    use_framed_style(theme.name != "light")
+    palette = widget_palette(theme)
+    if palette != QApplication.palette():          # a new palette does too
+        QApplication.setPalette(palette)
+
+
 _platform_palette: list[QPalette] = []      # the application's palette before a theme first changed it
 
 
@@ -76,7 +137,7 @@ def widget_palette(theme: Theme) -> QPalette:
                         (r.Highlight, QColor(theme.selected)), (r.HighlightedText, QColor(text_on(theme.selected))),
                         (r.Link, QColor(theme.kept)), (r.LinkVisited, QColor(theme.kept)),
                         (r.Light, QColor(theme.grid)), (r.Midlight, QColor(theme.pending)),
-                        (r.Mid, QColor(theme.pending)), (r.Dark, QColor(theme.grid)), (r.Shadow, text)):
+                        (r.Mid, QColor(theme.pending)), (FRAME_ROLE, QColor(theme.grid)), (r.Shadow, text)):
         palette.setColor(role, color)
     for role in (r.WindowText, r.Text, r.ButtonText):      # greyed, still readable on black
         palette.setColor(QPalette.ColorGroup.Disabled, role, QColor(theme.muted).darker(125))

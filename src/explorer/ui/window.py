@@ -35,7 +35,7 @@ from .shell.model_switcher import ModelSwitcher
 from .panels.player import PlayerPanel
 from .shell.prompt_bar import PromptBar
 from .settings import Settings
-from .theme import THEMES, widget_palette
+from .theme import THEMES, apply_widget_theme
 from .panels.timeline import TimelinePanel
 from .shell.work_status import WorkStatus
 from .shell.worker import Jobs, SessionRunner, is_big
@@ -342,9 +342,7 @@ class MainWindow(QMainWindow):
         """Colours of the painted panels and of every widget (the application's palette, as
         zoom sets the application's font: floating docks and dialogs follow too)."""
         theme = self.theme = THEMES[name]
-        palette = widget_palette(theme)
-        if palette != QApplication.palette():        # a new palette repolishes every widget
-            QApplication.setPalette(palette)
+        apply_widget_theme(theme)
         for panel in self.panels.values():
             panel.set_theme(theme)
         self.actions["high_contrast"].setChecked(name == "high-contrast")

@@ -19,7 +19,7 @@ from ...core.errors import ExplorerError
 from ...core.decode.sampling import Distribution, Stage
 from ...i18n import add_messages, stage_label, tr
 from ...session import Session
-from .distribution_chart import BAR_WIDTH, ROW_MIN_PX, BarRow, Ruler, StageChart
+from .distribution_chart import ROW_MIN_PX, BarRow, Ruler, StageChart
 from .panel import Panel
 from ..theme import Theme
 
@@ -132,10 +132,9 @@ class DistributionPanel(Panel):
         if step is not None:
             self._guarded(self.session.force, step.index, int(token_id))
 
-    def _clicked_at(self, x: float) -> None:
-        """A click at `x` in column units (column i spans i - 0.5 .. i + 0.5)."""
-        column = int(round(x))
-        if 0 <= column < self._ids.size and abs(x - column) <= BAR_WIDTH / 2:
+    def _clicked_at(self, column: int) -> None:
+        """A click nearest the bar of `column` (on it or between it and the next)."""
+        if 0 <= column < self._ids.size:
             self.click_candidate(self._ids[column])
 
     def _back(self) -> None:

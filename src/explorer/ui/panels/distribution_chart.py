@@ -31,6 +31,7 @@ NAME_MAX_PX = 96        # upright token names longer than this are elided ("othe
 RULER_LABEL_MIN = 0.05  # a ruler interval gets its piece written in it when at least this wide
 RULER_TICKS = (0.0, 0.25, 0.5, 0.75, 1.0)
 SCREEN_SHARE = 0.3      # the chart never asks for more of the screen's height than this
+HOVER_ALPHA = 60        # of 255: the tint over the column a click would force (its bar still reads)
 GAP = 2                 # px between rows
 PAD = 4                 # px around text
 
@@ -74,9 +75,10 @@ class _Layout:
 
 
 class StageChart(QWidget):
-    """Paints BarRows and a Ruler; a click on a bar reports its column."""
+    """Paints BarRows and a Ruler; a click reports the column of the bar nearest it, which
+    hovering highlights."""
 
-    clicked = Signal(float)        # the x of a click in column units (column i spans i ± 0.5)
+    clicked = Signal(int)          # the column of the bar a click forces (`bar_near`)
 
     def __init__(self, parent=None):
         super().__init__(parent)
@@ -95,6 +97,7 @@ class StageChart(QWidget):
         self._widest_name: float | None = None    # upright names' longest width, once per content
         self._widest_label: float | None = None   # upright bar labels' longest width, likewise
         self._height_cap: int | None = None       # the window's limit (`set_height_cap`)
+        self.hovered: tuple[int, int] | None = None   # (row, column) of the bar a click would force
         self.setMouseTracking(True)
         self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
 
@@ -246,37 +249,29 @@ class StageChart(QWidget):
         width = plot.width() / len(self.rows[row].values)
         return QPointF(plot.left() + (column + 0.5) * width, plot.bottom() - 3)
 
-    def _hit(self, pos: QPointF) -> tuple[BarRow, float] | None:
-        """The row whose bar area holds `pos`, and the x of `pos` in its column units."""
-        for plot, row in zip(self._laid_out().plots, self.rows):
+    def _nearest(self, pos: QPointF) -> tuple[int, int] | None:
+        """(row, column) of the bar nearest `pos` in the row whose bar area holds it (a point
+        between two thin bars belongs to the nearer: column i spans i ± 0.5); None off the rows."""
+        for r, (plot, row) in enumerate(zip(self._laid_out().plots, self.rows)):
             if plot.contains(pos) and len(row.values):
-                return row, (pos.x() - plot.left()) / (plot.width() / len(row.values)) - 0.5
+                x = (pos.x() - plot.left()) / (plot.width() / len(row.values)) - 0.5
+                return r, min(max(round(x), 0), len(row.values) - 1)
         return None
 
-    def column_at(self, pos: QPointF) -> float | None:
-        """The x of `pos` in column units if it is inside a row's bar area, else None."""
-        hit = self._hit(pos)
-        return None if hit is None else hit[1]
-
-    def _bar_at(self, pos: QPointF) -> tuple[BarRow, int] | None:
-        """The row and column of the bar under `pos` (between bars: None)."""
-        hit = self._hit(pos)
-        if hit is None:
-            return None
-        row, x = hit
-        column = round(x)
-        if abs(x - column) > BAR_WIDTH / 2 or not 0 <= column < len(row.values):
-            return None
-        return row, column
+    def bar_near(self, pos: QPointF) -> tuple[int, int] | None:
+        """(row, column) of the bar a click at `pos` forces: the nearest, unless it stands for
+        the rest of the vocabulary ("other", no one token)."""
+        near = self._nearest(pos)
+        return None if near is None or self.rows[near[0]].roles[near[1]] == "other" else near
 
     def tip_at(self, pos: QPointF) -> str:
-        """What the bar under `pos` stands for: its token, the row's stage, its probability and
-        its mark ("✕ top-k", "◀ chosen"); "" off the bars. Hovering shows it: the numbers of
+        """What the bar nearest `pos` stands for: its token, the row's stage, its probability and
+        its mark ("✕ top-k", "◀ chosen"); "" off the rows. Hovering shows it: the numbers of
         many narrow columns, or of a squeezed row that had no room to write them."""
-        bar = self._bar_at(pos)
-        if bar is None:
+        near = self._nearest(pos)
+        if near is None:
             return ""
-        row, column = bar
+        row, column = self.rows[near[0]], near[1]
         name = next((r.names[column] for r in reversed(self.rows) if r.names[column]), "")
         mark = row.labels[column]
         tip = f"{name} · {row.title.replace(chr(10), ' ')}: p = {row.values[column]:.4f}"
@@ -288,16 +283,42 @@ class StageChart(QWidget):
         return super().event(event)
 
     def mousePressEvent(self, event) -> None:
-        x = self.column_at(event.position()) if event.button() == Qt.MouseButton.LeftButton else None
-        if x is None:
+        bar = self.bar_near(event.position()) if event.button() == Qt.MouseButton.LeftButton else None
+        if bar is None:
             super().mousePressEvent(event)
             return
-        self.clicked.emit(x)
+        self.clicked.emit(bar[1])
 
     def mouseMoveEvent(self, event) -> None:
-        on_bar = self._bar_at(event.position()) is not None
-        self.setCursor(Qt.CursorShape.PointingHandCursor if on_bar else Qt.CursorShape.ArrowCursor)
+        self._set_hovered(self.bar_near(event.position()))
         super().mouseMoveEvent(event)
+
+    def leaveEvent(self, event) -> None:
+        self._set_hovered(None)
+        super().leaveEvent(event)
+
+    def _set_hovered(self, bar: tuple[int, int] | None) -> None:
+        self.setCursor(Qt.CursorShape.ArrowCursor if bar is None else Qt.CursorShape.PointingHandCursor)
+        if bar != self.hovered:
+            self.hovered = bar
+            self.update()
+
+    def _paint_hovered(self, p: QPainter, layout: _Layout) -> None:
+        """The column a click would force, tinted and outlined in the accent colour."""
+        if self.hovered is None or self.hovered[0] >= len(self.rows):
+            return
+        r, column = self.hovered
+        columns = len(self.rows[r].values)
+        if column >= columns:             # the content changed under the pointer
+            return
+        plot = layout.plots[r]
+        width = plot.width() / columns
+        band = QRectF(plot.left() + column * width, plot.top(), width, plot.height())
+        accent = QColor(self._paint["accent"][0].color())
+        p.setPen(QPen(accent, 2.0))
+        accent.setAlpha(HOVER_ALPHA)
+        p.setBrush(accent)
+        p.drawRect(band.adjusted(1, 1, -1, -1))
 
     # ------------------------------------------------------------------ painting
     def changeEvent(self, event) -> None:
@@ -316,6 +337,7 @@ class StageChart(QWidget):
             self._paint_row(p, row, layout.plots[r], layout.names[r], layout.titles_width)
         if self.ruler is not None:
             self._paint_ruler(p, self.ruler, layout)
+        self._paint_hovered(p, layout)
         p.end()
 
     def _title(self, p: QPainter, text: str, right: float, middle: float, room: float | None = None) -> None:

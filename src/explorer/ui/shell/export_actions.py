@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 
-from PySide6.QtCore import Qt
+from PySide6.QtCore import QStandardPaths, Qt
 from PySide6.QtGui import QPixmap
 from PySide6.QtWidgets import (
     QApplication,
@@ -18,17 +18,23 @@ from PySide6.QtWidgets import (
     QFormLayout,
     QHBoxLayout,
     QLabel,
+    QListWidget,
+    QListWidgetItem,
     QProgressDialog,
+    QPushButton,
 )
 
 from ...core.errors import ExplorerError
-from ...export.files import StagedFiles
+from ...export.files import StagedFiles, safe_file_name
 from ...export.spec import ExportCancelled, ExportSpec
 from ...i18n import add_messages, tr
+from ...session.narration import frame_title
 from ...session.panels import SLIDE_PANELS
 
 PREVIEW_WIDTH = 560          # px of the dialog's slide preview
 LESSON_FORMATS = ("png", "pdf", "pptx")
+FRAME_LIST_ROWS = (5, 8)     # rows of the frame list shown at least, and at most before it scrolls
+STANDARD = QStandardPaths.StandardLocation
 
 add_messages({
     "export.frame_title": {"en": "Export frame", "zh": "导出当前步骤"},
@@ -58,6 +64,14 @@ add_messages({
     "export.bad_suffix": {"en": "{path}: expected a .png, .pdf, .pptx or .svg file name",
                           "zh": "{path}：文件名应以 .png、.pdf、.pptx 或 .svg 结尾"},
     "export.no_format": {"en": "Choose at least one kind of file", "zh": "请至少选择一种文件"},
+    "export.frames": {"en": "Frames", "zh": "步骤"},
+    "export.frames.all": {"en": "All", "zh": "全选"},
+    "export.frames.none": {"en": "None", "zh": "全不选"},
+    "export.frames.numbers": {"en": "Files keep the lesson's frame numbers (03-pick-step0.png is frame 3)",
+                              "zh": "文件保留课程中的步骤编号（03-pick-step0.png 就是第3步）"},
+    "export.no_frame": {"en": "Pick at least one frame", "zh": "请至少选择一个步骤"},
+    "export.into": {"en": "The files go into a folder named “{name}” inside the folder you choose",
+                    "zh": "文件会写入你所选文件夹中名为“{name}”的文件夹"},
 })
 
 
@@ -77,6 +91,42 @@ class LessonChoice:
     style: str = "slide"
     scale: int = 1
     caption: bool = True
+    frames: tuple[int, ...] | None = None    # 0-based, numbered as in the lesson; None = every frame
+
+
+def export_name(window) -> str:
+    """What exports are named after: the lesson's id, or in free exploration the prompt."""
+    if window.lesson is not None:
+        return window.lesson.id
+    session = window.session
+    return safe_file_name(session.model.vocab.decode(session.prompt_ids), fallback=window.lesson_names()[0])
+
+
+def start_folder(window, *places: QStandardPaths.StandardLocation) -> Path:
+    """Where a save dialog opens: where the teacher saved last, else the first of `places`
+    (their Documents, Pictures) that exists, else their home."""
+    last = window.settings["export_folder"]
+    found = [Path(last)] if last else []
+    found += [Path(p) for p in map(QStandardPaths.writableLocation, places) if p]
+    return next((p for p in found if p.is_dir()), Path.home())
+
+
+def ask_path(window, title: str, start: Path, name: str = "", file_filter: str = "") -> Path | None:
+    """A save dialog for a file (`name` proposed), or for a folder when `name` is ""; the
+    folder it was left in is remembered for the next export."""
+    dialog = QFileDialog(window, title, str(start), file_filter)
+    if name:
+        dialog.setAcceptMode(QFileDialog.AcceptMode.AcceptSave)
+        dialog.setDefaultSuffix("png")
+        dialog.selectFile(name)
+    else:
+        dialog.setFileMode(QFileDialog.FileMode.Directory)
+        dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
+    if dialog.exec() != QDialog.DialogCode.Accepted or not dialog.selectedFiles():
+        return None
+    path = Path(dialog.selectedFiles()[0])
+    window.settings["export_folder"] = str(path.parent if name else path)
+    return path
 
 
 def spec_for(window, out_dir: Path, **changes) -> ExportSpec:
@@ -115,12 +165,24 @@ class ExportDialog(QDialog):
         self.caption.setChecked(True)
         self.preview = QLabel(alignment=Qt.AlignmentFlag.AlignCenter)
         self.preview.setFixedSize(PREVIEW_WIDTH, PREVIEW_WIDTH * 9 // 16)
+        self.frames = self._frame_list() if lesson else QListWidget()
+        self.reason = self._tinted(QLabel())        # why OK is disabled (hidden when it is not)
         if lesson:
             form.addRow(tr("export.style", lang), self.style)
             row = QHBoxLayout()
             for box in self.formats.values():
                 row.addWidget(box)
             form.addRow(tr("export.formats", lang), row)
+            form.addRow(tr("export.frames", lang), self.frames)
+            picks = QHBoxLayout()
+            for key, state in (("all", Qt.CheckState.Checked), ("none", Qt.CheckState.Unchecked)):
+                button = QPushButton(tr(f"export.frames.{key}", lang))
+                button.clicked.connect(lambda _=False, s=state: self._check_every_frame(s))
+                picks.addWidget(button)
+            picks.addStretch(1)
+            form.addRow(picks)
+            form.addRow(QLabel(tr("export.frames.numbers", lang), wordWrap=True))
+            form.addRow(QLabel(tr("export.into", lang, name=export_name(window)), wordWrap=True))
         else:
             form.addRow(tr("export.what", lang), self.what)
             form.addRow(tr("export.style", lang), self.style)
@@ -128,6 +190,7 @@ class ExportDialog(QDialog):
         form.addRow(self.caption)
         form.addRow(QLabel(tr("export.preview", lang)))
         form.addRow(self.preview)
+        form.addRow(self.reason)
         self.buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Ok | QDialogButtonBox.StandardButton.Cancel)
         self.buttons.accepted.connect(self.accept)
         self.buttons.rejected.connect(self.reject)
@@ -136,8 +199,43 @@ class ExportDialog(QDialog):
             combo.currentIndexChanged.connect(self.update_preview)
         self.caption.toggled.connect(self.update_preview)
         for box in self.formats.values():
-            box.toggled.connect(self._check_formats)
+            box.toggled.connect(self._check_ok)
+        self.frames.itemChanged.connect(self._check_ok)
+        self._check_ok()
         self.update_preview()
+
+    def _tinted(self, label: QLabel) -> QLabel:
+        label.setWordWrap(True)
+        palette = label.palette()
+        palette.setColor(label.foregroundRole(), self.window_.theme.color("error"))
+        label.setPalette(palette)
+        return label
+
+    def _frame_list(self) -> QListWidget:
+        """Every frame of the lesson, numbered and titled as the player shows them, checked."""
+        session, lang = self.window_.session, self.window_.session.lang
+        frames = QListWidget()
+        for index, frame in enumerate(session.frames):
+            run, model = session.run_at(index)
+            item = QListWidgetItem(f"{index + 1:>2}  {frame_title(frame, run, model.vocab, lang)}")
+            item.setFlags(item.flags() | Qt.ItemFlag.ItemIsUserCheckable)
+            item.setCheckState(Qt.CheckState.Checked)
+            item.setData(Qt.ItemDataRole.UserRole, index)
+            frames.addItem(item)
+        least, most = (frames.sizeHintForRow(0) * rows + 2 * frames.frameWidth() for rows in FRAME_LIST_ROWS)
+        frames.setMinimumHeight(min(least, frames.sizeHintForRow(0) * frames.count() + 2 * frames.frameWidth()))
+        frames.setMaximumHeight(most)
+        return frames
+
+    def _check_every_frame(self, state: Qt.CheckState) -> None:
+        for row in range(self.frames.count()):
+            self.frames.item(row).setCheckState(state)
+
+    def chosen_frames(self) -> tuple[int, ...] | None:
+        """The checked frames' indexes (0-based, as in the lesson); None when every one is."""
+        items = [self.frames.item(row) for row in range(self.frames.count())]
+        picked = tuple(i.data(Qt.ItemDataRole.UserRole) for i in items if i.checkState() == Qt.CheckState.Checked)
+        return None if len(picked) == len(items) else picked
 
     def chosen_style(self) -> str:
         return "window" if self.what.currentData() is None and self.style.currentData() == "window" else "slide"
@@ -145,10 +243,16 @@ class ExportDialog(QDialog):
     def chosen_formats(self) -> tuple[str, ...]:
         return tuple(fmt for fmt, box in self.formats.items() if box.isChecked())
 
-    def _check_formats(self) -> None:
+    def _check_ok(self) -> None:
+        """OK only with something to write; else the reason, beside it and in its tooltip."""
+        problems = [key for key, missing in (("export.no_format", not self.chosen_formats()),
+                                             ("export.no_frame", self.chosen_frames() == ())) if missing]
+        reason = " · ".join(tr(key, self.window_.session.lang) for key in problems)
         ok = self.buttons.button(QDialogButtonBox.StandardButton.Ok)
-        ok.setEnabled(bool(self.chosen_formats()))
-        ok.setToolTip("" if self.chosen_formats() else tr("export.no_format", self.window_.session.lang))
+        ok.setEnabled(not reason)
+        ok.setToolTip(reason)
+        self.reason.setText(reason)
+        self.reason.setVisible(bool(reason))
 
     def update_preview(self) -> None:
         """The current frame's slide with these choices, as it will be written (drawn at the
@@ -168,14 +272,18 @@ def slide_picture(window, spec: ExportSpec):
 
 def ask_frame_choice(window) -> FrameChoice | None:
     """The export-frame dialog, then the file dialog; None when the teacher cancels."""
+    from ..slides.job import file_stem
     dialog = ExportDialog(window, lesson=False)
     if dialog.exec() != QDialog.DialogCode.Accepted:
         return None
-    path, _ = QFileDialog.getSaveFileName(window, tr("export.frame_title", window.session.lang), "frame.png",
-                                          tr("export.file_filter", window.session.lang))
-    if not path:
+    s, lang = window.session, window.session.lang
+    name = f"{export_name(window)}-{file_stem(s.cursor, s.frame, len(s.frames))}.png"     # as a lesson export names it
+    path = ask_path(window, tr("export.frame_title", lang), start_folder(window, STANDARD.PicturesLocation,
+                                                                          STANDARD.DocumentsLocation),
+                    name, tr("export.file_filter", lang))
+    if path is None:
         return None
-    return FrameChoice(Path(path), dialog.what.currentData(), dialog.scale.currentData(), dialog.caption.isChecked(),
+    return FrameChoice(path, dialog.what.currentData(), dialog.scale.currentData(), dialog.caption.isChecked(),
                        dialog.chosen_style())
 
 
@@ -184,11 +292,14 @@ def ask_lesson_choice(window) -> LessonChoice | None:
     dialog = ExportDialog(window, lesson=True)
     if dialog.exec() != QDialog.DialogCode.Accepted:
         return None
-    folder = QFileDialog.getExistingDirectory(window, tr("export.folder", window.session.lang))
-    if not folder:
+    folder = ask_path(window, tr("export.folder", window.session.lang),
+                      start_folder(window, STANDARD.DocumentsLocation, STANDARD.PicturesLocation))
+    if folder is None:
         return None
-    return LessonChoice(Path(folder), dialog.chosen_formats(), dialog.chosen_style(), dialog.scale.currentData(),
-                        dialog.caption.isChecked())
+    name = export_name(window)
+    return LessonChoice(folder if folder.name == name else folder / name, dialog.chosen_formats(),
+                        dialog.chosen_style(), dialog.scale.currentData(), dialog.caption.isChecked(),
+                        dialog.chosen_frames())
 
 
 def export_frame(window) -> Path | None:
@@ -230,10 +341,11 @@ def export_lesson(window) -> list[Path]:
 
     window.progress_dialog = dialog
     spec = spec_for(window, choice.folder, formats=choice.formats, style=choice.style, scale=choice.scale,
-                    caption=choice.caption)
+                    caption=choice.caption, frames=choice.frames)
     choice.folder.mkdir(parents=True, exist_ok=True)
     try:
-        written = export_session(window.session.copy(), spec, *window.lesson_names(), progress=progress,
+        written = export_session(window.session.copy(), spec, export_name(window), window.lesson_names()[1],
+                                 progress=progress,
                                  checks=lesson_checks(window), window_class=type(window))
     except ExportCancelled:
         window.show_status(tr("export.cancelled", lang), 8000)

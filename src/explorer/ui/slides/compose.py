@@ -7,7 +7,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass, replace
 
 from PySide6.QtCore import QPoint, QPointF, QRectF, QSize, QSizeF, Qt
-from PySide6.QtGui import QColor, QFont, QFontMetricsF, QImage, QPainter, QPalette, QPen, QRegion
+from PySide6.QtGui import QColor, QFont, QFontMetrics, QFontMetricsF, QImage, QPainter, QPalette, QPen, QRegion
 from PySide6.QtWidgets import QApplication, QGraphicsScene, QWidget
 
 from ...session import Session
@@ -36,6 +36,9 @@ class SlideText:
     lesson: str      # lesson title
     counter: str     # "3 / 10"
     line: str        # one line of the explanation
+
+
+BLANK = SlideText("", "", "", "")     # a picture without its words (a PowerPoint slide writes them in text boxes)
 
 
 def settle(rounds: int = 4) -> None:
@@ -100,6 +103,10 @@ class SlideComposer(ReusedCanvas):
         self._panels: dict[str, Panel] = {}
         self._laid_out = (None, [], geometry)    # (what the layout was made for, its placed panels, geometry)
         self._text_line: TextLine | None = None
+
+    def shown_text(self, text: SlideText) -> SlideText:
+        """The words the slide writes where: its title above, the caption below."""
+        return text
 
     def panel_ids(self) -> tuple[str, ...]:
         """The panels on the current frame's slide."""
@@ -266,11 +273,9 @@ def paint_caption(p: QPainter, g: SlideGeometry, theme: Theme, text: SlideText) 
     p.fillRect(strip, QColor(theme.background))
     p.setPen(QPen(QColor(theme.accent), g.px(5)))
     p.drawLine(strip.topLeft(), strip.topRight())
-    pad, line = g.px(36), g.px(CAPTION_PX * 1.5)
-    top = QRectF(QPointF(strip.left() + pad, strip.top() + g.px(12)), QSizeF(strip.width() - 2 * pad, line))
-    bottom = top.translated(0, line + g.px(4))
+    top, bottom = caption_lines(g)
     p.setFont(pixel_font(g.px(CAPTION_PX), bold=True))
-    room = top.width() - p.fontMetrics().horizontalAdvance(text.counter) - p.fontMetrics().height()
+    room = top.width() - counter_room(g, text.counter)
     p.setPen(QColor(theme.text))
     p.drawText(top, Qt.AlignmentFlag.AlignLeft | Qt.AlignmentFlag.AlignVCenter,
                p.fontMetrics().elidedText(text.lesson, Qt.TextElideMode.ElideRight, int(room)))
@@ -285,6 +290,19 @@ def _least_height(panel: Panel):
     """The panel's least height at a width: what it needs with all it can leave out left out,
     and never under its layout's minimum (which `_fit` keeps it at)."""
     return lambda width: max(panel.slide_least_height(width), panel.minimumSizeHint().height())
+
+
+def caption_lines(g: SlideGeometry) -> tuple[QRectF, QRectF]:
+    """The caption strip's two lines: lesson and "n / N" (bold), then the explanation's line."""
+    strip, pad, line = g.caption_strip, g.px(36), g.px(CAPTION_PX * 1.5)
+    top = QRectF(QPointF(strip.left() + pad, strip.top() + g.px(12)), QSizeF(strip.width() - 2 * pad, line))
+    return top, top.translated(0, line + g.px(4))
+
+
+def counter_room(g: SlideGeometry, counter: str) -> float:
+    """The width the caption's "n / N" takes at the right of its first line, a space included."""
+    metrics = QFontMetrics(pixel_font(g.px(CAPTION_PX), bold=True))     # whole pixels, as the painter measures
+    return metrics.horizontalAdvance(counter) + metrics.height()
 
 
 def _set_type(panel: Panel, px: float) -> None:

@@ -7,21 +7,21 @@ import re
 from pathlib import Path
 from typing import Callable
 
-from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRect, QSize, QSizeF, QUuid
-from PySide6.QtGui import QImage, QPageSize, QPainter, QPdfWriter
+from PySide6.QtCore import QBuffer, QByteArray, QIODevice, QMarginsF, QRect, QRectF, QSize, QSizeF, QUuid
+from PySide6.QtGui import QFontMetricsF, QImage, QPageSize, QPainter, QPdfWriter
 from PySide6.QtSvg import QSvgGenerator
 
 from ...core.errors import ExplorerError
 from ...core.jsonfile import dumps_readable
 from ...export.files import StagedFiles
 from ...export.handouts import run_csv, run_json
-from ...export.pptx_deck import pptx_bytes, speaker_notes
+from ...export.pptx_deck import TextBox, pptx_bytes, speaker_notes
 from ...export.spec import CANCELLED, ExportCancelled, ExportSpec
 from ...session import Session
 from ...session.narration import frame_caption, frame_explanation, frame_title
 from ..theme import THEMES
-from .compose import SlideComposer, SlideText
-from .layout import SlideGeometry
+from .compose import BLANK, SlideComposer, SlideText, caption_lines, counter_room, pixel_font
+from .layout import CAPTION_PX, TITLE_PX, SlideGeometry
 from .window_style import WindowPicture, export_window, quiet_harmless_qt_messages
 
 Progress = Callable[[int, int, str], bool]    # (done, total, what) -> False to cancel
@@ -29,6 +29,7 @@ Checks = tuple[tuple[str, str, str], ...]     # the lesson's self-checks: (when,
 FIXED_DATE = b"D:20000101000000Z"             # PDF dates are fixed so equal input gives equal bytes
 FIXED_XMP_DATE = b"2000-01-01T00:00:00+00:00"
 PNG_QUALITY = 80      # zlib's fastest levels: half the time of Qt's default, files as small (flat slide colours)
+LINE_SHRINK = 0.7     # a PowerPoint caption line may be set this much smaller to hold its whole text
 
 
 def file_stem(index: int, frame, total: int) -> str:
@@ -54,6 +55,35 @@ def slide_pictures(session: Session, spec: ExportSpec, window=None):
     if spec.style == "window":
         return WindowPicture(window, geometry)
     return SlideComposer(session, geometry, THEMES[spec.theme], spec.panel)
+
+
+def text_boxes(pictures, text: SlideText) -> tuple[TextBox, ...]:
+    """The words the picture writes (`shown_text`), as PowerPoint text boxes where it writes
+    them: the picture under them is drawn BLANK. Each holds its whole text on one line, set
+    smaller where the picture would shorten it with "…" (the explanation's line at most to
+    LINE_SHRINK, past which PowerPoint runs it on)."""
+    g, shown, colour = pictures.geometry, pictures.shown_text(text), pictures.theme.text
+    family = pixel_font(1).family()
+
+    def box(rect: QRectF, words: str, px: float, bold: bool, align: str = "left", least: float = 0.0) -> TextBox:
+        wide = QFontMetricsF(pixel_font(px, bold)).horizontalAdvance(words)
+        fitted = px * max(least, min(1.0, rect.width() / wide)) if wide else px
+        return TextBox(rect.left(), rect.top(), rect.width(), rect.height(), words, fitted, bold, align, colour, family)
+
+    boxes = [box(g.title, shown.title, g.px(TITLE_PX), True)] if shown.title else []
+    if g.caption:
+        top, bottom = caption_lines(g)
+        room = counter_room(g, shown.counter)
+        boxes += [box(QRectF(top.left(), top.top(), top.width() - room, top.height()), shown.lesson, g.px(CAPTION_PX), True),
+                  box(QRectF(top.right() - room, top.top(), room, top.height()), shown.counter, g.px(CAPTION_PX), True,
+                      "right"),
+                  box(bottom, shown.line, g.px(CAPTION_PX), False, least=LINE_SHRINK)]
+    return tuple(b for b in boxes if b.text)
+
+
+def pptx_slide(pictures, text: SlideText, spec: ExportSpec, notes: str) -> tuple[bytes, str, tuple[TextBox, ...]]:
+    """A PowerPoint slide: the picture without its words, the words as text boxes, the notes."""
+    return png_bytes(slide_image(pictures, BLANK, spec)), notes, text_boxes(pictures, text)
 
 
 def slide_image(pictures, text: SlideText, spec: ExportSpec) -> QImage:
@@ -95,19 +125,17 @@ class ExportJob:
         suffix = "" if s.panel is None else f"-{s.panel}"
         deck = f"{self.lesson_id}{suffix}"
         pdf = _PdfDeck(s, self.lesson_title) if "pdf" in s.formats else None
-        notes_slides: list[tuple[bytes, str]] = []
+        notes_slides: list[tuple[bytes, str, tuple[TextBox, ...]]] = []
         try:
             for index in indexes:
                 self.session.go(index)
                 text = slide_text(self.session, index, s.lang, self.lesson_title)
                 stem = file_stem(index, self.session.frames[index], len(self.session.frames)) + suffix
-                if "png" in s.formats or "pptx" in s.formats:
-                    png = png_bytes(slide_image(self.pictures, text, s))
-                    if "png" in s.formats:
-                        files.add(f"{stem}.png", png)
-                        tick(f"{stem}.png")
-                    if "pptx" in s.formats:
-                        notes_slides.append((png, self.notes(index)))
+                if "png" in s.formats:
+                    files.add(f"{stem}.png", png_bytes(slide_image(self.pictures, text, s)))
+                    tick(f"{stem}.png")
+                if "pptx" in s.formats:
+                    notes_slides.append(pptx_slide(self.pictures, text, s, self.notes(index)))
                 if "svg" in s.formats:
                     files.add(f"{stem}.svg", svg_bytes(self.pictures, text, s))
                     tick(f"{stem}.svg")
@@ -129,10 +157,10 @@ class ExportJob:
             stem = f"{self.lesson_id}-run" + (f"-{k}" if len(runs) > 1 else "")
             vocab = scenario.model.vocab
             if "csv" in s.formats:
-                files.add(f"{stem}.csv", run_csv(run, vocab).encode("utf-8"))
+                files.add(f"{stem}.csv", run_csv(run, vocab, s.top).encode("utf-8"))
                 tick(f"{stem}.csv")
             if "json" in s.formats:
-                data = run_json(run, vocab, s.intermediates)
+                data = run_json(run, vocab, s.intermediates, s.top)
                 files.add(f"{stem}.json", (dumps_readable(data) + "\n").encode("utf-8"))
                 tick(f"{stem}.json")
 
@@ -254,9 +282,9 @@ def _frame_bytes(session, spec, fmt, lesson_title, checks, window=None) -> bytes
             pdf = _PdfDeck(spec, lesson_title)
             pdf.add(job.pictures, text)
             return pdf.finish()
-        png = png_bytes(slide_image(job.pictures, text, spec))
         if fmt == "pptx":
-            return pptx_bytes([(png, job.notes(session.cursor))], spec.width, spec.height, lesson_title)
-        return png
+            return pptx_bytes([pptx_slide(job.pictures, text, spec, job.notes(session.cursor))], spec.width,
+                              spec.height, lesson_title)
+        return png_bytes(slide_image(job.pictures, text, spec))
     finally:
         job.pictures.close()

@@ -11,18 +11,22 @@ from pathlib import Path
 
 from PySide6.QtCore import QPoint, QRectF, Qt, qInstallMessageHandler
 from PySide6.QtGui import QColor, QImage, QPainter
+from PySide6.QtWidgets import QApplication
 
 from ...export.spec import ExportSpec
 from ...session import Session
 from ..settings import Settings
-from .compose import ReusedCanvas, SlideText, image_painter, paint_caption, settle
+from ..theme import framed_style_in_use, use_framed_style
+from .compose import BLANK, ReusedCanvas, SlideText, image_painter, paint_caption, settle
 from .layout import SlideGeometry
 
 
 @contextmanager
 def export_window(window_class, session: Session, spec: ExportSpec):
     """A `window_class` (the app's MainWindow) over `session`, in the export's language and
-    theme, with nothing that differs between two exports (timings, status, text cursor)."""
+    theme, with nothing that differs between two exports (timings, status, text cursor). The
+    window sets the application's type size, style and palette: they are given back after."""
+    font, framed, palette = QApplication.font(), framed_style_in_use(), QApplication.palette()
     with tempfile.TemporaryDirectory() as tmp, quiet_harmless_qt_messages():
         window = window_class.for_slide(session, Settings(str(Path(tmp) / "export.ini")), spec.width)
         try:
@@ -33,6 +37,9 @@ def export_window(window_class, session: Session, spec: ExportSpec):
         finally:
             window.close()
             window.deleteLater()
+            use_framed_style(framed)
+            QApplication.setPalette(palette)
+            QApplication.setFont(font)
 
 
 class WindowPicture(ReusedCanvas):
@@ -44,6 +51,15 @@ class WindowPicture(ReusedCanvas):
         window.setAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen, True)
         window.show()
         self.lay_out()                  # fonts and layouts settle before the first frame is drawn
+
+    @property
+    def theme(self):
+        return self.window.theme
+
+    def shown_text(self, text: SlideText) -> SlideText:
+        """The words the slide writes: no title of its own (the window shows the frame's), a
+        caption naming the lesson and the frame."""
+        return BLANK if text == BLANK else SlideText("", f"{text.lesson}  ·  {text.title}", text.counter, text.line)
 
     def room(self) -> int:
         return round(self.geometry.caption_strip.top())
@@ -73,8 +89,7 @@ class WindowPicture(ReusedCanvas):
         self.window.render(painter, QPoint(0, 0))
         painter.restore()
         if g.caption:
-            paint_caption(painter, g, theme, SlideText(text.title, f"{text.lesson}  ·  {text.title}",
-                                                       text.counter, text.line))
+            paint_caption(painter, g, theme, self.shown_text(text))
 
     def paint_image(self, image: QImage, text: SlideText, scale: int) -> None:
         painter = image_painter(image, scale)
