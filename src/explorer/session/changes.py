@@ -4,7 +4,8 @@ and what a frame with settings of its own set aside."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import re
+from dataclasses import dataclass, field
 
 from ..core.decode.sampling import SamplingConfig
 from ..core.tokens.vocab import one_line
@@ -53,6 +54,7 @@ class Change:
     setting: str            # a SamplingConfig field, or "prompt" | "model" | "what_if"
     lesson: str
     now: str
+    lesson_text: str = field(default="", compare=False)   # the lesson's prompt as text (a "prompt" change)
 
 
 def _shown(value) -> str:
@@ -80,8 +82,9 @@ def scenario_changes(lesson, now) -> tuple[Change, ...]:
         return ()
     out = list(config_changes(lesson.config, now.config))
     if now.prompt_ids != lesson.prompt_ids:
-        out.append(Change("prompt", _quoted(lesson.model.vocab.decode(lesson.prompt_ids)),
-                          _quoted(now.model.vocab.decode(now.prompt_ids))))
+        lesson_text = lesson.model.vocab.decode(lesson.prompt_ids)
+        out.append(Change("prompt", _quoted(lesson_text), _quoted(now.model.vocab.decode(now.prompt_ids)),
+                          lesson_text))
     if now.model is not lesson.model:
         out.append(Change("model", lesson.model.name, now.model.name))
     if now.overrides != lesson.overrides:
@@ -101,3 +104,16 @@ def changes_text(changes: tuple[Change, ...], lang: str, with_lesson: bool = Tru
         tr("change.item" if with_lesson else "change.value", lang, setting=tr(f"change.{c.setting}", lang),
            now=c.now if c.now != "-" else tr("change.none", lang),
            lesson=c.lesson if c.lesson != "-" else tr("change.none", lang)) for c in changes)
+
+
+PLACEHOLDER = re.compile(r"\{[^{}]*\}")
+
+
+def written_for_the_lesson(template: str, changes: tuple[Change, ...]) -> bool:
+    """Does a lesson's text quote what the changes made untrue: a number it wrote itself
+    (outside its {placeholders}, which the run on screen fills in), or the lesson's prompt
+    when the prompt changed? A text of placeholders and words stays true on any run."""
+    literal = PLACEHOLDER.sub("", template)
+    if any(ch.isdigit() for ch in literal):
+        return True
+    return any(c.setting == "prompt" and c.lesson_text.strip() and c.lesson_text.strip() in literal for c in changes)

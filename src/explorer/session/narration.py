@@ -12,7 +12,7 @@ from ..core.decode.usage import Usage, count_usage
 from ..core.decode.vote import Vote
 from ..core.tokens.vocab import Vocabulary, one_line
 from ..i18n import MESSAGES, add_messages, tr
-from .changes import changes_text
+from .changes import changes_text, written_for_the_lesson
 from .frames import Frame
 
 SECTIONS = ("what", "why", "how", "misconception", "check")
@@ -317,11 +317,12 @@ def _authored(texts: dict, lang: str, values: dict) -> str:
 
 def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     """The lesson's title, or, while the teacher's settings differ from the ones it was
-    written for (`frame.changed`), the title of the run on screen."""
+    written for (`frame.changed`) and it quotes numbers of its own (or the lesson's
+    prompt), the title of the run on screen."""
     values = placeholder_values(frame, run, vocab, lang)
     for key in ("text", "answer"):                     # a heading: a line break in the text shows as ↵
         values[key] = one_line(values[key])
-    if frame.title and not frame.changed:
+    if frame.title and not (frame.changed and written_for_the_lesson(frame.title[lang], frame.changed)):
         return _authored(frame.title, lang, values)
     if frame.kind == "pick" and run.steps[frame.step].forced:
         return tr("frame.pick_forced", lang, **values)
@@ -331,13 +332,14 @@ def frame_title(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> 
 def frame_explanation(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> dict[str, str]:
     """{section: text} for what / why / how / misconception / check; a lesson's own text
     where it wrote one, the default explanation of the frame's kind elsewhere. While the
-    teacher's settings differ from the lesson's (`frame.changed`) and the lesson wrote its
-    own text, a first section, "changed", says so and names the settings."""
+    teacher's settings differ from the lesson's (`frame.changed`) and a text the lesson wrote
+    quotes numbers of its own (or its prompt), a first section, "changed", says so and names
+    the settings."""
     values = placeholder_values(frame, run, vocab, lang)
     own = frame.explain or {}
     texts = {s: _authored(own[s], lang, values) if s in own else _default_text(frame.kind, s, lang, values)
              for s in SECTIONS}
-    if own and frame.changed:
+    if frame.changed and any(written_for_the_lesson(own[s][lang], frame.changed) for s in own):
         texts = {"changed": tr("change.written_for", lang, items=changes_text(frame.changed, lang))} | texts
     return texts
 
@@ -346,7 +348,8 @@ def frame_caption(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -
     """A slide's line of explanation: what happened. While the teacher's settings differ from
     the lesson's, the settings that changed and what happened on this run (the lesson's
     sentence was written for its own settings)."""
-    if not frame.changed:
+    what = (frame.explain or {}).get("what")
+    if not frame.changed or (what is not None and not written_for_the_lesson(what[lang], frame.changed)):
         return frame_explanation(frame, run, vocab, lang)["what"]
     values = placeholder_values(frame, run, vocab, lang)
     return (tr("change.badge", lang, items=changes_text(frame.changed, lang)) + tr("caption.sep", lang)

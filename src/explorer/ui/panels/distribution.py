@@ -370,7 +370,8 @@ class DistributionPanel(Panel):
 
     def _off_note(self, stage) -> str:
         """Why a stage changed nothing: its setting is off, or (temperature) not used by the mode."""
-        if stage.name == "temperature" and self.session.config.mode != "sample":
+        config = self.session.config
+        if stage.name == "temperature" and config.mode != "sample" and config.temperature != 1:
             return self.tr("distribution.temperature_unused", note=stage.note)
         return stage.note
 

@@ -208,11 +208,14 @@ class ModelSwitcher:
         self.sync()
 
     def _prompt_for(self, key: str, model) -> tuple[tuple[int, ...] | None, str]:
-        """The prompt the new model starts on: the teacher's, if its vocabulary reads it, else
-        its default prompt (and a sentence saying so). (None, "") if neither encodes."""
-        lang = self.session.lang
+        """The prompt the new model starts on: the teacher's (typed in free exploration, or over
+        a lesson's), if its vocabulary reads it, else its default prompt (and a sentence saying
+        so); a lesson's own prompt stays with the lesson. (None, "") if neither encodes."""
+        s, lang = self.session, self.session.lang
+        teachers = not s.in_lesson or any(c.setting == "prompt" for c in s.frame.changed) \
+            or self.prompt_bar.edit.isModified()
         # what the box shows (also a prompt entered and still computing), not a logits list
-        text = None if self.prompt_bar.editing_logits else self.prompt_bar.edit.text()
+        text = self.prompt_bar.edit.text() if teachers and not self.prompt_bar.editing_logits else None
         if text:
             try:
                 return self.prompt_bar.prompt_ids(model, text), ""
