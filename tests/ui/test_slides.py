@@ -391,17 +391,28 @@ def test_composing_slides_leaves_the_rest_of_the_application_alone(qapp, session
 
 
 def elided_cells(table) -> list[tuple[int, int, str]]:
-    """(row, column, text) of every cell of `table` whose text is wider than its column
-    (the view draws it cut, ending in "…"), measured as the table measures a cell."""
+    """(row, column, text) of every cell of `table` not drawn whole: its text (in lines, where
+    the panel wrapped it) wider than its column or taller than its row, measured as the table
+    measures a cell, or drawn otherwise than it reads (the view cut it short, ending in "…")."""
     from PySide6.QtGui import QFontMetrics
     from PySide6.QtWidgets import QStyleOptionViewItem
     option = QStyleOptionViewItem()
     option.font, option.fontMetrics, option.widget = table.font(), QFontMetrics(table.font()), table
-    header, model, cut = table.horizontalHeader(), table.model(), []
+    panel, model, cut = table.window(), table.model(), []
+    panel.setUpdatesEnabled(True)                 # a slide's copy takes no updates: none drawn
+    try:
+        drawn = drawn_texts(table.viewport())
+    finally:
+        panel.setUpdatesEnabled(False)
     for r in range(model.rowCount()):
         for c in range(model.columnCount()):
-            index = model.index(r, c)
-            if not table.isColumnHidden(c) and table.itemDelegate().sizeHint(option, index).width() > header.sectionSize(c):
+            index, cell = model.index(r, c), table.visualRect(model.index(r, c))
+            if table.isColumnHidden(c):
+                continue
+            size = table.itemDelegate().sizeHint(option, index)
+            lines = [d.text.replace("\u2028", "") for d in sorted(drawn, key=lambda d: d.box.top())
+                     if cell.contains(d.box.center().toPoint())]
+            if size.width() > cell.width() or size.height() > cell.height() or "\n".join(lines) != (index.data() or ""):
                 cut.append((r, c, index.data()))
     return cut
 
