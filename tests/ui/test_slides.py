@@ -443,6 +443,42 @@ def test_the_gemma_table_condenses_to_short_labels_and_keeps_every_token(qapp, s
         assert elided_cells(panel.table) == [] and scale == 1
 
 
+def test_smollm2s_byte_tokens_wrap_between_tokens_and_every_step_keeps_its_row(qapp, sessions, smollm2):
+    """gemma-wo-ai, SmolLM2 beside Gemma: the table of 我爱's byte tokens is wider than the slide
+    even condensed, so the long cells wrap, at token boundaries, and every step keeps its row."""
+    session = sessions("gemma-wo-ai")
+    with composer(session) as pictures:
+        session.go(9)
+        panel = next(p for p, _, _ in pictures.lay_out() if p.panel_id == "timeline")
+        rows = table_texts(panel.table)
+        assert [row[0] for row in rows] == ["P", "D1", "D2", "Stop"]
+        assert [row[5].split(" (")[0] for row in rows[:3]] == ["<0xE7>", "<0x88>", "<0xB1>"]
+        assert "\n" in rows[0][1]                                 # the prompt's six byte tokens, in lines
+        assert rows[0][1].replace("\n", " ") == "<0xE6><0x88> <0x91> <0xE7> <0x88> <0xB1>"
+        assert elided_cells(panel.table) == []
+
+
+def test_a_token_longer_than_its_column_breaks_inside_and_reads_whole(qapp):
+    """A piece wider than half the slide, in the input and the cache of every row: it breaks
+    where its line is full, its lines read it whole and no cell is cut."""
+    import numpy as np
+    from explorer.core.decode.sampling import SamplingConfig
+    from explorer.core.models.decoder import DecoderConfig, DecoderModel, random_params
+    from explorer.core.tokens.vocab import Vocabulary
+    from explorer.session import Session
+    piece = "abcdefghij" * 9
+    config = DecoderConfig(vocab_size=4, d_model=8, n_layers=1, n_heads=1, n_kv_heads=1, head_dim=8, d_ff=8)
+    model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
+                         Vocabulary(("a", "b", piece, "c")), name="long piece")
+    session = Session(model, [2], SamplingConfig(max_new_tokens=2), check_recompute=False)
+    with composer(session, panel="timeline") as pictures:
+        session.go(len(session.frames) - 1)
+        ((panel, _, _),) = pictures.lay_out()
+        fed = table_texts(panel.table)[0][1]                     # the Prefill's input: the piece alone
+        assert fed.count("\n") >= 1 and fed.replace("\n", "") == piece
+        assert elided_cells(panel.table) == []
+
+
 def test_a_slide_shows_the_text_so_far_once_the_model_wrote_a_token(qapp, sessions):
     """wo-ai-to-eos: no line on the input and Prefill slides; 我爱学习 from the first pick on."""
     from explorer.ui.slides.job import slide_image, slide_text
