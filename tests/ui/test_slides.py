@@ -391,17 +391,28 @@ def test_composing_slides_leaves_the_rest_of_the_application_alone(qapp, session
 
 
 def elided_cells(table) -> list[tuple[int, int, str]]:
-    """(row, column, text) of every cell of `table` whose text is wider than its column
-    (the view draws it cut, ending in "…"), measured as the table measures a cell."""
+    """(row, column, text) of every cell of `table` not drawn whole: its text (in lines, where
+    the panel wrapped it) wider than its column or taller than its row, measured as the table
+    measures a cell, or drawn otherwise than it reads (the view cut it short, ending in "…")."""
     from PySide6.QtGui import QFontMetrics
     from PySide6.QtWidgets import QStyleOptionViewItem
     option = QStyleOptionViewItem()
     option.font, option.fontMetrics, option.widget = table.font(), QFontMetrics(table.font()), table
-    header, model, cut = table.horizontalHeader(), table.model(), []
+    panel, model, cut = table.window(), table.model(), []
+    panel.setUpdatesEnabled(True)                 # a slide's copy takes no updates: none drawn
+    try:
+        drawn = drawn_texts(table.viewport())
+    finally:
+        panel.setUpdatesEnabled(False)
     for r in range(model.rowCount()):
         for c in range(model.columnCount()):
-            index = model.index(r, c)
-            if not table.isColumnHidden(c) and table.itemDelegate().sizeHint(option, index).width() > header.sectionSize(c):
+            index, cell = model.index(r, c), table.visualRect(model.index(r, c))
+            if table.isColumnHidden(c):
+                continue
+            size = table.itemDelegate().sizeHint(option, index)
+            lines = [d.text.replace("\u2028", "") for d in sorted(drawn, key=lambda d: d.box.top())
+                     if cell.contains(d.box.center().toPoint())]
+            if size.width() > cell.width() or size.height() > cell.height() or "\n".join(lines) != (index.data() or ""):
                 cut.append((r, c, index.data()))
     return cut
 
@@ -430,6 +441,42 @@ def test_the_gemma_table_condenses_to_short_labels_and_keeps_every_token(qapp, s
         assert [row[5].split(" (")[0] for row in rows] == ["我家", "，", "是", "我的", "梦想", "。", "stop_string"]
         assert panel.legend.isVisibleTo(panel) and panel.legend.text().startswith("步骤：P = Prefill")
         assert elided_cells(panel.table) == [] and scale == 1
+
+
+def test_smollm2s_byte_tokens_wrap_between_tokens_and_every_step_keeps_its_row(qapp, sessions, smollm2):
+    """gemma-wo-ai, SmolLM2 beside Gemma: the table of 我爱's byte tokens is wider than the slide
+    even condensed, so the long cells wrap, at token boundaries, and every step keeps its row."""
+    session = sessions("gemma-wo-ai")
+    with composer(session) as pictures:
+        session.go(9)
+        panel = next(p for p, _, _ in pictures.lay_out() if p.panel_id == "timeline")
+        rows = table_texts(panel.table)
+        assert [row[0] for row in rows] == ["P", "D1", "D2", "Stop"]
+        assert [row[5].split(" (")[0] for row in rows[:3]] == ["<0xE7>", "<0x88>", "<0xB1>"]
+        assert "\n" in rows[0][1]                                 # the prompt's six byte tokens, in lines
+        assert rows[0][1].replace("\n", " ") == "<0xE6><0x88> <0x91> <0xE7> <0x88> <0xB1>"
+        assert elided_cells(panel.table) == []
+
+
+def test_a_token_longer_than_its_column_breaks_inside_and_reads_whole(qapp):
+    """A piece wider than half the slide, in the input and the cache of every row: it breaks
+    where its line is full, its lines read it whole and no cell is cut."""
+    import numpy as np
+    from explorer.core.decode.sampling import SamplingConfig
+    from explorer.core.models.decoder import DecoderConfig, DecoderModel, random_params
+    from explorer.core.tokens.vocab import Vocabulary
+    from explorer.session import Session
+    piece = "abcdefghij" * 9
+    config = DecoderConfig(vocab_size=4, d_model=8, n_layers=1, n_heads=1, n_kv_heads=1, head_dim=8, d_ff=8)
+    model = DecoderModel(config, random_params(config, np.random.default_rng(0)),
+                         Vocabulary(("a", "b", piece, "c")), name="long piece")
+    session = Session(model, [2], SamplingConfig(max_new_tokens=2), check_recompute=False)
+    with composer(session, panel="timeline") as pictures:
+        session.go(len(session.frames) - 1)
+        ((panel, _, _),) = pictures.lay_out()
+        fed = table_texts(panel.table)[0][1]                     # the Prefill's input: the piece alone
+        assert fed.count("\n") >= 1 and fed.replace("\n", "") == piece
+        assert elided_cells(panel.table) == []
 
 
 def test_a_slide_shows_the_text_so_far_once_the_model_wrote_a_token(qapp, sessions):

@@ -3,6 +3,9 @@ table, the token counts and usage, and the Run's speed (time to first token, per
 
 from __future__ import annotations
 
+from itertools import accumulate, combinations
+from typing import NamedTuple
+
 from PySide6.QtCore import QEvent, QRectF, QSize, Qt, Signal
 from PySide6.QtGui import QColor, QFontMetrics, QPainter, QPen, QStandardItem, QStandardItemModel
 from PySide6.QtWidgets import (QAbstractItemView, QHBoxLayout, QHeaderView, QLabel, QSizePolicy, QStyle, QStyleOptionHeader,
@@ -198,13 +201,24 @@ def shared_widths(natural: dict[int, int], least: dict[int, int], room: int) -> 
     return widths(low)
 
 
+class Fitted(NamedTuple):
+    """A slide's table at one width: how condensed, its shown columns' widths, its rows as
+    drawn (a cell too long for its column in lines, a line break between them) and each row's
+    height."""
+    level: int
+    widths: dict[int, int]
+    rows: tuple[tuple[str, ...], ...]
+    heights: list[int]
+
+
 class TimelinePanel(Panel):
     panel_id = "timeline"
     title_key = "timeline.title"
     SLIDE_GROWTH = 1.6            # a short table fills a slide with larger type
     SLIDE_ELIDES = True           # many steps: the first and the latest rows, around a "…" row
     COLUMNS = ("time", "input", "positions", "kv", "chooser", "selected", "ms")
-    # how a slide's table condenses, each level adding to the one before, before a cell is cut:
+    LEFT_OUT = ("…",) + ("",) * (len(COLUMNS) - 1)      # a slide's row for the rows it leaves out
+    # how a slide's table condenses, each level adding to the one before, before a cell wraps:
     # the window's table; short step labels; short headings, the chooser's position alone and the
     # finish reason's code; token lists keeping SHORT_ENDS from each end and the input's pieces without
     # their ids (the Selected column of the row above has them)
@@ -233,9 +247,8 @@ class TimelinePanel(Panel):
         self._levels: dict[int, tuple[tuple[str, ...], ...]] = {}    # level -> the frame's rows at it
         self._timings_visible = True
         self._presenting = False          # presentation mode: the lines above the table wrap
-        self._n_rows = 0                  # rows of the current frame, before a slide leaves any out
         self._rows: tuple[tuple[str, ...], ...] = ()     # the current frame's rows (cells as text), every one
-        self._extents = None              # (type and rows, `_cell_extents` of them)
+        self._measures: dict = {}         # the current frame's cell sizes and fitted tables, by type
         self.table = QTableWidget(0, len(self.COLUMNS))
         self.table.setEditTriggers(QAbstractItemView.EditTrigger.NoEditTriggers)
         self.table.setSelectionBehavior(QAbstractItemView.SelectionBehavior.SelectRows)
@@ -289,8 +302,8 @@ class TimelinePanel(Panel):
         """No scroll bars and no times (they differ from run to run)."""
         for bar in (self.table.setHorizontalScrollBarPolicy, self.table.setVerticalScrollBarPolicy):
             bar(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
-        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.ResizeToContents)
-        self.table.setWordWrap(False)               # one line a row; a long cell ends in "…"
+        self.table.verticalHeader().setSectionResizeMode(QHeaderView.ResizeMode.Fixed)   # as tall as `_fitted` says
+        self.table.setWordWrap(False)               # the lines `_wrapped` made, no others
         self.set_timings_visible(False)
         self.legend.show()
         super().show_on_slide()
@@ -310,23 +323,40 @@ class TimelinePanel(Panel):
         """How condensed the table is drawn (WINDOW … SHORT_LISTS)."""
         return self._level
 
-    def slide_content_size(self) -> QSize:
-        """Every row, every cell whole, with short step labels."""
-        return self._slide_size(sum(self._natural_widths(self.SHORT_LABELS).values()))
+    def slide_content_size(self, width: float | None = None) -> QSize:
+        """Every row, every cell whole, with short step labels, in a panel `width` wide (by default
+        its own; the composer gives the body's, which the timeline spans): when the most condensed
+        table is still too wide, long cells wrap and their rows grow."""
+        fitted = self._fitted(self._room(self.width() if width is None else width))
+        return self._slide_size(sum(fitted.widths.values()), sum(fitted.heights))
 
     def slide_growth_size(self) -> QSize:
-        """Every row, every cell whole with short headings and whole lists: the type grows only
-        while no cell is cut and no token left out."""
-        return self._slide_size(sum(self._natural_widths(self.SHORT_HEADINGS).values()))
+        """Every row, every cell whole on one line with short headings and whole lists: the type
+        grows only while no cell is cut or wrapped and no token left out."""
+        _, heights = self._cell_extents(self._rows_at(self.SHORT_HEADINGS))
+        return self._slide_size(sum(self._natural_widths(self.SHORT_HEADINGS).values()), sum(heights))
 
     def slide_minimum_size(self) -> QSize:
-        """Three rows (the first, "…", the latest) and the columns as wide as their short headings."""
-        need = self._slide_size(sum(self._heading_widths(self.SHORT_LISTS).values()))
-        return QSize(need.width(), need.height() - max(0, self._n_rows - 3) * self._row_height())
+        """Three rows (the first, "…", the latest) wrapped to the panel's width, and the columns
+        as wide as their short headings."""
+        width = self._slide_size(sum(self._heading_widths(self.SHORT_LISTS).values()), 0).width()
+        return QSize(width, self.slide_least_height(self.width()))
 
-    def _slide_size(self, columns: int) -> QSize:
+    def slide_least_height(self, width: float) -> int:
+        """The first row, "…" and the latest, their cells wrapped to a panel `width` wide."""
+        fitted = self._fitted(self._room(width))
+        return self._slide_size(0, self._kept_height(fitted, elided_indexes(len(fitted.rows), 3, head=1))).height()
+
+    def _room(self, width: float) -> int:
+        """The width of the table's cells in a panel `width` wide (a slide's table has no scroll
+        bars and no row numbers)."""
+        margins = self.layout().contentsMargins()
+        return int(width) - margins.left() - margins.right() - 2 * self.table.frameWidth()
+
+    def _slide_size(self, columns: int, rows: int) -> QSize:
+        """The panel's size with a table of `columns` and `rows` px (every row, also those a slide
+        leaves out, or those it keeps) under the lines above it."""
         table, margins, spacing = self.table, self.layout().contentsMargins(), self.layout().spacing()
-        rows = self._n_rows * self._row_height()         # every row, also those a slide left out
         legend = self.legend.sizeHint().width() + spacing if not self.legend.isHidden() else 0
         strip = 0 if self.strip.isHidden() else self.strip.least_width()
         width = max(columns + 2 * table.frameWidth(), strip, self.counts.sizeHint().width() + legend)
@@ -338,26 +368,25 @@ class TimelinePanel(Panel):
 
     def _natural_widths(self, level: int) -> dict[int, int]:
         """Column -> the width its heading and the cells of every row ask for at a level of
-        condensing (shown columns only), whichever rows the table holds now."""
+        condensing, each cell on one line (shown columns only), whichever rows the table holds now."""
         widths, _ = self._cell_extents(self._rows_at(level))
         return {c: max(w, widths[c]) for c, w in self._heading_widths(level).items()}
 
     def _heading_widths(self, level: int) -> dict[int, int]:
-        """Column -> its heading's width at a level (shown columns only), as the header measures
-        a section (in bold)."""
-        table, header = self.table, self.table.horizontalHeader()
+        """Column -> its heading's width at a level (shown columns only)."""
+        header = self.table.horizontalHeader()
+        return {c: self._section_size(header, text).width() for c, text in enumerate(self._headings(level))
+                if not self.table.isColumnHidden(c)}
+
+    @staticmethod
+    def _section_size(header: QHeaderView, text: str) -> QSize:
+        """A header section's size for `text`, as the header measures one (in bold)."""
         font = header.font()
         font.setBold(True)
         option = QStyleOptionHeader()
         header.initStyleOption(option)
-        option.fontMetrics = QFontMetrics(font)
-        widths = {}
-        for c, text in enumerate(self._headings(level)):
-            if not table.isColumnHidden(c):
-                option.text = text
-                widths[c] = header.style().sizeFromContents(QStyle.ContentsType.CT_HeaderSection, option,
-                                                            QSize(), header).width()
-        return widths
+        option.fontMetrics, option.text = QFontMetrics(font), text
+        return header.style().sizeFromContents(QStyle.ContentsType.CT_HeaderSection, option, QSize(), header)
 
     def _headings(self, level: int) -> list[str]:
         short = "short." if level >= self.SHORT_HEADINGS else ""
@@ -369,66 +398,137 @@ class TimelinePanel(Panel):
             self._levels[level] = self._table_rows(level)
         return self._levels[level]
 
-    def _cell_extents(self, rows) -> tuple[list[int], int]:
-        """(per column, the widest cell of any of `rows`; the tallest row), as the table
-        measures cells (its own delegate, type and style), but from every row and not from
-        those a slide kept for the size it had before: a slide's layout never depends on the
-        frame drawn before it."""
+    def _cell_extents(self, rows) -> tuple[list[int], list[int]]:
+        """(per column, the widest cell of any of `rows`; per row, its height: its tallest cell,
+        at least a line), as the table measures cells, but from the rows given (every row of the
+        frame) and not from those a slide kept for the size it had before: a slide's layout
+        never depends on the frame drawn before it."""
         table = self.table
-        key = (table.font().key(), rows)
-        if self._extents is None or self._extents[0] != key:
+        line = self._section_size(table.verticalHeader(), "1").height()   # a row's least, as the table sizes rows
+        shown = [c for c in range(len(self.COLUMNS)) if not table.isColumnHidden(c)]
+        widths, heights = [0] * len(self.COLUMNS), []
+        for row in rows:
+            sizes = {c: self._cell_size(row[c]) for c in shown}
+            for c, size in sizes.items():
+                widths[c] = max(widths[c], size.width())
+            heights.append(max([line, *(size.height() for size in sizes.values())]))
+        return widths, heights
+
+    def _cell_size(self, text: str) -> QSize:
+        """A cell's size as the table measures it (its own delegate, type and style), its grid
+        lines included. A cell in lines (line breaks between them) is as wide as its widest and as tall
+        as the style needs to draw them all: it draws a line after one only where a line as tall
+        as that one still fits (a CJK line stands taller than a Latin one)."""
+        table = self.table
+        key = ("cell", table.font().key(), text)
+        if key not in self._measures and "\n" in text:
+            grid = 1 if table.showGrid() else 0
+            sizes = [self._cell_size(line) for line in text.split("\n")]
+            heights = [size.height() - grid for size in sizes]
+            tops = list(accumulate(heights))
+            need = max(tops[-1], *(top + height for top, height in zip(tops, heights[:-1])))
+            self._measures[key] = QSize(max(size.width() for size in sizes), need + grid)
+        if key not in self._measures:
             option = QStyleOptionViewItem()
             option.font, option.fontMetrics, option.widget = table.font(), QFontMetrics(table.font()), table
-            scratch, delegate = QStandardItemModel(1, 1), table.itemDelegate()
-            widths, tallest = [0] * len(self.COLUMNS), QFontMetrics(table.font()).height()
-            for row in rows:
-                for c, text in enumerate(row):
-                    scratch.setItem(0, 0, QStandardItem(text))
-                    size = delegate.sizeHint(option, scratch.index(0, 0))
-                    widths[c], tallest = max(widths[c], size.width()), max(tallest, size.height())
-            grid = 1 if table.showGrid() else 0
-            self._extents = (key, ([w + grid for w in widths], tallest + grid))
-        return self._extents[1]
+            scratch = QStandardItemModel(1, 1)
+            scratch.setItem(0, 0, QStandardItem(text))
+            size, grid = table.itemDelegate().sizeHint(option, scratch.index(0, 0)), 1 if table.showGrid() else 0
+            self._measures[key] = QSize(size.width() + grid, size.height() + grid)
+        return self._measures[key]
 
-    def _fit_columns(self) -> None:
-        """On a slide, the table condenses to the first level at which every cell is whole,
-        and its columns are as wide as their content; when even the most condensed table is
-        too wide, the columns share the table's width: the widest give way first, and a cell
-        that is then too long ends in "…" (there is no scroll bar to reach it)."""
-        header = self.table.horizontalHeader()
-        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
-        room = self.table.viewport().width()
-        levels = (self.SHORT_LABELS, self.SHORT_HEADINGS, self.SHORT_LISTS)
-        self._level = next((lv for lv in levels if sum(self._natural_widths(lv).values()) <= room), levels[-1])
-        natural = self._natural_widths(self._level)
-        least = self._heading_widths(self._level)                    # a heading is never cut
-        for c, width in shared_widths(natural, least, room).items():
-            header.resizeSection(c, width)
+    def _wrapped(self, text: str, width: int) -> str:
+        """`text` in lines that fit a column `width` wide: its tokens (a cell joins them with
+        spaces) as many to a line as fit; a token longer than a line broken where it is full."""
+        def fits(line: str) -> bool:
+            return self._cell_size(line).width() <= width
+        if fits(text):
+            return text
+        lines, line = [], ""
+        for token in text.split(" "):
+            if fits(f"{line} {token}" if line else token):
+                line = f"{line} {token}" if line else token
+                continue
+            if line:
+                lines.append(line)
+            while len(token) > 1 and not fits(token):
+                cut = next(n for n in range(len(token) - 1, 0, -1) if n == 1 or fits(token[:n]))
+                lines.append(token[:cut])
+                token = token[cut:]
+            line = token
+        return "\n".join([*lines, line])
 
-    def _row_height(self) -> int:
-        """A row's height on a slide, its grid line included: the tallest of the frame's rows
-        (CJK text in its fallback font stands taller than Latin)."""
-        return self._cell_extents(self._rows_at(self.SHORT_LABELS))[1] + 1
+    def _line_widths(self, text: str, least: int) -> list[int]:
+        """The least column widths, down to `least`, at which `text` wraps to 1, 2, … lines (as
+        many as it takes at `least`; a width between two keeps the lines of the wider)."""
+        most = self._wrapped(text, least).count("\n") + 1
+        steps, high = [], max(least, self._cell_size(text).width())
+        for lines in range(1, most):
+            low, top = least, high                  # the least width in low..top with at most `lines`
+            while low < top:
+                mid = (low + top) // 2
+                low, top = (mid + 1, top) if self._wrapped(text, mid).count("\n") >= lines else (low, mid)
+            steps.append(top)
+        return [*steps, least]
 
-    def _rows_with_room(self, rows: list[list[str]]) -> list[list[str]]:
-        """On a slide, the rows the table has room for: the first and the latest around "…"."""
-        self._n_rows = len(rows)
-        if not self.on_slide or not rows:
-            return rows
-        room = self.table.viewport().height()
-        keep = elided_indexes(len(rows), max(1, room // max(1, self._row_height())), head=1)
-        return [rows[i] if i is not None else ["…"] + [""] * (len(self.COLUMNS) - 1) for i in keep]
+    def _column_widths(self, level: int, room: int) -> dict[int, int]:
+        """Column -> its width in a table `room` wide (shown columns): each as wide as its content
+        when all fit. Else, from `shared_widths` (the widest cut to one common width), width moves
+        between two columns at a time while that saves lines (summed over every row, a row as tall
+        as its cell of most lines): the long lists get the room where their cells need it, short
+        columns keep their width, and a long one goes under neither its heading, nor half its even
+        share, nor its longest token (unless it starts narrower: only then does a token break)."""
+        natural, least = self._natural_widths(level), self._heading_widths(level)
+        start = widths = shared_widths(natural, least, room)
+        if widths == natural:
+            return widths
+        long = [c for c in natural if natural[c] > room // (2 * len(natural))]
+        rows = self._rows_at(level)
+        even = (room - sum(w for c, w in natural.items() if c not in long)) // len(long)
+        token = {c: max(self._cell_size(t).width() for row in rows for t in row[c].split(" ")) for c in long}
+        floor = {c: min(widths[c], max(least[c], even // 2, token[c])) for c in long}
+        steps = {c: [self._line_widths(row[c], floor[c]) for row in rows] for c in long}
 
-    def _drop_rows_without_room(self, rows: list[list[str]]) -> None:
-        """Rows measured in their own type can be taller than the first one: while the kept rows
-        overflow the table (the top ones would be cut at its edge), keep one fewer."""
-        room = self.table.viewport().height()
-        keep = self.table.rowCount()
-        while keep > 1 and self.table.verticalHeader().length() > room:
-            keep -= 1
-            self._fill([rows[i] if i is not None else ["…"] + [""] * (len(self.COLUMNS) - 1)
-                        for i in elided_indexes(len(rows), keep, head=1)])
-        self.table.scrollToTop()
+        def score(given: dict[int, int]) -> tuple[int, int]:     # the fewest lines, then the nearest to the start
+            lines = ([1 + sum(need > given[c] for need in needs) for needs in steps[c]] for c in long)
+            return sum(map(max, zip(*lines))), sum(abs(given[c] - start[c]) for c in long)
+        best, moved = score(widths), True
+        while moved:
+            moved = False
+            for a, b in combinations(long, 2):
+                pair = widths[a] + widths[b]
+                for x in sorted({w for needs in steps[a] for w in needs} | {pair - w for needs in steps[b] for w in needs}):
+                    if max(floor[a], pair - natural[b]) <= x <= min(natural[a], pair - floor[b]):
+                        trial = {**widths, a: x, b: pair - x}
+                        if (s := score(trial)) < best:
+                            best, widths, moved = s, trial, True
+        return widths
+
+    def _fitted(self, room: int) -> Fitted:
+        """The slide's table in a table `room` wide: condensed to the first level at which every
+        cell is whole on one line, and its columns as wide as their content; when even the most
+        condensed table is too wide, the long cells wrap (there is no scroll bar to reach a cut one)."""
+        key = ("fitted", self.table.font().key(), room)
+        if key not in self._measures:
+            levels = (self.SHORT_LABELS, self.SHORT_HEADINGS, self.SHORT_LISTS)
+            level = next((lv for lv in levels if sum(self._natural_widths(lv).values()) <= room), levels[-1])
+            widths = self._column_widths(level, room)
+            rows = tuple(tuple(self._wrapped(text, widths[c]) if c in widths else text for c, text in enumerate(row))
+                         for row in self._rows_at(level))
+            self._measures[key] = Fitted(level, widths, rows, self._cell_extents(rows)[1])
+        return self._measures[key]
+
+    def _kept_height(self, fitted: Fitted, keep: list[int | None]) -> int:
+        """The height of the rows `keep` of a fitted table (None: the "…" row, one line)."""
+        line = self._cell_extents([self.LEFT_OUT])[1][0]
+        return sum(line if i is None else fitted.heights[i] for i in keep)
+
+    def _rows_with_room(self, fitted: Fitted, room: int) -> list[int | None]:
+        """The rows of a fitted table that `room` px hold: all, or the first and as many of the
+        latest as fit around "…" (None) (at least the latest)."""
+        n = len(fitted.rows)
+        return next((keep for keep in (elided_indexes(n, slots, head=1) for slots in range(n, 1, -1))
+                     if self._kept_height(fitted, keep) <= room), elided_indexes(n, 1, head=1))
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -464,12 +564,12 @@ class TimelinePanel(Panel):
         self.text_line.set_parts(text_so_far(frame, run, vocab), s.lang, self.theme)
         verify = any(isinstance(step, VerifyStep) for step in run.steps)
         self.legend.setText(self.tr("timeline.legend_verify" if verify else "timeline.legend"))
-        self._levels = {}
+        self._levels, self._measures = {}, {}
         self._rows = self._rows_at(self.WINDOW)
         if self.on_slide:
             self._fit_rows()
         else:
-            self._fill(self._rows_with_room(list(self._rows)))
+            self._fill(self._rows)
 
     def _table_rows(self, level: int) -> tuple[tuple[str, ...], ...]:
         """The rows of the frame's steps so far (and of the stop), cells as text, condensed to `level`."""
@@ -513,13 +613,18 @@ class TimelinePanel(Panel):
         return self.tr(f"timeline.short.{kind}" if level >= self.SHORT_LABELS else f"phase.{kind}", n=step.index)
 
     def _fit_rows(self) -> None:
-        """On a slide, the rows of the table that the table has room for, condensed and its
-        columns sized to fit its width (all a new size or type changes: the rest of the panel
-        stays as drawn)."""
-        self._fit_columns()
-        rows = self._rows_at(self._level)
-        self._fill(self._rows_with_room(list(rows)))
-        self._drop_rows_without_room(list(rows))
+        """On a slide, the table fitted to its width (`_fitted`) and the rows it has room for
+        (all a new size or type changes: the rest of the panel stays as drawn)."""
+        header, viewport = self.table.horizontalHeader(), self.table.viewport()
+        header.setSectionResizeMode(QHeaderView.ResizeMode.Interactive)
+        fitted = self._fitted(viewport.width())
+        self._level = fitted.level
+        for c, width in fitted.widths.items():
+            header.resizeSection(c, width)
+        keep = self._rows_with_room(fitted, viewport.height())
+        self._fill([self.LEFT_OUT if i is None else fitted.rows[i] for i in keep],
+                   [self._kept_height(fitted, [i]) for i in keep])
+        self.table.scrollToTop()
 
     def _positions_text(self, step, ends: int = ENDS) -> str:
         """The positions a forward computed; for a Prefill that reused a prefix cache's, how many of each."""
@@ -536,7 +641,8 @@ class TimelinePanel(Panel):
         return self.tr("timeline.verify.selected", kept=shown(step.draft[:step.accepted]),
                        rejected=shown(step.rejected), piece=vocab.display_piece(step.selected_id), id=step.selected_id)
 
-    def _fill(self, rows) -> None:
+    def _fill(self, rows, heights: list[int] | None = None) -> None:
+        """The table's rows (cells as text); on a slide `heights`, each row's."""
         table = self.table
         headers = self._headings(self._level)
         if headers != [table.horizontalHeaderItem(c).text() if table.horizontalHeaderItem(c) else ""
@@ -550,6 +656,8 @@ class TimelinePanel(Panel):
                     table.setItem(r, c, QTableWidgetItem(text))
                 else:
                     item.setText(text)
+            if heights is not None:
+                table.setRowHeight(r, heights[r])
         if rows and table.selectionModel().selectedRows() != [table.model().index(len(rows) - 1, 0)]:
             table.selectRow(len(rows) - 1)              # repaints the table even when unchanged
         if rows and not self.on_slide:              # a slide has room for the rows it keeps

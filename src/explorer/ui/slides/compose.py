@@ -169,7 +169,8 @@ class SlideComposer(ReusedCanvas):
                 panel.set_secondary(len(ids) > 1 and ids[0] != pid)
         settle_panels(panels.values())            # the frame's content laid out (a table keeps the rows it has room for)
         # what a table or grid beside others needs at the body type; a lone panel takes the whole body
-        wants = {pid: QSizeF(p.slide_content_size()) for pid, p in panels.items()
+        wants = {pid: QSizeF(p.slide_content_size(g.body.width()) if isinstance(p, TimelinePanel)   # it spans the body
+                             else p.slide_content_size()) for pid, p in panels.items()
                  if len(ids) > 1 and not p.SLIDE_STRETCHES}
         rects = g.panel_rects(ids, wants, {pid: _least_height(panels[pid]) for pid in ids if len(ids) > 1})
         for pid, rect in zip(ids, rects):
