@@ -92,6 +92,7 @@ def _frame(painter: QPainter, option, radius: float) -> None:
 
 
 _platform_style: list[str] = []             # the application's style's name before a theme first changed it
+_in_use: list[QStyle] = []                  # the FramedStyle the application uses (kept from Python's collector)
 
 
 def framed_style_in_use() -> bool:
@@ -103,8 +104,14 @@ def use_framed_style(framed: bool) -> None:
     if not _platform_style:
         _platform_style.append(QApplication.style().name())
     if framed_style_in_use() != framed:          # a new style repolishes every widget
-        base = QStyleFactory.create(_platform_style[0])
-        QApplication.setStyle(FramedStyle(base) if framed else base)
+        # by name: Qt makes (and alone deletes) the platform style, also the one the proxy wraps;
+        # a style made here and handed over would be deleted twice, by its proxy and by Python
+        if framed:
+            _in_use[:] = [FramedStyle(_platform_style[0])]
+            QApplication.setStyle(_in_use[0])
+        else:
+            QApplication.setStyle(_platform_style[0])
+            _in_use.clear()
 
 
 def apply_widget_theme(theme: Theme) -> None:

@@ -3,6 +3,7 @@ lesson to a folder, as composed slides, with a preview and a cancellable progres
 
 from __future__ import annotations
 
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -122,9 +123,10 @@ def ask_path(window, title: str, start: Path, name: str = "", file_filter: str =
     else:
         dialog.setFileMode(QFileDialog.FileMode.Directory)
         dialog.setOption(QFileDialog.Option.ShowDirsOnly, True)
-    if dialog.exec() != QDialog.DialogCode.Accepted or not dialog.selectedFiles():
-        return None
-    path = Path(dialog.selectedFiles()[0])
+    with closing_dialog(dialog):
+        if dialog.exec() != QDialog.DialogCode.Accepted or not dialog.selectedFiles():
+            return None
+        path = Path(dialog.selectedFiles()[0])
     window.settings["export_folder"] = str(path.parent if name else path)
     return path
 
@@ -273,33 +275,42 @@ def slide_picture(window, spec: ExportSpec):
 def ask_frame_choice(window) -> FrameChoice | None:
     """The export-frame dialog, then the file dialog; None when the teacher cancels."""
     from ..slides.job import file_stem
-    dialog = ExportDialog(window, lesson=False)
-    if dialog.exec() != QDialog.DialogCode.Accepted:
-        return None
+    with closing_dialog(ExportDialog(window, lesson=False)) as dialog:
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        what, scale, caption, style = (dialog.what.currentData(), dialog.scale.currentData(),
+                                       dialog.caption.isChecked(), dialog.chosen_style())
     s, lang = window.session, window.session.lang
     name = f"{export_name(window)}-{file_stem(s.cursor, s.frame, len(s.frames))}.png"     # as a lesson export names it
     path = ask_path(window, tr("export.frame_title", lang), start_folder(window, STANDARD.PicturesLocation,
                                                                           STANDARD.DocumentsLocation),
                     name, tr("export.file_filter", lang))
-    if path is None:
-        return None
-    return FrameChoice(path, dialog.what.currentData(), dialog.scale.currentData(), dialog.caption.isChecked(),
-                       dialog.chosen_style())
+    return None if path is None else FrameChoice(path, what, scale, caption, style)
 
 
 def ask_lesson_choice(window) -> LessonChoice | None:
     """The export-lesson dialog, then the folder dialog; None when the teacher cancels."""
-    dialog = ExportDialog(window, lesson=True)
-    if dialog.exec() != QDialog.DialogCode.Accepted:
-        return None
+    with closing_dialog(ExportDialog(window, lesson=True)) as dialog:
+        if dialog.exec() != QDialog.DialogCode.Accepted:
+            return None
+        choices = (dialog.chosen_formats(), dialog.chosen_style(), dialog.scale.currentData(),
+                   dialog.caption.isChecked(), dialog.chosen_frames())
     folder = ask_path(window, tr("export.folder", window.session.lang),
                       start_folder(window, STANDARD.DocumentsLocation, STANDARD.PicturesLocation))
     if folder is None:
         return None
     name = export_name(window)
-    return LessonChoice(folder if folder.name == name else folder / name, dialog.chosen_formats(),
-                        dialog.chosen_style(), dialog.scale.currentData(), dialog.caption.isChecked(),
-                        dialog.chosen_frames())
+    return LessonChoice(folder if folder.name == name else folder / name, *choices)
+
+
+@contextmanager
+def closing_dialog(dialog: QDialog):
+    """A dialog used once: deleted when done with (a dialog left to its parent, the window,
+    lives until the window goes, and at exit Qt and Python would both delete its picture)."""
+    try:
+        yield dialog
+    finally:
+        dialog.deleteLater()
 
 
 def export_frame(window) -> Path | None:
