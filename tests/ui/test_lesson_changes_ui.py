@@ -165,3 +165,14 @@ def test_in_presentation_mode_the_badge_is_beside_the_frames_title(qtbot, window
     assert "0.5065" not in bar.label.text()
     press(qtbot, window, Qt.Key.Key_R)
     assert not bar.badge.isVisible() and bar.label.text().startswith("T = 2: A 0.5065")
+
+
+def test_new_logits_typed_in_the_sampling_lesson_are_named_by_their_numbers(qtbot, window):
+    s, player, box = open_lesson(window, "sampling"), window.panels["player"], window.prompt_bar.edit
+    qtbot.mouseClick(box, Qt.MouseButton.LeftButton)
+    box.setFocus()
+    box.selectAll()
+    type_text(box, "0, 3, 1")
+    qtbot.keyClick(box, Qt.Key.Key_Return)
+    assert window.errors == [] and s.in_lesson
+    assert "model logits [0, 3, 1] (lesson: logits [2, 1, 0])" in badge(player)

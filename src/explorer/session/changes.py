@@ -86,10 +86,21 @@ def scenario_changes(lesson, now) -> tuple[Change, ...]:
         out.append(Change("prompt", _quoted(lesson_text), _quoted(now.model.vocab.decode(now.prompt_ids)),
                           lesson_text))
     if now.model is not lesson.model:
-        out.append(Change("model", lesson.model.name, now.model.name))
+        out.append(Change("model", _model_text(lesson.model), _model_text(now.model)))
     if now.overrides != lesson.overrides:
         out.append(Change("what_if", _overrides_text(lesson), _overrides_text(now)))
     return tuple(out)
+
+
+def logits_list(model) -> str:
+    """A logits model's numbers as typed: "2, 1, 0" (its context token left out)."""
+    return ", ".join(f"{v:g}" for v in model.default[1:])
+
+
+def _model_text(model) -> str:
+    """A model as a change names it; a logits model by its numbers (two of them share a name)."""
+    return f"{model.name} [{logits_list(model)}]" if model.name == "logits" and hasattr(model, "default") \
+        else model.name
 
 
 def _overrides_text(scenario) -> str:

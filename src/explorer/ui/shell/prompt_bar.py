@@ -14,6 +14,7 @@ from ...core.errors import ExplorerError
 from ...i18n import add_messages, tr
 from ...lessons.models import CONTEXT, CONTEXT_ID, logits_model
 from ...session import Session
+from ...session.changes import logits_list
 
 NEW_PIECES = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
@@ -116,8 +117,6 @@ class PromptBar:
         return (model.name == "logits" and hasattr(model, "default")
                 and tuple(model.vocab.pieces[:1]) == (CONTEXT,))
 
-    def _logits_text(self) -> str:
-        return ", ".join(f"{v:g}" for v in self.session.model.default[1:])
 
     def _logits_entered(self, text: str) -> None:
         """Rebuild the logits model from the typed numbers; a bad list changes nothing."""
@@ -160,7 +159,7 @@ class PromptBar:
         edited = self.edit.hasFocus() or self.edit.isModified()
         if force or model is not synced_model or ids != synced_ids or not edited:
             self._synced_for = (model, ids)
-            text = self._logits_text() if logits else self._shown_prompt_text()
+            text = logits_list(self.session.model) if logits else self._shown_prompt_text()
             if text != self.edit.text():          # a line edit repaints even for the same text
                 self.edit.setText(text)
             self.edit.setModified(False)
