@@ -20,6 +20,8 @@ from PySide6.QtWidgets import (QAbstractSpinBox, QApplication, QLineEdit, QMainW
                                QTextEdit, QWidget)
 
 
+# keys that are no answer on their own (Shift alone does not bring a blank screen back)
+MODIFIER_KEYS = (Qt.Key.Key_Shift, Qt.Key.Key_Control, Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr)
 # how a teacher puts the keys into a text field on purpose
 CHOSEN = (Qt.FocusReason.MouseFocusReason, Qt.FocusReason.TabFocusReason, Qt.FocusReason.BacktabFocusReason,
           Qt.FocusReason.ShortcutFocusReason)

@@ -12,13 +12,13 @@ from PySide6.QtWidgets import (QApplication, QDockWidget, QHBoxLayout, QMainWind
                                QWidget)
 
 from ..panels.player import FittedTitle
+from .keys import MODIFIER_KEYS
 
 EDGE_PX = 3          # the mouse this close to the window's top or bottom edge brings the chrome back,
 LEAVE_PX = 24        # and this far from every bar of it sends it away again
 POLL_MS = 120        # how often presentation mode looks where the mouse is
 TITLE_SCALE = 1.3    # the frame's title, this much larger than the text (as the player has it)
 LINE_SAMPLE = "Ag 国"  # what one line of a title must hold, Latin and Chinese
-MODIFIERS = (Qt.Key.Key_Shift, Qt.Key.Key_Control, Qt.Key.Key_Alt, Qt.Key.Key_Meta, Qt.Key.Key_AltGr)
 
 
 class Chrome(QObject):
@@ -97,7 +97,7 @@ class Chrome(QObject):
     def eventFilter(self, obj, event) -> bool:
         # a shortcut's key (Right, Space) arrives as ShortcutOverride only; any other as KeyPress
         if (self.shown_by is not None and event.type() in (QEvent.Type.KeyPress, QEvent.Type.ShortcutOverride)
-                and event.key() not in MODIFIERS and QApplication.activePopupWidget() is None
+                and event.key() not in MODIFIER_KEYS and QApplication.activePopupWidget() is None
                 and not self._within(QApplication.focusWidget())
                 and QKeySequence(event.keyCombination()) not in self.reveal_keys()):
             self._show_by(None)
