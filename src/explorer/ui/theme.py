@@ -7,7 +7,7 @@ from dataclasses import dataclass
 
 from PySide6.QtCore import QRectF
 from PySide6.QtGui import QColor, QPainter, QPalette, QPen
-from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle, QStyleFactory
+from PySide6.QtWidgets import QApplication, QProxyStyle, QStyle
 
 
 @dataclass(frozen=True)
@@ -43,6 +43,16 @@ THEMES = {
                            masked="#1e1e1e", accent="#00FF9C",
                            muted="#c8c8c8", error="#FF7070"),
 }
+
+
+def tint_text(widget, colour: str | QColor) -> None:
+    """`widget`'s text in `colour`, by palette, not style sheet (a styled widget keeps the font
+    it was built with and stops following zoom). Both text roles: a label in a tool bar
+    paints with ButtonText."""
+    palette = QPalette()
+    for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):
+        palette.setColor(role, QColor(colour))
+    widget.setPalette(palette)
 
 
 def text_on(background: str) -> str:

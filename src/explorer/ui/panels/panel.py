@@ -4,12 +4,11 @@ redraws from what it holds. Subclasses implement `refresh()`."""
 from __future__ import annotations
 
 from PySide6.QtCore import QEvent, QSize, Qt
-from PySide6.QtGui import QPalette
 from PySide6.QtWidgets import QToolTip, QWidget
 
 from ...i18n import tr
 from ...session import Session, SessionEvent
-from ..theme import THEMES, Theme
+from ..theme import THEMES, Theme, tint_text
 
 
 def answer_tooltip(event, text: str, widget: QWidget) -> bool:
@@ -64,9 +63,7 @@ class Panel(QWidget):
         return label
 
     def _tint(self, label: QWidget, role: str) -> None:
-        palette = QPalette()
-        palette.setColor(QPalette.ColorRole.WindowText, self.theme.color(role))
-        label.setPalette(palette)
+        tint_text(label, self.theme.color(role))
 
     def changeEvent(self, event) -> None:
         super().changeEvent(event)

@@ -31,6 +31,7 @@ from ...export.spec import ExportCancelled, ExportSpec
 from ...i18n import add_messages, tr
 from ...session.narration import frame_title
 from ...session.panels import SLIDE_PANELS
+from ..theme import tint_text
 
 PREVIEW_WIDTH = 560          # px of the dialog's slide preview
 LESSON_FORMATS = ("png", "pdf", "pptx")
@@ -208,9 +209,7 @@ class ExportDialog(QDialog):
 
     def _tinted(self, label: QLabel) -> QLabel:
         label.setWordWrap(True)
-        palette = label.palette()
-        palette.setColor(label.foregroundRole(), self.window_.theme.color("error"))
-        label.setPalette(palette)
+        tint_text(label, self.window_.theme.error)
         return label
 
     def _frame_list(self) -> QListWidget:

@@ -7,11 +7,12 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from PySide6.QtCore import QEvent, QObject, QPoint, QRect, Qt, QTimer
-from PySide6.QtGui import QColor, QCursor, QKeySequence, QPalette
+from PySide6.QtGui import QCursor, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QHBoxLayout, QMainWindow, QSizePolicy, QToolBar,
                                QWidget)
 
 from ..panels.player import FittedTitle
+from ..theme import tint_text
 from .keys import MODIFIER_KEYS
 
 EDGE_PX = 3          # the mouse this close to the window's top or bottom edge brings the chrome back,
@@ -154,10 +155,7 @@ class FrameTitleBar(QToolBar):
         self.label.set_title(text)
         self.badge.set_title(badge)
         if badge and colour:
-            palette = self.badge.palette()
-            for role in (QPalette.ColorRole.WindowText, QPalette.ColorRole.ButtonText):   # a tool bar's labels use the latter
-                palette.setColor(role, QColor(colour))
-            self.badge.setPalette(palette)
+            tint_text(self.badge, colour)
         if self.badge.isHidden() == bool(badge):
             self.badge.setVisible(bool(badge))
 
