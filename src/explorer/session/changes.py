@@ -108,6 +108,11 @@ def _overrides_text(scenario) -> str:
     return ", ".join(f"{step}: {vocab.display_piece(t)}" for step, t in scenario.overrides) or "-"
 
 
+def badge_text(changes: tuple[Change, ...], lang: str) -> str:
+    """"Changed from the lesson: temperature 0.56 (lesson: 2)"; "" without changes."""
+    return tr("change.badge", lang, items=changes_text(changes, lang)) if changes else ""
+
+
 def changes_text(changes: tuple[Change, ...], lang: str, with_lesson: bool = True) -> str:
     """"temperature 0.56 (lesson: 2); top-p 0.27 (lesson: 1)"; without the lesson's values:
     "temperature 0.56; top-p 0.27"."""

@@ -12,7 +12,7 @@ from ..core.decode.usage import Usage, count_usage
 from ..core.decode.vote import Vote
 from ..core.tokens.vocab import Vocabulary, one_line
 from ..i18n import MESSAGES, add_messages, tr
-from .changes import changes_text, written_for_the_lesson
+from .changes import badge_text, changes_text, written_for_the_lesson
 from .frames import Frame
 
 SECTIONS = ("what", "why", "how", "misconception", "check")
@@ -352,7 +352,7 @@ def frame_caption(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -
     if not frame.changed or (what is not None and not written_for_the_lesson(what[lang], frame.changed)):
         return frame_explanation(frame, run, vocab, lang)["what"]
     values = placeholder_values(frame, run, vocab, lang)
-    return (tr("change.badge", lang, items=changes_text(frame.changed, lang)) + tr("caption.sep", lang)
+    return (badge_text(frame.changed, lang) + tr("caption.sep", lang)
             + _default_text(frame.kind, "what", lang, values))
 
 

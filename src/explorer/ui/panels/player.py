@@ -8,7 +8,7 @@ from PySide6.QtWidgets import QDoubleSpinBox, QHBoxLayout, QLabel, QPushButton, 
 
 from ...i18n import add_messages
 from ...session import Session
-from ...session.changes import changes_text
+from ...session.changes import badge_text
 from ...session.narration import frame_title
 from .panel import Panel
 
@@ -36,8 +36,9 @@ class FittedTitle(QLabel):
         self._full = ""
 
     def set_title(self, text: str) -> None:
-        self._full = text
-        self._fit()
+        if text != self._full:            # a slider tick that leaves the title as it was: no refit
+            self._full = text
+            self._fit()
 
     def resizeEvent(self, event) -> None:
         super().resizeEvent(event)
@@ -144,13 +145,12 @@ class PlayerPanel(Panel):
         if self.dwell.suffix() != self.tr("player.seconds"):   # setSuffix always relayouts
             self.dwell.setSuffix(self.tr("player.seconds"))
         self.counter.setText(self.tr("player.counter", i=s.cursor + 1, n=len(s.frames)))
-        changed = changes_text(s.frame.changed, s.lang) if s.frame.changed else ""
         line = self.changed.fontMetrics().lineSpacing() + 4
         if self.changed.maximumHeight() != line:
             self.changed.setFixedHeight(line)
-        self.changed.set_title(self.tr("change.badge", items=changed) if changed else "")
+        self.changed.set_title(badge_text(s.frame.changed, s.lang))
         self.back_to_lesson.setText(self.tr("player.back_to_lesson"))
-        self.back_to_lesson.setVisible(bool(changed))
+        self.back_to_lesson.setVisible(bool(s.frame.changed))
         # two lines, fixed: a new title (a slider moves its probability) must not relayout the window
         lines = 2 * self.title.fontMetrics().lineSpacing() + 4
         if self.title.maximumHeight() != lines:

@@ -13,7 +13,7 @@ from PySide6.QtWidgets import (QDockWidget, QFrame, QHBoxLayout, QLabel, QMainWi
 
 from ...i18n import tr
 from ...session import Session
-from ...session.changes import changes_text
+from ...session.changes import badge_text
 from ...session.narration import frame_title
 from ...session.panels import DEFAULT_SLIDE_PANELS
 from ..settings import Settings
@@ -261,7 +261,7 @@ class DeskLayout(QObject):
         if main is not None:
             self.docks[main].raise_()
         s = self.session
-        badge = tr("change.badge", s.lang, items=changes_text(s.frame.changed, s.lang)) if s.frame.changed else ""
+        badge = badge_text(s.frame.changed, s.lang)
         self._title_bar().show_title(frame_title(s.frame, s.run, s.model.vocab, s.lang), badge, self._theme.error)
 
     def _title_bar(self) -> FrameTitleBar:
