@@ -82,3 +82,17 @@ def test_a_value_of_the_wrong_type_is_refused_by_the_parser(capsys, tmp_path):
     with pytest.raises(SystemExit) as exited:
         main(["export", "--top", "abc", "--out", str(tmp_path)])
     assert exited.value.code == 2 and "argument --top: invalid int value: 'abc'" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("command", ["trace", "export"])
+@pytest.mark.parametrize("flags, named", [
+    (["--prompt", "我爱"], "--prompt"), (["--params", str(PARAMS)], "--params"), (["--chat"], "--chat"),
+    (["--arithmetic", "llama.cpp"], "--arithmetic"), (["--no-check", "--prompt-ids", "1,2"], "--prompt-ids, --no-check"),
+])
+def test_a_free_runs_flag_beside_a_lesson_is_refused_not_ignored(capsys, tmp_path, command, flags, named):
+    """A lesson runs its own models and prompts: a model, prompt or check flag given with it
+    would change nothing, so it is refused, named."""
+    out = ["--out", str(tmp_path / "deck")] if command == "export" else []
+    code, _, err = run(capsys, command, "--lesson", "sampling", *flags, *out)
+    assert code == 2 and f"{named} with --lesson sampling" in err, err
+    assert not (tmp_path / "deck").exists()

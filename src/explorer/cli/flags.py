@@ -19,6 +19,9 @@ from ..lessons import load_lesson
 from ..session import Session
 from ..session.session import DEFAULT_CONFIG, Scenario
 
+DEFAULT_ARITHMETIC = "float"      # float32 throughout: what every lesson computes in
+
+
 # ---------------------------------------------------------------------------- numbers
 
 def parse_numbers(text: str, flag: str, kind=float) -> list:
@@ -41,7 +44,7 @@ def add_prompt_flags(parser, model_required: bool = False) -> None:
     parser.add_argument("--model", required=model_required,
                         help="teaching | smollm2 | gemma3-270m | a .gguf file (see: token-explorer model list)")
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
-    parser.add_argument("--arithmetic", choices=ARITHMETICS, default="float",
+    parser.add_argument("--arithmetic", choices=ARITHMETICS, default=DEFAULT_ARITHMETIC,
                         help="float: float32 throughout (default); llama.cpp: a real model computes as "
                              "llama.cpp's CPU backend (8-bit activations, float16 K/V)")
 
@@ -152,6 +155,16 @@ def check_run_flags(args: argparse.Namespace) -> None:
                                "(speculative decoding verifies the model's own choices)")
     if args.model is not None and args.params is not None:
         raise ExplorerError("give --model or --params, not both")
+    lesson = getattr(args, "lesson", None)
+    if lesson is not None:                    # a lesson brings its own models, prompts and checks
+        given = [flag for flag, on in (("--model", args.model is not None), ("--params", args.params is not None),
+                                       ("--prompt", args.prompt is not None), ("--prompt-ids", args.prompt_ids is not None),
+                                       ("--chat", args.chat), ("--arithmetic", args.arithmetic != DEFAULT_ARITHMETIC),
+                                       ("--no-check", args.no_check)) if on]
+        if given:
+            raise SettingError(f"{', '.join(given)} with --lesson {lesson}: a lesson runs its own models and "
+                               f"prompts, each step checked; leave out --lesson for a free run, or "
+                               f"{'these flags' if len(given) > 1 else 'the flag'}")
     parse_forces(args.force)
 
 
