@@ -67,6 +67,7 @@ def test_the_badge_button_restores_the_lesson_and_a_chinese_badge_reads(qtbot, w
     go_to_title(qtbot, window, "T = 2：")
     type_setting(qtbot, window, "top_k", "2")
     assert badge(player) == "与课程设置不同：top-k 2（课程：0）"
+    assert player.changed.text() == badge(player)          # whole on one line: CJK's taller line has room
     qtbot.mouseClick(player.back_to_lesson, Qt.MouseButton.LeftButton)
     assert s.config.top_k == 0 and not badge(player)
 

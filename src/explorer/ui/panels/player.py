@@ -26,6 +26,16 @@ add_messages({
 })
 
 
+LINE_SAMPLE = "Ag 国"  # what one line of a title must hold, Latin and Chinese
+
+
+def one_line_height(label: QLabel) -> int:
+    """The height a label needs for one line of its type, Latin and Chinese (whose fallback
+    font stands taller than the label's own line spacing)."""
+    rect = label.fontMetrics().boundingRect(QRect(0, 0, 1 << 20, 1 << 20), Qt.TextFlag.TextWordWrap, LINE_SAMPLE)
+    return rect.height() + 4
+
+
 class FittedTitle(QLabel):
     """A word-wrapped title held to the label's height: one too long for it ends in "…",
     and hovering shows it whole. The height is the caller's (fixed, so that a new title
@@ -145,7 +155,7 @@ class PlayerPanel(Panel):
         if self.dwell.suffix() != self.tr("player.seconds"):   # setSuffix always relayouts
             self.dwell.setSuffix(self.tr("player.seconds"))
         self.counter.setText(self.tr("player.counter", i=s.cursor + 1, n=len(s.frames)))
-        line = self.changed.fontMetrics().lineSpacing() + 4
+        line = one_line_height(self.changed)
         if self.changed.maximumHeight() != line:
             self.changed.setFixedHeight(line)
         self.changed.set_title(badge_text(s.frame.changed, s.lang))

@@ -11,7 +11,7 @@ from PySide6.QtGui import QCursor, QKeySequence
 from PySide6.QtWidgets import (QApplication, QDockWidget, QHBoxLayout, QMainWindow, QSizePolicy, QToolBar,
                                QWidget)
 
-from ..panels.player import FittedTitle
+from ..panels.player import FittedTitle, one_line_height
 from ..theme import tint_text
 from .keys import MODIFIER_KEYS
 
@@ -19,7 +19,6 @@ EDGE_PX = 3          # the mouse this close to the window's top or bottom edge b
 LEAVE_PX = 24        # and this far from every bar of it sends it away again
 POLL_MS = 120        # how often presentation mode looks where the mouse is
 TITLE_SCALE = 1.3    # the frame's title, this much larger than the text (as the player has it)
-LINE_SAMPLE = "Ag 国"  # what one line of a title must hold, Latin and Chinese
 
 
 class Chrome(QObject):
@@ -169,8 +168,6 @@ class FrameTitleBar(QToolBar):
         font.setBold(True)
         font.setPointSizeF(font.pointSizeF() * TITLE_SCALE)
         self.label.setFont(font)
-        # one line of Latin and of Chinese (whose fallback font has the taller line)
-        line = self.label.fontMetrics().boundingRect(QRect(0, 0, 1 << 20, 1 << 20), Qt.TextFlag.TextWordWrap, LINE_SAMPLE)
-        self.label.setFixedHeight(line.height() + 4)
+        self.label.setFixedHeight(one_line_height(self.label))
         self.badge.setFont(self.font())
-        self.badge.setFixedHeight(self.badge.fontMetrics().lineSpacing() + 4)
+        self.badge.setFixedHeight(one_line_height(self.badge))
