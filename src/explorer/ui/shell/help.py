@@ -43,9 +43,9 @@ def shortcut_rows(actions: dict[str, QAction], lang: str) -> list[tuple[str, str
     """(what it does, its keys) for every action with a shortcut, in menu order, then the
     keys that are no action's: Escape and a click on a bar."""
     sep = tr("help.shortcuts.or", lang)
-    rows = [(action.text().replace("&", ""),
-             sep.join(k.toString(QKeySequence.SequenceFormat.NativeText) for k in action.shortcuts()))
-            for action in actions.values() if action.shortcuts()]
+    rows = [(action.text().replace("&", ""), keys) for action in actions.values()
+            if (keys := sep.join(k.toString(QKeySequence.SequenceFormat.NativeText)
+                                 for k in action.shortcuts() if not k.isEmpty()))]
     rows.append((tr("help.escape", lang), "Esc"))
     rows.append((tr("help.click_bar", lang), tr("help.click_bar.keys", lang)))
     return rows
@@ -70,7 +70,6 @@ def show_shortcuts(parent: QWidget, actions: dict[str, QAction], lang: str) -> Q
     table.setSpan(len(rows), 0, 1, 2)
     table.horizontalHeader().setSectionResizeMode(0, QHeaderView.ResizeMode.Stretch)
     table.horizontalHeader().setSectionResizeMode(1, QHeaderView.ResizeMode.ResizeToContents)
-    table.resizeRowsToContents()
     buttons = QDialogButtonBox(QDialogButtonBox.StandardButton.Close, dialog)
     buttons.rejected.connect(dialog.close)
     layout = QVBoxLayout(dialog)
@@ -78,6 +77,7 @@ def show_shortcuts(parent: QWidget, actions: dict[str, QAction], lang: str) -> Q
     layout.addWidget(buttons)
     dialog.resize(760, 620)
     dialog.show()
+    table.resizeRowsToContents()      # at the widths the shown columns have (a wrapped row's height follows them)
     return dialog
 
 
