@@ -38,7 +38,7 @@ add_messages({
     "controls.mode.beam": {"en": "beam search", "zh": "束搜索"},
     "controls.temperature": {"en": "Temperature", "zh": "温度"},
     "controls.temperature.hint": {"en": "0 = greedy", "zh": "0 = 贪心"},
-    "controls.temperature.unused": {"en": "Not used by greedy or beam search: they take the top token",
+    "controls.temperature.unused": {"en": "Not used by greedy or beam search",
                                     "zh": "贪心和束搜索不使用温度：直接取最高的Token"},
     "controls.top_k": {"en": "Top-k", "zh": "Top-k"},
     "controls.top_k.hint": {"en": "0 = off", "zh": "0 = 关闭"},
