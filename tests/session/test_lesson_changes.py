@@ -54,6 +54,7 @@ def test_a_changed_temperature_is_named_with_the_lessons_value(sampling):
 
 def test_a_frame_with_settings_of_its_own_applies_them_on_arrival(sampling):
     s = sampling
+    s.frames_apply_their_settings = True                     # as the window's player has it
     s.go(frame_index(s, "top-p = 0.8: keep two"))
     s.set_sampling(top_p=0.27)
     assert s.config.top_p == 0.27 and s.frame.changed
@@ -67,8 +68,22 @@ def test_a_frame_with_settings_of_its_own_applies_them_on_arrival(sampling):
     assert int((final.probs > 0).sum()) == 3                 # the chart keeps three, as the title says
 
 
+def test_stepped_through_by_code_a_lessons_session_keeps_the_settings_asked_for(sampling):
+    """trace, export and an export's copy of the window's session step frame by frame: a
+    command line's --temperature holds on every frame (the frames mark the change)."""
+    s = sampling
+    s.set_sampling(temperature=0.56)
+    for i in range(len(s.frames)):
+        s.go(i)
+        assert s.config.temperature == 0.56 and s.set_aside == (), i
+    window_like = load_lesson("sampling").build_session()
+    window_like.frames_apply_their_settings = True
+    assert window_like.copy().frames_apply_their_settings is False
+
+
 def test_the_teachers_change_stays_on_frames_of_the_same_scenario():
     s = load_lesson("prefill-decode").build_session()
+    s.frames_apply_their_settings = True
     owners = [s.run_at(i)[0] for i in range(len(s.frames))]
     assert all(r is owners[0] for r in owners)            # one scenario for every frame
     s.set_sampling(mode="sample", temperature=1.7)
@@ -131,6 +146,7 @@ def test_no_text_quotes_the_lessons_numbers_unmarked_once_a_setting_moves(name):
     languages. (A text of placeholders stays: the run on screen fills them in.)"""
     lesson = load_lesson(name)
     session = lesson.build_session()
+    session.frames_apply_their_settings = True               # stepped through as the window's player does
     real = any(m for m in lesson.installed_models)
     settings = ["temperature"] if real else list(AWAY)      # a real model reruns in seconds
     for setting in settings:

@@ -148,6 +148,10 @@ class Session:
         self._lang = "en"
         self._cursor = 0
         self._set_aside: tuple[Change, ...] = ()
+        # a player a teacher steps through (the window): arriving on a lesson frame with settings
+        # of its own applies them (`go`). Off for a session stepped through by code (trace,
+        # an export's copy): the settings asked for (a command line's flags) hold on every frame.
+        self.frames_apply_their_settings = False
         self._runs: dict[Scenario, Run] = {}
         self._beams: dict[Scenario, BeamResult] = {}
         self._install(self._compute(Request(self._user, self._history, check_recompute,
@@ -215,6 +219,7 @@ class Session:
         other.__dict__.update(self.__dict__)
         other.events = Emitter()
         other.runner, other._requested, other._background = None, None, None   # the copy computes on the spot
+        other.frames_apply_their_settings = False          # an export steps through it: the settings hold
         other._user = replace(self._user, config=dict(self._user.config), overrides=dict(self._user.overrides))
         other._runs, other._beams = dict(self._runs), dict(self._beams)
         return other
@@ -318,15 +323,17 @@ class Session:
 
     # ------------------------------------------------------------------ the cursor
     def go(self, index: int) -> None:
-        """Show frame `index`. Arriving on a lesson frame whose scenario sets other settings
-        than the frame left, the teacher's sampling changes are set aside (`set_aside`), and
-        on another scenario the what-if choices too: the frame shows what it was written for."""
+        """Show frame `index`. With `frames_apply_their_settings` (the window's player), arriving
+        on a lesson frame whose scenario sets other settings than the frame left, the teacher's
+        sampling changes are set aside (`set_aside`), and on another scenario the what-if
+        choices too: the frame shows what it was written for."""
         index = max(0, min(int(index), len(self._frames) - 1))
         if index == self._cursor:
             return
         before, left = self.run, self._frame_scenario[self._cursor]
         self._cursor = index
-        self._set_aside = self._arrival_set_aside(left, self._frame_scenario[index])
+        self._set_aside = (self._arrival_set_aside(left, self._frame_scenario[index])
+                           if self.frames_apply_their_settings else ())
         if self.run is before:
             self.events.emit(SessionEvent.CURSOR_CHANGED, self)
         else:

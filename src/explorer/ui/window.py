@@ -128,6 +128,7 @@ class MainWindow(QMainWindow):
         super().__init__()
         self.compact = compact
         self.session = session
+        session.frames_apply_their_settings = True      # a teacher steps through it (see Session.go)
         self.settings = settings
         self.errors: list[str] = []              # the last 100 problems shown, newest last
         # dialogs are attributes: tests replace them
