@@ -222,7 +222,7 @@ def test_missing_tensor_and_unsupported_architecture(tmp_path):
         load_llama(path)
     assert str(path) in str(err.value)
     other = write_llama(tmp_path / "gpt2.gguf", tensors, arch="gpt2")
-    with pytest.raises(GGUFError, match=r"architecture 'gpt2' is not supported \(supported: llama, gemma3\)"):
+    with pytest.raises(GGUFError, match=r"architecture 'gpt2' is not supported\. Token Explorer runs these model families: Llama .*Qwen2, Qwen2\.5; Qwen3; Phi-3.*Gemma 2; Gemma 3 \(general\.architecture llama, qwen2, qwen3, phi3, gemma2, gemma3\)"):
         load_llama(other)
 
 

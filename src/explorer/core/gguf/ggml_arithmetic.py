@@ -242,11 +242,13 @@ def _libm():
     return powf, np.frompyfunc(cosf, 1, 1), np.frompyfunc(sinf, 1, 1)
 
 
-def rope_tables_ggml(positions, e: int, base: float):  # [n] -> (cos, sin) [n, e/2] float32
-    """llama.cpp's rotary tables (ggml_rope_cache_init): the angle of pair i is the
-    position times theta_scale^i, theta_scale = powf(base, -2 / e), multiplied up one
-    float32 step at a time; its cosine and sine by the C library's cosf and sinf (float64
-    rounded to float32 where there is no C library to call)."""
+def rope_tables_ggml(positions, e: int, base: float, scaling=None):  # [n] -> (cos, sin) [n, e/2] float32
+    """llama.cpp's rotary tables (ggml_rope_cache_init, rope_yarn without YaRN): the angle
+    of pair i is the position times theta_scale^i, theta_scale = powf(base, -2 / e),
+    multiplied up one float32 step at a time, then divided by the pair's factor and
+    multiplied by freq_scale (`layers.RotaryScaling`); its cosine and sine by the C
+    library's cosf and sinf (float64 rounded to float32 where there is no C library to
+    call), each times mscale."""
     libm = _libm()
     exponent = np.float32(-2.0) / np.float32(e)
     scale = np.float32(libm[0](np.float32(base), exponent) if libm else np.float32(base) ** exponent)
@@ -254,10 +256,19 @@ def rope_tables_ggml(positions, e: int, base: float):  # [n] -> (cos, sin) [n, e
     angles[:, 0] = np.asarray(positions, np.float32)
     for i in range(1, e // 2):
         angles[:, i] = angles[:, i - 1] * scale
+    if scaling is not None:
+        if scaling.factors:
+            angles /= np.asarray(scaling.factors, np.float32)
+        angles *= np.float32(scaling.freq_scale)
     if libm is None:
         wide = angles.astype(np.float64)
-        return np.cos(wide).astype(np.float32), np.sin(wide).astype(np.float32)
-    return libm[1](angles).astype(np.float32), libm[2](angles).astype(np.float32)
+        cos, sin = np.cos(wide).astype(np.float32), np.sin(wide).astype(np.float32)
+    else:
+        cos, sin = libm[1](angles).astype(np.float32), libm[2](angles).astype(np.float32)
+    if scaling is not None and scaling.mscale != 1:
+        cos *= np.float32(scaling.mscale)
+        sin *= np.float32(scaling.mscale)
+    return cos, sin
 
 
 @_serial
@@ -289,14 +300,14 @@ def rope_ggml(x, tables, halves: bool):  # [n, heads*e] float32, (cos, sin) [n, 
     return out
 
 
-def half_queries(q, e: int, scaled_first: bool):  # [n, h*e] float32 -> [n, h*e] float16 values
+def half_queries(q, scale: float, scaled_first: bool):  # [n, h*e] float32 -> [n, h*e] float16 values
     """The queries rounded to float16 as llama.cpp rounds them to meet its float16 K
-    cache. Its Gemma 3 graph (`scaled_first`) scales them by 1/sqrt(e) first (its other
-    graphs scale the scores): the same numbers, except where q / sqrt(e) is a float16
-    subnormal."""
+    cache. Its Gemma graphs (`scaled_first`) multiply them by the scores' `scale` first
+    (its other graphs scale the scores): the same numbers, except where q * scale is a
+    float16 subnormal (or, for a scale not a power of two, a last bit)."""
     if not scaled_first:
         return to_half(q)
-    scale = np.float32(1 / math.sqrt(e))
+    scale = np.float32(scale)
     return to_half(q * scale) / scale          # 1/16 for head size 256: exact both ways
 
 
@@ -321,15 +332,15 @@ class LlamaCppArithmetic:
     def gelu(self, x):  # [...] -> [...]
         return gelu_half_table(x)
 
-    def rope_tables(self, positions, e: int, base: float, dtype):  # [n] -> (cos, sin) [n, e/2] float32
-        return rope_tables_ggml(positions, e, base)
+    def rope_tables(self, positions, e: int, base: float, dtype, scaling):  # [n] -> (cos, sin) [n, e/2] float32
+        return rope_tables_ggml(positions, e, base, scaling)
 
     def rope(self, x, tables, halves: bool):  # [n, heads*e] -> [n, heads*e]
         return rope_ggml(x, tables, halves)
 
-    def queries(self, q, e: int, head_normed: bool):  # [n, h*e] -> [n, h*e] float16 values
-        """Rounded to float16; llama.cpp's graph with per-head norms (Gemma 3's) scales them first."""
-        return half_queries(q, e, scaled_first=head_normed)
+    def queries(self, q, scale: float, scaled_first: bool):  # [n, h*e] -> [n, h*e] float16 values
+        """Rounded to float16; llama.cpp's Gemma graphs scale them first."""
+        return half_queries(q, scale, scaled_first)
 
     def cached(self, x):  # [n, g*e] -> [n, g*e] float16 values
         return to_half(x)

@@ -1,5 +1,6 @@
-"""A llama-family model (SmolLM2's "llama", Gemma 3's "gemma3") from a GGUF file, as a
-DecoderModel with float32 arithmetic, or llama.cpp's (`with_arithmetic`)."""
+"""A model of one of the families in `architectures` (Llama, Qwen2, Qwen3, Phi-3, Gemma 2,
+Gemma 3) from a GGUF file, as a DecoderModel with float32 arithmetic, or llama.cpp's
+(`with_arithmetic`)."""
 
 from __future__ import annotations
 
@@ -14,22 +15,16 @@ from ..models.arithmetic import FLOAT, Arithmetic
 from ..models.decoder import DecoderConfig, DecoderModel, DecoderParams, LayerParams
 from ..errors import ExplorerError
 from .reader import GGUFError, GGUFFile
+from .architectures import Architecture, architecture_of, decoder_config
 from .checks import check_model_metadata
 from .heap import collector_paused, keep_freed_arrays, return_freed_memory
 from .blocks import BlockMatrix, layouts_of, prepare
 from ..tokens.spm import SentencePieceVocabulary
 from ..tokens.vocab import Vocabulary
 
-ARCHITECTURES = ("llama", "gemma3")
 # `--arithmetic`'s choices (`arithmetic_named`): "float", every product in float32 (the
 # teaching path); "llama.cpp", as llama.cpp's CPU backend computes (`ggml_arithmetic`)
 ARITHMETICS = ("float", "llama.cpp")
-# Gemma 3 as llama.cpp builds it: five sliding-window layers, then a global one; the
-# windowed layers' rotary base (llama.cpp: rope_freq_base_train_swa)
-GEMMA3_PATTERN, GEMMA3_LOCAL_ROPE_BASE = 6, 10000.0
-# Gemma 3's extra norms: LayerParams field -> tensor, and whether it spans a head (e) or d
-GEMMA3_NORMS = {"q_norm": ("attn_q_norm", "head"), "k_norm": ("attn_k_norm", "head"),
-                "post_norm1": ("post_attention_norm", "model"), "post_norm2": ("post_ffw_norm", "model")}
 TOKENIZERS = ("gpt2", "llama")   # tokenizer.ggml.model: byte-level BPE, SentencePiece-style
 CONTROL, USER_DEFINED = 3, 4     # tokenizer.ggml.token_type values recognised in text
 # control tokens that end a turn, as llama.cpp also stops on them when the file names no
@@ -38,30 +33,11 @@ END_MARKERS = ("<|endoftext|>", "<|im_end|>", "<|eot_id|>", "<|end_of_text|>", "
 
 
 def load_llama(path, name: str | None = None, arithmetic: str = "float") -> DecoderModel:
-    """Read a llama- or gemma3-architecture GGUF file into a DecoderModel (float32
-    activations) with its tokenizer. `arithmetic`: "float" (float32 throughout) or
-    "llama.cpp" (as llama.cpp's CPU backend computes: see `ARITHMETICS`).
-
-    "gemma3" reads the same tensors as "llama" plus four norms per layer (attn_q_norm,
-    attn_k_norm [e]; post_attention_norm, post_ffw_norm [d]), scales its embedding by
-    sqrt(d), rotates (x[i], x[i + e/2]) pairs (NeoX), and lets five layers of every six read
-    only the latest `sliding_window` positions, with rotary base 10,000 (llama.cpp's value;
-    the file's `rope.freq_base` is the global layers'). Gemma's norms multiply by (1 + w);
-    the converter stored 1 + w, so they are plain RMSNorms here.
-
-    Tensor names (llama.cpp's), in numpy order ([out, in]):
-        token_embd                          [V, d]   token embedding (also the output head if
-                                                     there is no `output` tensor)
-        blk.N.attn_norm, blk.N.ffn_norm     [d]      RMSNorm weights
-        blk.N.attn_q / attn_k / attn_v      [h*e, d] / [g*e, d] / [g*e, d]
-        blk.N.attn_output                   [d, h*e]
-        blk.N.ffn_gate / ffn_up             [f, d]   SwiGLU
-        blk.N.ffn_down                      [d, f]
-        output_norm                         [d]
-        output                              [V, d]   optional
-    A layer multiplies by their transposes [d_in, d_out]: float32 arrays, or `BlockMatrix`
-    views for quantised ones. For llama the converter already permuted Q and K so that
-    rotary positions act on adjacent pairs, the layout `layers.rope` uses."""
+    """Read a GGUF file of one of the families in `architectures.ARCHITECTURES` into a
+    DecoderModel (float32 activations) with its tokenizer. `arithmetic`: "float" (float32
+    throughout) or "llama.cpp" (as llama.cpp's CPU backend computes: see `ARITHMETICS`).
+    What each family adds to a llama-shaped decoder is in `architectures`; the tensors
+    a file holds are listed in `expected_tensors`."""
     with collector_paused():
         return _load_llama(path, name, arithmetic)
 
@@ -142,100 +118,115 @@ def with_arithmetic(model, arithmetic: str):
 
 
 def llama_config(gf: GGUFFile) -> DecoderConfig:
-    arch = gf.require("general.architecture")
-    if arch not in ARCHITECTURES:
-        raise GGUFError(f"{gf.path}: architecture {arch!r} is not supported "
-                        f"(supported: {', '.join(ARCHITECTURES)})")
-    d = int(gf.require(f"{arch}.embedding_length"))
-    heads = int(gf.require(f"{arch}.attention.head_count"))
-    kv_heads = int(gf.get(f"{arch}.attention.head_count_kv", heads))
-    head_dim = int(gf.get(f"{arch}.attention.key_length", d // heads))
-    rot = int(gf.get(f"{arch}.rope.dimension_count", head_dim))
-    if rot != head_dim:
-        raise GGUFError(f"{gf.path}: rotary positions on {rot} of {head_dim} head dimensions "
-                        f"are not supported (only all of them)")
-    scaling = gf.get(f"{arch}.rope.scaling.type", "none")
-    if scaling not in ("none", None):
-        raise GGUFError(f"{gf.path}: rope scaling {scaling!r} is not supported")
-    vocab = gf.info("token_embd.weight").shape[0]
-    settings = dict(
-        vocab_size=vocab, d_model=d, n_layers=int(gf.require(f"{arch}.block_count")),
-        n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim,
-        d_ff=int(gf.require(f"{arch}.feed_forward_length")), ffn="swiglu", norm="rms",
-        positions="rope", max_positions=int(gf.get(f"{arch}.context_length", 2048)),
-        rope_base=float(gf.get(f"{arch}.rope.freq_base", 10000.0)),
-        norm_eps=float(gf.get(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)),
-        output_bias=False, tied_output="output.weight" not in gf.tensors,
-        kept_rows=1)     # the last position's logits choose a token: 49,152 numbers a position
-    if arch == "gemma3":
-        settings.update(_gemma3_settings(gf, settings["n_layers"], d, vocab))
-    return DecoderConfig(**settings)
-
-
-def _gemma3_settings(gf: GGUFFile, layers: int, d: int, vocab: int) -> dict:
-    """What Gemma 3 adds to a llama configuration (see the module doc)."""
-    value_length = gf.get("gemma3.attention.value_length")
-    key_length = gf.get("gemma3.attention.key_length")
-    if value_length is not None and value_length != key_length:
-        raise GGUFError(f"{gf.path}: gemma3.attention.value_length = {value_length} differs from "
-                        f"key_length = {key_length} (not supported)")
-    window = int(gf.require("gemma3.attention.sliding_window"))
-    if window <= 0:
-        raise GGUFError(f"{gf.path}: gemma3.attention.sliding_window = {window}, expected a positive number")
-    pattern = gf.get("gemma3.attention.sliding_window_pattern", GEMMA3_PATTERN)
-    if np.ndim(pattern):          # one flag per layer
-        local = [bool(x) for x in pattern]
-        if len(local) != layers:
-            raise GGUFError(f"{gf.path}: gemma3.attention.sliding_window_pattern has {len(local)} "
-                            f"entries for {layers} layers")
-    else:                         # a period: the last layer of every period is global
-        local = [int(pattern) == 0 or i % int(pattern) < int(pattern) - 1 for i in range(layers)]
-    return dict(ffn="geglu", embed_scale=float(np.sqrt(np.float32(d))), rope_pairs="halves",
-                windows=tuple(window if lo else 0 for lo in local),
-                local_rope_base=float(gf.get("gemma3.rope.freq_base_swa", GEMMA3_LOCAL_ROPE_BASE)))
+    """The decoder the file describes (`architectures.decoder_config`)."""
+    return decoder_config(gf, architecture_of(gf))
 
 
 def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
-    """Every tensor checked against the shape the config implies. Q4_0, Q4_1 and Q8_0
-    matrices stay in their blocks (`BlockMatrix`, a quarter to an eighth of float32's
-    bytes: a decode step reads every weight once); F32 and F16 ones become float32.
-    Each layer's Q, K, V and its gate and up projections are stacked when they share a
-    storage kind, so a step reads them with one product per group instead of five."""
-    d, f, q_out, kv_out = c.d_model, c.d_ff, c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
-    extra = GEMMA3_NORMS if c.ffn == "geglu" else {}
-    expected = {"token_embd.weight": (c.vocab_size, d), "output_norm.weight": (d,)}
-    if not c.tied_output:
-        expected["output.weight"] = (c.vocab_size, d)
-    for i in range(c.n_layers):
-        b = f"blk.{i}."
-        expected.update({
-            b + "attn_norm.weight": (d,), b + "ffn_norm.weight": (d,),
-            b + "attn_q.weight": (q_out, d), b + "attn_k.weight": (kv_out, d),
-            b + "attn_v.weight": (kv_out, d), b + "attn_output.weight": (d, q_out),
-            b + "ffn_gate.weight": (f, d), b + "ffn_up.weight": (f, d), b + "ffn_down.weight": (d, f)})
-        expected.update({f"{b}{kind}.weight": (c.head_dim,) if span == "head" else (d,)
-                         for kind, span in extra.values()})
+    """Every tensor checked against the shape the config implies, and every tensor of the
+    file used (one the engine would not read is refused by name: it would change what
+    the model computes). Quantised matrices stay in their blocks (`BlockMatrix`, a
+    quarter to an eighth of float32's bytes: a decode step reads every weight once);
+    F32, F16 and BF16 ones become float32. Each layer's Q, K, V and its gate and up
+    projections are stacked when they share a storage kind (or are one tensor in the
+    file, as Phi-3 stores them), so a step reads them with one product per group
+    instead of five."""
+    a = architecture_of(gf)
+    expected = expected_tensors(gf, a, c)
+    unused = [name for name in gf.tensors if name not in expected]
+    if unused:
+        more = f" and {len(unused) - 3} more" if len(unused) > 3 else ""
+        raise GGUFError(f"{gf.path}: tensor {', '.join(unused[:3])}{more} is not part of a {a.family} model "
+                        f"as Token Explorer builds it (it would change the computation; not implemented)")
     for name, shape in expected.items():
         info = gf.info(name)                     # GGUFError naming a missing tensor
         if info.shape != shape:
             raise GGUFError(f"{gf.path}: tensor {name} has shape {list(info.shape)}, "
                             f"expected {list(shape)} from the metadata")
         gf.raw(name)                             # GGUFError naming an unsupported type
+    q_out, kv_out = c.n_heads * c.head_dim, c.n_kv_heads * c.head_dim
 
     def layer(i: int) -> LayerParams:
+        b = f"blk.{i}."
+
         def w(kind):
-            return _stored(gf, f"blk.{i}.{kind}.weight")
-        qkv, (wq, wk, wv) = _stacked(gf, [f"blk.{i}.attn_{kind}.weight" for kind in "qkv"])
-        w13, (w1, w3) = _stacked(gf, [f"blk.{i}.ffn_{kind}.weight" for kind in ("gate", "up")])
+            return _stored(gf, f"{b}{kind}.weight")
+
+        if b + "attn_qkv.weight" in expected:       # Phi-3: one tensor [q + 2kv, d]
+            qkv, (wq, wk, wv) = _split_rows(gf, b + "attn_qkv.weight", (q_out, kv_out, kv_out))
+        else:
+            qkv, (wq, wk, wv) = _stacked(gf, [f"{b}attn_{kind}.weight" for kind in "qkv"])
+        if b + "ffn_gate.weight" in expected:
+            w13, (w1, w3) = _stacked(gf, [f"{b}ffn_{kind}.weight" for kind in ("gate", "up")])
+        else:                                       # Phi-3: ffn_up [2f, d] = gate, then up
+            w13, (w1, w3) = _split_rows(gf, b + "ffn_up.weight", (c.d_ff, c.d_ff))
+        extra = {}
+        if a.head_norms:
+            extra.update(q_norm=(w("attn_q_norm"), None), k_norm=(w("attn_k_norm"), None))
+        if a.post_norms:
+            extra.update(post_norm1=(w("post_attention_norm"), None), post_norm2=(w("post_ffw_norm"), None))
+        if b + "attn_q.bias" in expected:
+            extra.update({f"b{kind}": gf.tensor(f"{b}attn_{kind}.bias") for kind in "qkv"})
         return LayerParams(wq=wq.T, wk=wk.T, wv=wv.T, wo=w("attn_output").T, w1=w1.T, w3=w3.T,
                            w2=w("ffn_down").T, wqkv=None if qkv is None else qkv.T,
                            w13=None if w13 is None else w13.T,
-                           norm1=(w("attn_norm"), None), norm2=(w("ffn_norm"), None),
-                           **{field: (w(kind), None) for field, (kind, _) in extra.items()})
+                           norm1=(w("attn_norm"), None), norm2=(w("ffn_norm"), None), **extra)
 
     return DecoderParams(embed=_stored(gf, "token_embd.weight"), layers=tuple(map(layer, range(c.n_layers))),
                          w_out=None if c.tied_output else _stored(gf, "output.weight").T,
                          norm_f=(_stored(gf, "output_norm.weight"), None))
+
+
+def expected_tensors(gf: GGUFFile, a: Architecture, c: DecoderConfig) -> dict[str, tuple]:
+    """name -> numpy shape of every tensor a file of architecture `a` and configuration
+    `c` holds; where a family allows two spellings (fused or separate Q, K, V; biases
+    or none) the file's own is taken.
+
+        token_embd                          [V, d]   token embedding (also the output head if
+                                                     there is no `output` tensor)
+        output_norm [d], output [V, d] (optional), rope_freqs / rope_factors_short /
+        rope_factors_long [e/2] (optional: `architectures.rotary_scaling` reads them)
+        blk.N.attn_norm, blk.N.ffn_norm     [d]      RMSNorm weights
+        blk.N.attn_q / attn_k / attn_v      [h*e, d] / [g*e, d] / [g*e, d]
+          (Phi-3: blk.N.attn_qkv            [(h+2g)*e, d])
+        blk.N.attn_q/k/v.bias               [h*e] / [g*e] / [g*e]   (Qwen2; optional in llama)
+        blk.N.attn_q_norm, attn_k_norm      [e]      (Qwen3, Gemma 3)
+        blk.N.attn_output                   [d, h*e]
+        blk.N.post_attention_norm, post_ffw_norm [d] (Gemma)
+        blk.N.ffn_gate / ffn_up             [f, d]   SwiGLU / GeGLU
+          (Phi-3: blk.N.ffn_up              [2f, d], the gate's rows first)
+        blk.N.ffn_down                      [d, f]
+    A layer multiplies by their transposes [d_in, d_out]. For llama the converter already
+    permuted Q and K so that rotary positions act on adjacent pairs, the layout
+    `layers.rope` uses; the other families turn halves (NEOX)."""
+    d, f, e = c.d_model, c.d_ff, c.head_dim
+    q_out, kv_out = c.n_heads * e, c.n_kv_heads * e
+    out = {"token_embd.weight": (c.vocab_size, d), "output_norm.weight": (d,)}
+    if not c.tied_output:
+        out["output.weight"] = (c.vocab_size, d)
+    rotary = ("rope_freqs.weight",) if a.key == "llama" else ("rope_factors_short.weight",
+                                                              "rope_factors_long.weight") if a.key == "phi3" else ()
+    out.update({name: (e // 2,) for name in rotary if name in gf.tensors})
+    for i in range(c.n_layers):
+        b = f"blk.{i}."
+        out.update({b + "attn_norm.weight": (d,), b + "ffn_norm.weight": (d,),
+                    b + "attn_output.weight": (d, q_out), b + "ffn_down.weight": (d, f)})
+        if a.fused and b + "attn_qkv.weight" in gf.tensors:
+            out[b + "attn_qkv.weight"] = (q_out + 2 * kv_out, d)
+        else:
+            out.update({b + "attn_q.weight": (q_out, d), b + "attn_k.weight": (kv_out, d),
+                        b + "attn_v.weight": (kv_out, d)})
+        if a.fused and b + "ffn_gate.weight" not in gf.tensors:
+            out[b + "ffn_up.weight"] = (2 * f, d)
+        else:
+            out.update({b + "ffn_gate.weight": (f, d), b + "ffn_up.weight": (f, d)})
+        if a.biases and (a.key == "qwen2" or b + "attn_q.bias" in gf.tensors):
+            out.update({b + "attn_q.bias": (q_out,), b + "attn_k.bias": (kv_out,), b + "attn_v.bias": (kv_out,)})
+        if a.head_norms:
+            out.update({b + "attn_q_norm.weight": (e,), b + "attn_k_norm.weight": (e,)})
+        if a.post_norms:
+            out.update({b + "post_attention_norm.weight": (d,), b + "post_ffw_norm.weight": (d,)})
+    return out
 
 
 def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (numpy shape)
@@ -258,6 +249,15 @@ def _stacked(gf: GGUFFile, names):
     else:
         return None, [_stored(gf, name) for name in names]
     bounds = np.cumsum([0] + [info.shape[0] for info in infos])
+    return whole, [whole[a:b] if isinstance(whole, np.ndarray) else whole.row_block(a, b)
+                   for a, b in zip(bounds[:-1], bounds[1:])]
+
+
+def _split_rows(gf: GGUFFile, name: str, sizes):
+    """(the tensor `name`, its consecutive row blocks of `sizes` as views of it): one
+    tensor the file stores fused (Phi-3's attn_qkv, its gate|up)."""
+    whole = _stored(gf, name)
+    bounds = np.cumsum([0, *sizes])
     return whole, [whole[a:b] if isinstance(whole, np.ndarray) else whole.row_block(a, b)
                    for a, b in zip(bounds[:-1], bounds[1:])]
 

@@ -21,12 +21,14 @@ from . import layers as L
 
 @dataclass(frozen=True)
 class AttentionArithmetic:
-    """How one forward's attention rounds (`layers.attention`'s three operations). A
-    LayerTrace keeps it, so that `models.attention` recomputes a head's weights with it."""
+    """How one forward's attention computes and rounds (`layers.attention`'s operations).
+    A LayerTrace keeps it, so that `models.attention` recomputes a head's weights with it."""
 
     dot: Callable = L.transposed_product   # a @ c^T: [b, r, k], [b, s, k] -> [b, r, s]
     soft: Callable = L.masked_softmax      # scores [b, m, n, t], mask [n, t] -> weights, in place
     round_weights: Callable = np.asarray   # the weights as they multiply V (float: as they are)
+    scale: float | None = None             # the scores' factor (None: 1 / sqrt(e); the model's)
+    cap: float = 0.0                       # the scores' soft cap (Gemma 2's; 0: none)
 
 
 FLOAT_ATTENTION = AttentionArithmetic()
@@ -51,16 +53,17 @@ class Arithmetic(Protocol):
     def gelu(self, x) -> np.ndarray:  # [...] -> [...]
         """GELU (tanh approximation)."""
 
-    def rope_tables(self, positions, e: int, base: float, dtype):  # [n] -> the rotations for `rope`
-        """The rotary positions' turns for these positions, computed once per forward."""
+    def rope_tables(self, positions, e: int, base: float, dtype, scaling: L.RotaryScaling):  # [n] -> the rotations for `rope`
+        """The rotary positions' turns for these positions, stretched as `scaling` says,
+        computed once per forward."""
 
     def rope(self, x, tables, halves: bool) -> np.ndarray:  # [n, heads*e] -> [n, heads*e]
         """x's heads turned by `tables`: pairs (x[i], x[i + e/2]) if `halves`, else
         adjacent pairs."""
 
-    def queries(self, q, e: int, head_normed: bool) -> np.ndarray:  # [n, h*e] -> [n, h*e]
-        """The queries as they meet the keys (`head_normed`: the layer normalised them
-        per head, as Gemma 3's does)."""
+    def queries(self, q, scale: float, scaled_first: bool) -> np.ndarray:  # [n, h*e] -> [n, h*e]
+        """The queries as they meet the keys; `scale` is the scores' factor, which
+        `scaled_first` models (Gemma's) multiply into the queries before they meet them."""
 
     def cached(self, x) -> np.ndarray:  # [n, g*e] -> [n, g*e]
         """Keys or values as the KV cache keeps them."""
@@ -88,13 +91,13 @@ class FloatArithmetic:
     def gelu(self, x):  # [...] -> [...]
         return L.gelu(x)
 
-    def rope_tables(self, positions, e: int, base: float, dtype):  # [n] -> [n, e/2] complex
-        return L.rope_tables(positions, e, base, dtype)
+    def rope_tables(self, positions, e: int, base: float, dtype, scaling: L.RotaryScaling):  # [n] -> [n, e/2] complex
+        return L.rope_tables(positions, e, base, dtype, scaling)
 
     def rope(self, x, tables, halves: bool):  # [n, heads*e] -> [n, heads*e]
         return (L.rope_halves if halves else L.rope)(x, tables)
 
-    def queries(self, q, e: int, head_normed: bool):  # [n, h*e] -> the same array
+    def queries(self, q, scale: float, scaled_first: bool):  # [n, h*e] -> the same array
         return q
 
     def cached(self, x):  # [n, g*e] -> the same array

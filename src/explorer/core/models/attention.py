@@ -27,11 +27,13 @@ def attention_weights(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
     They are the softmax's own output (in llama.cpp's arithmetic the product with V then
     reads them rounded to float16)."""
     q, keys, at = _batch(lt, head)
-    weights = L.group_weights(q, keys, lt.mask, lt.arithmetic.dot, lt.arithmetic.soft)   # [b, m, n, t]
+    att = lt.arithmetic
+    weights = L.group_weights(q, keys, lt.mask, att.dot, att.soft, att.scale, att.cap)   # [b, m, n, t]
     return weights[at].copy()   # not a view holding the whole batch
 
 
 def attention_scores(lt: LayerTrace, head: int) -> np.ndarray:  # -> [n, t]
-    """Query head `head`'s q.k / sqrt(e) before the mask (the handouts print them)."""
+    """Query head `head`'s q.k / sqrt(e) (soft-capped, for Gemma 2) before the mask (the
+    handouts print them)."""
     q, keys, at = _batch(lt, head)
-    return L.group_scores(q, keys, lt.arithmetic.dot)[at].copy()
+    return L.group_scores(q, keys, lt.arithmetic.dot, lt.arithmetic.scale, lt.arithmetic.cap)[at].copy()

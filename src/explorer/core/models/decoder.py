@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 
 import numpy as np
 
@@ -45,6 +46,13 @@ class DecoderConfig:
     windows: tuple = ()          # per layer, how many of the latest positions it reads
                                  # (0 = all: a global layer); () = every layer global
     local_rope_base: float = 0.0  # rotary base of the windowed layers (0: rope_base)
+    rope_scaling: L.RotaryScaling = L.NO_SCALING   # stretched rotary positions (Llama 3, Phi-3)
+    attn_scale: float = 0.0      # the attention scores' factor (0: 1 / sqrt(head_dim))
+    queries_scaled_first: bool = False   # the factor is multiplied into the queries, not the
+                                 # scores (Gemma's graphs: the same numbers, but llama.cpp
+                                 # rounds the scaled queries to float16)
+    attn_softcap: float = 0.0    # scores soft-capped at it before the softmax (Gemma 2; 0: none)
+    final_softcap: float = 0.0   # logits soft-capped at it (Gemma 2; 0: none)
     kept_rows: int = 0           # positions whose logits and residual stream a trace keeps:
                                  # the last `kept_rows` of each forward (0 = all). A real
                                  # model chooses with the last one; all 2,000 of a long
@@ -70,6 +78,17 @@ class DecoderConfig:
             raise ValueError(f"rope_pairs = {self.rope_pairs!r}: expected one of {ROPE_PAIRS}")
         if self.windows and len(self.windows) != self.n_layers:
             raise ValueError(f"windows has {len(self.windows)} entries for {self.n_layers} layers")
+        if self.rope_scaling.factors and len(self.rope_scaling.factors) != self.head_dim // 2:
+            raise ValueError(f"rope_scaling has {len(self.rope_scaling.factors)} factors for "
+                             f"{self.head_dim // 2} rotary pairs")
+        for name in ("attn_scale", "attn_softcap", "final_softcap"):
+            if not (np.isfinite(getattr(self, name)) and getattr(self, name) >= 0):
+                raise ValueError(f"{name} = {getattr(self, name)!r}: expected a finite number >= 0")
+
+    @property
+    def score_scale(self) -> float:
+        """What the attention scores are multiplied by."""
+        return self.attn_scale or 1 / float(np.sqrt(self.head_dim))
 
 
 @dataclass(frozen=True)
@@ -99,6 +118,15 @@ class LayerParams:
     k_norm: tuple | None = None     # ([e] gamma, None): RMSNorm of every key head
     post_norm1: tuple | None = None  # ([d] gamma, None) on the attention output (Gemma)
     post_norm2: tuple | None = None  # ([d] gamma, None) on the FFN output
+    bq: np.ndarray | None = None    # [h*e] biases of the queries, keys and values (Qwen2's)
+    bk: np.ndarray | None = None    # [g*e]
+    bv: np.ndarray | None = None    # [g*e]
+
+    @cached_property
+    def bqkv(self) -> np.ndarray | None:  # -> [(h+2g)*e] the three biases side by side, for wqkv
+        if self.bq is None:
+            return None
+        return np.concatenate([self.bq, self.bk, self.bv])
 
     def __post_init__(self):
         if self.wqkv is not None and not _column_blocks(self.wqkv, (self.wq, self.wk, self.wv)):
@@ -211,21 +239,24 @@ class DecoderModel(StepwiseModel):
         tables = {}                     # the same rotations in every layer of a kind: computed once
         if c.positions == "rope":
             bases = {w: c.local_rope_base if w and c.local_rope_base else c.rope_base for w in masks}
-            tables = {w: arithmetic.rope_tables(positions, c.head_dim, base, x.dtype)   # [n, e/2]
+            tables = {w: arithmetic.rope_tables(positions, c.head_dim, base, x.dtype, c.rope_scaling)   # [n, e/2]
                       for w, base in bases.items()}
         att = arithmetic.attention(len(ids))   # how this forward's attention rounds: alike in every layer
+        if c.attn_scale or c.attn_softcap:
+            att = replace(att, scale=c.attn_scale or None, cap=c.attn_softcap)
         traces = []
         for i, lp in enumerate(self.params.layers):
             x_in, mask = x, masks[windows[i]]
             a_in = self._norm(x, lp.norm1)
             q, k, v = self._qkv(a_in, lp, tables.get(windows[i]))         # [n, h*e], [n, g*e] x2
-            q = arithmetic.queries(q, c.head_dim, lp.q_norm is not None)  # as they meet the keys
+            q = arithmetic.queries(q, c.score_scale, c.queries_scaled_first)   # as they meet the keys
             k, v = arithmetic.cached(k), arithmetic.cached(v)              # as the cache keeps them
             q = L.split_heads(q, c.n_heads)                                # [h, n, e]
             k = L.split_heads(k, c.n_kv_heads)                             # [g, n, e]
             v = L.split_heads(v, c.n_kv_heads)                             # [g, n, e]
             k_all, v_all = cache.extend(i, k, v)                           # [g, t, e]
-            heads = L.attention(q, k_all, v_all, mask, att.dot, att.soft, att.round_weights)   # [h, n, e]
+            heads = L.attention(q, k_all, v_all, mask, att.dot, att.soft, att.round_weights,
+                                att.scale, att.cap)                           # [h, n, e]
             attn_out = self._norm(self._mm(L.merge_heads(heads), lp.wo), lp.post_norm1)   # [n, d]
             x = x + attn_out
             # the last layer's FFN matters for the one row whose logits are read: its products
@@ -244,7 +275,9 @@ class DecoderModel(StepwiseModel):
     def _head(self, final):  # [n, d] -> [n, V] logits
         p = self.params
         logits = self._mm(final, p.embed.T if self.config.tied_output else p.w_out)
-        return logits if p.b_out is None else logits + p.b_out
+        if p.b_out is not None:
+            logits = logits + p.b_out
+        return L.soft_cap(logits, self.config.final_softcap) if self.config.final_softcap else logits
 
     def _mm(self, x, w, rows_at_once: int | None = None):  # [n, a] @ [a, b] -> [n, b]
         return self.arithmetic.matmul(x, w, rows_at_once)
@@ -259,13 +292,18 @@ class DecoderModel(StepwiseModel):
         return L.layer_norm(x, gamma, beta, c.norm_eps)
 
     def _qkv(self, x, lp: LayerParams, tables):  # [n, d] -> q [n, h*e], k [n, g*e], v [n, g*e]
-        """Queries, keys and values; queries and keys normalised per head if the layer
-        has those norms (Gemma 3), then turned by the rotary `tables` ([n, e/2], or None
-        without rotary positions)."""
+        """Queries, keys and values, plus their biases if the layer has them (Qwen2);
+        queries and keys normalised per head if the layer has those norms (Gemma 3,
+        Qwen3), then turned by the rotary `tables` ([n, e/2], or None without rotary
+        positions)."""
         if lp.wqkv is None:
             q, k, v = self._mm(x, lp.wq), self._mm(x, lp.wk), self._mm(x, lp.wv)
+            if lp.bq is not None:
+                q, k, v = q + lp.bq, k + lp.bk, v + lp.bv
         else:
             qkv = self._mm(x, lp.wqkv)                 # one product instead of three
+            if lp.bq is not None:
+                qkv += lp.bqkv
             a, b = lp.wq.shape[1], lp.wq.shape[1] + lp.wk.shape[1]
             v = qkv[:, b:].copy()      # its own array: a trace keeping V does not keep Q and K twice
             if lp.q_norm is None and tables is not None:

@@ -6,6 +6,7 @@ d = model width, h = query heads, g = K/V heads (h is a multiple of g), e = head
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -53,14 +54,41 @@ def silu(x):  # [...] -> [...]
     return x / (1 + np.exp(-x))
 
 
-def rope_tables(positions, e, base, dtype=np.float64):  # [n] -> [n, e/2] complex
-    """The rotations of `rope` for these positions, as unit complex numbers cos + i sin
+@dataclass(frozen=True)
+class RotaryScaling:
+    """How a model stretches its rotary positions, as llama.cpp's rope_ext reads it: pair
+    i of position p turns by the angle p * freq_scale * base^(-2i/e) / factors[i], and
+    its cosine and sine are multiplied by `mscale`. The default changes nothing."""
+
+    freq_scale: float = 1.0   # every angle times it (linear scaling: 1 / the file's factor)
+    factors: tuple = ()       # per pair, its wavelength stretched by it (Llama 3's
+                              # rope_freqs, Phi-3's rope factors); () = 1 for every pair
+    mscale: float = 1.0       # cos and sin times it (the file's rope.scaling.attn_factor)
+
+    def __post_init__(self):
+        values = (self.freq_scale, self.mscale, *self.factors)
+        if not all(math.isfinite(v) and v > 0 for v in values):
+            raise ValueError(f"rotary scaling {self}: every factor must be a finite number > 0")
+
+
+NO_SCALING = RotaryScaling()
+
+
+def rope_tables(positions, e, base, dtype=np.float64, scaling: RotaryScaling = NO_SCALING):  # [n] -> [n, e/2] complex
+    """The rotations of `rope` for these positions, as complex numbers mscale (cos + i sin)
     (angles in float64, then complex64 for float32 activations, complex128 for float64).
 
     A forward computes them once and passes them to every layer's `rope`."""
     inv_freq = base ** (-np.arange(0, e, 2, dtype=np.float64) / e)         # [e/2]
-    angles = np.asarray(positions, dtype=np.float64)[:, None] * inv_freq   # [n, e/2]
-    return np.exp(1j * angles).astype(np.result_type(dtype, np.complex64))
+    if scaling.factors:
+        if len(scaling.factors) != e // 2:
+            raise ValueError(f"{len(scaling.factors)} rotary factors for {e // 2} pairs")
+        inv_freq = inv_freq / np.asarray(scaling.factors, np.float64)
+    angles = np.asarray(positions, dtype=np.float64)[:, None] * (inv_freq * scaling.freq_scale)   # [n, e/2]
+    turns = np.exp(1j * angles)
+    if scaling.mscale != 1:
+        turns *= scaling.mscale
+    return turns.astype(np.result_type(dtype, np.complex64))
 
 
 def rope(x, tables):  # [n, heads*e], [n, e/2] complex -> [n, heads*e]
@@ -110,24 +138,37 @@ def masked_softmax(scores, mask):  # [b, m, n, t] float, [n, t] bool -> the same
     return softmax(scores, out=scores)
 
 
-def group_scores(q, k, dot=transposed_product):  # [b, m, n, e], [b, t, e] -> [b, m, n, t]
-    """q.k / sqrt(e) for b K/V heads, each read by m query heads (before any mask), the
-    products by `dot` (an `arithmetic.AttentionArithmetic`'s)."""
+def soft_cap(x, cap: float):  # [...] -> the same array, cap * tanh(x / cap)
+    """Gemma 2's soft-capping: large values squeezed smoothly into (-cap, cap), in place
+    (x / cap as a product by 1 / cap, as llama.cpp's graph computes it)."""
+    x *= 1 / cap                   # a Python float: float32 stays float32
+    np.tanh(x, out=x)
+    x *= cap
+    return x
+
+
+def group_scores(q, k, dot=transposed_product, scale=None, cap=0.0):  # [b, m, n, e], [b, t, e] -> [b, m, n, t]
+    """q.k times `scale` (default 1 / sqrt(e)), then soft-capped at `cap` if it is set
+    (Gemma 2), for b K/V heads each read by m query heads (before any mask), the products
+    by `dot` (an `arithmetic.AttentionArithmetic`'s)."""
     b, m, n, e = q.shape
     scores = dot(q.reshape(b, m * n, e), k)                           # [b, m*n, t]
-    scores *= 1 / math.sqrt(e)     # a Python float: float32 scores stay float32
+    scores *= 1 / math.sqrt(e) if scale is None else scale   # a Python float: float32 stays float32
+    if cap:
+        soft_cap(scores, cap)
     return scores.reshape(b, m, n, -1)                                # [b, m, n, t]
 
 
-def group_weights(q, k, mask, dot=transposed_product, soft=masked_softmax):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
+def group_weights(q, k, mask, dot=transposed_product, soft=masked_softmax, scale=None, cap=0.0):  # [b, m, n, e], [b, t, e], [n, t] -> [b, m, n, t]
     """Attention weights for b K/V heads, each read by m query heads: `soft` (a masked
     softmax) of `group_scores` over the keys each query may read (`mask`); masked cells
     are exactly 0.
 
     The forward and `models.attention` (one head, when a panel shows it) both call this
-    with the same arrays (the same `kv_batches`) and the same `arithmetic.AttentionArithmetic`'s
-    `dot` and `soft`, so the weights shown are bit for bit the ones the forward used."""
-    return soft(group_scores(q, k, dot), mask)
+    with the same arrays (the same `kv_batches`) and the same `arithmetic.AttentionArithmetic`
+    (its `dot`, `soft`, `scale` and `cap`), so the weights shown are bit for bit the ones
+    the forward used."""
+    return soft(group_scores(q, k, dot, scale, cap), mask)
 
 
 FEW_QUERIES = 16   # up to this many new positions compute every head's attention together
@@ -146,8 +187,9 @@ def grouped_queries(q, kv: slice, g: int):  # [h, n, e] -> [b, h/g, n, e] the qu
     return q[kv.start * m:kv.stop * m].reshape(kv.stop - kv.start, m, *q.shape[1:])
 
 
-def attention(q, k, v, mask, dot=transposed_product, soft=masked_softmax, round_weights=np.asarray):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
-    """Scaled dot-product attention with grouped K/V heads (query head i reads K/V head
+def attention(q, k, v, mask, dot=transposed_product, soft=masked_softmax, round_weights=np.asarray,
+              scale=None, cap=0.0):  # [h, n, e], [g, t, e], [g, t, e], [n, t] -> out [h, n, e]
+    """Scaled dot-product attention (scores as `group_scores` scales and caps them) with grouped K/V heads (query head i reads K/V head
     i // (h/g)), the query heads of a K/V head stacked against it (K and V are never copied
     per query head), rounded as an `arithmetic.AttentionArithmetic` says: both products by
     `dot`, the weights by `soft` (`group_weights`), then `round_weights` before they
@@ -156,7 +198,7 @@ def attention(q, k, v, mask, dot=transposed_product, soft=masked_softmax, round_
     g = k.shape[0]
     out = np.empty(q.shape, q.dtype)                                  # [h, n, e]
     for kv in kv_batches(g, n):
-        weights = round_weights(group_weights(grouped_queries(q, kv, g), k[kv], mask, dot, soft))   # [b, m, n, t]
+        weights = round_weights(group_weights(grouped_queries(q, kv, g), k[kv], mask, dot, soft, scale, cap))   # [b, m, n, t]
         b = weights.shape[0]
         heads = dot(weights.reshape(b, -1, weights.shape[-1]), v[kv].transpose(0, 2, 1))   # [b, m*n, e]
         out[kv.start * (h // g):kv.stop * (h // g)] = heads.reshape(-1, n, e)

@@ -20,8 +20,9 @@ VERSION = 1
 
 # ---------------------------------------------------------------- writing
 
-# settings only the architectures read from GGUF files use (Gemma 3's), written when set
-GGUF_ONLY = ("embed_scale", "rope_pairs", "windows", "local_rope_base", "kept_rows")
+# settings only the architectures read from GGUF files use (Gemma's, Llama 3's), written when set
+GGUF_ONLY = ("embed_scale", "rope_pairs", "windows", "local_rope_base", "kept_rows", "rope_scaling",
+             "attn_scale", "queries_scaled_first", "attn_softcap", "final_softcap")
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(DecoderConfig)}
 
 
@@ -35,7 +36,7 @@ def params_document(model: DecoderModel, fit: dict | None = None, description: s
         "description": description,
         "vocabulary": vocabulary_document(model.vocab),
         "config": {name: value for name, value in dataclasses.asdict(c).items()
-                   if name not in GGUF_ONLY or value != _DEFAULTS[name]},
+                   if name not in GGUF_ONLY or getattr(c, name) != _DEFAULTS[name]},
     }
     if fit is not None:
         doc["fit"] = fit
