@@ -12,15 +12,11 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 
 from explorer.catalog import registry as model_registry
-from explorer.core.tokens.bpe import byte_to_unicode
+from .tiny_vocab import CONTROL, MERGES, TOKENS, VOCAB
 
 
 D, FF, HEADS, KV_HEADS, LAYERS = 64, 96, 4, 2, 2   # head size 16; rows multiples of 32
 HEAD_DIM = D // HEADS
-CONTROL = ["<|endoftext|>", "<|im_start|>", "<|im_end|>"]
-MERGES = ["Ġ t", "h e", "Ġt he", "Ġ a", "i n"]
-TOKENS = CONTROL + [byte_to_unicode()[b] for b in range(256)] + ["Ġt", "he", "Ġthe", "Ġa", "in"]
-VOCAB = len(TOKENS)
 # tensor name -> quantisation: every supported type appears
 LAYER_TYPES = {"attn_q": Q.Q4_0, "attn_k": Q.Q4_1, "attn_v": Q.F16, "attn_output": Q.Q8_0,
                "ffn_gate": Q.Q4_1, "ffn_up": Q.Q4_0, "ffn_down": Q.Q8_0}
