@@ -33,8 +33,8 @@ from pathlib import Path
 import numpy as np
 
 ROOT = Path(__file__).resolve().parent.parent
-sys.path[:0] = [str(ROOT / "tests"), str(ROOT / "src")]
-from support.family_files import FAMILIES, VARIANTS, write_family  # noqa: E402
+sys.path[:0] = [str(ROOT / "tests" / "support"), str(ROOT / "src")]
+from family_files import FAMILIES, VARIANTS, write_family  # noqa: E402
 
 # a prompt longer than Gemma 2's window of 8, of ids that are no control token
 PROMPT = [int(i) for i in np.random.default_rng(11).integers(3, 264, 20)]

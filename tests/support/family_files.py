@@ -16,7 +16,7 @@ import numpy as np
 from gguf import GGMLQuantizationType as Q
 from gguf import quants
 
-from .tiny_vocab import CONTROL, MERGES, TOKENS, VOCAB
+from tiny_vocab import CONTROL, MERGES, TOKENS, VOCAB
 
 D, FF, HEADS, KV_HEADS, LAYERS, CONTEXT = 256, 512, 4, 2, 2, 256   # head size 64; rows of 256
 HEAD_DIM = D // HEADS

@@ -12,7 +12,7 @@ import pytest
 from gguf import GGMLQuantizationType as Q
 
 from explorer.catalog import registry as model_registry
-from .tiny_vocab import CONTROL, MERGES, TOKENS, VOCAB
+from tiny_vocab import CONTROL, MERGES, TOKENS, VOCAB
 
 
 D, FF, HEADS, KV_HEADS, LAYERS = 64, 96, 4, 2, 2   # head size 16; rows multiples of 32

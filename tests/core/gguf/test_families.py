@@ -16,9 +16,9 @@ from explorer.core.gguf.llama import load_llama, with_arithmetic
 from explorer.core.gguf.reader import GGUFError
 from explorer.core.models.decoder import DecoderModel
 from explorer.core.models.layers import NO_SCALING
-from support.family_files import FAMILIES, VARIANTS, write_family
-from support.gguf_files import write_llama, llama_tensors
-from support.paths import FIXTURES
+from family_files import FAMILIES, VARIANTS, write_family
+from gguf_files import write_llama, llama_tensors
+from paths import FIXTURES
 
 FIXTURE = json.loads((FIXTURES / "families_llama_cpp.json").read_text("utf-8"))
 PROMPT = FIXTURE["prompt"]
