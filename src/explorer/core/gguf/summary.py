@@ -30,11 +30,12 @@ FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9:
 # rows an int8 and a float32 scale per group (1 + 4/32, Q6_K 1 + 4/16); K-quants also keep
 # their unmultiplied scales (Q4_K: 2 floats per 256 and 2 bytes per 32; Q6_K: a float per
 # 256 and a byte per 16). File bytes x (this / the type's bytes per weight) is the factor.
-KEPT_BYTES = {"F32": 4.0, "F16": 4.0, "BF16": 4.0,
+# A type added to quant_types.TYPES needs its entry here (its test fails without one).
+KEPT_BYTES = {"F32": 4.0, "F16": 4.0,
               "Q4_0": 0.75, "Q4_1": 0.75, "Q4_K": 0.75 + 8 / 256 + 2 / 32,
-              "Q5_0": 1.125, "Q5_1": 1.125, "Q8_0": 1.125,
+              "Q5_0": 1.125, "Q8_0": 1.125,
               "Q6_K": 1.25 + 4 / 256 + 1 / 16}
-UNKNOWN_KEPT_BYTES = 4.0      # a type not listed: as float32, the most a weight can cost here
+UNKNOWN_KEPT_BYTES = 4.0      # a type not read here: as float32, the most a weight can cost
 KV_BYTES = 4                  # the K/V cache holds float32
 # the longest run the window allows: the K/V cache of its last step holds this many positions
 CONTEXT = MAX_PROMPT_TOKENS + MAX_NEW_TOKENS
