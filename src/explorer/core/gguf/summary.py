@@ -41,13 +41,14 @@ KV_BYTES = 4                  # the K/V cache holds float32
 CONTEXT = MAX_PROMPT_TOKENS + MAX_NEW_TOKENS
 
 # what else a GGUF file can hold, by what its header says, and the sentence for it
-ADAPTER = ("a LoRA adapter: a small set of changes to another model's weights, not a model that runs "
+ADAPTER = ("A LoRA adapter: a small set of changes to another model's weights, not a model that runs "
            "on its own; open the base model it was made for")
-VOCABULARY = "a vocabulary-only file: a tokenizer without any weights, not a model that runs"
-EMBEDDING = ("an embedding model: it turns a whole text into one vector (for search), it does not "
+VOCABULARY = "A vocabulary-only file: a tokenizer without any weights, not a model that runs"
+EMBEDDING = ("An embedding model: it turns a whole text into one vector (for search), it does not "
              "predict the next token")
-PROJECTOR = ("a vision projector (mmproj): the image part of a vision model, used beside its language "
+PROJECTOR = ("A vision projector (mmproj): the image part of a vision model, used beside its language "
              "model, not a model that runs on its own")
+NOT_MODELS = (ADAPTER, VOCABULARY, EMBEDDING, PROJECTOR)
 
 
 @dataclass(frozen=True)
@@ -66,6 +67,11 @@ class Summary:
     @property
     def supported(self) -> bool:
         return self.problem is None
+
+    @property
+    def not_a_model(self) -> bool:
+        """An adapter, a vocabulary, an embedding model or a projector: no language model at all."""
+        return self.problem in NOT_MODELS
 
 
 def family_name(arch: str) -> str:
@@ -133,17 +139,17 @@ def problem(gf: GGUFFile, arch: str | None) -> str | None:
     """Why this explorer does not run the model in `gf`, as a sentence; None if it does."""
     kind = _what_else(gf, arch)
     if kind:
-        return f"{gf.path.name} is {kind}."
+        return kind
     if arch is None:
-        return f"{gf.path.name} names no architecture (general.architecture), so it is not a model this explorer runs."
+        return "It names no architecture (general.architecture): not a model this explorer runs."
     if arch not in llama.ARCHITECTURES:
-        return (f"{gf.path.name} is a {family_name(arch)} model (architecture {arch!r}), which this explorer "
-                f"does not run; it runs {supported_families()}.")
+        family = "" if family_name(arch) == arch else f" ({family_name(arch)})"
+        return (f"Architecture {arch!r}{family} is not one this explorer runs; it runs "
+                f"{supported_families()}.")
     for info in gf.tensors.values():
         if info.type_name not in TYPES:
-            return (f"{gf.path.name}: tensor {info.name} is stored as {type_name(info.ggml_type)}, which this "
-                    f"explorer cannot read (it reads {', '.join(TYPES)}); a download quantised with "
-                    f"one of those types works.")
+            return (f"Tensor {info.name} is stored as {type_name(info.ggml_type)}, which this explorer cannot "
+                    f"read (it reads {', '.join(TYPES)}); a download quantised with one of those works.")
     return None
 
 
