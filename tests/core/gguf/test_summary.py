@@ -114,6 +114,16 @@ def test_a_vocabulary_only_file_says_so(tmp_path, tensors):
     assert s.parameters == 0 and s.problem.startswith("A vocabulary-only file") and s.not_a_model
 
 
+def test_a_damaged_count_keeps_the_checks_message(tmp_path, tensors):
+    path = write_llama(tmp_path / "m.gguf", tensors)
+    data = bytearray(path.read_bytes())
+    key = b"llama.block_count"
+    at = data.index(key) + len(key) + 4               # after the key and its value type: the uint32
+    data[at:at + 4] = (2**32 - 1).to_bytes(4, "little")
+    path.write_bytes(bytes(data))
+    assert "llama.block_count = 4294967295, expected a whole number" in summarize_file(path).problem
+
+
 def test_a_file_that_is_not_a_gguf_keeps_the_readers_message(tmp_path):
     path = tmp_path / "notes.gguf"
     path.write_bytes(b"PK\x03\x04 a zip file")

@@ -13,6 +13,7 @@ import numpy as np
 
 from . import llama
 from .quant_types import TYPES, type_name
+from .checks import check_model_metadata
 from .reader import GGUFError, GGUFFile
 from ..limits import MAX_NEW_TOKENS, MAX_PROMPT_TOKENS
 
@@ -146,6 +147,10 @@ def problem(gf: GGUFFile, arch: str | None) -> str | None:
         family = "" if family_name(arch) == arch else f" ({family_name(arch)})"
         return (f"Architecture {arch!r}{family} is not one this explorer runs; it runs "
                 f"{supported_families()}.")
+    try:
+        check_model_metadata(gf)        # a damaged size or count: the reader's words for it
+    except GGUFError as exc:
+        return str(exc)
     for info in gf.tensors.values():
         if info.type_name not in TYPES:
             return (f"Tensor {info.name} is stored as {type_name(info.ggml_type)}, which this explorer cannot "
