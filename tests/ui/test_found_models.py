@@ -82,7 +82,8 @@ def test_the_list_shows_each_model_and_opens_only_those_that_run(qtbot, window, 
     qwen = cells(row_of(dialog, "qwen2.5:0.5b"))
     assert qwen[1:5] == ["Ollama", "llama", found_models.parameters(dialog.models[row_of(dialog, "qwen2.5:0.5b")]
                                                                    .summary.parameters), "Q8_0"]
-    assert qwen[-1] == "yes" and qwen[5].endswith("kB") and qwen[6].endswith("kB")
+    summary = dialog.models[row_of(dialog, "qwen2.5:0.5b")].summary
+    assert qwen[-1] == "yes" and qwen[5:7] == [found_models.byte_size(summary.file_size), found_models.byte_size(summary.memory)]
     lora = cells(row_of(dialog, "someone/qwen-lora"))
     assert lora[1] == "LM Studio" and lora[-1].startswith("No: A LoRA adapter")
     rwkv = cells(row_of(dialog, "RWKV/rwkv-6-world-GGUF/rwkv-6-Q8_0"))

@@ -14,7 +14,7 @@ from explorer.core.gguf.blocks import BlockMatrix
 from explorer.core.gguf.llama import ARCHITECTURES
 from explorer.core.gguf.quant_types import TYPES
 from explorer.core.gguf.summary import CONTEXT, FILE_TYPES, KEPT_BYTES, summarize_file
-from gguf_files import HEAD_DIM, KV_HEADS, LAYERS, llama_tensors, qtype_of, write_llama
+from gguf_files import HEAD_DIM, KV_HEADS, LAYERS, VOCAB, llama_tensors, qtype_of, write_llama
 from gguf_splits import write_split_llama
 
 
@@ -37,7 +37,8 @@ def test_a_runnable_tiny_file_is_described_from_its_header(tmp_path, tensors):
     assert s.file_size == path.stat().st_size
     assert s.quantisation == "Q8_0"       # no general.file_type: the type holding most weights (the embedding's)
     context = min(CONTEXT, 128)           # the file's context_length is 128
-    assert s.memory == round(kept(tensors)) + LAYERS * 2 * KV_HEADS * HEAD_DIM * 4 * context
+    assert s.memory == (round(kept(tensors)) + LAYERS * 2 * KV_HEADS * HEAD_DIM * 4 * context
+                        + summary.LOADER_BYTES + VOCAB * summary.TOKEN_BYTES)
 
 
 def test_the_file_type_is_named_as_llama_cpp_names_it(tmp_path, tensors):

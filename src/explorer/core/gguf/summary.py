@@ -38,6 +38,11 @@ KEPT_BYTES = {"F32": 4.0, "F16": 4.0,
               "Q6_K": 1.25 + 4 / 256 + 1 / 16}
 UNKNOWN_KEPT_BYTES = 4.0      # a type not read here: as float32, the most a weight can cost
 KV_BYTES = 4                  # the K/V cache holds float32
+# What a load adds beside the weights, measured (resident memory after load_llama, in a fresh
+# process, less the weights above): SmolLM2 (49,152 tokens) 76 MB more, Gemma 3 (262,144) 126 MB:
+# the compiled loops the load brings in, and the tokenizer's tables, per token
+LOADER_BYTES = 65_000_000
+TOKEN_BYTES = 235
 # the longest run the window allows: the K/V cache of its last step holds this many positions
 CONTEXT = MAX_PROMPT_TOKENS + MAX_NEW_TOKENS
 
@@ -88,11 +93,14 @@ def supported_families() -> str:
                      for arch in llama.ARCHITECTURES)
 
 
-def memory_needed(weight_bytes: int, layers: int, kv_heads: int, head_dim: int, context: int) -> int:
-    """Bytes to run a model: its weights as the loader keeps them, plus the K/V cache of
+def memory_needed(weight_bytes: int, layers: int, kv_heads: int, head_dim: int, context: int,
+                  vocab: int) -> int:
+    """Bytes to run a model: its weights as the loader keeps them, the K/V cache of
     `context` positions (every layer a K and a V row of kv_heads x head_dim float32s per
-    position). The activations of one step are small beside these and not counted."""
-    return int(weight_bytes + layers * 2 * kv_heads * head_dim * KV_BYTES * context)
+    position), the compiled loops and the tokenizer's tables of `vocab` tokens. The
+    activations of one step are small beside these and not counted."""
+    return int(weight_bytes + layers * 2 * kv_heads * head_dim * KV_BYTES * context
+               + LOADER_BYTES + vocab * TOKEN_BYTES)
 
 
 def summarize(gf: GGUFFile) -> Summary:
@@ -104,8 +112,10 @@ def summarize(gf: GGUFFile) -> Summary:
     kept = sum(info.n_elements * KEPT_BYTES.get(info.type_name, UNKNOWN_KEPT_BYTES) for info in infos)
     layers, kv_heads, head_dim = _cache_shape(gf, arch)
     context = min(CONTEXT, _whole(gf.get(f"{arch}.context_length"), CONTEXT))
+    tokens = gf.get("tokenizer.ggml.tokens")
+    vocab = len(tokens) if isinstance(tokens, list) else 0
     return Summary(gf.path, arch, family_name(arch) if arch else "unknown", weights, quantisation(gf),
-                   gf.file_size, memory_needed(round(kept), layers, kv_heads, head_dim, context),
+                   gf.file_size, memory_needed(round(kept), layers, kv_heads, head_dim, context, vocab),
                    problem(gf, arch))
 
 
