@@ -7,6 +7,10 @@ import weakref
 from pathlib import Path
 
 from ..core.errors import ExplorerError
+from ..core.gguf.reader import GGUFError
+from ..core.gguf.summary import summarize_file
+from .local import OLLAMA_PREFIX, ModelNotFound, ollama_name_of, ollama_path
+from .memory import check_memory
 from .registry import MODELS, TEACHING, TEACHING_LANGUAGE
 from .verdicts import verified_path
 
@@ -24,31 +28,45 @@ _LOADED: weakref.WeakValueDictionary[str, object] = weakref.WeakValueDictionary(
 
 
 def load_model(name_or_path):
-    """A LanguageModel: "teaching", a model name from MODELS, or the path of a .gguf file.
+    """A LanguageModel: "teaching", a model name from MODELS, an Ollama model
+    ("ollama:qwen2.5:0.5b", from Ollama's store), or the path of a GGUF file (with or
+    without the .gguf extension: Ollama's blobs have none).
     A named model still held from an earlier call is returned as it is: a lesson and the
     window's model picker share one copy (hundreds of MB) instead of loading a second.
 
     A real model's file lives in `~/.cache/token-explorer/models/` (or the folder named by
     TOKEN_EXPLORER_CACHE). Loading a named model checks the file against its SHA-256 once per
-    size and modification time (the verdicts are kept in verified.json beside the models)."""
+    size and modification time (the verdicts are kept in verified.json beside the models).
+    A GGUF file that holds no language model (an adapter, …) or needs more memory than is
+    available is refused before its weights are read."""
     key = str(name_or_path)
     if key == TEACHING:
         from ..core.models.teaching import load_teaching_model
         return load_teaching_model()
-    from ..core.gguf.llama import load_llama
-    if key in MODELS:
-        path = verified_path(key)
+    if key in MODELS or key.startswith(OLLAMA_PREFIX):
+        path = verified_path(key) if key in MODELS else ollama_path(key)
         model = _LOADED.get(f"{key}:{path}")
         if model is None:
-            model = _LOADED[f"{key}:{path}"] = load_llama(path, name=key)
+            model = _LOADED[f"{key}:{path}"] = _load_gguf(path, key.removeprefix(OLLAMA_PREFIX))
         return model
     path = Path(key).expanduser()
     if path.suffix.lower() == ".gguf" or path.exists():
         if not path.is_file():
-            raise ExplorerError(f"{path}: no such model file")
-        return load_llama(path)
+            raise ModelNotFound(f"{path}: no such model file")
+        return _load_gguf(path, ollama_name_of(path))
     raise ExplorerError(f"unknown model {key!r}: expected {TEACHING!r}, one of "
-                        f"{', '.join(MODELS)}, or the path of a .gguf file")
+                        f"{', '.join(MODELS)}, an Ollama model ({OLLAMA_PREFIX}NAME:TAG), or the path of a .gguf file")
+
+
+def _load_gguf(path: Path, name: str | None):
+    """load_llama, once the file's header says it is a language model that fits in memory."""
+    from ..core.gguf.llama import load_llama
+    summary = summarize_file(path)
+    if summary.not_a_model:
+        raise GGUFError(f"{path}: {summary.problem}")
+    if summary.problem is None:              # a file it cannot read: the loader says why
+        check_memory(summary)
+    return load_llama(path, name=name)
 
 
 def teaching_language(key: str | None, model) -> str:

@@ -15,6 +15,7 @@ from ..core.models.table_model import TableModel, load_table_model
 from ..core.models.teaching import load_teaching_model
 from ..core.tokens.vocab import Vocabulary
 from ..catalog.load import load_model
+from ..catalog.local import OLLAMA_PREFIX, ModelNotFound
 
 CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
 CONTEXT_ID = 0       # its id: a logits model's prompt is always (CONTEXT_ID,)
@@ -22,13 +23,16 @@ CONTEXT_ID = 0       # its id: a logits model's prompt is always (CONTEXT_ID,)
 
 def build_model(spec: dict, lesson_path: Path):
     """kind = teaching | installed (name: a real model installed with `explorer model
-    install NAME`) | params (file) | table (file) | logits (pieces, logits) |
-    projection (pieces, hidden, w_out: the logits are hidden @ w_out)."""
+    install NAME`) | gguf (a GGUF model already on the computer: name = "ollama:NAME:TAG",
+    or file = its path, relative to the lesson or from ~) | params (file) | table (file) |
+    logits (pieces, logits) | projection (pieces, hidden, w_out: the logits are hidden @ w_out)."""
     kind = spec["kind"]
     if kind == "teaching":
         return _teaching()
     if kind == "installed":
         return load_model(installed_name(spec))
+    if kind == "gguf":
+        return load_model(gguf_key(spec, lesson_path))
     if kind in ("params", "table"):
         if not isinstance(spec.get("file"), str):
             raise ExplorerError(f"model.file: missing (the {kind} file, relative to the lesson)")
@@ -43,7 +47,29 @@ def build_model(spec: dict, lesson_path: Path):
             raise ExplorerError(f"model: hidden has {hidden.size} numbers, so w_out needs {hidden.size} rows "
                                 f"(got shape {list(w_out.shape)})")
         return logits_model(_pieces(spec), tuple((hidden @ w_out).tolist()))
-    raise ExplorerError(f"model.kind: {kind!r}: expected teaching, installed, params, table, logits or projection")
+    raise ExplorerError(f"model.kind: {kind!r}: expected teaching, installed, gguf, params, table, logits or projection")
+
+
+def gguf_key(spec: dict, lesson_path: Path) -> str:
+    """What `load_model` takes for a [model] of kind "gguf"; ModelNotFound saying which
+    model and where it was looked for when it is not on this computer (an Ollama name's
+    manifest is looked for when it is loaded)."""
+    name, file = spec.get("name"), spec.get("file")
+    if (name is None) == (file is None):
+        raise ExplorerError(f'model: a gguf model needs name = "{OLLAMA_PREFIX}NAME:TAG" or file = "PATH" '
+                            "(the GGUF file), one of the two")
+    if name is not None:
+        if not isinstance(name, str) or not name.startswith(OLLAMA_PREFIX):
+            raise ExplorerError(f"model.name: {name!r}: expected an Ollama model such as "
+                                f'"{OLLAMA_PREFIX}qwen2.5:0.5b" (or file = "PATH" for a GGUF file)')
+        return name
+    if not isinstance(file, str) or not file:
+        raise ExplorerError("model.file: expected the path of a GGUF file (relative to the lesson, or from ~)")
+    path = lesson_path.parent / Path(file).expanduser()
+    if not path.is_file():
+        raise ModelNotFound(f"model.file: {file!r}: this lesson's model is not on this computer "
+                            f"(looked for {path.resolve()})")
+    return str(path.resolve())
 
 
 def _pieces(spec: dict) -> tuple[str, ...]:

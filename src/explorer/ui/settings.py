@@ -13,6 +13,7 @@ DEFAULTS = {
     "presentation_state": QByteArray(),  # dock layout in presentation mode (empty: the default one)
     "start_page_shown": False,  # the lesson list opens by itself once, at the first start
     "export_folder": "",        # where the teacher last saved an export ("": their Documents or Pictures)
+    "model_folders": "",        # folders the teacher added to look for models in (a JSON list of paths)
 }
 
 

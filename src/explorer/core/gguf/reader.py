@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import mmap
+import re
 import struct
+from bisect import bisect_right
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -26,6 +28,10 @@ _NUMPY = {UINT8: "<u1", INT8: "<i1", UINT16: "<u2", INT16: "<i2", UINT32: "<u4",
           FLOAT32: "<f4", BOOL: "?", UINT64: "<u8", INT64: "<i8", FLOAT64: "<f8"}
 
 
+# llama.cpp's gguf-split names part k (from 1) of n "PREFIX-0000k-of-0000n.gguf"; every part is
+# a GGUF file with split.no (k - 1), split.count (n) and split.tensors.count (all parts' tensors)
+SPLIT_NAME = re.compile(r"^(?P<prefix>.+)-(?P<no>\d{5})-of-(?P<count>\d{5})\.gguf$")
+
 _U64 = struct.Struct("<Q")   # a string's length
 MIN_METADATA = 8 + 4 + 1     # bytes of the smallest metadata entry: key length, type, a uint8
 MIN_TENSOR_INFO = 8 + 4 + 4 + 8   # ... of the smallest tensor entry: name length, n_dims, type, offset
@@ -47,7 +53,8 @@ class TensorInfo:
     name: str
     ne: tuple[int, ...]      # dimensions as GGUF lists them, fastest-varying first
     ggml_type: int
-    offset: int              # absolute byte offset of the data in the file
+    offset: int              # absolute byte offset of the data in the file (a split model's
+                             # parts addressed one after another: `_JoinedMaps`)
 
     @property
     def shape(self) -> tuple[int, ...]:  # numpy shape (row-major): ne reversed
@@ -162,9 +169,13 @@ class GGUFFile:
 
     `ne` lists dimensions fastest-first: a weight with ne = [in, out] is stored row-major as
     numpy [out, in]. `tensor(name)` returns that numpy shape (ne reversed), as float32. The
-    file is memory-mapped; only the tensors asked for are read."""
+    file is memory-mapped; only the tensors asked for are read.
 
-    def __init__(self, path):
+    A model split by llama.cpp's gguf-split (`NAME-00001-of-00003.gguf`, metadata in the
+    first part) is opened from its first part: the other parts are mapped beside it and
+    their tensors read as if they were this file's (`paths` lists them all)."""
+
+    def __init__(self, path, _part: bool = False):
         self.path = Path(path)
         # a regular file only (a FIFO would block, a device has no end), of a size a model may have
         with open(open_regular(self.path, MAX_GGUF_BYTES, "GGUF model file", GGUFError), "rb") as fh:
@@ -225,6 +236,51 @@ class GGUFFile:
                     raise GGUFError(f"{self.path}: truncated: tensor {name} ends at byte {end}, "
                                     f"but the file has only {len(self._map)} bytes")
             self.tensors[name] = info
+        self.paths: tuple[Path, ...] = (self.path,)       # the parts of a split model, in order
+        self.file_size = len(self._map)                    # bytes of all of them
+        self._parts: tuple[GGUFFile, ...] = ()            # the other parts, mapped while this is
+        if not _part and split_count(self) > 1:
+            self._join_parts()
+
+    def _join_parts(self) -> None:
+        """Map the other parts of a split model and take in their tensors. Part k's bytes
+        are addressed after the parts before it (`_JoinedMaps`), so a tensor's offset
+        still names its bytes in one address space; nothing is copied."""
+        count, no = split_count(self), self.get("split.no", 0)
+        named = SPLIT_NAME.match(self.path.name) is not None
+        if no != 0:
+            first = split_paths(self.path, count)[0] if named else "its first part"
+            raise GGUFError(f"{self.path}: part {no + 1} of {count} of a split model: open its first part "
+                            f"({first}), which holds the model's metadata")
+        if not named:
+            raise GGUFError(f"{self.path}: split.count = {count}, but the name does not end in "
+                            f"-00001-of-{count:05d}.gguf, so its other parts cannot be found")
+        paths = split_paths(self.path, count)
+        missing = [p for p in paths[1:] if not p.exists()]
+        if missing:
+            many = len(missing) > 1
+            raise GGUFError(f"{self.path}: part{'s' if many else ''} {', '.join(str(p) for p in missing)} of this "
+                            f"{count}-part model {'are' if many else 'is'} missing")
+        parts = tuple(GGUFFile(p, _part=True) for p in paths[1:])
+        maps, tensors = [self._map], dict(self.tensors)
+        for k, part in enumerate(parts, start=1):
+            if part.get("split.no") != k or part.get("split.count") != count:
+                raise GGUFError(f"{part.path}: split.no = {shown_value(part.get('split.no'))} and split.count = "
+                                f"{shown_value(part.get('split.count'))}, expected {k} and {count} (part {k + 1} "
+                                f"of {self.path.name}'s model)")
+            base = sum(len(m) for m in maps)
+            for name, info in part.tensors.items():
+                if name in tensors:
+                    raise GGUFError(f"{part.path}: tensor {name} is also in an earlier part of the model")
+                tensors[name] = TensorInfo(name, info.ne, info.ggml_type, base + info.offset)
+            maps.append(part._map)
+        expected = self.get("split.tensors.count")
+        if expected is not None and expected != len(tensors):
+            raise GGUFError(f"{self.path}: split.tensors.count = {shown_value(expected)}, but its {count} parts "
+                            f"hold {len(tensors)} tensors")
+        self.tensors, self._parts, self.paths = tensors, parts, tuple(paths)
+        self._map = _JoinedMaps(maps)
+        self.file_size = len(self._map)
 
     def __repr__(self) -> str:
         return f"GGUFFile({str(self.path)!r}, version {self.version}, {len(self.tensors)} tensors)"
@@ -255,6 +311,39 @@ class GGUFFile:
     def tensor(self, name: str) -> np.ndarray:  # -> float32, numpy shape = ne reversed
         info = self.info(name)
         return dequantize(self.raw(name), info.ggml_type).reshape(info.shape)
+
+
+def split_count(gf: GGUFFile) -> int:
+    """How many files the model is split into (1: not split); GGUFError if split.count is no count."""
+    count = gf.get("split.count", 1)
+    if not isinstance(count, int) or isinstance(count, bool) or count < 1:
+        raise GGUFError(f"{gf.path}: split.count = {shown_value(count)}, expected a whole number >= 1")
+    return count
+
+
+def split_paths(part: Path, count: int) -> list[Path]:
+    """The paths of the `count` parts of the split model `part` (named as gguf-split names
+    them) belongs to, part 1 first."""
+    prefix = SPLIT_NAME.match(part.name)["prefix"]
+    return [part.with_name(f"{prefix}-{k:05d}-of-{count:05d}.gguf") for k in range(1, count + 1)]
+
+
+class _JoinedMaps:
+    """The mapped bytes of a split model's parts as one address space: part k's bytes
+    start after parts 1..k-1's. A slice never spans two parts (each part checked that its
+    tensors end inside it): it is a view into one part's map."""
+
+    def __init__(self, maps):
+        self.maps = maps
+        self.starts = [sum(len(m) for m in maps[:k]) for k in range(len(maps))]
+
+    def __len__(self) -> int:
+        return self.starts[-1] + len(self.maps[-1])
+
+    def __getitem__(self, s: slice) -> np.ndarray:  # -> [stop - start] uint8 view into one part
+        k = bisect_right(self.starts, s.start) - 1
+        base = self.starts[k]
+        return self.maps[k][s.start - base:s.stop - base]
 
 
 def dequantize(raw: np.ndarray, ggml_type: int) -> np.ndarray:  # [nbytes] uint8 -> [n] float32

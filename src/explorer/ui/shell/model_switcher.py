@@ -3,9 +3,11 @@ model off the UI thread, opening a GGUF or parameter file, and installing a know
 
 from __future__ import annotations
 
+import json
 import threading
 from collections.abc import Callable
 
+from PySide6.QtCore import QSignalBlocker
 from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QFileDialog, QLabel, QMenu, QToolBar
 
@@ -18,17 +20,24 @@ from ...catalog.registry import MODELS, TEACHING, installed_path
 from ...session import Session
 from ...session.changes import changes_text
 from .host import Host
+from .found_models import FoundModelsDialog, saved_folders
 from .install_dialog import InstallDialog
-from .model_picker import OTHER, ModelPicker, model_choices
+from .model_picker import OTHER, ModelChoice, ModelPicker, model_choices
 from .prompt_bar import PromptBar
 from ...units import byte_size
 from .work_status import WorkStatus
 from .worker import Jobs, error_message, is_big
 
 INSTALL_STEPS = 1000          # an install's progress bar counts in these steps over its two stages
+FIND = "\0find"              # the picker's last item: the models on this computer (FoundModelsDialog)
 
 add_messages({
-    "gguf.filter": {"en": "GGUF models (*.gguf)", "zh": "GGUF模型 (*.gguf)"},
+    # Ollama's blobs have no extension: they are recognised by the GGUF magic once chosen
+    "gguf.filter": {"en": "GGUF models (*.gguf sha256-*);;All files (*)", "zh": "GGUF模型 (*.gguf sha256-*);;所有文件 (*)"},
+    "action.found_models": {"en": "Models on this computer…", "zh": "本机上的模型…"},
+    "picker.found": {"en": "Models on this computer…", "zh": "本机上的模型…"},
+    "picker.found.tip": {"en": "GGUF models from Ollama, LM Studio, the Hugging Face cache and your folders",
+                         "zh": "来自Ollama、LM Studio、Hugging Face缓存和你的文件夹的GGUF模型"},
     "model.picker": {"en": "Model:", "zh": "模型："},
     "model.loading": {"en": "Loading {name}…", "zh": "正在加载{name}…"},
     "model.loaded": {"en": "Model: {name}", "zh": "模型：{name}"},
@@ -66,6 +75,7 @@ class ModelSwitcher:
         self.ask_gguf_path = self._ask_gguf_path
         self.confirm_install = self._confirm_install          # (ModelSpec) -> bool; tests answer it
         self.install_dialog: InstallDialog | None = None      # while the question is asked
+        self.found_dialog: FoundModelsDialog | None = None    # while the models found are listed
         self._install_cancel: threading.Event | None = None   # set: the running install stops
         self.load_model = load_model                 # (key) -> model; runs off the UI thread
         self._models: dict[str, object] = {}         # key -> loaded model (the teaching one, the last big one)
@@ -83,6 +93,9 @@ class ModelSwitcher:
         self._group = QActionGroup(host.window())
         self._group.setExclusionPolicy(QActionGroup.ExclusionPolicy.ExclusiveOptional)
         self._separator = menu.insertSeparator(open_gguf)
+        self.found_action = QAction(host.window())
+        self.found_action.triggered.connect(lambda _c=False: self.show_found_models())
+        menu.insertAction(open_gguf, self.found_action)
         self.install_actions: dict[str, QAction] = {}          # shown while the model is not installed
         for name in MODELS:
             action = menu.addAction("")
@@ -120,7 +133,8 @@ class ModelSwitcher:
         lang, idle = self.session.lang, self.loading is None
         choices = model_choices(lang, self._opened)
         current = self._current_key()
-        self.picker.show_choices(choices, current, self.session.requested_model.name, lang)
+        found = ModelChoice(FIND, tr("picker.found", lang), True, tr("picker.found.tip", lang))
+        self.picker.show_choices(choices + [found], current, self.session.requested_model.name, lang)
         self.picker.setEnabled(idle)
         if tuple(choices) != self._menu_choices:
             self._menu_choices = tuple(choices)
@@ -141,6 +155,8 @@ class ModelSwitcher:
             self.actions[c.key].setChecked(c.key == current)
             self.actions[c.key].setEnabled(c.enabled and idle)
         self.open_gguf_action.setEnabled(idle)
+        self.found_action.setText(tr("action.found_models", lang))
+        self.found_action.setEnabled(idle)
         for name, action in self.install_actions.items():
             s = MODELS[name]
             action.setText(tr("action.install_model", lang, label=s.label, size=byte_size(s.size)))
@@ -150,6 +166,11 @@ class ModelSwitcher:
     def choose_model(self, key: str) -> None:
         """Switch to a model by key; a big one loads off the UI thread. A model that cannot be
         loaded (not installed, a broken file) is reported and the current one stays."""
+        if key == FIND:
+            with QSignalBlocker(self.picker):          # the picker shows the current model again
+                self.picker.setCurrentIndex(max(0, self.picker.findData(self._current_key())))
+            self.show_found_models()
+            return
         if self.loading is not None or key == self._current_key():
             self.sync()
             return
@@ -306,6 +327,25 @@ class ModelSwitcher:
             closed.set()
             self.install_dialog = None
             dialog.deleteLater()
+
+    def show_found_models(self) -> None:
+        """List the models on this computer (window-modal, returns at once); the one opened
+        from it is loaded, and the folders added are remembered in the settings."""
+        if self.found_dialog is not None:
+            return
+        settings = self.host.settings
+        dialog = self.found_dialog = FoundModelsDialog(self.host.window(), self.session.lang,
+                                                       saved_folders(settings["model_folders"]))
+
+        def finished(_result):
+            self.found_dialog = None
+            settings["model_folders"] = json.dumps(dialog.folders)
+            dialog.deleteLater()
+            if dialog.chosen is not None:
+                self.choose_model(dialog.chosen)
+
+        dialog.finished.connect(finished)
+        dialog.open()
 
     def _ask_gguf_path(self) -> str:
         path, _ = QFileDialog.getOpenFileName(self.host.window(), tr("action.open_gguf", self.session.lang), "",
