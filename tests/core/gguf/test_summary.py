@@ -11,7 +11,7 @@ from gguf import GGMLQuantizationType as Q, GGUFValueType as V, quants
 
 from explorer.core.gguf import summary
 from explorer.core.gguf.blocks import BlockMatrix
-from explorer.core.gguf.llama import ARCHITECTURES
+from explorer.core.gguf.architectures import ARCHITECTURES
 from explorer.core.gguf.quant_types import TYPES
 from explorer.core.gguf.summary import CONTEXT, FILE_TYPES, KEPT_BYTES, summarize_file
 from gguf_files import HEAD_DIM, KV_HEADS, LAYERS, VOCAB, llama_tensors, qtype_of, write_llama

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from . import llama
+from .architectures import ARCHITECTURES, FAMILIES, supported_families
 from .quant_types import TYPES, type_name
 from .checks import check_model_metadata
 from .reader import GGUFError, GGUFFile
@@ -81,16 +81,8 @@ class Summary:
 
 
 def family_name(arch: str) -> str:
-    """The name a teacher knows an architecture's models by (llama.FAMILIES, where it has
-    one; else the architecture's own name)."""
-    names = getattr(llama, "FAMILIES", {}).get(arch, arch)
-    return names if isinstance(names, str) else " / ".join(names)
-
-
-def supported_families() -> str:
-    """The families this explorer runs, for messages: "SmolLM2 / Llama (llama), Gemma 3 (gemma3)"."""
-    return ", ".join(arch if family_name(arch) == arch else f"{family_name(arch)} ({arch})"
-                     for arch in llama.ARCHITECTURES)
+    """The name a teacher knows an architecture's models by (else the architecture's own name)."""
+    return FAMILIES.get(arch, arch)
 
 
 def memory_needed(weight_bytes: int, layers: int, kv_heads: int, head_dim: int, context: int,
@@ -153,7 +145,7 @@ def problem(gf: GGUFFile, arch: str | None) -> str | None:
         return kind
     if arch is None:
         return "It names no architecture (general.architecture): not a model this explorer runs."
-    if arch not in llama.ARCHITECTURES:
+    if arch not in ARCHITECTURES:
         family = "" if family_name(arch) == arch else f" ({family_name(arch)})"
         return (f"Architecture {arch!r}{family} is not one this explorer runs; it runs "
                 f"{supported_families()}.")
