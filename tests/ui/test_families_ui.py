@@ -1,5 +1,5 @@
 """The window on a tiny model of every family (tests/support/family_files.py): opened from
-Model → Open GGUF…, stepped with the keyboard, its panels drawn, one frame exported as a
+Model → Open model file…, stepped with the keyboard, its panels drawn, one frame exported as a
 slide. Gemma 2's windowed layers are marked in the KV grid as Gemma 3's are."""
 
 from __future__ import annotations

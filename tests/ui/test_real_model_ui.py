@@ -293,7 +293,7 @@ def test_a_model_not_installed_is_offered_disabled_with_its_install_command(qtbo
     w = build_window(settings_path=str(tmp_path / "settings.ini"))
     qtbot.addWidget(w)
     menu = [a.text() for a in w.menus["model"].actions() if not a.isSeparator() and a.isVisible()]
-    assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Gemma 3 270M", "Models on this computer…", "Open GGUF…",
+    assert menu == ["Teaching model", "SmolLM2-135M-Instruct", "Gemma 3 270M", "Models on this computer…", "Open model file…",
                     "Install SmolLM2-135M-Instruct (98.4 MB)…", "Install Gemma 3 270M (253.1 MB)…"]
     assert not choice_enabled(w.model_switcher.picker, "smollm2") and not w.model_switcher.actions["smollm2"].isEnabled()
     tip = "Not installed. Install it from the Model menu, or with: explorer model install smollm2"

@@ -1,4 +1,4 @@
-"""The window's open dialogs (Model → Open GGUF…, Lessons → Open lesson file…, File → Open
+"""The window's open dialogs (Model → Open model file…, Lessons → Open lesson file…, File → Open
 parameters…) fed the corpus of broken files of test_broken_inputs.py: each is a sentence
 naming the file, never a traceback, and what was open stays; its boxes never offer more
 than the limits the command line and lessons have."""

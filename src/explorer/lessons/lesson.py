@@ -17,7 +17,7 @@ from ..catalog.registry import installed_path
 from ..session import Session
 from ..session.narration import placeholder_values
 from ..session.session import FramePlan, PreparedPlay, Scenario
-from .models import build_model, installed_name
+from .models import absence, build_model, installed_name, real_model_key
 from .reader import LessonError, TomlReader
 
 
@@ -70,6 +70,19 @@ class Lesson:
     def missing_models(self) -> tuple[str, ...]:
         """Those of `installed_models` that are not installed on this machine."""
         return tuple(n for n in self.installed_models if installed_path(n) is None)
+
+    @property
+    def real_models(self) -> tuple[str, ...]:
+        """Every real model its scenarios run on, as `load_model` takes them: the installed
+        ones and GGUF models already on the computer (an Ollama name, a file's path). A
+        lesson on any of them is opened off the UI thread, its model loaded first."""
+        return tuple(dict.fromkeys(k for _, spec in self.scenarios if (k := real_model_key(spec.model, self.path))))
+
+    def absent_models(self) -> dict[str, str]:
+        """{key: why} for the GGUF models of `real_models` that are not on this computer
+        (nothing installs them: the teacher brings them)."""
+        return {key: why for key in self.real_models if key not in self.installed_models
+                and (why := absence(key)) is not None}
 
     def build_session(self) -> Session:
         """A session playing this lesson."""

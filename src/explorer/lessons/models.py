@@ -15,7 +15,7 @@ from ..core.models.table_model import TableModel, load_table_model
 from ..core.models.teaching import load_teaching_model
 from ..core.tokens.vocab import Vocabulary
 from ..catalog.load import load_model
-from ..catalog.local import OLLAMA_PREFIX, ModelNotFound
+from ..catalog.local import OLLAMA_PREFIX, ModelNotFound, ollama_path
 
 CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
 CONTEXT_ID = 0       # its id: a logits model's prompt is always (CONTEXT_ID,)
@@ -91,6 +91,33 @@ def _numbers(spec: dict, key: str, ndim: int) -> np.ndarray:  # -> float64 array
 def installed_name(spec: dict) -> str | None:
     """The name of the installed model a [model] table names (kind = "installed"), else None."""
     return spec.get("name") if spec["kind"] == "installed" else None
+
+
+def real_model_key(spec: dict, lesson_path: Path) -> str | None:
+    """What `load_model` takes for the real model a [model] table names (an installed
+    model's name, an Ollama name, a GGUF file's path), else None (a model built from
+    numbers in the lesson)."""
+    if spec["kind"] == "installed":
+        return spec.get("name")
+    if spec["kind"] == "gguf":
+        try:
+            return gguf_key(spec, lesson_path)
+        except ModelNotFound:                  # the key all the same: `absence` says why
+            return str((lesson_path.parent / Path(spec["file"]).expanduser()).resolve())
+    return None
+
+
+def absence(key: str) -> str | None:
+    """Why the GGUF model `key` (an Ollama name or a path) is not on this computer, or None
+    if it is there."""
+    try:
+        if key.startswith(OLLAMA_PREFIX):
+            ollama_path(key)
+        elif not Path(key).is_file():
+            return f"this lesson's model {key} is not on this computer"
+    except ModelNotFound as exc:
+        return str(exc)
+    return None
 
 
 @lru_cache(maxsize=None)

@@ -74,7 +74,7 @@ def parse_lesson(path: Path) -> Lesson:
         r.fail("order", "expected an integer")
     lesson = Lesson(lesson_id(path), path, order, r.text(data["title"], "title"), r.text(data["summary"], "summary"),
                     tuple(builds_on), base, tuple(scenarios), plans, checks)
-    if not lesson.installed_models:       # else when first built (see Lesson._check_once)
+    if not lesson.real_models:            # else when first built (see Lesson._check_once)
         lesson.check_texts()
     return lesson
 

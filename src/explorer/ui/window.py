@@ -84,7 +84,7 @@ add_messages({
     "menu.file": {"en": "&File", "zh": "文件(&F)"},
     "menu.go": {"en": "&Go", "zh": "播放(&G)"},
     "menu.model": {"en": "&Model", "zh": "模型(&M)"},
-    "action.open_gguf": {"en": "Open GGUF…", "zh": "打开GGUF文件…"},
+    "action.open_gguf": {"en": "Open model file…", "zh": "打开模型文件…"},
     "menu.view": {"en": "&View", "zh": "视图(&V)"},
     "menu.lessons": {"en": "&Lessons", "zh": "课程(&L)"},
     "menu.help": {"en": "&Help", "zh": "帮助(&H)"},

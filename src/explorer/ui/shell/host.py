@@ -20,3 +20,7 @@ class Host(Protocol):
 
     def show_status(self, text: str, ms: int = 0) -> None:
         """A passing message in the status bar (ms: how long; 0 until the next)."""
+
+    @property
+    def settings(self):
+        """The window's `ui.settings` store (the model folders the teacher added live there)."""

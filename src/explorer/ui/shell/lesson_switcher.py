@@ -105,14 +105,14 @@ class LessonSwitcher:
         thread (its model loaded, its scenarios run), as the model picker loads a model, and
         opens when it is ready; the latest lesson asked for wins."""
         self._request = lesson
-        if not lesson.installed_models or lesson.missing_models():   # at once (a missing model: by name)
+        if not lesson.real_models or lesson.missing_models() or lesson.absent_models():   # at once (a missing model: by name)
             if not self.host.guarded(lesson.play_in, self.session):
                 self.check_action()
                 return False
             self._opened(lesson)
             return True
         lang = self.session.lang
-        self.models.loading = lesson.installed_models[0]
+        self.models.loading = lesson.real_models[0]
         self.work.show(tr("lesson.opening", lang, title=lesson.title_in(lang)), cancel=False)
         self.models.sync()
         session = self.session

@@ -62,7 +62,7 @@ add_messages({
 
 class ModelSwitcher:
     """The model picker (added to `toolbar`) and the Model menu's choices and installs
-    (`menu`, whose first action is Open GGUF…, `open_gguf`). A chosen model is loaded (off
+    (`menu`, whose first action is Open model file…, `open_gguf`). A chosen model is loaded (off
     the UI thread when big, `work` showing it) and the session switched to it on its default
     prompt (`prompt_bar` wraps it in the chat template when ticked). The `host` (the window)
     shows status and problems and runs changes guarded."""

@@ -32,6 +32,7 @@ add_messages({
                             "or run in a terminal:\n{command}",
                       "zh": "{label}尚未安装。“安装并打开”会下载一次（{size}）；也可以在终端里执行：\n{command}"},
     "start.install": {"en": "Install and open…", "zh": "安装并打开…"},
+    "start.absent": {"en": "Its model is not here: {why}.", "zh": "本机没有这节课的模型：{why}。"},
 })
 
 
@@ -123,6 +124,14 @@ class StartPage(QDialog):
                 note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)   # to copy the command
             else:
                 note = QLabel(tr("start.runs_on", lang, label=s.label), wordWrap=True)
+            notes.append(note)
+        for key in lesson.real_models:
+            if key in lesson.installed_models:
+                continue
+            why = lesson.absent_models().get(key)
+            note = QLabel(tr("start.absent", lang, why=why) if why else tr("start.runs_on", lang, label=key),
+                          wordWrap=True)
+            note.setTextInteractionFlags(Qt.TextInteractionFlag.TextSelectableByMouse)
             notes.append(note)
         if missing:
             button.setText(tr("start.install", lang))
