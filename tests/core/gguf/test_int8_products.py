@@ -17,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 from explorer.core.gguf.ggml_arithmetic import half_product, rope_ggml, rope_tables_ggml, softmax_ggml
 from explorer.core.gguf.int8_products import quantize_rows
 from explorer.core.gguf.blocks import BlockMatrix
+from explorer.core.gguf.quant_types import TYPES
 
 f32 = np.float32
 
@@ -113,21 +114,22 @@ def random_matrix(rng, layout: str, rows: int, cols: int) -> BlockMatrix:
     def halfs(*shape, low=0.001, high=0.05):
         return rng.uniform(low, high, shape).astype(np.float16).astype(f32)
     if layout == "Q8_0":
-        return BlockMatrix(rng.integers(-127, 128, (rows, cols), dtype=np.int8), halfs(rows, cols // 32), None)
+        return BlockMatrix(rng.integers(-127, 128, (rows, cols), dtype=np.int8), halfs(rows, cols // 32), None,
+                           TYPES["Q8_0"].layout)
     if layout == "Q6_K":
         d, sc = halfs(rows, cols // 256), rng.integers(-128, 128, (rows, cols // 16), dtype=np.int8)
         return BlockMatrix(rng.integers(-32, 32, (rows, cols), dtype=np.int8),
-                           d.repeat(16, axis=1) * sc.astype(f32), None, "q8_K", (d, sc))
+                           d.repeat(16, axis=1) * sc.astype(f32), None, TYPES["Q6_K"].layout, (d, sc))
     q = rng.integers(0, 256, (rows, cols // 2), dtype=np.uint8)
     scale = halfs(rows, cols // 32)
     if layout == "Q4_0":
-        return BlockMatrix(q, scale, scale * f32(-8), "q8_0")
+        return BlockMatrix(q, scale, scale * f32(-8), TYPES["Q4_0"].layout)
     if layout == "Q4_1":
-        return BlockMatrix(q, scale, halfs(rows, cols // 32, low=-0.5, high=0.5), "q8_1")
+        return BlockMatrix(q, scale, halfs(rows, cols // 32, low=-0.5, high=0.5), TYPES["Q4_1"].layout)
     d, dmin = halfs(rows, cols // 256), halfs(rows, cols // 256)
     sc, m = (rng.integers(0, 64, (rows, cols // 32), dtype=np.uint8) for _ in range(2))
     return BlockMatrix(q, d.repeat(8, axis=1) * sc.astype(f32), -(dmin.repeat(8, axis=1) * m.astype(f32)),
-                       "q8_K", (d, dmin, sc, m))
+                       TYPES["Q4_K"].layout, (d, dmin, sc, m))
 
 
 @settings(max_examples=30, deadline=None)
@@ -146,7 +148,7 @@ def test_an_integer_product_equals_float64_sums_of_the_same_rounded_numbers(layo
     if m.offset is None:
         reference = rounded @ m.dense().astype(np.float64).T
     else:                              # nibble * scale times x, and each block's offset times its s
-        nibbles = BlockMatrix(m.q, m.scale, np.zeros_like(m.offset)).dense().astype(np.float64)
+        nibbles = BlockMatrix(m.q, m.scale, np.zeros_like(m.offset), m.layout).dense().astype(np.float64)
         reference = rounded @ nibbles.T + s.astype(np.float64) @ m.offset.astype(np.float64).T
     got = m.T.times_int8(x)
     size = np.abs(rounded) @ np.abs(m.dense().astype(np.float64)).T + 1e-30      # sum of |terms|

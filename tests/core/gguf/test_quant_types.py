@@ -30,7 +30,7 @@ def test_the_registry_is_in_id_order_and_every_quantised_type_has_its_parts():
     for qtype in TYPES.values():
         assert (qtype.layout is None) == (qtype.rewrite is None) == (qtype.block == 1)
         assert qtype.values is not None or qtype.layout is not None      # its values, one way or the other
-    assert [t.name for t in QUANTISED if t.k_parts is not None] == ["Q4_K", "Q6_K"]
+    assert [t.name for t in QUANTISED if t.k_parts is not None] == ["Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 
 
 @pytest.mark.parametrize("kind", sorted(LAYOUTS))
@@ -39,12 +39,15 @@ def test_each_layout_names_its_loops_and_its_llama_cpp_product(kind):
     assert layout.kind == kind and layout.activations in int8_products.ACTIVATIONS
     assert callable(getattr(int8_products, layout.product))
     if layout.bits == 8:
-        assert layout.group in kernels.EIGHT_BIT
+        assert (layout.group, layout.offset) in kernels.EIGHT_BIT
     q, scale, offset = layout.empty(3, 256)
-    m = BlockMatrix(q, scale, offset, layout.activations)
+    assert (offset is not None) == layout.offset and scale.shape == (3, 256 // layout.group)
+    m = BlockMatrix(q, scale, offset, layout)
     assert m.shape == (3, 256) and m.kind == kind and m.layout is layout
 
 
 def test_the_layouts_a_file_needs_are_found_from_its_type_ids():
-    ids = [TYPES[name].ggml_id for name in ("F32", "Q8_0", "Q5_0", "Q6_K")] + [7]   # 7: Q5_1, not read
-    assert layouts_of(ids) == {(8, 32), (8, 16)}
+    ids = [TYPES[name].ggml_id for name in ("F32", "BF16", "Q8_0", "Q5_0", "Q3_K", "Q6_K")] + [16]  # IQ2_XXS, not read
+    assert layouts_of(ids) == {(8, 32, False), (8, 16, False)}
+    assert layouts_of([TYPES[name].ggml_id for name in ("Q4_K", "Q5_K", "Q2_K")]) == {
+        (4, 32, True), (8, 32, True), (8, 16, True)}
