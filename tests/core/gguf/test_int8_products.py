@@ -349,12 +349,34 @@ def test_new_types_multiply_as_llama_cpps_x86_loops_to_the_bit(kind, batch):
             assert got[i, j].view(np.uint32) == want.view(np.uint32), (i, j, got[i, j], want)
 
 
-def test_q2_k_refuses_llama_cpps_arithmetic_by_name_and_computes_in_float():
-    from explorer.core.errors import ExplorerError
-    rng = np.random.default_rng(21)
-    raw = raw_blocks(rng, "Q2_K", 2, 256).reshape(-1)
-    m = BlockMatrix.from_gguf(raw, TYPES["Q2_K"].ggml_id, (2, 256))
-    x = rng.standard_normal((1, 256)).astype(f32)
-    with pytest.raises(ExplorerError, match="Q2_K weights do not compute in llama.cpp's arithmetic"):
-        m.T.times_int8(x)
-    assert np.isfinite(x @ m.T).all()
+def reference_q2_k(wrow, xrow, run):
+    """The repacked kernels' sums (llama.cpp repacks Q2_K on AVX-512): per `run` elements,
+    256 for one activation row (gemv), 128 for rows four at a time (gemm)."""
+    qy, dy, bsums = llama_q8_K(xrow)
+    total, minimum = f32(0), f32(0)
+    for b, block in enumerate(wrow.reshape(-1, 84).tolist()):
+        scales, qs, xd, xdmin, yd = block[0:16], block[16:80], f16_at(block, 80), f16_at(block, 82), f32(dy[b])
+        q = [(qs[32 * (e // 128) + e % 32] >> 2 * (e % 128 // 32)) & 3 for e in range(256)]
+        y = qy[256 * b:256 * b + 256]
+        for start in range(0, 256, run):
+            isum = sum((scales[e // 16] & 0xF) * q[e] * y[e] for e in range(start, start + run))
+            imin = sum((scales[g] >> 4) * bsums[16 * b + g] for g in range(start // 16, (start + run) // 16))
+            total = fma32(f32(isum), f32(xd * yd), total)
+            minimum = fma32(f32(imin), f32(xdmin * yd), minimum)
+    return f32(total - minimum)
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_q2_k_multiplies_as_llama_cpps_repacked_kernels_to_the_bit(batch):
+    """Five rows at once: the first four through the gemm, the fifth through the gemv."""
+    rng = np.random.default_rng(21 + batch)
+    rows, cols = 3, 512
+    raw = raw_blocks(rng, "Q2_K", rows, cols)
+    m = BlockMatrix.from_gguf(raw.reshape(-1), TYPES["Q2_K"].ggml_id, (rows, cols))
+    x = rows_with_ties(rng, 5, cols)
+    got = m.T.times_int8(x, batch)
+    for i in range(5):
+        run = 128 if batch > 3 and i < 4 else 256
+        for j in range(rows):
+            want = reference_q2_k(raw[j], x[i], run)
+            assert got[i, j].view(np.uint32) == want.view(np.uint32), (i, j, got[i, j], want)

@@ -33,7 +33,7 @@ def test_the_registry_is_in_id_order_and_every_quantised_type_has_its_parts():
     for qtype in TYPES.values():
         assert (qtype.layout is None) == (qtype.rewrite is None) == (qtype.block == 1)
         assert qtype.values is not None or qtype.layout is not None      # its values, one way or the other
-    assert [t.name for t in QUANTISED if t.k_parts is not None] == ["Q3_K", "Q4_K", "Q5_K", "Q6_K"]
+    assert [t.name for t in QUANTISED if t.k_parts is not None] == ["Q2_K", "Q3_K", "Q4_K", "Q5_K", "Q6_K"]
 
 
 @pytest.mark.parametrize("kind", sorted(LAYOUTS))

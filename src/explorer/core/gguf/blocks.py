@@ -42,8 +42,9 @@ class BlockMatrix:
     k_parts: tuple | None = None   # a K-quant's scales before they were multiplied, which
                                    # llama.cpp's integer products apply separately: Q4_K's and
                                    # Q5_K's (d, dmin [rows, cols/256], sc, m [rows, cols/32]
-                                   # uint8), Q3_K's and Q6_K's (d [rows, cols/256], sc
-                                   # [rows, cols/16] int8)
+                                   # uint8), Q2_K's (the same, sc and m [rows, cols/16]),
+                                   # Q3_K's and Q6_K's (d [rows, cols/256], sc [rows, cols/16]
+                                   # int8)
 
     __array_ufunc__ = None         # numpy must not turn it into an object array
     dtype = np.dtype(np.float32)

@@ -18,15 +18,14 @@ activation block (value = q_x * d) is then
     scale * d * sum(q_w * q_x) + offset * d * sum(q_x)
 with both sums exact integers: the only roundings are the activations' and a few float32
 products per block. These loops compute exactly that for every weight type the model
-files use but Q2_K (4-bit rows: Q4_0, Q4_1, Q4_K; 8-bit rows with a scale per 32: Q5_0,
-Q8_0, and with an offset: Q5_1, Q5_K; per 16: Q3_K, Q6_K). llama.cpp multiplies Q2_K on
-a machine with AVX-512 (this one) by its repacked 8x8 kernels, whose order these loops do
-not follow: a Q2_K matrix refuses this arithmetic (`times_q2_k`).
+files use (4-bit rows: Q4_0, Q4_1, Q4_K; 8-bit rows with a scale per 32: Q5_0, Q8_0, and
+with an offset: Q5_1, Q5_K; per 16: Q3_K, Q6_K, and with an offset: Q2_K).
 
 The float order of those sums depends on how many activation rows llama.cpp multiplies
 at once (`times_rows`' batch): one row takes ggml_vec_dot / gemv, several take tinyBLAS
-(Q8_0, Q5_0: the same order), Q4_K's repacked gemm (four rows at a time: one fma per 64
-elements instead of per 256) and, from eight rows, the tiled kernel of Q3_K, Q5_K and Q6_K.
+(Q8_0, Q5_0: the same order), the repacked gemm of Q4_K and (on a machine with AVX-512,
+as this one) Q2_K (four rows at a time: one fma per 64 or 128 elements instead of per
+256) and, from eight rows, the tiled kernel of Q3_K, Q5_K and Q6_K.
 
 The rest of llama.cpp's arithmetic (float16 K/V, its attention, norm, GELU and rotary
 positions) is `ggml_arithmetic`'s, whose fma, float16 rounding and batch size these loops
@@ -42,7 +41,6 @@ from __future__ import annotations
 import numba as nb
 import numpy as np
 
-from ..errors import ExplorerError
 from .ggml_arithmetic import UBATCH, fma, to_half
 from .kernels import _compiled
 
@@ -265,6 +263,36 @@ def product_q4_k(xq, xd, q, d, dmin, sc, m, out, run):
 
 
 @_exact
+def product_q2_k(xq, xd, q, d, dmin, sc, m, out, run):
+    """Q2_K rows times Q8_K activations, as llama.cpp's repacked x86 kernels sum them
+    (AVX-512 builds repack Q2_K as Q4_K: ggml_gemv_q2_K_8x8_q8_K, run 256, for one
+    activation row; ggml_gemm_q2_K_8x8_q8_K, run 128, for rows taken four at a time): per
+    run one integer sum of sc * q * x and one of m * sum(x), per 16 elements, scaled into
+    two float32 sums by fma (d * d_x, dmin * d_x), the second subtracted at the end.
+    xq [n, cols] int8, xd [n, cols/32] (one per 256, repeated), q [rows, cols] int8 (0..3),
+    d, dmin [rows, cols/256], sc, m [rows, cols/16] uint8 -> out [n, rows]."""
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
+        for i in range(n):
+            total, minimum = np.float32(0), np.float32(0)
+            for r in range(cols // run):
+                isum, imin = np.int32(0), np.int32(0)
+                for g in range(run * r // 16, run * (r + 1) // 16):
+                    p, x_sum = np.int32(0), np.int32(0)
+                    for e in range(16 * g, 16 * g + 16):
+                        p += np.int32(q[j, e]) * np.int32(xq[i, e])
+                        x_sum += np.int32(xq[i, e])
+                    isum += np.int32(sc[j, g]) * p
+                    imin += np.int32(m[j, g]) * x_sum
+                s = run * r // 256
+                dx = xd[i, 8 * s]
+                total = fma(np.float32(isum), d[j, s] * dx, total)
+                minimum = fma(np.float32(imin), dmin[j, s] * dx, minimum)
+            out[i, j] = total - minimum
+
+
+@_exact
 def product_q6_k(xq, xd, q, d, sc, out):
     """Q6_K rows times Q8_K activations, as llama.cpp's x86 ggml_vec_dot_q6_K_q8_K sums:
     per block of 256, eight int32 lanes, lane l taking elements 4l..4l+3 of each of the
@@ -423,7 +451,7 @@ def times_rows(m, x: np.ndarray, lock, batch: int | None = None) -> np.ndarray: 
     """x @ m.T with x rounded to 8 bits as llama.cpp rounds it for m's block type, each
     row summed as llama.cpp sums it when it multiplies `batch` rows at once (default: as
     many as it takes of x's at a time, `UBATCH`). The order depends on that number for
-    Q3_K, Q5_K and Q6_K (eight or more take the tiled kernel) and Q4_K (four or more:
+    Q3_K, Q5_K and Q6_K (eight or more take the tiled kernel), Q2_K and Q4_K (four or more:
     groups of four are summed otherwise than the rest)."""
     product = globals()[m.layout.product]        # the loop the matrix's layout names (`quant_types`)
     xq, xd, xs = quantize_rows(x, m.activations)
@@ -462,10 +490,11 @@ def times_q5_1(m, xq, xd, xs, out, batch: int) -> None:
     product_8bit_offset_lanes(xq, xd, xs, m.q, m.scale, m.offset, out)
 
 
-def times_q2_k(m, xq, xd, xs, out, batch: int) -> None:
-    raise ExplorerError("Q2_K weights do not compute in llama.cpp's arithmetic here: llama.cpp multiplies "
-                        "them with kernels of its own on this machine, which Token Explorer does not copy; "
-                        "use the float arithmetic for this model, or a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file")
+def times_q2_k(m, xq, xd, xs, out, batch: int) -> None:  # four rows at a time, then one by one
+    whole = len(xq) - len(xq) % 4 if batch > 3 else 0
+    for rows, run in ((slice(0, whole), 128), (slice(whole, None), 256)):
+        if len(xq[rows]):
+            product_q2_k(xq[rows], xd[rows], m.q, *m.k_parts, out[rows], run)
 
 
 def times_q3_k(m, xq, xd, xs, out, batch: int) -> None:

@@ -72,8 +72,8 @@ class QuantType:
 
 
 # The layouts, with the bits each keeps per weight: q, and float32 scales (and offsets)
-# per group; a K-quant's `k_parts` add 0.75 (Q4_K, Q5_K) or 0.625 (Q3_K, Q6_K). The
-# file's own bits per weight in brackets.
+# per group; a K-quant's `k_parts` add 0.75 (Q4_K, Q5_K), 0.625 (Q3_K, Q6_K) or 1.25
+# (Q2_K). The file's own bits per weight in brackets.
 _8_BIT = Layout(8, 32, False, "q8_0", "times_8bit_lanes")     # Q8_0 (8.5), Q5_0 (5.5): 9
 _Q4_0 = Layout(4, 32, True, "q8_0", "times_q4_0")            # 6 (4.5)
 _Q4_1 = Layout(4, 32, True, "q8_1", "times_q4_1")            # 6 (5)
@@ -93,7 +93,7 @@ TYPES = {t.name: t for t in (            # name -> type, in ggml id order
     QuantType("Q5_0", 6, 32, 22, None, _8_BIT, unpack.q5_0_rows),
     QuantType("Q5_1", 7, 32, 24, None, _Q5_1, unpack.q5_1_rows),
     QuantType("Q8_0", 8, 32, 34, unpack.q8_0_values, _8_BIT, unpack.q8_0_rows),
-    QuantType("Q2_K", 10, 256, 84, None, _Q2_K, unpack.q2_k_rows),
+    QuantType("Q2_K", 10, 256, 84, None, _Q2_K, unpack.q2_k_rows, unpack.q2_k_parts),
     QuantType("Q3_K", 11, 256, 110, None, _Q3_K, unpack.q3_k_rows, unpack.q3_k_parts),
     QuantType("Q4_K", 12, 256, 144, None, _Q4_K, unpack.q4_k_rows, unpack.q4_k_parts),
     QuantType("Q5_K", 13, 256, 176, None, _Q5_K, unpack.q5_k_rows, unpack.q5_k_parts),

@@ -203,6 +203,13 @@ def q2_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, 
     q[...] = _two_bits(b[..., 16:80]).view(np.int8).reshape(rows, cols)
 
 
+def q2_k_parts(raw, rows: int, cols: int):  # -> d, dmin [rows, cols/256] float32, sc, m [rows, cols/16] uint8
+    """Q2_K's scales before they are multiplied (`q2_k_rows` keeps d * sc and dmin * m)."""
+    b = np.asarray(raw, np.uint8).reshape(rows, cols // SUPER, 84)        # [r, nb, 84]
+    sc = b[..., 0:16].reshape(rows, -1)
+    return half(b[..., 80:82]), half(b[..., 82:84]), sc & 15, sc >> 4
+
+
 def _q3_k_scales(s):  # [..., 12] uint8 -> [..., 16] int8, sc - 32
     """Q3_K's sixteen 6-bit scales: the low 4 bits of scale j in byte j % 8 (low nibble for
     j < 8, high after), its top 2 bits at bits 2 * (j // 4) of byte 8 + j % 4."""
