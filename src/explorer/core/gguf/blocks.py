@@ -9,7 +9,6 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from . import unpack
 from .quant_types import BY_ID, LAYOUTS, Layout, QuantType
 from .unpack import BLOCK
 # numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
@@ -35,8 +34,7 @@ class BlockMatrix:
         m[ids]      dequantised rows (the embedding lookup)
         m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit"""
 
-    q: np.ndarray                  # [rows, cols/2] uint8 (4-bit), [rows, cols/2 + cols/8] uint8
-                                   # (5-bit) or [rows, cols] int8 (8-bit)
+    q: np.ndarray                  # [rows, cols/2] uint8 (4-bit) or [rows, cols] int8 (8-bit)
     scale: np.ndarray              # [rows, cols/group] float32
     offset: np.ndarray | None      # [rows, cols/group] float32, None for rows without offsets
     layout: Layout                 # its type's (`quant_types`): bits, group, offset, the loops
@@ -56,8 +54,8 @@ class BlockMatrix:
     def from_gguf(cls, raw: np.ndarray, ggml_type: int, shape: tuple[int, int]) -> "BlockMatrix":
         """From a tensor's raw bytes (GGUFFile.raw) of one of the `quant_types.QUANTISED`
         types (by its ggml id), numpy shape [rows, cols]; copies out of the file, which may
-        then close. Q4_K becomes 4-bit rows, Q5_1 and Q5_K 5-bit ones, Q5_0 and the other
-        K-quants 8-bit ones (`unpack`)."""
+        then close. Q4_K becomes 4-bit rows, Q5_0, Q5_1 and the other K-quants 8-bit ones
+        (`unpack`)."""
         return cls.from_gguf_rows([(raw, ggml_type, shape)])
 
     @classmethod
@@ -88,7 +86,7 @@ class BlockMatrix:
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.q.shape[0], self.q.shape[1] * 8 // self.bits
+        return self.q.shape[0], self.q.shape[1] * (2 if self.bits == 4 else 1)
 
     @property
     def group(self) -> int:
@@ -121,10 +119,17 @@ class BlockMatrix:
                            None if self.k_parts is None else tuple(a[start:stop] for a in self.k_parts))
 
     def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
-        """Rows unpacked by numpy (`unpack.dense`), as the loops unpack them. (Through
+        """Rows unpacked by numpy, as the loops unpack them: an integer times its scale is
+        exact in float32, so the value rounds once (by the offset) either way. (Through
         `dense`, a Decode step's one embedding row cost a product by a [cols, cols] identity.)"""
-        return unpack.dense(self.bits, self.q[rows], self.scale[rows],
-                            None if self.offset is None else self.offset[rows])
+        q, scale = self.q[rows], self.scale[rows][..., None]           # [n, cols/2 or cols], [n, blocks, 1]
+        n, blocks = scale.shape[0], scale.shape[1]
+        if self.bits == 8:                                             # q * scale (+ offset)
+            values = q.reshape(n, blocks, -1).astype(np.float32) * scale
+            return (values if self.offset is None else values + self.offset[rows][..., None]).reshape(n, -1)
+        packed = q.reshape(n, blocks, BLOCK // 2)                      # [n, blocks, 16] bytes
+        nibbles = np.concatenate([packed & 15, packed >> 4], axis=-1)  # [n, blocks, 32]: low, then high
+        return (nibbles.astype(np.float32) * scale + self.offset[rows][..., None]).reshape(n, -1)
 
     def dense(self) -> np.ndarray:  # -> [rows, cols] float32
         """Every weight, through the products' own unpacking (of several rows, as a
@@ -141,8 +146,6 @@ class BlockMatrix:
         weights = (self.q, self.scale) if self.offset is None else (self.q, self.scale, self.offset)
         if self.bits == 8:
             return rows, cols, weights, *k.EIGHT_BIT[self.group, self.offset is not None]
-        if self.bits == 5:
-            return rows, cols, weights, k.matvec_5bit, k.matmul_5bit
         return rows, cols, weights, k.matvec_4bit, k.matmul_4bit
 
     def times_rows(self, x: np.ndarray) -> np.ndarray:  # x [n, cols] -> x @ self.T [n, rows]
@@ -150,7 +153,7 @@ class BlockMatrix:
         if x.ndim != 2 or x.shape[1] != cols:
             raise ValueError(f"cannot multiply {x.shape} by a [{cols}, {rows}] matrix")
         x = np.ascontiguousarray(x, np.float32)
-        if self.bits != 8:
+        if self.bits == 4:
             x = nibble_order(x)
         out = np.empty((x.shape[0], rows), np.float32)
         with _LAUNCH:
@@ -216,9 +219,9 @@ def layouts_of(ggml_types) -> set[tuple[int, int, bool]]:
     return {t.layout.loops for t in map(BY_ID.get, ggml_types) if t is not None and t.layout is not None}
 
 
-def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4- and 5-bit rows unpack
+def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bit rows unpack
     """Elements 0-15 of every block first, then elements 16-31 of every block, the order
-    in which `kernels` unpacks a 4- or 5-bit row (low nibbles, then high ones)."""
+    in which `kernels` unpacks a 4-bit row (low nibbles, then high ones)."""
     n, cols = x.shape
     if n == 1:                                    # a decode step: one gather (a third of the time)
         return x[:, _nibble_index(cols)]

@@ -18,8 +18,8 @@ activation block (value = q_x * d) is then
     scale * d * sum(q_w * q_x) + offset * d * sum(q_x)
 with both sums exact integers: the only roundings are the activations' and a few float32
 products per block. These loops compute exactly that for every weight type the model
-files use (4-bit rows: Q4_0, Q4_1, Q4_K; 5-bit rows: Q5_1, Q5_K; 8-bit rows with a scale
-per 32: Q5_0, Q8_0; per 16: Q3_K, Q6_K, and with an offset: Q2_K).
+files use (4-bit rows: Q4_0, Q4_1, Q4_K; 8-bit rows with a scale per 32: Q5_0, Q8_0, and
+with an offset: Q5_1, Q5_K; per 16: Q3_K, Q6_K, and with an offset: Q2_K).
 
 The float order of those sums depends on how many activation rows llama.cpp multiplies
 at once (`times_rows`' batch): one row takes ggml_vec_dot / gemv, several take tinyBLAS
@@ -172,29 +172,16 @@ def product_8bit_lanes(xq, xd, q, scale, out):
             out[i, j] = ((a0 + a4) + (a2 + a6)) + ((a1 + a5) + (a3 + a7))
 
 
-@nb.njit(inline="always")
-def _five_bit_row(q, j, w):
-    """Row j of 5-bit rows (`kernels`: nibbles, then the fifth bits in nibble order) as its
-    values 0..31 in element order: w [cols] int32."""
-    half = w.shape[0] // 2
-    for b in range(half // 16):
-        for k in range(16):
-            v, p = q[j, 16 * b + k], 16 * b + k                 # nibble positions p and half + p
-            w[32 * b + k] = np.int32(v & 15) | (np.int32((q[j, half + (p >> 3)] >> (p & 7)) & 1) << 4)
-            w[32 * b + 16 + k] = (np.int32(v >> 4)
-                                  | (np.int32((q[j, half + ((half + p) >> 3)] >> (p & 7)) & 1) << 4))
-
-
 @_exact
-def product_5bit_lanes(xq, xd, xs, q, scale, offset, out):
+def product_8bit_offset_lanes(xq, xd, xs, q, scale, offset, out):
     """Q5_1 rows (value = q * d + m, q 0..31) times Q8_1 activations, as llama.cpp's x86
     ggml_vec_dot_q5_1_q8_1 sums: the lanes of `product_8bit_lanes` over q * q_x, and a
     float32 sum of m * s (fma), added last. xq [n, cols] int8, xd, xs [n, cols/32],
-    q [rows, cols/2 + cols/8] uint8 (5-bit rows), scale, offset [rows, cols/32] -> out [n, rows]."""
-    n, cols = xq.shape
-    for j in nb.prange(q.shape[0]):
-        w = np.empty(cols, np.int32)
-        _five_bit_row(q, j, w)
+    q [rows, cols] int8, scale, offset [rows, cols/32] -> out [n, rows]."""
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
+        w = q[j]
         for i in range(n):
             x = xq[i]
             a0 = a1 = a2 = a3 = a4 = a5 = a6 = a7 = np.float32(0)
@@ -379,14 +366,13 @@ def product_q5_k(xq, xd, q, d, dmin, sc, m, out):
     eight sub-blocks of 32 times its scale, added as lane = fma(d * d_x, lane sum, lane);
     and a float32 sum of -(d_x * dmin) times the block's integer sum of m * sum(x) (fma),
     added after `_sum_lanes`. xq [n, cols] int8, xd [n, cols/32] (one per 256, repeated),
-    q [rows, cols/2 + cols/8] uint8 (5-bit rows), d, dmin [rows, cols/256], sc, m
-    [rows, cols/32] uint8 -> out [n, rows]."""
-    n, cols = xq.shape
-    for j in nb.prange(q.shape[0]):
+    q [rows, cols] int8 (0..31), d, dmin [rows, cols/256], sc, m [rows, cols/32] uint8
+    -> out [n, rows]."""
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
         acc = np.empty(8, np.float32)
         lanes = np.empty(8, np.int32)
-        w = np.empty(cols, np.int32)
-        _five_bit_row(q, j, w)
         for i in range(n):
             acc[:] = 0
             minimum = np.float32(0)
@@ -400,7 +386,7 @@ def product_q5_k(xq, xd, q, d, dmin, sc, m, out):
                         k = base + 32 * c + 4 * lane
                         p = np.int32(0)
                         for e in range(k, k + 4):
-                            p += w[e] * np.int32(xq[i, e])
+                            p += np.int32(q[j, e]) * np.int32(xq[i, e])
                             x_sum += np.int32(xq[i, e])
                         lanes[lane] += np.int32(sc[j, 8 * s + c]) * p
                     imin += np.int32(m[j, 8 * s + c]) * x_sum
@@ -418,10 +404,9 @@ def product_k_tiled(xq, xd, q, d, dmin, sc, m, out):
     once (ggml-cpu/tiled, AVX512-VNNI microtile): per block of 256 one exact integer sum
     s1 of sc * q * x and one s2 of m * sum(x); result = fma(-dmin, s2, s1 * d) in float32,
     then out = fma(result, d_x, out), block after block. Shapes as `product_q5_k`."""
-    n, cols = xq.shape
-    for j in nb.prange(q.shape[0]):
-        w = np.empty(cols, np.int32)
-        _five_bit_row(q, j, w)
+    rows, cols = q.shape
+    n = xq.shape[0]
+    for j in nb.prange(rows):
         for i in range(n):
             total = np.float32(0)
             for s in range(cols // 256):
@@ -429,7 +414,7 @@ def product_k_tiled(xq, xd, q, d, dmin, sc, m, out):
                 for c in range(8):
                     p, x_sum = np.int32(0), np.int32(0)
                     for e in range(256 * s + 32 * c, 256 * s + 32 * c + 32):
-                        p += w[e] * np.int32(xq[i, e])
+                        p += np.int32(q[j, e]) * np.int32(xq[i, e])
                         x_sum += np.int32(xq[i, e])
                     s1 += np.int32(sc[j, 8 * s + c]) * p
                     s2 += np.int32(m[j, 8 * s + c]) * x_sum
@@ -502,7 +487,7 @@ def times_q4_k(m, xq, xd, xs, out, batch: int) -> None:  # four rows at a time, 
 
 
 def times_q5_1(m, xq, xd, xs, out, batch: int) -> None:
-    product_5bit_lanes(xq, xd, xs, m.q, m.scale, m.offset, out)
+    product_8bit_offset_lanes(xq, xd, xs, m.q, m.scale, m.offset, out)
 
 
 def times_q2_k(m, xq, xd, xs, out, batch: int) -> None:  # four rows at a time, then one by one

@@ -32,14 +32,11 @@ from .quant_types import LAYOUTS  # noqa: E402
 #     4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
 #            and element 32b + 16 + k (high nibble); value = nibble * scale + offset
 #            (Q4_1: offset = the block's minimum; Q4_0: offset = -8 * scale)
-#     5-bit  q [rows, cols/2 + cols/8] uint8: a 4-bit row's bytes, then the fifth bit of
-#            each element, eight a byte, in nibble order (below); value = q * scale + offset
-#            (Q5_1, Q5_K)
-#     8-bit  q [rows, cols] int8; value = q * scale, or q * scale + offset (Q2_K)
+#     8-bit  q [rows, cols] int8; value = q * scale, or q * scale + offset (Q5_1, Q5_K, Q2_K)
 #     scale, offset [rows, cols/32] float32, one per block (8-bit rows made from Q2_K, Q3_K
 #     and Q6_K have one per 16 elements: their own pairs of 8-bit loops, `EIGHT_BIT`)
 # The K-quants, Q5_0 and Q5_1 are rewritten in these layouts at load (`unpack`).
-# A 4- or 5-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
+# A 4-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
 # 0..cols/2-1), then the high nibbles; the input rows are permuted to the same order
 # (`blocks.nibble_order`) once per product.
 # Unpacking is exact (a 4- or 8-bit integer times a float16 scale fits a float32); the dot
@@ -158,53 +155,6 @@ def matmul_4bit(x, q, scale, offset, out):
                     d, m = scale[j0 + r, t >> 4], offset[j0 + r, t >> 4]
                     w[r, t] = np.float32(np.uint8(v & low)) * d + m
                     w[r, half + t] = np.float32(np.uint8(v >> shift)) * d + m
-            _dots(x, w, j0, min(GROUP, rows - j0), out)
-
-
-@_compiled(parallel=True)
-def matvec_5bit(x, q, scale, offset, out):
-    """out = w @ x for one input row: x [cols] float32 in nibble order, q [rows, cols/2 +
-    cols/8] uint8 (a 4-bit row's bytes, then the fifth bits in nibble order, eight a byte),
-    scale, offset [rows, cols/32] -> out [rows]. As `matvec_4bit`, with value = (nibble |
-    fifth bit << 4) * scale + offset."""
-    rows = q.shape[0]
-    half = scale.shape[1] * 16
-    low, shift, one = np.uint8(15), np.uint8(4), np.uint8(1)
-    for j in nb.prange(rows):
-        s = np.float32(0)
-        for t in range(half):
-            v = q[j, t]
-            bit = np.uint8(t & 7)
-            first = (q[j, half + (t >> 3)] >> bit) & one               # position t's fifth bit
-            second = (q[j, half + ((half + t) >> 3)] >> bit) & one     # position half + t's
-            d, m = scale[j, t >> 4], offset[j, t >> 4]
-            s += (x[t] * (np.float32(np.uint8((v & low) | (first << shift))) * d + m)
-                  + x[half + t] * (np.float32(np.uint8((v >> shift) | (second << shift))) * d + m))
-        out[j] = s
-
-
-@_compiled(parallel=True)
-def matmul_5bit(x, q, scale, offset, out):
-    """out = x @ w.T: x [n, cols] float32 in nibble order, q, scale, offset as in
-    `matvec_5bit` -> out [n, rows]."""
-    rows = q.shape[0]
-    half = scale.shape[1] * 16
-    low, shift, one = np.uint8(15), np.uint8(4), np.uint8(1)
-    groups = (rows + GROUP - 1) // GROUP
-    parts = min(groups, PARTS)
-    for p in nb.prange(parts):                           # as in matmul_4bit
-        w = np.empty((GROUP, 2 * half), np.float32)
-        for g in range(p * groups // parts, (p + 1) * groups // parts):
-            j0 = g * GROUP
-            for r in range(min(GROUP, rows - j0)):
-                for t in range(half):
-                    v = q[j0 + r, t]
-                    bit = np.uint8(t & 7)
-                    first = (q[j0 + r, half + (t >> 3)] >> bit) & one
-                    second = (q[j0 + r, half + ((half + t) >> 3)] >> bit) & one
-                    d, m = scale[j0 + r, t >> 4], offset[j0 + r, t >> 4]
-                    w[r, t] = np.float32(np.uint8((v & low) | (first << shift))) * d + m
-                    w[r, half + t] = np.float32(np.uint8((v >> shift) | (second << shift))) * d + m
             _dots(x, w, j0, min(GROUP, rows - j0), out)
 
 

@@ -21,10 +21,9 @@ class Layout:
     Tensors of one layout are stacked into one matrix and share the loops, in either
     arithmetic."""
 
-    bits: int          # 4: two weights a byte (uint8); 5: those nibbles, then a bit per weight
-                       # (`unpack.pack_five`); 8: one weight a byte (int8)
+    bits: int          # 4: two weights a byte (uint8); 8: one weight a byte (int8)
     group: int         # elements per scale (and offset): 32, or 16 (Q2_K's, Q3_K's, Q6_K's)
-    offset: bool       # value = q * scale + offset (always, for 4- and 5-bit rows), else q * scale
+    offset: bool       # value = q * scale + offset (always, for 4-bit rows), else q * scale
     activations: str   # how llama.cpp rounds the rows it multiplies them by (its vec_dot type):
                        # "q8_0", "q8_1" or "q8_K" (`int8_products.quantize_rows`)
     product: str       # the `int8_products` function multiplying them as llama.cpp does (a
@@ -41,8 +40,7 @@ class Layout:
 
     def empty(self, rows: int, cols: int):  # -> q, scale, offset (None without offsets)
         """The arrays a matrix [rows, cols] of this layout is kept in, unfilled."""
-        q = (np.empty((rows, cols), np.int8) if self.bits == 8 else
-             np.empty((rows, cols // 2 + (cols // 8 if self.bits == 5 else 0)), np.uint8))
+        q = np.empty((rows, cols // 2), np.uint8) if self.bits == 4 else np.empty((rows, cols), np.int8)
         scale = np.empty((rows, cols // self.group), np.float32)
         return q, scale, np.empty_like(scale) if self.offset else None
 
@@ -79,11 +77,11 @@ class QuantType:
 _8_BIT = Layout(8, 32, False, "q8_0", "times_8bit_lanes")     # Q8_0 (8.5), Q5_0 (5.5): 9
 _Q4_0 = Layout(4, 32, True, "q8_0", "times_q4_0")            # 6 (4.5)
 _Q4_1 = Layout(4, 32, True, "q8_1", "times_q4_1")            # 6 (5)
-_Q5_1 = Layout(5, 32, True, "q8_1", "times_q5_1")            # 7 (6)
+_Q5_1 = Layout(8, 32, True, "q8_1", "times_q5_1")            # 10 (6)
 _Q2_K = Layout(8, 16, True, "q8_K", "times_q2_k")            # 12 (2.625)
 _Q3_K = Layout(8, 16, False, "q8_K", "times_q3_k")           # 10 (3.4375)
 _Q4_K = Layout(4, 32, True, "q8_K", "times_q4_k")            # 6 (4.5)
-_Q5_K = Layout(5, 32, True, "q8_K", "times_q5_k")            # 7 (5.5)
+_Q5_K = Layout(8, 32, True, "q8_K", "times_q5_k")            # 10 (5.5)
 _Q6_K = Layout(8, 16, False, "q8_K", "times_q6_k")           # 10 (6.5625)
 
 TYPES = {t.name: t for t in (            # name -> type, in ggml id order

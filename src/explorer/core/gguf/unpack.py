@@ -30,10 +30,10 @@ _FIELDS = {"Q4_0": np.dtype([("d", "<f2"), ("q", "V16")]),
 #           (256 elements, a scale per 16); value = (q - 32) * (d * sc)
 #                                                                 -> 8-bit, scale per 16
 #     Q5_1  f16 d | f16 m | uint32 qh | 16 bytes qs: Q5_0's bits, value = q * d + m
-#                                                                 -> 5-bit, offset m
+#                                                                 -> 8-bit, offset m
 #     Q5_K  Q4_K's d, dmin, scales | 32 bytes qh | 128 bytes qs: element 32b + l takes bit b
 #           of qh[l] as its fifth bit; value = q * (d * sc) - dmin * m
-#                                                                 -> 5-bit, offset -(dmin * m)
+#                                                                 -> 8-bit, offset -(dmin * m)
 #     Q3_K  32 bytes hmask | 64 bytes qs (2 bits) | 12 bytes of 6-bit scales | f16 d: element
 #           128h + 32s + l has bits 2s, 2s+1 of qs[32h + l] and bit 4h + s of hmask[l] (clear:
 #           minus 4); value = q * (d * (sc - 32)), a scale per 16   -> 8-bit, scale per 16
@@ -136,20 +136,9 @@ def q5_0_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, 
     scale[...] = half(b[..., 0:2])
 
 
-def pack_five(values: np.ndarray, q: np.ndarray) -> None:  # [rows, cols] uint8 0..31 -> q [rows, cols/2 + cols/8]
-    """5-bit rows: the low 4 bits of each value as 4-bit rows keep them (byte k of block b:
-    element 32b + k, then 32b + 16 + k), then the fifth bits, eight a byte (lowest bit
-    first), in the order the loops unpack the nibbles (`kernels`' nibble order)."""
-    rows, cols = values.shape
-    blocks = values.reshape(rows, cols // BLOCK, 2, 16)                   # [r, nb, first/second 16, 16]
-    q[:, :cols // 2] = ((blocks[:, :, 0] & 15) | ((blocks[:, :, 1] & 15) << 4)).reshape(rows, cols // 2)
-    fifth = (blocks >> 4).transpose(0, 2, 1, 3).reshape(rows, cols)       # nibble order
-    q[:, cols // 2:] = np.packbits(fifth, axis=-1, bitorder="little")
-
-
-def q5_1_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols/2 + cols/8] uint8, scale, offset [rows, cols/32]
+def q5_1_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale, offset [rows, cols/32]
     b = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, 24)        # [r, nb, 24]
-    pack_five(_five_bits(b[..., 4:]).reshape(rows, cols), q)
+    q[...] = _five_bits(b[..., 4:]).view(np.int8).reshape(rows, cols)
     scale[...] = half(b[..., 0:2])
     offset[...] = half(b[..., 2:4])
 
@@ -177,7 +166,7 @@ def q4_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, 
     q[...] = (elements[..., :16] | (elements[..., 16:] << 4)).reshape(rows, cols // 2)   # the loops' byte order
 
 
-def q5_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols/2 + cols/8] uint8, scale, offset [rows, cols/32]
+def q5_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale, offset [rows, cols/32]
     nb = cols // SUPER
     b = np.asarray(raw, np.uint8).reshape(rows, nb, 176)                  # [r, nb, 176]
     d, dmin = half(b[..., 0:2]), half(b[..., 2:4])                        # [r, nb]
@@ -187,7 +176,7 @@ def q5_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, 
     qs = b[..., 48:].reshape(rows, nb, 4, 1, 32)                          # 4 pairs of sub-blocks
     low = ((qs >> np.array([0, 4], np.uint8).reshape(2, 1)) & 15).reshape(rows, nb, 8, 32)
     high = (b[..., 16:48].reshape(rows, nb, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(8, 1)) & 1
-    pack_five((low | (high << 4)).reshape(rows, cols), q)                 # [r, nb, 8 sub-blocks, 32]
+    q[...] = (low | (high << 4)).view(np.int8).reshape(rows, cols)         # [r, nb, 8 sub-blocks, 32]
 
 
 def q5_k_parts(raw, rows: int, cols: int):  # -> d, dmin [rows, cols/256] float32, sc, m [rows, cols/32] uint8
@@ -272,17 +261,11 @@ def q6_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, 
 
 
 def dense(bits: int, q: np.ndarray, scale: np.ndarray, offset) -> np.ndarray:  # -> [rows, cols] float32
-    """Every value of rewritten rows (its type's values: `reader.dequantize`; the rows of
-    an embedding lookup): an integer times its scale is exact in float32, so each value
-    rounds once (by the offset), as in the loops."""
+    """Every value of a rewritten matrix (its type's values: `reader.dequantize`)."""
     rows = q.shape[0]
     if bits == 8:
         groups = q.reshape(rows, scale.shape[1], -1).astype(np.float32) * scale[..., None]
         return (groups if offset is None else groups + offset[..., None]).reshape(rows, -1)
-    nb = scale.shape[1]
-    blocks = q[:, :16 * nb].reshape(rows, nb, 16)                         # [r, nb, 16]
-    values = np.concatenate([blocks & 15, blocks >> 4], axis=-1)          # [r, nb, 32]
-    if bits == 5:                                                         # the fifth bits, nibble order
-        fifth = np.unpackbits(q[:, 16 * nb:], axis=-1, bitorder="little").reshape(rows, 2, nb, 16)
-        values |= fifth.transpose(0, 2, 1, 3).reshape(rows, nb, 32) << 4
-    return (values.astype(np.float32) * scale[..., None] + offset[..., None]).reshape(rows, -1)
+    blocks = q.reshape(rows, -1, 16)                                      # [r, nb, 16]
+    values = np.concatenate([blocks & 15, blocks >> 4], axis=-1).astype(np.float32)   # [r, nb, 32]
+    return (values * scale[..., None] + offset[..., None]).reshape(rows, -1)
