@@ -17,6 +17,7 @@ from hypothesis import given, settings, strategies as st
 from explorer.core.gguf.ggml_arithmetic import half_product, rope_ggml, rope_tables_ggml, softmax_ggml
 from explorer.core.gguf.int8_products import quantize_rows
 from explorer.core.gguf.blocks import BlockMatrix
+from explorer.core.gguf.quant_types import TYPES
 
 f32 = np.float32
 
@@ -113,21 +114,22 @@ def random_matrix(rng, layout: str, rows: int, cols: int) -> BlockMatrix:
     def halfs(*shape, low=0.001, high=0.05):
         return rng.uniform(low, high, shape).astype(np.float16).astype(f32)
     if layout == "Q8_0":
-        return BlockMatrix(rng.integers(-127, 128, (rows, cols), dtype=np.int8), halfs(rows, cols // 32), None)
+        return BlockMatrix(rng.integers(-127, 128, (rows, cols), dtype=np.int8), halfs(rows, cols // 32), None,
+                           TYPES["Q8_0"].layout)
     if layout == "Q6_K":
         d, sc = halfs(rows, cols // 256), rng.integers(-128, 128, (rows, cols // 16), dtype=np.int8)
         return BlockMatrix(rng.integers(-32, 32, (rows, cols), dtype=np.int8),
-                           d.repeat(16, axis=1) * sc.astype(f32), None, "q8_K", (d, sc))
+                           d.repeat(16, axis=1) * sc.astype(f32), None, TYPES["Q6_K"].layout, (d, sc))
     q = rng.integers(0, 256, (rows, cols // 2), dtype=np.uint8)
     scale = halfs(rows, cols // 32)
     if layout == "Q4_0":
-        return BlockMatrix(q, scale, scale * f32(-8), "q8_0")
+        return BlockMatrix(q, scale, scale * f32(-8), TYPES["Q4_0"].layout)
     if layout == "Q4_1":
-        return BlockMatrix(q, scale, halfs(rows, cols // 32, low=-0.5, high=0.5), "q8_1")
+        return BlockMatrix(q, scale, halfs(rows, cols // 32, low=-0.5, high=0.5), TYPES["Q4_1"].layout)
     d, dmin = halfs(rows, cols // 256), halfs(rows, cols // 256)
     sc, m = (rng.integers(0, 64, (rows, cols // 32), dtype=np.uint8) for _ in range(2))
     return BlockMatrix(q, d.repeat(8, axis=1) * sc.astype(f32), -(dmin.repeat(8, axis=1) * m.astype(f32)),
-                       "q8_K", (d, dmin, sc, m))
+                       TYPES["Q4_K"].layout, (d, dmin, sc, m))
 
 
 @settings(max_examples=30, deadline=None)
@@ -146,7 +148,7 @@ def test_an_integer_product_equals_float64_sums_of_the_same_rounded_numbers(layo
     if m.offset is None:
         reference = rounded @ m.dense().astype(np.float64).T
     else:                              # nibble * scale times x, and each block's offset times its s
-        nibbles = BlockMatrix(m.q, m.scale, np.zeros_like(m.offset)).dense().astype(np.float64)
+        nibbles = BlockMatrix(m.q, m.scale, np.zeros_like(m.offset), m.layout).dense().astype(np.float64)
         reference = rounded @ nibbles.T + s.astype(np.float64) @ m.offset.astype(np.float64).T
     got = m.T.times_int8(x)
     size = np.abs(rounded) @ np.abs(m.dense().astype(np.float64)).T + 1e-30      # sum of |terms|
@@ -198,3 +200,183 @@ def test_rotary_positions_turn_pairs_by_the_angle_of_their_position():
     c, s = np.cos(angle)[:, None], np.sin(angle)[:, None]
     turned = np.stack([pairs[:, :, 0] * c - pairs[:, :, 1] * s, pairs[:, :, 0] * s + pairs[:, :, 1] * c], 2)
     assert np.allclose(got[1:], turned.reshape(2, -1), atol=2e-4)
+
+
+# Products of raw file blocks, each against a transcription of the loop llama.cpp's x86
+# build runs for it (ggml-cpu/arch/x86/quants.c ggml_vec_dot_*, AVX2; ggml-cpu/tiled's
+# AVX512-VNNI microtile from eight activation rows), one float32 step at a time from the
+# C structs' bytes: equal to the bit.
+
+def fma32(a, b, c) -> f32:
+    """a * b + c rounded once to float32 (the FMA instruction), exactly: through fractions."""
+    from fractions import Fraction
+    exact = Fraction(float(a)) * Fraction(float(b)) + Fraction(float(c))
+    near = f32(float(exact))                     # at most one float32 step from the answer
+    candidates = [np.nextafter(near, f32(-np.inf)), near, np.nextafter(near, f32(np.inf))]
+    return min(candidates, key=lambda v: (abs(Fraction(float(v)) - exact), int(v.view(np.uint32)) & 1))
+
+
+def hsum_float_8(lanes) -> f32:
+    """x86 quants.c hsum_float_8: the upper four lanes onto the lower, then movehl, then movehdup."""
+    a = [f32(lanes[k + 4] + lanes[k]) for k in range(4)]
+    b = [f32(a[0] + a[2]), f32(a[1] + a[3])]
+    return f32(b[0] + b[1])
+
+
+def f16_at(block, at) -> f32:
+    return f32(np.frombuffer(bytes(block[at:at + 2]), "<f2")[0])
+
+
+def k_scale_min(scales, j):  # get_scale_min_k4
+    if j < 4:
+        return scales[j] & 63, scales[j + 4] & 63
+    return (scales[j + 4] & 0xF) | ((scales[j - 4] >> 6) << 4), (scales[j + 4] >> 4) | ((scales[j] >> 6) << 4)
+
+
+def q3_k_scales(scales):  # the kmask shuffle of ggml_vec_dot_q3_K_q8_K, on four uint32
+    aux = [int.from_bytes(bytes(scales[4 * k:4 * k + 4]), "little") for k in range(3)] + [0]
+    kmask1, kmask2, tmp = 0x03030303, 0x0F0F0F0F, aux[2]
+    aux[2] = ((aux[0] >> 4) & kmask2) | (((tmp >> 4) & kmask1) << 4)
+    aux[3] = ((aux[1] >> 4) & kmask2) | (((tmp >> 6) & kmask1) << 4)
+    aux[0] = (aux[0] & kmask2) | (((tmp >> 0) & kmask1) << 4)
+    aux[1] = (aux[1] & kmask2) | (((tmp >> 2) & kmask1) << 4)
+    return [int(v) - 32 for v in np.frombuffer(b"".join(a.to_bytes(4, "little") for a in aux), np.int8)]
+
+
+def q5_1_quants(block):  # ggml_vec_dot_q5_1_q8_1_generic's x0, x1
+    qh = int.from_bytes(bytes(block[4:8]), "little")
+    qs = block[8:24]
+    low = [(qs[j] & 0xF) | (((qh >> j) << 4) & 0x10) for j in range(16)]
+    return low + [(qs[j] >> 4) | ((qh >> (j + 12)) & 0x10) for j in range(16)]
+
+
+def q5_k_quants(block):  # 256 values 0..31: the generic dequantiser's loop over four chunks of 64
+    qh, qs, out = block[16:48], block[48:176], []
+    for j in range(4):
+        u1, u2 = 1 << 2 * j, 2 << 2 * j
+        out += [(qs[32 * j + l] & 0xF) + (16 if qh[l] & u1 else 0) for l in range(32)]
+        out += [(qs[32 * j + l] >> 4) + (16 if qh[l] & u2 else 0) for l in range(32)]
+    return out
+
+
+def q3_k_quants(block):  # 256 values -4..3: the generic loop over two halves of 128
+    hm, qs, out, m = block[0:32], block[32:96], [], 1
+    for half in range(2):
+        for shift in (0, 2, 4, 6):
+            out += [((qs[32 * half + l] >> shift) & 3) - (0 if hm[l] & m else 4) for l in range(32)]
+            m <<= 1
+    return out
+
+
+def lane_sums(q, y, scale_of):  # 8 int32 lanes of a block of 256: lane l, elements 4l..4l+3 of each run
+    return [sum(scale_of(32 * c + 4 * l) * sum(q[32 * c + 4 * l + e] * y[32 * c + 4 * l + e] for e in range(4))
+                for c in range(8)) for l in range(8)]
+
+
+def reference_q5_1(wrow, xrow):
+    qy, dy, sy = llama_q8_0(xrow, with_sum=True)
+    acc, summs = [f32(0)] * 8, f32(0)
+    for b, block in enumerate(wrow.reshape(-1, 24).tolist()):
+        dx, m = f16_at(block, 0), f16_at(block, 2)
+        summs = fma32(m, f32(sy[b]), summs)
+        q, y = q5_1_quants(block), qy[32 * b:32 * b + 32]
+        d = f32(dx * f32(dy[b]))
+        for lane in range(8):
+            acc[lane] = fma32(f32(sum(q[e] * y[e] for e in range(4 * lane, 4 * lane + 4))), d, acc[lane])
+    return f32(hsum_float_8(acc) + summs)
+
+
+def reference_q5_k(wrow, xrow, tiled):
+    qy, dy, bsums = llama_q8_K(xrow)
+    acc, summs, total = [f32(0)] * 8, f32(0), f32(0)
+    for b, block in enumerate(wrow.reshape(-1, 176).tolist()):
+        xd, xdmin, scales = f16_at(block, 0), f16_at(block, 2), block[4:16]
+        sc, mins = zip(*(k_scale_min(scales, j) for j in range(8)))
+        q, y, yd = q5_k_quants(block), qy[256 * b:256 * b + 256], f32(dy[b])
+        imin = sum(mins[s] * (bsums[16 * b + 2 * s] + bsums[16 * b + 2 * s + 1]) for s in range(8))
+        if tiled:          # s1, s2 exact; result = fnmadd(dmin, s2, s1 * d); buf += result * d_y (fused)
+            s1 = sum(sc[e // 32] * q[e] * y[e] for e in range(256))
+            total = fma32(fma32(-xdmin, f32(imin), f32(f32(s1) * xd)), yd, total)
+            continue
+        d, dmin = f32(yd * xd), f32(-yd * xdmin)
+        summs = fma32(dmin, f32(imin), summs)
+        for lane, isum in enumerate(lane_sums(q, y, lambda e: sc[e // 32])):
+            acc[lane] = fma32(d, f32(isum), acc[lane])
+    return total if tiled else f32(hsum_float_8(acc) + summs)
+
+
+def reference_q3_k(wrow, xrow, tiled):
+    qy, dy, _ = llama_q8_K(xrow)
+    acc, total = [f32(0)] * 8, f32(0)
+    for b, block in enumerate(wrow.reshape(-1, 110).tolist()):
+        xd, sc = f16_at(block, 108), q3_k_scales(block[96:108])
+        q, y, yd = q3_k_quants(block), qy[256 * b:256 * b + 256], f32(dy[b])
+        if tiled:          # no minimum: result = s1 * d; buf += result * d_y (fused)
+            s1 = sum(sc[e // 16] * q[e] * y[e] for e in range(256))
+            total = fma32(f32(f32(s1) * xd), yd, total)
+            continue
+        d = f32(yd * xd)
+        for lane, isum in enumerate(lane_sums(q, y, lambda e: sc[e // 16])):
+            acc[lane] = fma32(d, f32(isum), acc[lane])
+    return total if tiled else hsum_float_8(acc)
+
+
+def raw_blocks(rng, kind: str, rows: int, cols: int) -> np.ndarray:  # -> [rows, bytes per row] uint8
+    """Random blocks (every bit pattern of quants and scales) with small finite float16 scales."""
+    qtype = TYPES[kind]
+    raw = rng.integers(0, 256, (rows * cols // qtype.block, qtype.block_bytes), dtype=np.uint8)
+    for at in {"Q5_1": (0, 2), "Q5_K": (0, 2), "Q3_K": (108,), "Q2_K": (80, 82)}[kind]:
+        raw[:, at:at + 2] = (rng.standard_normal(len(raw)) * 0.02).astype("<f2").view(np.uint8).reshape(-1, 2)
+    return raw.reshape(rows, -1)
+
+
+@pytest.mark.parametrize("kind, batch", [("Q5_1", 1), ("Q5_1", 8), ("Q5_K", 1), ("Q5_K", 8), ("Q3_K", 1),
+                                         ("Q3_K", 8)])
+def test_new_types_multiply_as_llama_cpps_x86_loops_to_the_bit(kind, batch):
+    """One activation row (or fewer than eight) takes ggml_vec_dot; from eight rows the
+    K-quants take the tiled kernel (Q5_1 has none: vec_dot still)."""
+    rng = np.random.default_rng(sum(map(ord, kind)) + batch)
+    rows, cols = 3, 512
+    raw = raw_blocks(rng, kind, rows, cols)
+    m = BlockMatrix.from_gguf(raw.reshape(-1), TYPES[kind].ggml_id, (rows, cols))
+    x = rows_with_ties(rng, 2, cols)
+    got = m.T.times_int8(x, batch)
+    tiled = batch >= 8
+    for i in range(2):
+        for j in range(rows):
+            want = (reference_q5_1(raw[j], x[i]) if kind == "Q5_1" else
+                    reference_q5_k(raw[j], x[i], tiled) if kind == "Q5_K" else reference_q3_k(raw[j], x[i], tiled))
+            assert got[i, j].view(np.uint32) == want.view(np.uint32), (i, j, got[i, j], want)
+
+
+def reference_q2_k(wrow, xrow, run):
+    """The repacked kernels' sums (llama.cpp repacks Q2_K on AVX-512): per `run` elements,
+    256 for one activation row (gemv), 128 for rows four at a time (gemm)."""
+    qy, dy, bsums = llama_q8_K(xrow)
+    total, minimum = f32(0), f32(0)
+    for b, block in enumerate(wrow.reshape(-1, 84).tolist()):
+        scales, qs, xd, xdmin, yd = block[0:16], block[16:80], f16_at(block, 80), f16_at(block, 82), f32(dy[b])
+        q = [(qs[32 * (e // 128) + e % 32] >> 2 * (e % 128 // 32)) & 3 for e in range(256)]
+        y = qy[256 * b:256 * b + 256]
+        for start in range(0, 256, run):
+            isum = sum((scales[e // 16] & 0xF) * q[e] * y[e] for e in range(start, start + run))
+            imin = sum((scales[g] >> 4) * bsums[16 * b + g] for g in range(start // 16, (start + run) // 16))
+            total = fma32(f32(isum), f32(xd * yd), total)
+            minimum = fma32(f32(imin), f32(xdmin * yd), minimum)
+    return f32(total - minimum)
+
+
+@pytest.mark.parametrize("batch", [1, 5])
+def test_q2_k_multiplies_as_llama_cpps_repacked_kernels_to_the_bit(batch):
+    """Five rows at once: the first four through the gemm, the fifth through the gemv."""
+    rng = np.random.default_rng(21 + batch)
+    rows, cols = 3, 512
+    raw = raw_blocks(rng, "Q2_K", rows, cols)
+    m = BlockMatrix.from_gguf(raw.reshape(-1), TYPES["Q2_K"].ggml_id, (rows, cols))
+    x = rows_with_ties(rng, 5, cols)
+    got = m.T.times_int8(x, batch)
+    for i in range(5):
+        run = 128 if batch > 3 and i < 4 else 256
+        for j in range(rows):
+            want = reference_q2_k(raw[j], x[i], run)
+            assert got[i, j].view(np.uint32) == want.view(np.uint32), (i, j, got[i, j], want)

@@ -13,11 +13,17 @@ from hypothesis import strategies as st
 from explorer.core.models.decoder import LayerParams
 from explorer.core.gguf.reader import dequantize
 from explorer.core.gguf.blocks import BlockMatrix, nibble_order
+from explorer.core.gguf.quant_types import TYPES
 
-KINDS = (Q.Q4_0, Q.Q4_1, Q.Q8_0)
-K_QUANTS = (Q.Q5_0, Q.Q4_K, Q.Q6_K)      # a Q4_K_M file's other types (Gemma 3's)
+KINDS = (Q.Q4_0, Q.Q4_1, Q.Q5_1, Q.Q8_0)     # the `gguf` package quantises these
+# the others, built from random bytes: a Q4_K_M file's (Gemma 3's), and the rest of Q2_K's,
+# Q3_K_S/M/L's and Q5_K_M's
+K_QUANTS = (Q.Q5_0, Q.Q4_K, Q.Q6_K, Q.Q2_K, Q.Q3_K, Q.Q5_K)
 # where each block keeps its float16 scales (and minimums): byte offsets in the block
-F16_AT = {Q.Q5_0: (0,), Q.Q4_K: (0, 2), Q.Q6_K: (208,), Q.Q4_0: (0,), Q.Q4_1: (0, 2), Q.Q8_0: (0,)}
+F16_AT = {Q.Q5_0: (0,), Q.Q4_K: (0, 2), Q.Q6_K: (208,), Q.Q4_0: (0,), Q.Q4_1: (0, 2), Q.Q8_0: (0,),
+          Q.Q5_1: (0, 2), Q.Q2_K: (80, 82), Q.Q3_K: (108,), Q.Q5_K: (0, 2)}
+
+
 
 
 def quantised(rng, rows, cols, kind, scale=1.0):
@@ -55,7 +61,7 @@ def check_product(rng, m: BlockMatrix, w: np.ndarray, n: int) -> None:
 def test_unpacking_equals_llama_cpps_dequantiser_bit_for_bit(kind):
     rng = np.random.default_rng(int(kind))
     m, want = quantised(rng, 37, 96, kind, scale=3.0)      # 37 rows: a short last group of 4
-    assert m.shape == (37, 96) and m.bits == (8 if kind == Q.Q8_0 else 4)
+    assert m.shape == (37, 96) and m.bits == (8 if kind in (Q.Q8_0, Q.Q5_1) else 4)
     np.testing.assert_array_equal(m.dense(), want)
     raw = quants.quantize(want, kind)                        # our own reader agrees too
     np.testing.assert_array_equal(dequantize(raw.reshape(-1), int(kind)).reshape(want.shape), want)
@@ -68,7 +74,7 @@ def test_k_quant_unpacking_equals_the_gguf_packages_dequantiser_bit_for_bit(kind
     raw, want = random_blocks(rng, 13, 512, kind)
     m = BlockMatrix.from_gguf(raw, kind, (13, 512))
     assert m.shape == (13, 512) and m.bits == (4 if kind == Q.Q4_K else 8)
-    assert m.group == (16 if kind == Q.Q6_K else 32)
+    assert m.group == (16 if kind in (Q.Q2_K, Q.Q3_K, Q.Q6_K) else 32)
     np.testing.assert_array_equal(m.dense(), want)
     np.testing.assert_array_equal(dequantize(raw, int(kind)).reshape(want.shape), want)
     np.testing.assert_array_equal(m[[12, 0, 3]], want[[12, 0, 3]])
@@ -81,7 +87,7 @@ def test_k_quant_unpacking_equals_the_gguf_packages_dequantiser_bit_for_bit(kind
 def test_a_nan_scale_shows_as_nan_in_its_block_not_as_zero(kind):
     raw, want = random_blocks(np.random.default_rng(7), 2, 256, kind, bad_scale=np.nan)
     m = BlockMatrix.from_gguf(raw, kind, (2, 256))
-    block = 32 if kind == Q.Q5_0 else 256                   # what the bad scale covers
+    block = TYPES[kind.name].block                          # what the bad scale covers
     got = m.dense()        # (unpacked through the products: a nan weight spreads along its row)
     assert np.isnan(want[0, :block]).all() and np.isnan(got[0, :block]).all()
     assert np.isfinite(want[1]).all() and np.isfinite(got[1]).all()
@@ -106,14 +112,14 @@ def test_products_equal_a_float64_product_over_the_unpacked_weights(kind, rows, 
     check_product(rng, *quantised(rng, rows, 32 * blocks, kind), n)
 
 
-@pytest.mark.parametrize("kind", KINDS + (Q.Q6_K,), ids=lambda k: k.name)
+@pytest.mark.parametrize("kind", KINDS + (Q.Q6_K, Q.Q2_K, Q.Q5_K), ids=lambda k: k.name)
 def test_a_matrix_of_more_groups_than_runs_multiplies_every_row(kind):
     """More groups of four weight rows than `block_kernels.PARTS` runs: each run unpacks
     several groups into its one buffer (here 131 groups, the last one short, in 64 runs)."""
     from explorer.core.gguf.kernels import GROUP, PARTS
     rows = GROUP * (2 * PARTS + 2) + 3
     rng = np.random.default_rng(7)
-    if kind == Q.Q6_K:
+    if kind in K_QUANTS:
         raw, w = random_blocks(rng, rows, 256, kind)
         m = BlockMatrix.from_gguf(raw, kind, (rows, 256))
     else:
@@ -196,7 +202,8 @@ def test_stacked_rows_multiply_as_their_parts_and_a_layer_keeps_them_fused():
     assert other.wqkv is None                         # a replaced block: the parts are the truth
 
 
-@pytest.mark.parametrize("kinds", [(Q.Q8_0, Q.Q5_0, Q.Q8_0), (Q.Q4_K, Q.Q4_K), (Q.Q6_K, Q.Q6_K), (Q.Q4_0, Q.Q4_0)],
+@pytest.mark.parametrize("kinds", [(Q.Q8_0, Q.Q5_0, Q.Q8_0), (Q.Q4_K, Q.Q4_K), (Q.Q6_K, Q.Q6_K), (Q.Q4_0, Q.Q4_0),
+                                   (Q.Q5_K, Q.Q5_K), (Q.Q3_K, Q.Q3_K), (Q.Q2_K, Q.Q2_K, Q.Q2_K), (Q.Q5_1, Q.Q5_1)],
                          ids=lambda kinds: "+".join(k.name for k in kinds))
 def test_tensors_read_into_one_stack_are_their_parts_one_after_another(kinds):
     """A layer's Q, K and V are copied from the file straight into one matrix; Gemma 3
@@ -218,12 +225,25 @@ def test_tensors_read_into_one_stack_are_their_parts_one_after_another(kinds):
 
 def test_tensors_of_other_kinds_or_widths_are_not_stacked():
     rng = np.random.default_rng(12)
-    q4_k, q6_k = (random_blocks(rng, 4, 256, kind)[0] for kind in (Q.Q4_K, Q.Q6_K))
+    q4_k, q6_k, q3_k = (random_blocks(rng, 4, 256, kind)[0] for kind in (Q.Q4_K, Q.Q6_K, Q.Q3_K))
     with pytest.raises(ValueError, match="cannot stack"):
         BlockMatrix.from_gguf_rows([(q4_k, Q.Q4_K, (4, 256)), (q6_k, Q.Q6_K, (4, 256))])
+    with pytest.raises(ValueError, match="cannot stack"):     # rows alike, llama.cpp's products not
+        BlockMatrix.from_gguf_rows([(q3_k, Q.Q3_K, (4, 256)), (q6_k, Q.Q6_K, (4, 256))])
     wide = random_blocks(rng, 2, 512, Q.Q4_K)[0]
     with pytest.raises(ValueError, match="cannot stack"):
         BlockMatrix.from_gguf_rows([(q4_k, Q.Q4_K, (4, 256)), (wide, Q.Q4_K, (2, 512))])
+
+
+def test_bfloat16_is_read_as_the_gguf_package_reads_it():
+    rng = np.random.default_rng(13)
+    x = np.concatenate([rng.standard_normal(200) * 10.0 ** rng.integers(-30, 30, 200),
+                        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-40]]).astype(np.float32)
+    raw = quants.quantize(x, Q.BF16).reshape(-1).view(np.uint8)
+    want = quants.dequantize(raw, Q.BF16).astype(np.float32).reshape(-1)
+    got = dequantize(raw, int(Q.BF16))
+    assert got.dtype == np.float32
+    np.testing.assert_array_equal(got.view(np.uint32), want.view(np.uint32))    # bits: -0.0, nan
 
 
 def test_two_threads_multiplying_at_once_get_what_one_gets_alone():

@@ -35,14 +35,16 @@ class BlockMatrix:
         m.dense()   the whole matrix as float32, equal to `gguf.dequantize` bit for bit"""
 
     q: np.ndarray                  # [rows, cols/2] uint8 (4-bit) or [rows, cols] int8 (8-bit)
-    scale: np.ndarray              # [rows, cols/32] float32 ([rows, cols/16] for Q6_K's 8-bit rows)
-    offset: np.ndarray | None      # [rows, cols/32] float32 for 4-bit, None for 8-bit
-    activations: str = "q8_0"      # how llama.cpp rounds the input rows it multiplies:
-                                   # "q8_0", "q8_1" (Q4_1's) or "q8_K" (K-quants'): `layout`
+    scale: np.ndarray              # [rows, cols/group] float32
+    offset: np.ndarray | None      # [rows, cols/group] float32, None for rows without offsets
+    layout: Layout                 # its type's (`quant_types`): bits, group, offset, the loops
+                                   # and llama.cpp's product
     k_parts: tuple | None = None   # a K-quant's scales before they were multiplied, which
-                                   # llama.cpp's integer products apply separately: Q4_K's
-                                   # (d, dmin [rows, cols/256], sc, m [rows, cols/32] uint8),
-                                   # Q6_K's (d [rows, cols/256], sc [rows, cols/16] int8)
+                                   # llama.cpp's integer products apply separately: Q4_K's and
+                                   # Q5_K's (d, dmin [rows, cols/256], sc, m [rows, cols/32]
+                                   # uint8), Q2_K's (the same, sc and m [rows, cols/16]),
+                                   # Q3_K's and Q6_K's (d [rows, cols/256], sc [rows, cols/16]
+                                   # int8)
 
     __array_ufunc__ = None         # numpy must not turn it into an object array
     dtype = np.dtype(np.float32)
@@ -52,7 +54,8 @@ class BlockMatrix:
     def from_gguf(cls, raw: np.ndarray, ggml_type: int, shape: tuple[int, int]) -> "BlockMatrix":
         """From a tensor's raw bytes (GGUFFile.raw) of one of the `quant_types.QUANTISED`
         types (by its ggml id), numpy shape [rows, cols]; copies out of the file, which may
-        then close. Q5_0 and Q6_K become 8-bit rows, Q4_K 4-bit ones (`unpack`)."""
+        then close. Q4_K becomes 4-bit rows, Q5_0, Q5_1 and the other K-quants 8-bit ones
+        (`unpack`)."""
         return cls.from_gguf_rows([(raw, ggml_type, shape)])
 
     @classmethod
@@ -74,32 +77,32 @@ class BlockMatrix:
             k_parts.append(_copy_rows(np.asarray(raw, np.uint8), qtype, n, cols, q[part], scale[part],
                                       None if offset is None else offset[part]))
             start += n
-        return cls(q, scale, offset, layout.activations,
+        return cls(q, scale, offset, layout,
                    None if k_parts[0] is None else tuple(map(np.concatenate, zip(*k_parts))))
 
     @property
     def bits(self) -> int:
-        return 8 if self.offset is None else 4
+        return self.layout.bits
 
     @property
     def shape(self) -> tuple[int, int]:
-        return self.q.shape[0], self.q.shape[1] * (1 if self.offset is None else 2)
+        return self.q.shape[0], self.q.shape[1] * (2 if self.bits == 4 else 1)
 
     @property
     def group(self) -> int:
-        """Elements per scale: 32, or 16 (Q6_K's)."""
-        return self.shape[1] // self.scale.shape[1]
+        """Elements per scale: 32, or 16 (Q2_K's, Q3_K's, Q6_K's)."""
+        return self.layout.group
 
     @property
-    def kind(self) -> tuple[int, int, str]:
-        """(bits, group, activations): matrices of one kind can be stacked and multiplied
-        by one loop, in either arithmetic."""
-        return self.bits, self.group, self.activations
+    def activations(self) -> str:
+        """How llama.cpp rounds the rows it multiplies: "q8_0", "q8_1" or "q8_K"."""
+        return self.layout.activations
 
     @property
-    def layout(self) -> Layout:
-        """Its `kind`'s entry in `quant_types.LAYOUTS` (which names its llama.cpp product)."""
-        return LAYOUTS[self.kind]
+    def kind(self) -> tuple:
+        """Its layout's `kind`: matrices of one kind can be stacked and multiplied by one
+        loop, in either arithmetic."""
+        return self.layout.kind
 
     @property
     def nbytes(self) -> int:
@@ -112,7 +115,7 @@ class BlockMatrix:
     def row_block(self, start: int, stop: int) -> "BlockMatrix":
         """Rows start..stop-1 as a view (the Q, K and V parts of a stacked matrix)."""
         return BlockMatrix(self.q[start:stop], self.scale[start:stop],
-                           None if self.offset is None else self.offset[start:stop], self.activations,
+                           None if self.offset is None else self.offset[start:stop], self.layout,
                            None if self.k_parts is None else tuple(a[start:stop] for a in self.k_parts))
 
     def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
@@ -121,8 +124,9 @@ class BlockMatrix:
         `dense`, a Decode step's one embedding row cost a product by a [cols, cols] identity.)"""
         q, scale = self.q[rows], self.scale[rows][..., None]           # [n, cols/2 or cols], [n, blocks, 1]
         n, blocks = scale.shape[0], scale.shape[1]
-        if self.offset is None:                                        # 8-bit: q * scale
-            return (q.reshape(n, blocks, -1).astype(np.float32) * scale).reshape(n, -1)
+        if self.bits == 8:                                             # q * scale (+ offset)
+            values = q.reshape(n, blocks, -1).astype(np.float32) * scale
+            return (values if self.offset is None else values + self.offset[rows][..., None]).reshape(n, -1)
         packed = q.reshape(n, blocks, BLOCK // 2)                      # [n, blocks, 16] bytes
         nibbles = np.concatenate([packed & 15, packed >> 4], axis=-1)  # [n, blocks, 32]: low, then high
         return (nibbles.astype(np.float32) * scale + self.offset[rows][..., None]).reshape(n, -1)
@@ -139,17 +143,17 @@ class BlockMatrix:
         120 products of SmolLM2, and finding its loops anew cost a tenth of the step."""
         k = _kernels()
         rows, cols = self.shape
-        if self.offset is None:
-            matvec, matmul = k.EIGHT_BIT[self.group]
-            return rows, cols, (self.q, self.scale), matvec, matmul
-        return rows, cols, (self.q, self.scale, self.offset), k.matvec_4bit, k.matmul_4bit
+        weights = (self.q, self.scale) if self.offset is None else (self.q, self.scale, self.offset)
+        if self.bits == 8:
+            return rows, cols, weights, *k.EIGHT_BIT[self.group, self.offset is not None]
+        return rows, cols, weights, k.matvec_4bit, k.matmul_4bit
 
     def times_rows(self, x: np.ndarray) -> np.ndarray:  # x [n, cols] -> x @ self.T [n, rows]
         rows, cols, weights, matvec, matmul = self._loops
         if x.ndim != 2 or x.shape[1] != cols:
             raise ValueError(f"cannot multiply {x.shape} by a [{cols}, {rows}] matrix")
         x = np.ascontiguousarray(x, np.float32)
-        if self.offset is not None:
+        if self.bits == 4:
             x = nibble_order(x)
         out = np.empty((x.shape[0], rows), np.float32)
         with _LAUNCH:
@@ -198,18 +202,19 @@ def prepare(layouts=None) -> None:
     Loading a quantised model does it for the layouts it holds, so that its first
     Prefill's time (which the timeline shows) is the model's, and `explorer model install`
     does it, so that the first load does not wait for the compiler. (The loops depend on
-    bits and group only: the activations a layout names matter to llama.cpp's
-    arithmetic, `int8_products`.)"""
+    bits, group and offset only: the activations and product a layout names matter to
+    llama.cpp's arithmetic, `int8_products`.)"""
     for loops, layout in {lo.loops: lo for lo in LAYOUTS.values()}.items():
         if layouts is not None and loops not in layouts:
             continue                   # SmolLM2 has no 8-bit rows with a scale per 16
         q, scale, offset = layout.empty(1, BLOCK)                              # a matrix [1, 32]
-        m = BlockMatrix(np.zeros_like(q), np.ones_like(scale), None if offset is None else np.ones_like(offset))
+        m = BlockMatrix(np.zeros_like(q), np.ones_like(scale), None if offset is None else np.ones_like(offset),
+                        layout)
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
 
 
-def layouts_of(ggml_types) -> set[tuple[int, int]]:
+def layouts_of(ggml_types) -> set[tuple[int, int, bool]]:
     """The loops' layouts (`prepare`) that tensors of these ggml types are multiplied in."""
     return {t.layout.loops for t in map(BY_ID.get, ggml_types) if t is not None and t.layout is not None}
 

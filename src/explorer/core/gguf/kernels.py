@@ -32,10 +32,10 @@ from .quant_types import LAYOUTS  # noqa: E402
 #     4-bit  q [rows, cols/2] uint8: byte k of block b holds element 32b + k (low nibble)
 #            and element 32b + 16 + k (high nibble); value = nibble * scale + offset
 #            (Q4_1: offset = the block's minimum; Q4_0: offset = -8 * scale)
-#     8-bit  q [rows, cols] int8; value = q * scale
-#     scale, offset [rows, cols/32] float32, one per block (8-bit rows made from Q6_K have
-#     a scale per 16 elements: their own pair of 8-bit loops, `EIGHT_BIT[16]`)
-# Q5_0, Q4_K and Q6_K blocks are rewritten in these layouts at load (`unpack`).
+#     8-bit  q [rows, cols] int8; value = q * scale, or q * scale + offset (Q5_1, Q5_K, Q2_K)
+#     scale, offset [rows, cols/32] float32, one per block (8-bit rows made from Q2_K, Q3_K
+#     and Q6_K have one per 16 elements: their own pairs of 8-bit loops, `EIGHT_BIT`)
+# The K-quants, Q5_0 and Q5_1 are rewritten in these layouts at load (`unpack`).
 # A 4-bit row unpacks in nibble order: the low nibbles of all its bytes first (positions
 # 0..cols/2-1), then the high nibbles; the input rows are permuted to the same order
 # (`blocks.nibble_order`) once per product.
@@ -158,10 +158,13 @@ def matmul_4bit(x, q, scale, offset, out):
             _dots(x, w, j0, min(GROUP, rows - j0), out)
 
 
-def _eight_bit_loops(shift: int):
-    """The two 8-bit loops for rows with a scale per 1 << shift elements (5: per 32, 4: per
-    16, Q6_K's). The shift is a constant of each pair, folded in when it compiles: passed as
-    an argument it kept the loops from vectorising (a 262,144-row product: 138 ms, not 24)."""
+def _eight_bit_loops(shift: int, offset: bool):
+    """The two 8-bit loops for rows with a scale (and, with `offset`, an offset) per
+    1 << shift elements (5: per 32; 4: per 16, Q2_K's, Q3_K's and Q6_K's). The shift is a
+    constant of each pair, folded in when it compiles: passed as an argument it kept the
+    loops from vectorising (a 262,144-row product: 138 ms, not 24)."""
+    if offset:
+        return _offset_loops(shift)
 
     @_compiled(parallel=True)
     def matvec_8bit(x, q, scale, out):
@@ -192,6 +195,41 @@ def _eight_bit_loops(shift: int):
     return matvec_8bit, matmul_8bit
 
 
-# elements per scale -> (matvec, matmul), for each group of the 8-bit layouts
-EIGHT_BIT = {group: _eight_bit_loops(group.bit_length() - 1)
-             for group in dict.fromkeys(lo.group for lo in LAYOUTS.values() if lo.bits == 8)}
+def _offset_loops(shift: int):
+    """`_eight_bit_loops` of rows whose value is q * scale + offset (Q5_1, Q5_K, Q2_K: an
+    unsigned q and a minimum). q * scale is exact, so a fused multiply-add rounds the value
+    as the `gguf` package's dequantiser does, once."""
+
+    @_compiled(parallel=True)
+    def matvec_8bit_offset(x, q, scale, offset, out):
+        """out = w @ x for one input row: x [cols] float32, q [rows, cols] int8,
+        scale, offset [rows, cols >> shift] -> out [rows]."""
+        for j in nb.prange(q.shape[0]):
+            s = np.float32(0)
+            for t in range(q.shape[1]):
+                s += x[t] * (np.float32(q[j, t]) * scale[j, t >> shift] + offset[j, t >> shift])
+            out[j] = s
+
+    @_compiled(parallel=True)
+    def matmul_8bit_offset(x, q, scale, offset, out):
+        """out = x @ w.T: x [n, cols] float32, q [rows, cols] int8, scale, offset
+        [rows, cols >> shift] -> out [n, rows]."""
+        rows, cols = q.shape
+        groups = (rows + GROUP - 1) // GROUP
+        parts = min(groups, PARTS)
+        for p in nb.prange(parts):                           # as in matmul_4bit
+            w = np.empty((GROUP, cols), np.float32)
+            for g in range(p * groups // parts, (p + 1) * groups // parts):
+                j0 = g * GROUP
+                for r in range(min(GROUP, rows - j0)):
+                    for t in range(cols):
+                        w[r, t] = (np.float32(q[j0 + r, t]) * scale[j0 + r, t >> shift]
+                                   + offset[j0 + r, t >> shift])
+                _dots(x, w, j0, min(GROUP, rows - j0), out)
+
+    return matvec_8bit_offset, matmul_8bit_offset
+
+
+# (elements per scale, offset) -> (matvec, matmul), for each kind of 8-bit rows the layouts have
+EIGHT_BIT = {(group, offset): _eight_bit_loops(group.bit_length() - 1, offset)
+             for group, offset in dict.fromkeys((lo.group, lo.offset) for lo in LAYOUTS.values() if lo.bits == 8)}

@@ -21,27 +21,28 @@ class Layout:
     Tensors of one layout are stacked into one matrix and share the loops, in either
     arithmetic."""
 
-    bits: int          # 4: two weights a byte, value = nibble * scale + offset; 8: int8, q * scale
-    group: int         # elements per scale: 32, or 16 (Q6_K's)
+    bits: int          # 4: two weights a byte (uint8); 8: one weight a byte (int8)
+    group: int         # elements per scale (and offset): 32, or 16 (Q2_K's, Q3_K's, Q6_K's)
+    offset: bool       # value = q * scale + offset (always, for 4-bit rows), else q * scale
     activations: str   # how llama.cpp rounds the rows it multiplies them by (its vec_dot type):
                        # "q8_0", "q8_1" or "q8_K" (`int8_products.quantize_rows`)
     product: str       # the `int8_products` function multiplying them as llama.cpp does (a
                        # name: that module loads numba, reading a file must not)
 
     @property
-    def kind(self) -> tuple[int, int, str]:
-        return self.bits, self.group, self.activations
+    def kind(self) -> tuple[int, int, bool, str, str]:
+        return self.bits, self.group, self.offset, self.activations, self.product
 
     @property
-    def loops(self) -> tuple[int, int]:
-        """(bits, group): what the float loops (`kernels`) of its rows depend on."""
-        return self.bits, self.group
+    def loops(self) -> tuple[int, int, bool]:
+        """(bits, group, offset): what the float loops (`kernels`) of its rows depend on."""
+        return self.bits, self.group, self.offset
 
-    def empty(self, rows: int, cols: int):  # -> q, scale, offset (None for 8-bit rows)
+    def empty(self, rows: int, cols: int):  # -> q, scale, offset (None without offsets)
         """The arrays a matrix [rows, cols] of this layout is kept in, unfilled."""
         q = np.empty((rows, cols // 2), np.uint8) if self.bits == 4 else np.empty((rows, cols), np.int8)
         scale = np.empty((rows, cols // self.group), np.float32)
-        return q, scale, np.empty((rows, cols // unpack.BLOCK), np.float32) if self.bits == 4 else None
+        return q, scale, np.empty_like(scale) if self.offset else None
 
 
 @dataclass(frozen=True)
@@ -67,31 +68,49 @@ class QuantType:
         n = raw.size // self.block_bytes * self.block          # one row of all the elements
         q, scale, offset = self.layout.empty(1, n)
         self.rewrite(raw, 1, n, q, scale, offset)
-        return unpack.dense(q, scale, offset).reshape(-1)
+        return unpack.dense(self.layout.bits, q, scale, offset).reshape(-1)
 
 
-_8_BIT = Layout(8, 32, "q8_0", "times_8bit_lanes")    # Q8_0's and Q5_0's rows: one loop for both
+# The layouts, with the bits each keeps per weight: q, and float32 scales (and offsets)
+# per group; a K-quant's `k_parts` add 0.75 (Q4_K, Q5_K), 0.625 (Q3_K, Q6_K) or 1.25
+# (Q2_K). The file's own bits per weight in brackets.
+_8_BIT = Layout(8, 32, False, "q8_0", "times_8bit_lanes")     # Q8_0 (8.5), Q5_0 (5.5): 9
+_Q4_0 = Layout(4, 32, True, "q8_0", "times_q4_0")            # 6 (4.5)
+_Q4_1 = Layout(4, 32, True, "q8_1", "times_q4_1")            # 6 (5)
+_Q5_1 = Layout(8, 32, True, "q8_1", "times_q5_1")            # 10 (6)
+_Q2_K = Layout(8, 16, True, "q8_K", "times_q2_k")            # 12 (2.625)
+_Q3_K = Layout(8, 16, False, "q8_K", "times_q3_k")           # 10 (3.4375)
+_Q4_K = Layout(4, 32, True, "q8_K", "times_q4_k")            # 6 (4.5)
+_Q5_K = Layout(8, 32, True, "q8_K", "times_q5_k")            # 10 (5.5)
+_Q6_K = Layout(8, 16, False, "q8_K", "times_q6_k")           # 10 (6.5625)
 
 TYPES = {t.name: t for t in (            # name -> type, in ggml id order
     # name, id, elements and bytes per block, values, layout, rewrite, k_parts
     QuantType("F32", 0, 1, 4, unpack.f32_values),
     QuantType("F16", 1, 1, 2, unpack.f16_values),
-    QuantType("Q4_0", 2, 32, 18, unpack.q4_0_values, Layout(4, 32, "q8_0", "times_q4_0"), unpack.q4_0_rows),
-    QuantType("Q4_1", 3, 32, 20, unpack.q4_1_values, Layout(4, 32, "q8_1", "times_q4_1"), unpack.q4_1_rows),
+    QuantType("Q4_0", 2, 32, 18, unpack.q4_0_values, _Q4_0, unpack.q4_0_rows),
+    QuantType("Q4_1", 3, 32, 20, unpack.q4_1_values, _Q4_1, unpack.q4_1_rows),
     QuantType("Q5_0", 6, 32, 22, None, _8_BIT, unpack.q5_0_rows),
+    QuantType("Q5_1", 7, 32, 24, None, _Q5_1, unpack.q5_1_rows),
     QuantType("Q8_0", 8, 32, 34, unpack.q8_0_values, _8_BIT, unpack.q8_0_rows),
-    QuantType("Q4_K", 12, 256, 144, None, Layout(4, 32, "q8_K", "times_q4_k"), unpack.q4_k_rows, unpack.q4_k_parts),
-    QuantType("Q6_K", 14, 256, 210, None, Layout(8, 16, "q8_K", "times_q6_k"), unpack.q6_k_rows, unpack.q6_k_parts),
+    QuantType("Q2_K", 10, 256, 84, None, _Q2_K, unpack.q2_k_rows, unpack.q2_k_parts),
+    QuantType("Q3_K", 11, 256, 110, None, _Q3_K, unpack.q3_k_rows, unpack.q3_k_parts),
+    QuantType("Q4_K", 12, 256, 144, None, _Q4_K, unpack.q4_k_rows, unpack.q4_k_parts),
+    QuantType("Q5_K", 13, 256, 176, None, _Q5_K, unpack.q5_k_rows, unpack.q5_k_parts),
+    QuantType("Q6_K", 14, 256, 210, None, _Q6_K, unpack.q6_k_rows, unpack.q6_k_parts),
+    QuantType("BF16", 30, 1, 2, unpack.bf16_values),
 )}
 BY_ID = {t.ggml_id: t for t in TYPES.values()}
 QUANTISED = tuple(t for t in TYPES.values() if t.layout is not None)
-LAYOUTS = {t.layout.kind: t.layout for t in QUANTISED}   # (bits, group, activations) -> its layout
+LAYOUTS = {t.layout.kind: t.layout for t in QUANTISED}   # `Layout.kind` -> its layout
 
 # names of the ggml types this explorer does not read, for messages (a type in TYPES is
 # named by its entry)
-OTHER_NAMES = {7: "Q5_1", 9: "Q8_1", 10: "Q2_K", 11: "Q3_K", 13: "Q5_K", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS",
-               18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL", 21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8",
-               25: "I16", 26: "I32", 27: "I64", 28: "F64", 29: "IQ1_M", 30: "BF16", 34: "TQ1_0", 35: "TQ2_0"}
+OTHER_NAMES = {9: "Q8_1", 15: "Q8_K", 16: "IQ2_XXS", 17: "IQ2_XS", 18: "IQ3_XXS", 19: "IQ1_S", 20: "IQ4_NL",
+               21: "IQ3_S", 22: "IQ2_S", 23: "IQ4_XS", 24: "I8", 25: "I16", 26: "I32", 27: "I64", 28: "F64",
+               29: "IQ1_M", 34: "TQ1_0", 35: "TQ2_0", 39: "MXFP4", 40: "NVFP4", 41: "Q1_0"}
+# the downloads whose files hold only types of TYPES (llama.cpp's names for its mixes)
+DOWNLOADS = ("Q4_K_M", "Q5_K_M", "Q6_K", "Q8_0")
 
 
 def type_name(ggml_id: int) -> str:

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .quant_types import BY_ID, TYPES, QuantType, type_name
+from .quant_types import BY_ID, DOWNLOADS, TYPES, QuantType, type_name
 from ..errors import ExplorerError
 from ..limits import MAX_GGUF_BYTES, MAX_NESTING
 from ..userfile import open_regular
@@ -303,9 +303,9 @@ class GGUFFile:
     def raw(self, name: str) -> np.ndarray:  # -> [nbytes] uint8 view into the mapped file
         info = self.info(name)
         if info.quant_type is None:
-            supported = ", ".join(TYPES)
-            raise GGUFError(f"{self.path}: tensor {name} is {info.type_name}, which this reader "
-                            f"cannot dequantise (supported: {supported})")
+            raise GGUFError(f"{self.path}: tensor {name} is {info.type_name}, which Token Explorer does not "
+                            f"read (it reads {', '.join(TYPES)}); download a {', '.join(DOWNLOADS[:-1])} "
+                            f"or {DOWNLOADS[-1]} file of this model instead")
         return self._map[info.offset:info.offset + info.nbytes]
 
     def tensor(self, name: str) -> np.ndarray:  # -> float32, numpy shape = ne reversed

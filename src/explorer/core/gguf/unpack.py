@@ -29,7 +29,18 @@ _FIELDS = {"Q4_0": np.dtype([("d", "<f2"), ("q", "V16")]),
 #     Q6_K  128 bytes ql (low 4 bits) | 64 bytes qh (high 2 bits) | 16 int8 scales | f16 d
 #           (256 elements, a scale per 16); value = (q - 32) * (d * sc)
 #                                                                 -> 8-bit, scale per 16
-# A 4- or 6-bit integer times a float16 scale times a 6- or 8-bit scale fits a float32
+#     Q5_1  f16 d | f16 m | uint32 qh | 16 bytes qs: Q5_0's bits, value = q * d + m
+#                                                                 -> 8-bit, offset m
+#     Q5_K  Q4_K's d, dmin, scales | 32 bytes qh | 128 bytes qs: element 32b + l takes bit b
+#           of qh[l] as its fifth bit; value = q * (d * sc) - dmin * m
+#                                                                 -> 8-bit, offset -(dmin * m)
+#     Q3_K  32 bytes hmask | 64 bytes qs (2 bits) | 12 bytes of 6-bit scales | f16 d: element
+#           128h + 32s + l has bits 2s, 2s+1 of qs[32h + l] and bit 4h + s of hmask[l] (clear:
+#           minus 4); value = q * (d * (sc - 32)), a scale per 16   -> 8-bit, scale per 16
+#     Q2_K  16 bytes of 4-bit scale and minimum | 64 bytes qs (2 bits) | f16 d | f16 dmin:
+#           element 128h + 32s + l has bits 2s, 2s+1 of qs[32h + l]; per 16,
+#           value = q * (d * sc) - dmin * m             -> 8-bit, offset -(dmin * m) per 16
+# A 2- to 6-bit integer times a float16 scale times a 4- to 8-bit scale fits a float32
 # exactly, so each value is rounded at most once (by the offset), as in the `gguf`
 # package's dequantiser.
 
@@ -49,6 +60,11 @@ def f32_values(raw):  # [nbytes] uint8 -> [n] float32
 
 def f16_values(raw):  # [nbytes] uint8 -> [n] float32
     return raw.view("<f2").astype(np.float32)
+
+
+def bf16_values(raw):  # [nbytes] uint8 -> [n] float32
+    """bfloat16 is the top half of a float32: its 16 bits shifted up are the value."""
+    return (raw.view("<u2").astype(np.uint32) << 16).view(np.float32)
 
 
 def _blocks(raw, size: int):  # [nbytes] uint8 -> blocks [nb, size], d [nb, 1] float32
@@ -107,13 +123,24 @@ def q4_1_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, 
     offset[...] = _kept(raw, "Q4_1", rows, cols, q, scale)["m"]
 
 
+def _five_bits(b):  # [r, nb, 4 + 16] uint32 qh | qs -> [r, nb, 32] uint8, 0..31
+    """Q5_0's and Q5_1's quants: element j's low nibble from qs, its fifth bit bit j of qh."""
+    high = np.unpackbits(b[..., 0:4], axis=-1, bitorder="little")         # [r, nb, 32]: bit j of qh
+    qs = b[..., 4:]                                                       # [r, nb, 16]
+    return np.concatenate([qs & 15, qs >> 4], axis=-1) | (high << 4)
+
+
 def q5_0_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale [rows, cols/32]
     b = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, 22)        # [r, nb, 22]
-    high = np.unpackbits(b[..., 2:6], axis=-1, bitorder="little")         # [r, nb, 32]: bit j of qh
-    qs = b[..., 6:]                                                       # [r, nb, 16]
-    low = np.concatenate([qs & 15, qs >> 4], axis=-1)                     # [r, nb, 32]
-    q[...] = ((low | (high << 4)).astype(np.int8) - np.int8(16)).reshape(rows, cols)
+    q[...] = (_five_bits(b[..., 2:]).astype(np.int8) - np.int8(16)).reshape(rows, cols)
     scale[...] = half(b[..., 0:2])
+
+
+def q5_1_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale, offset [rows, cols/32]
+    b = np.asarray(raw, np.uint8).reshape(rows, cols // BLOCK, 24)        # [r, nb, 24]
+    q[...] = _five_bits(b[..., 4:]).view(np.int8).reshape(rows, cols)
+    scale[...] = half(b[..., 0:2])
+    offset[...] = half(b[..., 2:4])
 
 
 def _scales_and_minimums(s: np.ndarray):  # [..., 12] uint8 -> sc, m [..., 8] uint8
@@ -137,6 +164,74 @@ def q4_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, 
     elements = (qs >> np.array([0, 4], np.uint8).reshape(2, 1)) & 15      # [r, nb, 4, 2, 32]
     elements = elements.reshape(rows, cols // BLOCK, BLOCK)               # [r, sub-blocks, 32]
     q[...] = (elements[..., :16] | (elements[..., 16:] << 4)).reshape(rows, cols // 2)   # the loops' byte order
+
+
+def q5_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale, offset [rows, cols/32]
+    nb = cols // SUPER
+    b = np.asarray(raw, np.uint8).reshape(rows, nb, 176)                  # [r, nb, 176]
+    d, dmin = half(b[..., 0:2]), half(b[..., 2:4])                        # [r, nb]
+    sc, m = _scales_and_minimums(b[..., 4:16])                            # [r, nb, 8]
+    scale[...] = (d[..., None] * sc.astype(np.float32)).reshape(rows, cols // BLOCK)
+    offset[...] = (-(dmin[..., None] * m.astype(np.float32))).reshape(rows, cols // BLOCK)
+    qs = b[..., 48:].reshape(rows, nb, 4, 1, 32)                          # 4 pairs of sub-blocks
+    low = ((qs >> np.array([0, 4], np.uint8).reshape(2, 1)) & 15).reshape(rows, nb, 8, 32)
+    high = (b[..., 16:48].reshape(rows, nb, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(8, 1)) & 1
+    q[...] = (low | (high << 4)).view(np.int8).reshape(rows, cols)         # [r, nb, 8 sub-blocks, 32]
+
+
+def q5_k_parts(raw, rows: int, cols: int):  # -> d, dmin [rows, cols/256] float32, sc, m [rows, cols/32] uint8
+    """Q5_K's scales before they are multiplied, as Q4_K's (`q4_k_parts`)."""
+    b = np.asarray(raw, np.uint8).reshape(rows, cols // SUPER, 176)       # [r, nb, 176]
+    sc, m = _scales_and_minimums(b[..., 4:16])                            # [r, nb, 8]
+    return half(b[..., 0:2]), half(b[..., 2:4]), sc.reshape(rows, -1), m.reshape(rows, -1)
+
+
+def _two_bits(qs):  # [r, nb, 64] uint8 -> [r, nb, 256] uint8 0..3: Q2_K's and Q3_K's order
+    """Element 128h + 32s + l of a block: bits 2s and 2s + 1 of qs[32h + l]."""
+    r, nb = qs.shape[:2]
+    shifts = np.array([0, 2, 4, 6], np.uint8).reshape(4, 1)
+    return ((qs.reshape(r, nb, 2, 1, 32) >> shifts) & 3).reshape(r, nb, SUPER)
+
+
+def q2_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale, offset [rows, cols/16]
+    nb = cols // SUPER
+    b = np.asarray(raw, np.uint8).reshape(rows, nb, 84)                   # [r, nb, 84]
+    d, dmin = half(b[..., 80:82]), half(b[..., 82:84])                    # [r, nb]
+    sc = b[..., 0:16]                                                     # [r, nb, 16]: scale | minimum << 4
+    scale[...] = (d[..., None] * (sc & 15).astype(np.float32)).reshape(rows, cols // 16)
+    offset[...] = (-(dmin[..., None] * (sc >> 4).astype(np.float32))).reshape(rows, cols // 16)
+    q[...] = _two_bits(b[..., 16:80]).view(np.int8).reshape(rows, cols)
+
+
+def q2_k_parts(raw, rows: int, cols: int):  # -> d, dmin [rows, cols/256] float32, sc, m [rows, cols/16] uint8
+    """Q2_K's scales before they are multiplied (`q2_k_rows` keeps d * sc and dmin * m)."""
+    b = np.asarray(raw, np.uint8).reshape(rows, cols // SUPER, 84)        # [r, nb, 84]
+    sc = b[..., 0:16].reshape(rows, -1)
+    return half(b[..., 80:82]), half(b[..., 82:84]), sc & 15, sc >> 4
+
+
+def _q3_k_scales(s):  # [..., 12] uint8 -> [..., 16] int8, sc - 32
+    """Q3_K's sixteen 6-bit scales: the low 4 bits of scale j in byte j % 8 (low nibble for
+    j < 8, high after), its top 2 bits at bits 2 * (j // 4) of byte 8 + j % 4."""
+    low = np.concatenate([s[..., 0:8] & 15, s[..., 0:8] >> 4], axis=-1)
+    top = np.concatenate([(s[..., 8:12] >> shift) & 3 for shift in (0, 2, 4, 6)], axis=-1)
+    return (low | (top << 4)).astype(np.int8) - np.int8(32)
+
+
+def q3_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, cols] int8, scale [rows, cols/16]
+    nb = cols // SUPER
+    b = np.asarray(raw, np.uint8).reshape(rows, nb, 110)                  # [r, nb, 110]
+    d, sc = q3_k_parts(raw, rows, cols)
+    scale[...] = np.repeat(d, 16, axis=1) * sc.astype(np.float32)
+    high = (b[..., 0:32].reshape(rows, nb, 1, 32) >> np.arange(8, dtype=np.uint8).reshape(8, 1)) & 1
+    q[...] = (_two_bits(b[..., 32:96]).view(np.int8)
+              - ((1 - high.reshape(rows, nb, SUPER)) << 2).view(np.int8)).reshape(rows, cols)
+
+
+def q3_k_parts(raw, rows: int, cols: int):  # -> d [rows, cols/256] float32, sc [rows, cols/16] int8
+    """Q3_K's scales before they are multiplied (`q3_k_rows` keeps d * sc)."""
+    b = np.asarray(raw, np.uint8).reshape(rows, cols // SUPER, 110)       # [r, nb, 110]
+    return half(b[..., 108:110]), _q3_k_scales(b[..., 96:108]).reshape(rows, -1)
 
 
 def q4_k_parts(raw, rows: int, cols: int):  # -> d, dmin [rows, cols/256] float32, sc, m [rows, cols/32] uint8
@@ -165,12 +260,12 @@ def q6_k_rows(raw, rows: int, cols: int, q, scale, offset) -> None:  # q [rows, 
                   ).reshape(rows, cols // 16)
 
 
-def dense(q: np.ndarray, scale: np.ndarray, offset) -> np.ndarray:  # -> [rows, cols] float32
+def dense(bits: int, q: np.ndarray, scale: np.ndarray, offset) -> np.ndarray:  # -> [rows, cols] float32
     """Every value of a rewritten matrix (its type's values: `reader.dequantize`)."""
     rows = q.shape[0]
-    if offset is None:                                                    # 8-bit
-        groups = q.reshape(rows, scale.shape[1], -1).astype(np.float32)
-        return (groups * scale[..., None]).reshape(rows, -1)
+    if bits == 8:
+        groups = q.reshape(rows, scale.shape[1], -1).astype(np.float32) * scale[..., None]
+        return (groups if offset is None else groups + offset[..., None]).reshape(rows, -1)
     blocks = q.reshape(rows, -1, 16)                                      # [r, nb, 16]
     values = np.concatenate([blocks & 15, blocks >> 4], axis=-1).astype(np.float32)   # [r, nb, 32]
     return (values * scale[..., None] + offset[..., None]).reshape(rows, -1)
