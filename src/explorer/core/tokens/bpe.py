@@ -108,7 +108,7 @@ class BPEVocabulary(Vocabulary):
     @classmethod
     def build(cls, tokens, merges, specials: dict, control=(), pre: PreTokenizer = PRE_TOKENIZERS["smollm"],
               chat_system: str | None = None, add_bos: bool = False, add_eos: bool = False,
-              shown=(), ends=(), rstrip=()):
+              shown=(), ends=(), rstrip=(), chat_template: str | None = None):
         """From the GGUF lists: tokens (GPT-2 spelling), merges ("a b"), specials {role: id};
         control: ids recognised in the text (every special role's too); shown: those of them
         whose text decoding keeps (user-defined tokens); ends: more ids that end generation."""
@@ -119,7 +119,7 @@ class BPEVocabulary(Vocabulary):
         # tuples cost a quarter of the tokenizer's construction and as much again in the
         # garbage collector's passes over them
         ranks = dict(zip(reversed(merges), range(len(merges) - 1, -1, -1)))
-        return cls(pieces, dict(specials), frozenset(int(i) for i in ends), tokens=tuple(tokens),
+        return cls(pieces, dict(specials), frozenset(int(i) for i in ends), chat_template, tokens=tuple(tokens),
                    merges=tuple(merges), control=found - frozenset(int(i) for i in shown),
                    in_text=by_length(tokens, sorted(found)), pre=pre, add_bos=bool(add_bos), add_eos=bool(add_eos),
                    rstrip=frozenset(int(i) for i in rstrip), _ids=dict(zip(tokens, range(len(tokens)))), _ranks=ranks, chat_system=chat_system)

@@ -37,6 +37,8 @@ def vocabulary_from_gguf(gf: GGUFFile) -> Vocabulary:
     add_eos = bool(gf.get("tokenizer.ggml.add_eos_token", False))
     in_text = sorted(set(np.flatnonzero(np.isin(types, IN_TEXT_TYPES)).tolist()) | set(by_text))
     rstrip = phi3_rstrip(gf.get("general.name", ""), tokens, in_text)
+    template = gf.get("tokenizer.chat_template")
+    template = template if isinstance(template, str) and template.strip() else None
     if kind == "llama":
         scores = gf.require("tokenizer.ggml.scores")
         if len(scores) != len(tokens):
@@ -45,7 +47,7 @@ def vocabulary_from_gguf(gf: GGUFFile) -> Vocabulary:
         return SentencePieceVocabulary.build(
             tokens, scores, types, specials, add_bos=bool(gf.get("tokenizer.ggml.add_bos_token", True)),
             add_eos=add_eos, add_space_prefix=bool(gf.get("tokenizer.ggml.add_space_prefix", True)),
-            control=by_text, ends=ends, rstrip=rstrip)
+            control=by_text, ends=ends, rstrip=rstrip, chat_template=template)
     pre_name = gf.get("tokenizer.ggml.pre") or "default"      # llama.cpp reads an empty name as the default
     pre = PRE_TOKENIZERS.get(pre_name)
     if pre is None:
@@ -53,10 +55,10 @@ def vocabulary_from_gguf(gf: GGUFFile) -> Vocabulary:
                         f"(supported: {', '.join(PRE_TOKENIZERS)})")
     merges = gf.require("tokenizer.ggml.merges")
     return BPEVocabulary.build(tokens, merges, specials, in_text, pre=pre,
-                               chat_system=template_system_prompt(gf.get("tokenizer.chat_template")),
+                               chat_system=template_system_prompt(template),
                                add_bos=bool(gf.get("tokenizer.ggml.add_bos_token", pre.add_bos)), add_eos=add_eos,
                                shown=set(np.flatnonzero(types == USER_DEFINED).tolist()) - set(by_text), ends=ends,
-                               rstrip=rstrip)
+                               rstrip=rstrip, chat_template=template)
 
 
 def _special_ids(gf: GGUFFile, tokens, types) -> dict:

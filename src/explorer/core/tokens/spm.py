@@ -61,7 +61,8 @@ class SentencePieceVocabulary(Vocabulary):
 
     @classmethod
     def build(cls, tokens, scores, types, specials: dict, add_bos: bool = True, add_eos: bool = False,
-              add_space_prefix: bool = False, control=(), ends=(), rstrip=()):
+              add_space_prefix: bool = False, control=(), ends=(), rstrip=(),
+              chat_template: str | None = None):
         """From the GGUF lists: tokens, scores, token types; specials {role: id}; control:
         more ids to treat as control tokens (llama.cpp's by their text); ends: more ids that
         end generation. (Numbers as numpy arrays or lists: 262,144 of each for Gemma, read at
@@ -79,7 +80,7 @@ class SentencePieceVocabulary(Vocabulary):
         extra = frozenset(int(i) for i in control)
         control_ids = frozenset(_where(types, CONTROL)) | frozenset(_where(types, UNKNOWN)) | extra
         found = sorted(control_ids | frozenset(_where(types, USER_DEFINED)))
-        return cls(tuple(pieces), dict(specials), frozenset(int(i) for i in ends), tokens=tuple(tokens),
+        return cls(tuple(pieces), dict(specials), frozenset(int(i) for i in ends), chat_template, tokens=tuple(tokens),
                    scores=array("f", np.asarray(scores, np.float32).tobytes()),
                    control=control_ids | frozenset(specials.values()), in_text=by_length(tokens, found),
                    add_bos=bool(add_bos), add_eos=bool(add_eos), add_space_prefix=bool(add_space_prefix),

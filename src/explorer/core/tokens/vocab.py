@@ -37,6 +37,7 @@ class Vocabulary:
     pieces: tuple[str | bytes, ...]
     specials: dict[str, int] = field(default_factory=dict)  # role ("eos", "pad", "bos") -> id
     ends: frozenset[int] = frozenset()     # more ids that end generation (llama.cpp's by their text)
+    chat_template: str | None = None       # the file's `tokenizer.chat_template` (Jinja), if any
     gguf_tokenizer: ClassVar[str | None] = None   # the GGUF `tokenizer.ggml.model` read as this kind (None: none)
 
     def __len__(self) -> int:
