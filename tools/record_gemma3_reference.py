@@ -128,11 +128,11 @@ def record(model_path: str) -> dict:
     import llama_cpp
     llm = llama_cpp.Llama(model_path=model_path, n_ctx=2048, n_batch=2048, n_threads=2, flash_attn=False,
                           logits_all=False, verbose=False)
-    tokenize = [{"text": t, "ids": llm.tokenize(t.encode("utf-8"), add_bos=True, special=False)}
+    tokenize = [{"text": t, "ids": llm.tokenize(t.encode("utf-8"), add_bos=True, special=True)}
                 for t in TOKENIZER_TEXTS]
     prompts = []
     for name, text in PROMPTS.items():
-        ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=False)
+        ids = llm.tokenize(text.encode("utf-8"), add_bos=True, special=True)
         llm.reset()
         llm.eval(ids)
         tops, greedy = [top(llm)], []

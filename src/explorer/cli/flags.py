@@ -5,9 +5,10 @@ parameter file, what-if choices, speculative decoding), and numbers given as com
 from __future__ import annotations
 
 import argparse
+import sys
 
-from ..core.tokens.chat import CHAT_MARKERS, chat_turn, speaks_chatml
-from ..core.errors import ExplorerError, SettingError
+from ..core.tokens.chat import chat_turn, has_chat_format
+from ..core.errors import ChatTemplateError, ExplorerError, SettingError
 from ..core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, check_prompt_length, shown
 from ..core.gguf.llama import ARITHMETICS, with_arithmetic
 from ..core.decode.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
@@ -69,10 +70,13 @@ def prompt_ids(args, model) -> list[int]:
         return vocab.check_ids(ids, "--prompt-ids")
     text = default_prompt(model_key(args), model) if args.prompt is None else args.prompt
     if args.chat:
-        if not speaks_chatml(vocab):
-            raise ExplorerError(f"--chat: the model {model.name!r} has no ChatML chat template "
-                                f"(control tokens {' and '.join(CHAT_MARKERS)})")
-        text = chat_turn(vocab, text)
+        if not has_chat_format(vocab):
+            raise ExplorerError(f"--chat: the model {model.name!r} has no ChatML chat template and no chat "
+                                f"template of its own (tokenizer.chat_template)")
+        try:
+            text = chat_turn(vocab, text)
+        except ChatTemplateError as exc:         # the plain prompt, and the reason
+            print(f"--chat: {exc}", file=sys.stderr)
     ids = vocab.encode(text)
     check_prompt_length(len(ids))
     return ids

@@ -15,3 +15,8 @@ class SettingError(ExplorerError, ValueError):
 
 class PromptError(ExplorerError):
     """A prompt the vocabulary cannot encode, or ids outside the vocabulary."""
+
+
+class ChatTemplateError(ExplorerError):
+    """A model's chat template failed to render or passed one of its limits: the prompt falls
+    back to the plain text, and the message says why."""

@@ -445,7 +445,7 @@ def test_an_end_of_turn_id_named_in_the_file_is_used(tmp_path):
     tensors = llama_tensors(np.random.default_rng(3))
     extra = {"tokenizer.ggml.eot_token_id": (1, gguf.GGUFValueType.UINT32)}
     vocab = load_llama(write_llama(tmp_path / "eot.gguf", tensors, extra_kv=extra)).vocab
-    assert vocab.specials["eot"] == 1 and vocab.end_ids == {1, 2}
+    assert vocab.specials["eot"] == 1 and vocab.end_ids == {0, 1, 2}   # <|endoftext|> by its text, as llama.cpp
 
 
 def test_pre_tokenizer_splits_digits_one_by_one_and_keeps_gpt2s_rule():

@@ -3,26 +3,18 @@ default system prompt its chat template names (`template_system_prompt`)."""
 
 from __future__ import annotations
 
+import heapq
 import re
-import unicodedata
 from dataclasses import dataclass, field
 from functools import lru_cache
 from typing import ClassVar
 
 from ..errors import PromptError
+from .pretokenize import PRE_TOKENIZERS, PreTokenizer
+from .specials import by_length, split_specials
 from .vocab import Vocabulary, check_text
 
-
-# Pre-tokenisers by `tokenizer.ggml.pre`: does it isolate number characters first?
-PRE_TOKENIZERS = {"smollm": True, "starcoder": True, "refact": True, "codeshell": True,
-                  "gpt-2": False, "gpt2": False}
-
-# Unicode White_Space (what \s means in the regex engines the tokenizers were made with)
-_WHITESPACE = frozenset("\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006"
-                        "\u2007\u2008\u2009\u200a\u2028\u2029\u202f\u205f\u3000")
-_CONTRACTIONS = ("s", "t", "re", "ve", "m", "ll", "d")
 _WORD_CACHE_LIMIT = 20000     # pre-tokens remembered with their ids
-
 
 # a ChatML template's system turn written as literal text (not from a message variable)
 _TEMPLATE_SYSTEM = re.compile(r"<\|im_start\|>system\n([^'\"{}<]+)<\|im_end\|>")
@@ -69,69 +61,20 @@ def _token_bytes(token: str) -> bytes:
         return token.encode("utf-8")
 
 
-@lru_cache(maxsize=4096)
-def _char_class(c: str) -> str:
-    """'S' whitespace, 'L' letter, 'N' number, 'O' anything else."""
-    if c in _WHITESPACE:
-        return "S"
-    cat = unicodedata.category(c)[0]
-    return cat if cat in "LN" else "O"
-
-
-def gpt2_split(text: str) -> list[str]:
-    """GPT-2's pre-tokenisation rule (see the module doc), written out as a scanner."""
-    out, i, n = [], 0, len(text)
-    cls = [_char_class(c) for c in text]
-    while i < n:
-        c = text[i]
-        if c == "'":
-            suffix = next((s for s in _CONTRACTIONS if text.startswith(s, i + 1)), None)
-            if suffix is not None:
-                out.append(text[i:i + 1 + len(suffix)])
-                i += 1 + len(suffix)
-                continue
-        j = i + 1 if c == " " and i + 1 < n and cls[i + 1] != "S" else i
-        kind = cls[j]
-        if kind != "S":                          # ' ?' then a run of letters / numbers / others
-            j += 1
-            while j < n and cls[j] == kind:
-                j += 1
-            out.append(text[i:j])
-            i = j
-            continue
-        j = i                                    # whitespace: \s+(?!\S) | \s+
-        while j < n and cls[j] == "S":
-            j += 1
-        if j < n and j - i >= 2:                 # leave the last one to prefix the next word
-            j -= 1
-        out.append(text[i:j])
-        i = j
-    return out
-
-
 def pre_tokenize(text: str, split_digits: bool = True) -> list[str]:
-    """Pre-tokens of plain text (no control tokens): numbers one by one, then GPT-2's rule."""
-    if not split_digits:
-        return gpt2_split(text)
-    out, start = [], 0
-    for i, c in enumerate(text):
-        if _char_class(c) == "N":
-            if start < i:
-                out.extend(gpt2_split(text[start:i]))
-            out.append(c)
-            start = i + 1
-    if start < len(text):
-        out.extend(gpt2_split(text[start:]))
-    return out
+    """SmolLM2's pre-tokens of plain text (numbers one by one, then GPT-2's rule), or GPT-2's."""
+    return PRE_TOKENIZERS["smollm" if split_digits else "gpt-2"].split(text)
 
 
 @dataclass(frozen=True, eq=False)     # compared by identity, like the models that hold it
 class BPEVocabulary(Vocabulary):
     """pieces: the real bytes of every token. specials: roles ("bos", "eos", "pad", "unk").
 
-    tokens / merges: the GGUF spelling (GPT-2 byte characters); control: ids of the
-    tokens recognised when written in the text and left out of decoded text; chat_system:
-    the default system prompt of the model's chat template (`template_system_prompt`).
+    tokens / merges: the GGUF spelling (GPT-2 byte characters); control: ids left out of
+    decoded text; in_text: ((text, id), ...) of the tokens recognised when written in the
+    text, longest first; pre: the pre-tokenizer; add_bos / add_eos: `<bos>` first, `<eos>`
+    last; chat_system: the default system prompt of the model's chat template
+    (`template_system_prompt`).
 
     A GGUF file of the "gpt2" tokenizer family stores its tokens as text in which each
     byte is spelled by one printable character (GPT-2's byte-to-unicode table: the space
@@ -139,42 +82,51 @@ class BPEVocabulary(Vocabulary):
     Here the pieces are the real bytes again, so `display_piece` shows a lone byte of a
     Chinese character as `<0xE6>` and `decode` holds back an incomplete character.
 
-    Encoding, as the model was trained:
-    1. control tokens written in the text (`<|im_start|>`, `<|im_end|>`, ...) become their ids;
-    2. the rest is pre-tokenised: SmolLM first isolates every number character (digits are
-       split one by one), then applies GPT-2's rule
-       `'s|'t|'re|'ve|'m|'ll|'d| ?\\p{L}+| ?\\p{N}+| ?[^\\s\\p{L}\\p{N}]+|\\s+(?!\\S)|\\s+`;
-    3. each pre-token's bytes are merged pair by pair, lowest merge rank first."""
+    Encoding, as llama.cpp runs it (llm_tokenizer_bpe_session, with parse_special):
+    1. `<bos>` first when the file (or its pre-tokenizer, Llama 3's) says so;
+    2. control, user-defined and unknown-type tokens written in the text (`<|im_start|>`)
+       become their ids (`split_specials`);
+    3. the rest is cut into pre-tokens (`pretokenize`: GPT-2's rule, SmolLM's digits one by
+       one, Llama 3's, Qwen2's, ...);
+    4. a pre-token that is itself a token is taken whole where the pre-tokenizer says so
+       (Llama 3's); else its bytes are merged pair by pair, the lowest merge rank first, of
+       equal ranks the leftmost."""
     gguf_tokenizer: ClassVar[str] = "gpt2"
     tokens: tuple[str, ...] = ()
     merges: tuple[str, ...] = ()
     control: frozenset = frozenset()
-    split_digits: bool = True
+    in_text: tuple = ()
+    rstrip: frozenset = frozenset()     # ids after which the prompt's whitespace is dropped (Phi-3)
+    pre: PreTokenizer = PRE_TOKENIZERS["smollm"]
+    add_bos: bool = False
+    add_eos: bool = False
     _ids: dict = field(default_factory=dict, repr=False)       # token text -> id
     _ranks: dict = field(default_factory=dict, repr=False)     # "left right" -> rank
     _words: dict = field(default_factory=dict, repr=False)     # pre-token -> ids
-    _special_re: object = field(default=None, repr=False)
     chat_system: str | None = None
 
     @classmethod
-    def build(cls, tokens, merges, specials: dict, control=(), split_digits: bool = True,
-              chat_system: str | None = None):
-        """From the GGUF lists: tokens (GPT-2 spelling), merges ("a b"), specials {role: id}."""
-        control = frozenset(int(i) for i in control) | frozenset(specials.values())
-        pieces = tuple(tok.encode("utf-8") if i in control else _token_bytes(tok) for i, tok in enumerate(tokens))
+    def build(cls, tokens, merges, specials: dict, control=(), pre: PreTokenizer = PRE_TOKENIZERS["smollm"],
+              chat_system: str | None = None, add_bos: bool = False, add_eos: bool = False,
+              shown=(), ends=(), rstrip=(), chat_template: str | None = None):
+        """From the GGUF lists: tokens (GPT-2 spelling), merges ("a b"), specials {role: id};
+        control: ids recognised in the text (every special role's too); shown: those of them
+        whose text decoding keeps (user-defined tokens); ends: more ids that end generation."""
+        found = frozenset(int(i) for i in control) | frozenset(specials.values())
+        pieces = tuple(tok.encode("utf-8") if i in found else _token_bytes(tok) for i, tok in enumerate(tokens))
         # keyed by the merge's own text "left right" (a symbol holds no space: GPT-2 spells
         # the space byte "Ġ"), the first rank of a repeated merge: 49,000 (left, right)
         # tuples cost a quarter of the tokenizer's construction and as much again in the
         # garbage collector's passes over them
         ranks = dict(zip(reversed(merges), range(len(merges) - 1, -1, -1)))
-        by_length = sorted((tokens[i] for i in control), key=len, reverse=True)
-        special_re = re.compile("(" + "|".join(re.escape(t) for t in by_length) + ")") if by_length else None
-        return cls(pieces, dict(specials), tuple(tokens), tuple(merges), control, split_digits,
-                   dict(zip(tokens, range(len(tokens)))), ranks, {}, special_re, chat_system)
+        return cls(pieces, dict(specials), frozenset(int(i) for i in ends), chat_template, tokens=tuple(tokens),
+                   merges=tuple(merges), control=found - frozenset(int(i) for i in shown),
+                   in_text=by_length(tokens, sorted(found)), pre=pre, add_bos=bool(add_bos), add_eos=bool(add_eos),
+                   rstrip=frozenset(int(i) for i in rstrip), _ids=dict(zip(tokens, range(len(tokens)))), _ranks=ranks, chat_system=chat_system)
 
     def __repr__(self) -> str:
         return (f"BPEVocabulary({len(self.pieces)} tokens, {len(self.merges)} merges, "
-                f"specials={self.specials})")
+                f"pre={self.pre.name}, specials={self.specials})")
 
     def is_special(self, token_id: int) -> bool:
         return token_id in self.control
@@ -185,16 +137,17 @@ class BPEVocabulary(Vocabulary):
         return token_id if token_id is not None and self.is_special(token_id) else None
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`; control tokens written in it (`<|im_start|>`) are recognised."""
+        """Token ids of `text`; special tokens written in it (`<|im_start|>`) are recognised."""
         check_text(text)
-        parts = self._special_re.split(text) if self._special_re is not None else [text]
-        ids: list[int] = []
-        for k, part in enumerate(parts):
-            if k % 2:                             # a captured control token
-                ids.append(self._ids[part])
-            elif part:
-                for word in pre_tokenize(part, self.split_digits):
-                    ids.extend(self._word_ids(word))
+        ids = [self.specials["bos"]] if self.add_bos and "bos" in self.specials else []
+        for part in split_specials(text, self.in_text, self.rstrip):
+            if isinstance(part, int):
+                ids.append(part)
+                continue
+            for word in self.pre.split(part):
+                ids.extend(self._word_ids(word))
+        if self.add_eos and "eos" in self.specials:
+            ids.append(self.specials["eos"])
         return ids
 
     def _word_ids(self, word: str) -> list[int]:
@@ -203,28 +156,45 @@ class BPEVocabulary(Vocabulary):
             return hit
         table = byte_to_unicode()
         symbols = [table[b] for b in word.encode("utf-8")]
-        ranks = self._ranks
-        while len(symbols) > 1:
-            best, best_rank = None, None
-            for pair in zip(symbols, symbols[1:]):
-                r = ranks.get(f"{pair[0]} {pair[1]}")
-                if r is not None and (best_rank is None or r < best_rank):
-                    best, best_rank = pair, r
-            if best is None:
-                break
-            merged, i = [], 0
-            while i < len(symbols):
-                if i + 1 < len(symbols) and symbols[i] == best[0] and symbols[i + 1] == best[1]:
-                    merged.append(best[0] + best[1])
-                    i += 2
-                else:
-                    merged.append(symbols[i])
-                    i += 1
-            symbols = merged
+        whole = "".join(symbols)
+        if self.pre.ignore_merges and whole in self._ids:
+            symbols = [whole]
         try:
-            ids = [self._ids[s] for s in symbols]
+            ids = [self._ids[s] for s in _merged(symbols, self._ranks)]
         except KeyError as exc:
             raise PromptError(f"prompt: the piece {exc.args[0]!r} of {word!r} is not in the vocabulary") from None
         if len(self._words) < _WORD_CACHE_LIMIT:
             self._words[word] = ids
         return ids
+
+
+def _merged(symbols: list[str], ranks: dict) -> list[str]:
+    """The symbols after BPE's merges, as llama.cpp's queue runs them: the pair of lowest rank
+    first, of equal ranks the leftmost; a queued pair one of whose symbols has since grown
+    is passed over."""
+    if len(symbols) < 2:
+        return symbols
+    text = list(symbols)                         # text[i]: symbol i ("" once merged into its left)
+    nxt = list(range(1, len(text))) + [-1]
+    prev = list(range(-1, len(text) - 1))
+    queue: list = []                             # (rank, left, right, merged text)
+
+    def consider(left: int, right: int) -> None:
+        if left >= 0 and right >= 0:
+            rank = ranks.get(f"{text[left]} {text[right]}")
+            if rank is not None:
+                heapq.heappush(queue, (rank, left, right, text[left] + text[right]))
+
+    for i in range(1, len(text)):
+        consider(i - 1, i)
+    while queue:
+        _, left, right, merged = heapq.heappop(queue)
+        if not text[left] or not text[right] or text[left] + text[right] != merged:
+            continue
+        text[left], text[right] = merged, ""
+        nxt[left] = nxt[right]
+        if nxt[right] >= 0:
+            prev[nxt[right]] = left
+        consider(prev[left], left)
+        consider(left, nxt[left])
+    return [t for t in text if t]

@@ -12,10 +12,10 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import PromptError
-from .vocab import Vocabulary
+from .specials import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, by_length, split_specials
+from .vocab import Vocabulary, check_text
 
 SPACE = "\u2581"            # "▁": SentencePiece's spelling of a space
-NORMAL, CONTROL, USER_DEFINED, BYTE = 1, 3, 4, 6     # tokenizer.ggml.token_type values
 _BYTE_TOKEN = re.compile(r"<0x([0-9A-Fa-f]{2})>")
 
 
@@ -29,13 +29,17 @@ class SentencePieceVocabulary(Vocabulary):
     """pieces: the real bytes of every token; specials: roles ("bos", "eos", "eot", ...).
 
     tokens: the GGUF spelling ("▁capital", "<0xE6>"); scores: one per token, higher merges
-    first; control: ids left out of decoded text; user_defined: the texts cut out first.
+    first; control: ids left out of decoded text; in_text: ((text, id), ...) of the tokens
+    recognised when written in the text, longest first.
 
-    Encoding, as llama.cpp runs it:
+    Encoding, as llama.cpp runs it (llm_tokenizer_spm_session, with parse_special):
     1. `<bos>` first (when the file says `tokenizer.ggml.add_bos_token`);
-    2. tokens the file marks user-defined (runs of newlines or spaces, `[multimodal]`, ...)
-       are cut out of the text wherever they occur, longest first;
-    3. in the rest every space becomes "▁" (U+2581), the text is split into characters, and
+    2. tokens the file marks control, user-defined or unknown (`<start_of_turn>`, runs of
+       newlines, `[multimodal]`, ...) are cut out of the text wherever they occur, longest
+       first (`split_specials`);
+    3. each piece of text left gets a leading space when `add_space_prefix` and it is the
+       first or follows a special token (Llama 2, Mistral and Phi-3 files; not Gemma's);
+       every space becomes "▁" (U+2581), the text is split into characters, and
        neighbouring pieces are merged while their concatenation is a token, the pair whose
        token has the highest score first (the leftmost of equals first);
     4. a piece that is still no token (a character the vocabulary lacks) is written as its
@@ -47,29 +51,40 @@ class SentencePieceVocabulary(Vocabulary):
     tokens: tuple[str, ...] = ()
     scores: array = field(default_factory=lambda: array("f"))   # float32, one per token
     control: frozenset = frozenset()
-    user_defined: tuple[str, ...] = ()     # longest first
+    in_text: tuple = ()
+    rstrip: frozenset = frozenset()     # ids after which the prompt's whitespace is dropped (Phi-3)
     add_bos: bool = True
+    add_eos: bool = False
+    add_space_prefix: bool = False
     _ids: dict = field(default_factory=dict, repr=False)         # token text -> id
     _bytes: tuple = field(default=(), repr=False)                # byte value -> id of <0xXX>
 
     @classmethod
-    def build(cls, tokens, scores, types, specials: dict, add_bos: bool = True):
-        """From the GGUF lists: tokens, scores, token types; specials {role: id}. (Numbers
-        as numpy arrays or lists: 262,144 of each for Gemma, read at every load.)"""
+    def build(cls, tokens, scores, types, specials: dict, add_bos: bool = True, add_eos: bool = False,
+              add_space_prefix: bool = False, control=(), ends=(), rstrip=(),
+              chat_template: str | None = None):
+        """From the GGUF lists: tokens, scores, token types; specials {role: id}; control:
+        more ids to treat as control tokens (llama.cpp's by their text); ends: more ids that
+        end generation. (Numbers as numpy arrays or lists: 262,144 of each for Gemma, read at
+        every load.)"""
         tokens = list(tokens)
         types = np.asarray(types)                                             # [V]
-        ids = dict(zip(reversed(tokens), range(len(tokens) - 1, -1, -1)))   # the first id of a text
+        ids = dict(zip(tokens, range(len(tokens))))         # llama.cpp's token_to_id: the last id of a text
         pieces = [tok.replace(SPACE, " ").encode("utf-8") for tok in tokens]
-        byte_ids = [None] * 256
         for i in _where(types, BYTE):
             hit = _BYTE_TOKEN.fullmatch(tokens[i])
             if hit:
-                byte_ids[int(hit.group(1), 16)] = i
                 pieces[i] = bytes([int(hit.group(1), 16)])
-        control = frozenset(_where(types, CONTROL)) | frozenset(specials.values())
-        user = sorted((tokens[i] for i in _where(types, USER_DEFINED) if tokens[i]), key=len, reverse=True)
-        return cls(tuple(pieces), dict(specials), tuple(tokens), array("f", np.asarray(scores, np.float32).tobytes()),
-                   control, tuple(user), bool(add_bos), ids, tuple(byte_ids))
+        # llama.cpp's byte_to_token: the token "<0xXX>", else the byte itself as text
+        byte_ids = [ids.get(f"<0x{b:02X}>", ids.get(chr(b)) if b < 128 else None) for b in range(256)]
+        extra = frozenset(int(i) for i in control)
+        control_ids = frozenset(_where(types, CONTROL)) | frozenset(_where(types, UNKNOWN)) | extra
+        found = sorted(control_ids | frozenset(_where(types, USER_DEFINED)))
+        return cls(tuple(pieces), dict(specials), frozenset(int(i) for i in ends), chat_template, tokens=tuple(tokens),
+                   scores=array("f", np.asarray(scores, np.float32).tobytes()),
+                   control=control_ids | frozenset(specials.values()), in_text=by_length(tokens, found),
+                   add_bos=bool(add_bos), add_eos=bool(add_eos), add_space_prefix=bool(add_space_prefix),
+                   rstrip=frozenset(int(i) for i in rstrip), _ids=ids, _bytes=tuple(byte_ids))
 
     def __repr__(self) -> str:
         return f"SentencePieceVocabulary({len(self.pieces)} tokens, specials={self.specials})"
@@ -78,36 +93,23 @@ class SentencePieceVocabulary(Vocabulary):
         return token_id in self.control
 
     def encode(self, text: str) -> list[int]:
-        """Token ids of `text`, after `<bos>` if the model adds it (control tokens written
-        in the text are plain text, as llama.cpp reads a prompt by default)."""
-        if not text:
-            raise PromptError("prompt is empty: expected at least one token")
+        """Token ids of `text`, after `<bos>` if the model adds it; special tokens written
+        in it (`<start_of_turn>`) are recognised."""
+        check_text(text)
         ids = [self.specials["bos"]] if self.add_bos and "bos" in self.specials else []
-        for part in self._partition(text):
+        after_special = True                     # the text's start counts as after a special token
+        for part in split_specials(text, self.in_text, self.rstrip):
             if isinstance(part, int):
                 ids.append(part)
-            else:
-                ids.extend(self._merge(part.replace(" ", SPACE)))
-        return ids
-
-    def _partition(self, text: str) -> list:  # -> pieces of text (str) and user-defined ids (int)
-        """`text` with every user-defined token cut out, longest token first."""
-        parts: list = [text]
-        for token in self.user_defined:
-            if not any(isinstance(p, str) and token in p for p in parts):
+                after_special = True
                 continue
-            cut = []
-            for p in parts:
-                if not isinstance(p, str) or token not in p:
-                    cut.append(p)
-                    continue
-                for k, chunk in enumerate(p.split(token)):
-                    if k:
-                        cut.append(self._ids[token])
-                    if chunk:
-                        cut.append(chunk)
-            parts = cut
-        return parts
+            if self.add_space_prefix and after_special:
+                part = " " + part
+            ids.extend(self._merge(part.replace(" ", SPACE)))
+            after_special = False
+        if self.add_eos and "eos" in self.specials:
+            ids.append(self.specials["eos"])
+        return ids
 
     def _merge(self, text: str) -> list[int]:
         """SentencePiece's merges over the characters of `text` (spaces already "▁")."""

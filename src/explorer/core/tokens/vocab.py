@@ -36,6 +36,8 @@ def check_text(text: str) -> None:
 class Vocabulary:
     pieces: tuple[str | bytes, ...]
     specials: dict[str, int] = field(default_factory=dict)  # role ("eos", "pad", "bos") -> id
+    ends: frozenset[int] = frozenset()     # more ids that end generation (llama.cpp's by their text)
+    chat_template: str | None = None       # the file's `tokenizer.chat_template` (Jinja), if any
     gguf_tokenizer: ClassVar[str | None] = None   # the GGUF `tokenizer.ggml.model` read as this kind (None: none)
 
     def __len__(self) -> int:
@@ -47,9 +49,10 @@ class Vocabulary:
 
     @property
     def end_ids(self) -> frozenset[int]:
-        """Every id that ends generation: EOS, and an end-of-turn or end-of-message token
-        if the vocabulary names one (SmolLM2's `<|endoftext|>` beside its EOS `<|im_end|>`)."""
-        return frozenset(self.specials[role] for role in END_ROLES if role in self.specials)
+        """Every id that ends generation: EOS, an end-of-turn or end-of-message token if the
+        vocabulary names one (SmolLM2's `<|endoftext|>` beside its EOS `<|im_end|>`), and
+        `ends` (Llama 3's `<|eot_id|>` and `<|end_of_text|>`, whichever the file calls EOS)."""
+        return frozenset(self.specials[role] for role in END_ROLES if role in self.specials) | self.ends
 
     @cached_property
     def reasoning_markers(self) -> tuple[int, int] | None:

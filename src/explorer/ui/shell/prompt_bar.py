@@ -9,8 +9,8 @@ from collections.abc import Callable
 
 from PySide6.QtWidgets import QCheckBox, QLabel, QLineEdit, QToolBar
 
-from ...core.tokens.chat import chat_message, chat_turn, speaks_chatml
-from ...core.errors import ExplorerError
+from ...core.tokens.chat import chat_turn, has_chat_format, read_chat, thinking_switch
+from ...core.errors import ChatTemplateError, ExplorerError
 from ...i18n import add_messages, tr
 from ...lessons.models import CONTEXT, CONTEXT_ID, logits_model
 from ...session import Session
@@ -24,6 +24,10 @@ add_messages({
                        "user's turn, then the assistant's turn begins). The box keeps showing your text.",
                  "zh": "用模型的对话模板包装输入的文字（系统消息、你的文字作为用户消息，然后是助手的回答）。"
                        "输入框里仍然显示你的文字。"},
+    "thinking.label": {"en": "Thinking", "zh": "思考"},
+    "thinking.tip": {"en": "Let the model reason before it answers (its template's thinking mode); "
+                           "off asks for the answer directly.",
+                     "zh": "让模型先推理再回答（模板的思考模式）；关闭则直接要求回答。"},
     "logits.label": {"en": "Logits:", "zh": "Logits："},
     "logits.tip": {"en": "One number per candidate, separated by commas (e.g. 2, 1, 0); press Enter to "
                          "rebuild the model. More numbers add candidates named A, B, …",
@@ -48,7 +52,7 @@ class PromptBar:
                  give_back: Callable[[], None]):
         self.session, self.guarded, self.give_back = session, guarded, give_back
         self._synced_for = (None, None)              # (model, prompt ids) the prompt box last showed
-        self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, its chat message)
+        self._chat_message_for = (None, None, None)  # (vocabulary, prompt ids, read_chat of them)
         self.label = QLabel()
         self.edit = QLineEdit()
         self.edit.setMinimumWidth(260)
@@ -58,6 +62,10 @@ class PromptBar:
         toolbar.addWidget(self.label)
         toolbar.addWidget(self.edit)
         self._chat_action = toolbar.addWidget(self.chat_check)     # shown for a model with a chat template
+        self.thinking_check = QCheckBox()
+        self.thinking_check.setChecked(True)
+        self.thinking_check.toggled.connect(self._chat_toggled)
+        self._thinking_action = toolbar.addWidget(self.thinking_check)   # for a template with a thinking switch
         self.sync()
 
     def _entered(self) -> None:
@@ -76,18 +84,27 @@ class PromptBar:
             self.sync(force=True)
 
     def chat_available(self, model=None) -> bool:
-        """Does the model's vocabulary have the ChatML template's turn markers (SmolLM2's)?"""
+        """Has the model a chat format (its file's template, or ChatML's turn markers)?"""
         model = self.session.requested_model if model is None else model
-        return speaks_chatml(model.vocab)
+        return has_chat_format(model.vocab)
 
     def prompt_ids(self, model, text: str) -> tuple[int, ...]:
-        """Prompt ids of the typed text for `model`, in the chat template when it is ticked."""
+        """Prompt ids of the typed text for `model`, in the chat template when it is ticked
+        (with thinking as its box says, where the template has the switch)."""
         chat = self.chat_check.isChecked() and self.chat_available(model)
-        return tuple(model.vocab.encode(chat_turn(model.vocab, text) if chat else text))
+        thinking = self.thinking_check.isChecked() if thinking_switch(model.vocab) else None
+        return tuple(model.vocab.encode(chat_turn(model.vocab, text, thinking) if chat else text))
 
     def set_prompt_text(self, text: str) -> None:
-        """The typed prompt, in the chat template when it is ticked; the box keeps the text."""
-        self.session.set_prompt_ids(self.prompt_ids(self.session.requested_model, text))
+        """The typed prompt, in the chat template when it is ticked; the box keeps the text.
+        A template that fails sets the plain prompt, then raises its ChatTemplateError (shown)."""
+        model = self.session.requested_model
+        try:
+            ids = self.prompt_ids(model, text)
+        except ChatTemplateError:
+            self.session.set_prompt_ids(tuple(model.vocab.encode(text)))
+            raise
+        self.session.set_prompt_ids(ids)
 
     def _chat_toggled(self, _checked: bool) -> None:
         """Wraps (or unwraps) the text in the box, also a question typed and not yet entered."""
@@ -95,15 +112,19 @@ class PromptBar:
             if not self.guarded(self.set_prompt_text, self.edit.text()):
                 self.sync(force=True)
 
-    def _chat_message(self) -> str | None:
-        """The user's text when the shown prompt is one chat-template turn, else None
-        (worked out once per prompt: a slider tick reruns the same one)."""
+    def _read_chat(self) -> tuple[str, bool | None] | None:
+        """(the user's text, thinking) when the shown prompt is one chat-template turn, else
+        None (worked out once per prompt: a slider tick reruns the same one)."""
         vocab, ids = self.session.model.vocab, self.session.prompt_ids
-        known_vocab, known_ids, message = self._chat_message_for
+        known_vocab, known_ids, found = self._chat_message_for
         if known_vocab is not vocab or known_ids != ids:
-            message = chat_message(vocab, ids)
-            self._chat_message_for = (vocab, ids, message)
-        return message
+            found = read_chat(vocab, ids)
+            self._chat_message_for = (vocab, ids, found)
+        return found
+
+    def _chat_message(self) -> str | None:
+        found = self._read_chat()
+        return None if found is None else found[0]
 
     def _shown_prompt_text(self) -> str:
         """What the prompt box shows: the user's text of a chat-template prompt, else the prompt."""
@@ -164,9 +185,18 @@ class PromptBar:
                 self.edit.setText(text)
             self.edit.setModified(False)
         self.chat_check.setText(tr("chat.label", lang))
+        self.thinking_check.setText(tr("thinking.label", lang))
         if not self.session.behind:      # while asked-for changes compute, it shows what was asked
+            found = self._read_chat()
             self.chat_check.blockSignals(True)
-            self.chat_check.setChecked(self._chat_message() is not None)
+            self.chat_check.setChecked(found is not None)
             self.chat_check.blockSignals(False)
+            if found is not None and found[1] is not None:
+                self.thinking_check.blockSignals(True)
+                self.thinking_check.setChecked(found[1])
+                self.thinking_check.blockSignals(False)
         self.chat_check.setToolTip(tr("chat.tip", lang))
-        self._chat_action.setVisible(self.chat_available(self.session.model) and not logits)
+        self.thinking_check.setToolTip(tr("thinking.tip", lang))
+        chat = self.chat_available(self.session.model) and not logits
+        self._chat_action.setVisible(chat)
+        self._thinking_action.setVisible(chat and thinking_switch(self.session.model.vocab))
