@@ -128,8 +128,8 @@ def test_a_broken_gguf_is_reported_by_its_problem_and_the_model_stays(qtbot, win
         problem = "truncated"
     elif kind == "unsupported quantisation":
         write_llama(path, llama_tensors(np.random.default_rng(1)),
-                    types=lambda n: Q.Q5_1 if n == "blk.1.ffn_up.weight" else qtype_of(n))
-        problem = "blk.1.ffn_up.weight is Q5_1"
+                    types=lambda n: Q.MXFP4 if n == "blk.1.ffn_up.weight" else qtype_of(n))
+        problem = "blk.1.ffn_up.weight is MXFP4"
     else:
         write_llama(path, llama_tensors(np.random.default_rng(2)), skip={"blk.1.ffn_down.weight"})
         problem = "tensor 'blk.1.ffn_down.weight' is missing"

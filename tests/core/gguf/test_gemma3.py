@@ -50,7 +50,7 @@ def test_weights_stay_in_blocks(gemma3):
     p = gemma3.params
     matrices = [p.embed.T] + [w for lp in p.layers for w in (lp.wqkv, lp.wo, lp.w13, lp.w2)]
     assert all(isinstance(w.T, BlockMatrix) for w in matrices)
-    assert {w.T.kind for w in matrices} == {(8, 32, "q8_0"), (8, 16, "q8_K"), (4, 32, "q8_K")}
+    assert {w.T.layout.product for w in matrices} == {"times_8bit_lanes", "times_q6_k", "times_q4_k"}
     stored = sum(w.T.nbytes for w in matrices)
     assert stored < 300e6 and sum(4 * w.shape[0] * w.shape[1] for w in matrices) > 3.4 * stored
 

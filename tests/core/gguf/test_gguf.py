@@ -205,13 +205,13 @@ def test_a_file_cut_inside_the_vocabulary_names_the_string_that_runs_past_its_en
 
 def test_unsupported_tensor_type(tmp_path):
     tensors = llama_tensors(np.random.default_rng(1))
-    path = write_llama(tmp_path / "q5.gguf", tensors,
-                       types=lambda n: Q.Q5_1 if n == "blk.1.ffn_up.weight" else qtype_of(n))
+    path = write_llama(tmp_path / "mxfp4.gguf", tensors,
+                       types=lambda n: Q.MXFP4 if n == "blk.1.ffn_up.weight" else qtype_of(n))
     f = GGUFFile(path)   # the table is fine; only reading that tensor fails
-    with pytest.raises(GGUFError, match="blk.1.ffn_up.weight is Q5_1.*supported: F32, F16, Q4_0, Q4_1, "
-                                        "Q5_0, Q8_0, Q4_K, Q6_K"):
+    with pytest.raises(GGUFError, match="blk.1.ffn_up.weight is MXFP4, which Token Explorer does not read .*"
+                                        "download a Q4_K_M, Q5_K_M, Q6_K or Q8_0 file of this model instead"):
         f.tensor("blk.1.ffn_up.weight")
-    with pytest.raises(GGUFError, match="Q5_1"):
+    with pytest.raises(GGUFError, match="MXFP4"):
         load_llama(path)
 
 

@@ -6,7 +6,8 @@ llama.cpp on Gemma's own 262,144 tokens is in test_gemma3.py.)"""
 import pytest
 
 from explorer.core.errors import PromptError
-from explorer.core.tokens.spm import BYTE, CONTROL, NORMAL, USER_DEFINED, SentencePieceVocabulary
+from explorer.core.tokens.spm import SentencePieceVocabulary
+from explorer.core.tokens.specials import BYTE, CONTROL, NORMAL, USER_DEFINED
 
 
 def vocab(entries, add_bos=True):

@@ -7,11 +7,13 @@ from __future__ import annotations
 
 from collections import Counter
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
 
 from .architectures import ARCHITECTURES, FAMILIES, supported_families
+from .blocks import BlockMatrix
 from .quant_types import TYPES, type_name
 from .checks import check_model_metadata
 from .reader import GGUFError, GGUFFile
@@ -25,17 +27,6 @@ FILE_TYPES = {0: "F32", 1: "F16", 2: "Q4_0", 3: "Q4_1", 7: "Q8_0", 8: "Q5_0", 9:
               23: "IQ3_XXS", 24: "IQ1_S", 25: "IQ4_NL", 26: "IQ3_S", 27: "IQ3_M", 28: "IQ2_S",
               29: "IQ2_M", 30: "IQ4_XS", 31: "IQ1_M", 32: "BF16", 36: "TQ1_0", 37: "TQ2_0"}
 
-# Bytes the loader keeps per weight, by tensor type (`llama.llama_params`): float types become
-# float32; a quantised type is rewritten into its layout's blocks (`quant_types.Layout`):
-# 4-bit rows keep a nibble, a float32 scale and offset per 32 (0.5 + 0.125 + 0.125), 8-bit
-# rows an int8 and a float32 scale per group (1 + 4/32, Q6_K 1 + 4/16); K-quants also keep
-# their unmultiplied scales (Q4_K: 2 floats per 256 and 2 bytes per 32; Q6_K: a float per
-# 256 and a byte per 16). File bytes x (this / the type's bytes per weight) is the factor.
-# A type added to quant_types.TYPES needs its entry here (its test fails without one).
-KEPT_BYTES = {"F32": 4.0, "F16": 4.0,
-              "Q4_0": 0.75, "Q4_1": 0.75, "Q4_K": 0.75 + 8 / 256 + 2 / 32,
-              "Q5_0": 1.125, "Q8_0": 1.125,
-              "Q6_K": 1.25 + 4 / 256 + 1 / 16}
 UNKNOWN_KEPT_BYTES = 4.0      # a type not read here: as float32, the most a weight can cost
 KV_BYTES = 4                  # the K/V cache holds float32
 # What a load adds beside the weights, measured (resident memory after load_llama, in a fresh
@@ -80,6 +71,22 @@ class Summary:
         return self.problem in NOT_MODELS
 
 
+@lru_cache(maxsize=None)
+def kept_bytes(type_name: str) -> float:
+    """Bytes the loader keeps per weight of a tensor type (`llama.llama_params`), measured
+    on the arrays it builds from one row of blocks: float types become float32; a
+    quantised type is rewritten into its layout's blocks (`quant_types.Layout`, with a
+    K-quant's unmultiplied scales). A type not read here counts as float32."""
+    qtype = TYPES.get(type_name)
+    if qtype is None:
+        return UNKNOWN_KEPT_BYTES
+    cols = 256                                   # a row of whole blocks for every type
+    raw = np.zeros(cols // qtype.block * qtype.block_bytes, np.uint8)
+    if qtype.layout is None:
+        return qtype.dequantise(raw).nbytes / cols
+    return BlockMatrix.from_gguf(raw, qtype.ggml_id, (1, cols)).nbytes / cols
+
+
 def family_name(arch: str) -> str:
     """The name a teacher knows an architecture's models by (else the architecture's own name)."""
     return FAMILIES.get(arch, arch)
@@ -101,7 +108,7 @@ def summarize(gf: GGUFFile) -> Summary:
     arch = arch if isinstance(arch, str) else None
     infos = list(gf.tensors.values())
     weights = sum(info.n_elements for info in infos)
-    kept = sum(info.n_elements * KEPT_BYTES.get(info.type_name, UNKNOWN_KEPT_BYTES) for info in infos)
+    kept = sum(info.n_elements * kept_bytes(info.type_name) for info in infos)
     layers, kv_heads, head_dim = _cache_shape(gf, arch)
     context = min(CONTEXT, _whole(gf.get(f"{arch}.context_length"), CONTEXT))
     tokens = gf.get("tokenizer.ggml.tokens")

@@ -12,7 +12,7 @@ from typing import ClassVar
 import numpy as np
 
 from ..errors import PromptError
-from .specials import BYTE, CONTROL, NORMAL, UNKNOWN, USER_DEFINED, by_length, split_specials
+from .specials import BYTE, CONTROL, UNKNOWN, USER_DEFINED, by_length, split_specials
 from .vocab import Vocabulary, check_text
 
 SPACE = "\u2581"            # "▁": SentencePiece's spelling of a space
