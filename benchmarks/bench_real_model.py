@@ -97,10 +97,12 @@ OURS_ROUND = r"""
 import json, statistics, sys, time
 start = time.perf_counter()
 from explorer.catalog.load import load_model
-model = load_model("smollm2")
+model = load_model(sys.argv[2])
 out = {"load": time.perf_counter() - start}
-status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
-out["rss_mb"] = int(status["VmRSS"].split()[0]) / 1024
+def rss_mb():
+    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+    return int(status["VmRSS"].split()[0]) / 1024
+out["rss_mb"] = rss_mb()
 steps, ids = int(sys.argv[1]), json.loads(sys.stdin.read())
 start = time.perf_counter()                                  # what a load may have left undone
 _, cache = model.prefill(ids[:8])
@@ -114,6 +116,9 @@ for n, repeat in ((64, 5), (500, 2)):
         model.prefill(ids[:n])
         times.append(time.perf_counter() - start)
     out[f"prefill {n}"] = statistics.median(times)
+held = model.prefill(ids[:500])                             # as the window holds a run
+out["rss_500_mb"] = rss_mb()
+del held
 for position in (10, 500):
     _, cache = model.prefill(ids[:position])
     times = []
@@ -131,8 +136,10 @@ start = time.perf_counter()
 import llama_cpp
 llm = llama_cpp.Llama(model_path=sys.argv[1], n_ctx=1024, n_batch=512, n_threads=2, verbose=False)
 out = {"load": time.perf_counter() - start}
-status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
-out["rss_mb"] = int(status["VmRSS"].split()[0]) / 1024
+def rss_mb():
+    status = dict(line.split(":", 1) for line in open("/proc/self/status") if ":" in line)
+    return int(status["VmRSS"].split()[0]) / 1024
+out["rss_mb"] = rss_mb()
 steps, ids = int(sys.argv[2]), json.loads(sys.stdin.read())
 start = time.perf_counter()
 llm.eval(ids[:8])
@@ -147,6 +154,7 @@ for n, repeat in ((64, 5), (500, 2)):
         if i:
             times.append(time.perf_counter() - start)
     out[f"prefill {n}"] = statistics.median(times)
+out["rss_500_mb"] = rss_mb()                                # after a 500-token prompt
 for position in (10, 500):
     llm.reset()
     llm.eval(ids[:position])
@@ -167,13 +175,16 @@ SIDE_BY_SIDE = (("load (fresh process)", "load", "< 1500 ms, <= 3x llama.cpp"),
                 ("decode at position 500", "decode 500", "<= 1.5x llama.cpp"))
 
 
-def side_by_side_rows(rounds: int, steps: int, peer: str | None, ids: list[int]) -> list[dict]:
-    """SmolLM2 beside llama.cpp: `rounds` fresh processes of each, taking turns (see the
-    module doc); without a peer, the explorer's alone."""
-    path, payload = model_registry.model_path("smollm2"), json.dumps(ids)
+def side_by_side_rows(rounds: int, steps: int, peer: str | None, ids: list[int], path=None,
+                      rows_of=None) -> list[dict]:
+    """A model (SmolLM2, or the GGUF file at `path`) beside llama.cpp: `rounds` fresh
+    processes of each, taking turns (see the module doc); without a peer, the explorer's
+    alone. `rows_of`: (name, key, target) of the rows (default SIDE_BY_SIDE)."""
+    path = path or model_registry.model_path("smollm2")
+    payload = json.dumps(ids)
     ours, theirs, loads = [], [], []
     for r in range(rounds):
-        runs = [("ours", [sys.executable, "-c", OURS_ROUND, str(steps)])]
+        runs = [("ours", [sys.executable, "-c", OURS_ROUND, str(steps), str(path)])]
         if peer is not None:
             runs.append(("peer", [peer, "-c", PEER_ROUND, str(path), str(steps)]))
         for who, cmd in (runs if r % 2 == 0 else runs[::-1]):
@@ -182,15 +193,17 @@ def side_by_side_rows(rounds: int, steps: int, peer: str | None, ids: list[int])
                                   env=child_env())
             (ours if who == "ours" else theirs).append(json.loads(done.stdout.strip().splitlines()[-1]))
     rows = []
-    for name, key, target in SIDE_BY_SIDE:
+    for name, key, target in rows_of or SIDE_BY_SIDE:
         extra = {"target": target, "load_avg": statistics.median(loads)}
         if key == "load":
             extra["rss_mb"] = statistics.median(o["rss_mb"] for o in ours)
+            extra["rss_500_mb"] = statistics.median(o["rss_500_mb"] for o in ours)
         if theirs:
             mine, peer_s = statistics.median(o[key] for o in ours), statistics.median(t[key] for t in theirs)
             extra.update(llama_cpp_ms=peer_s * 1000, vs_llama_cpp=mine / peer_s)
             if key == "load":
                 extra["llama_cpp_rss_mb"] = statistics.median(t["rss_mb"] for t in theirs)
+                extra["llama_cpp_rss_500_mb"] = statistics.median(t["rss_500_mb"] for t in theirs)
         rows.append(summary(name, [o[key] for o in ours], **extra))
     return rows
 

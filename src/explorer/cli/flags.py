@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from ..core.gguf.architectures import supported_families
 from ..core.tokens.chat import chat_turn, has_chat_format
 from ..core.errors import ChatTemplateError, ExplorerError, SettingError
 from ..core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, check_prompt_length, shown
@@ -37,13 +38,18 @@ def parse_numbers(text: str, flag: str, kind=float) -> list:
 
 # ---------------------------------------------------------------------------- model and prompt
 
+# what --model takes, with the model families a GGUF file may hold
+MODEL_HELP = ("teaching | smollm2 | gemma3-270m | a GGUF file (" + supported_families() +
+              ") | ollama:NAME:TAG (a model Ollama pulled); see: token-explorer model list")
+
+
 def add_prompt_flags(parser, model_required: bool = False) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--prompt", help="prompt text, tokenised with the model's vocabulary "
                                          "(default: 我爱, or a sentence for a real model)")
     source.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
     parser.add_argument("--model", required=model_required,
-                        help="teaching | smollm2 | gemma3-270m | a .gguf file (see: token-explorer model list)")
+                        help=MODEL_HELP)
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
     parser.add_argument("--arithmetic", choices=ARITHMETICS, default=DEFAULT_ARITHMETIC,
                         help="float: float32 throughout (default); llama.cpp: a real model computes as "

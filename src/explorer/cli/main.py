@@ -10,6 +10,7 @@ import sys
 
 from .. import __version__
 from . import export, fit, model, sample, trace
+from .flags import MODEL_HELP
 from ..core.errors import ExplorerError
 from ..interrupts import interrupted_status, sigterm_as_interrupt, silence_stdout
 
@@ -30,8 +31,8 @@ def build_parser() -> argparse.ArgumentParser:
                           help="remove what --install-launcher added")
     parser.add_argument("--lesson", help="open the window on this lesson (a name or a .toml file)")
     parser.add_argument("--params", help="open the window on this parameter file (prompt 我爱)")
-    parser.add_argument("--model", help="open the window on a model: teaching | smollm2 | gemma3-270m | a .gguf file "
-                                        "(before a sub-command: that sub-command's --model)")
+    parser.add_argument("--model", help="open the window on a model: " + MODEL_HELP +
+                                        " (before a sub-command: that sub-command's --model)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub.choices           # name -> sub-command parser, filled below
     for command in (trace, sample, export, fit, model):

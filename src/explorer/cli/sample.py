@@ -9,7 +9,7 @@ import sys
 
 import numpy as np
 
-from .flags import add_sampling_flags, config_from_args, model_from_args, parse_numbers, prompt_ids
+from .flags import MODEL_HELP, add_sampling_flags, config_from_args, model_from_args, parse_numbers, prompt_ids
 from ..core.errors import ExplorerError, SettingError
 from ..core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count
 from ..core.decode.sampling import Distribution, SamplingConfig, distribution
@@ -50,8 +50,7 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     src = p.add_mutually_exclusive_group(required=True)
     src.add_argument("--logits", help="comma-separated logits, e.g. 2,1,0 (-inf = already removed)")
     src.add_argument("--probs", help="comma-separated probabilities summing to 1, e.g. 0.55,0.25,0.15,0.05")
-    src.add_argument("--model", help="the next-token logits of a model after --prompt: "
-                                     "teaching | smollm2 | gemma3-270m | a .gguf file")
+    src.add_argument("--model", help="the next-token logits of a model after --prompt: " + MODEL_HELP)
     p.add_argument("--prompt", help="with --model: the text before the next token (default: the model's)")
     p.add_argument("--chat", action="store_true", help="with --model: wrap --prompt in the chat template")
     p.add_argument("--top", type=int, default=20, help="with --model: candidates per table (default 20)")

@@ -185,3 +185,10 @@ def test_longrope_without_its_factors_is_refused(tmp_path):
                        extra_kv={"llama.rope.scaling.type": ("longrope", gguf.GGUFValueType.STRING)})
     with pytest.raises(GGUFError, match="longrope.*no rope_factors_short tensor"):
         load_llama(path)
+
+
+def test_float32_weights_are_read_in_place_from_the_mapped_file(models, files):
+    embedding = models["qwen3/f32"].params.embed                     # [V, d] F32 in the file
+    assert not embedding.flags.owndata and not embedding.flags.writeable   # a view of the map, not a copy
+    again = load_llama(files["qwen3/f32"])                            # its pages let go after the load: still readable
+    np.testing.assert_array_equal(again.params.embed[:3], embedding[:3])

@@ -56,6 +56,7 @@ def _load_llama(path, name: str | None, arithmetic: str) -> DecoderModel:
         reading.wait()           # its outcome is beside the point now
         raise
     params = reading.result()
+    gf.release_pages()           # the weights were copied out (or are read in place where they are used)
     return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
     return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32,
                         arithmetic=arithmetic_named(arithmetic))
@@ -223,10 +224,13 @@ def expected_tensors(gf: GGUFFile, a: Architecture, c: DecoderConfig) -> dict[st
 
 
 def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (numpy shape)
+    """A tensor as the model keeps it: quantised ones rewritten into their layout's
+    blocks (a copy), F32 ones read in place from the mapped file, F16 and BF16 ones made
+    float32."""
     info = gf.info(name)
     if info.quant_type.layout is not None:
         return BlockMatrix.from_gguf(gf.raw(name), info.ggml_type, info.shape)
-    return gf.tensor(name)
+    return gf.mapped(name)
 
 
 def _stacked(gf: GGUFFile, names):
