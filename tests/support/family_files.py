@@ -14,9 +14,8 @@ from dataclasses import dataclass, field
 import gguf
 import numpy as np
 from gguf import GGMLQuantizationType as Q
-from gguf import quants
 
-from tiny_vocab import CONTROL, MERGES, TOKENS, VOCAB
+from tiny_gguf import CONTROL, MERGES, TOKENS, VOCAB, add_tensor, write_out
 
 D, FF, HEADS, KV_HEADS, LAYERS, CONTEXT = 256, 512, 4, 2, 2, 256   # head size 64; rows of 256
 HEAD_DIM = D // HEADS
@@ -136,15 +135,5 @@ def write_family(path, arch: str, variant: str = "f32", seed: int = 0, dequantis
     w.add_eos_token_id(2)
     w.add_add_bos_token(False)
     for name, a in family_tensors(family, seed).items():
-        qt = tensor_type(name, a.shape, variant)
-        if qt == Q.F32:
-            w.add_tensor(name, a)
-        elif dequantised:
-            w.add_tensor(name, quants.dequantize(quants.quantize(a, qt), qt).astype(np.float32))
-        else:
-            w.add_tensor(name, quants.quantize(a, qt), raw_dtype=qt)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+        add_tensor(w, name, a, tensor_type(name, a.shape, variant), dequantised)
+    return write_out(w, path)

@@ -6,13 +6,12 @@ from __future__ import annotations
 import hashlib
 
 import gguf
-from gguf import quants
 import numpy as np
 import pytest
 from gguf import GGMLQuantizationType as Q
 
 from explorer.catalog import registry as model_registry
-from tiny_vocab import CONTROL, MERGES, TOKENS, VOCAB
+from tiny_gguf import CONTROL, MERGES, TOKENS, VOCAB, add_tensor, write_out
 
 
 D, FF, HEADS, KV_HEADS, LAYERS = 64, 96, 4, 2, 2   # head size 16; rows multiples of 32
@@ -72,20 +71,9 @@ def write_llama(path, tensors, arch="llama", skip=(), types=qtype_of, alignment=
     for key, (value, vtype) in (extra_kv or {}).items():
         w.add_key_value(key, value, vtype)
     for name, a in tensors.items():
-        if name in skip:
-            continue
-        qt = types(name)
-        if qt == Q.F32:
-            w.add_tensor(name, a)
-        elif qt == Q.F16:
-            w.add_tensor(name, a.astype(np.float16))
-        else:
-            w.add_tensor(name, quants.quantize(a, qt), raw_dtype=qt)
-    w.write_header_to_file()
-    w.write_kv_data_to_file()
-    w.write_tensors_to_file()
-    w.close()
-    return path
+        if name not in skip:
+            add_tensor(w, name, a, types(name))
+    return write_out(w, path)
 
 
 @pytest.fixture(scope="module")
