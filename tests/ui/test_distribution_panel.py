@@ -8,6 +8,7 @@ from dataclasses import replace
 import numpy as np
 import pytest
 from PySide6.QtCore import QPointF, Qt
+from PySide6.QtWidgets import QApplication
 
 from explorer.core.models.decoder import DecoderConfig, DecoderModel, random_params
 from explorer.core.decode.generate import generate
@@ -186,9 +187,10 @@ def click_bar(qtbot, panel, stage, token_id):
 
 def test_a_click_between_two_thin_bars_forces_the_nearer_and_hovering_shows_which(qtbot):
     session = big_session()
-    panel = show(qtbot, DistributionPanel(session))
-    panel.resize(900, 700)
+    panel = show(qtbot, DistributionPanel(session), (900, 700))
+    qtbot.waitExposed(panel)
     go_to(session, "pick", 0)
+    QApplication.sendPostedEvents()       # the layout settled: the bars are where the mouse will go
     chart, ids = panel.chart, column_ids(panel)                     # 20 thin columns and "other"
     final = list(chart_rows(panel)).index("final")
     foot, column = chart.bar_center(final, 3), chart.bar_center(final, 4).x() - chart.bar_center(final, 3).x()
