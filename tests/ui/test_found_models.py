@@ -5,7 +5,6 @@ clicks; a model that does not run is listed with its reason and cannot be opened
 from __future__ import annotations
 
 import json
-from pathlib import Path
 
 import numpy as np
 import pytest
@@ -20,9 +19,6 @@ from teacher import at_rest
 
 from explorer.ui.shell import found_models
 from explorer.ui.shell.model_switcher import FIND
-
-SHOTS = Path("/tmp/finder_shots")       # where the pictures of the dialog are left to look at
-
 
 @pytest.fixture
 def shelves(stores, tmp_path):
@@ -74,7 +70,7 @@ def assert_no_clipped_text(dialog) -> None:
     assert table.horizontalHeader().length() <= table.viewport().width() + 1, "columns beyond the dialog's edge"
 
 
-def test_the_list_shows_each_model_and_opens_only_those_that_run(qtbot, window, shelves):
+def test_the_list_shows_each_model_and_opens_only_those_that_run(qtbot, window, shelves, tmp_path):
     dialog = open_dialog(qtbot, window)
     names = [m.name for m in dialog.models]
     assert set(names) == {"qwen2.5:0.5b", "someone/qwen-lora", "RWKV/rwkv-6-world-GGUF/rwkv-6-Q8_0"}
@@ -90,8 +86,7 @@ def test_the_list_shows_each_model_and_opens_only_those_that_run(qtbot, window, 
     assert rwkv[1] == "Hugging Face" and "Architecture 'rwkv6' is not one this explorer runs" in rwkv[-1]
     assert "looked in" in dialog.places.text().lower() and str(shelves.ollama) in dialog.places.text()
 
-    SHOTS.mkdir(exist_ok=True)
-    dialog.grab().save(str(SHOTS / "found-models-en.png"))
+    assert dialog.grab().save(str(tmp_path / "found-models-en.png"))   # a picture to look at when it fails
     assert_no_clipped_text(dialog)
 
     click_row(qtbot, dialog, row_of(dialog, "someone/qwen-lora"))          # shown, not openable
@@ -143,11 +138,10 @@ def test_a_model_bigger_than_the_memory_left_is_listed_with_its_estimate_and_not
     dialog.reject()
 
 
-def test_the_list_in_chinese_fits_too(qtbot, window, shelves):
+def test_the_list_in_chinese_fits_too(qtbot, window, shelves, tmp_path):
     window.set_lang("zh")
     dialog = open_dialog(qtbot, window)
     assert dialog.windowTitle() == "本机上的模型"
-    SHOTS.mkdir(exist_ok=True)
-    dialog.grab().save(str(SHOTS / "found-models-zh.png"))
+    assert dialog.grab().save(str(tmp_path / "found-models-zh.png"))
     assert_no_clipped_text(dialog)
     dialog.reject()
