@@ -9,7 +9,7 @@ from dataclasses import dataclass
 import numpy as np
 import pyqtgraph as pg
 from PySide6.QtCore import QEvent, QPoint, QPointF, QRect, QRectF, Qt
-from PySide6.QtGui import (QColor, QHelpEvent, QImage, QKeyEvent, QPainter, QPaintDevice, QPaintEngine, QRegion,
+from PySide6.QtGui import (QColor, QHelpEvent, QImage, QKeyEvent, QMouseEvent, QPainter, QPaintDevice, QPaintEngine, QRegion,
                            QTextCharFormat)
 from PySide6.QtWidgets import QApplication, QLabel, QToolTip, QWidget
 
@@ -39,6 +39,16 @@ def enter_prompt(qtbot, window, text: str) -> None:
 
 def click_at(qtbot, widget, point: QPointF) -> None:
     qtbot.mouseClick(widget, Qt.MouseButton.LeftButton, pos=QPoint(round(point.x()), round(point.y())))
+
+
+def hover_at(widget, point: QPoint) -> None:
+    """The mouse moved over `widget` to `point` with no button held, delivered to it alone:
+    the global pointer (which window it is over, a button some earlier test left pressed)
+    plays no part."""
+    at = QPointF(point)
+    QApplication.sendEvent(widget, QMouseEvent(QEvent.Type.MouseMove, at, QPointF(widget.mapToGlobal(point)),
+                                               Qt.MouseButton.NoButton, Qt.MouseButton.NoButton,
+                                               Qt.KeyboardModifier.NoModifier))
 
 
 def click_chip(qtbot, timeline, index: int) -> None:

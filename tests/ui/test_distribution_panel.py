@@ -19,7 +19,7 @@ from explorer.session import Session
 from explorer.ui.panels import distribution_chart
 from explorer.ui.panels.controls import SamplingControls
 from explorer.ui.panels.distribution import N_SHOWN, DistributionPanel
-from teacher import (chart_rows, chart_ruler, click_at, column_ids, column_names, drawn_texts, first_row_height,
+from teacher import (chart_rows, chart_ruler, click_at, column_ids, column_names, drawn_texts, first_row_height, hover_at,
                      label_showing, marked_id, painted_bar_height, shows, tooltip_at)
 
 SEED = 0          # u = 0.637 at step 0: 学习 when greedy-ish, 你 once T is high enough
@@ -198,8 +198,8 @@ def test_a_click_between_two_thin_bars_forces_the_nearer_and_hovering_shows_whic
     near_4 = (foot + QPointF(0.56 * column, 0)).toPoint()          # in the gap, nearer column 4
     near_3 = (foot + QPointF(0.44 * column, 0)).toPoint()          # in the gap, nearer column 3
     background = chart.grab().toImage().pixelColor(near_4)
-    qtbot.mouseMove(chart, near_4)
-    qtbot.waitUntil(lambda: chart.hovered == (final, 4))
+    hover_at(chart, near_4)
+    assert chart.hovered == (final, 4)
     assert chart.grab().toImage().pixelColor(near_4) != background     # the gap is tinted: that column is taken
     qtbot.mouseClick(chart, Qt.MouseButton.LeftButton, pos=near_4)
     assert session.overrides == {0: ids[4]} and marked_id(panel) == ids[4]
@@ -207,8 +207,8 @@ def test_a_click_between_two_thin_bars_forces_the_nearer_and_hovering_shows_whic
     session.undo()
     qtbot.mouseClick(chart, Qt.MouseButton.LeftButton, pos=near_3)
     assert session.overrides == {0: ids[3]} and marked_id(panel) == ids[3]
-    qtbot.mouseMove(chart, chart.bar_center(final, len(ids)).toPoint())   # the "other" bar forces nothing
-    qtbot.waitUntil(lambda: chart.hovered is None)
+    hover_at(chart, chart.bar_center(final, len(ids)).toPoint())   # the "other" bar forces nothing
+    assert chart.hovered is None
     qtbot.mouseClick(chart, Qt.MouseButton.LeftButton, pos=chart.bar_center(final, len(ids)).toPoint())
     assert session.overrides == {0: ids[3]}
 

@@ -39,13 +39,22 @@ def listening_window(window, tmp_path):
     return server
 
 
+def ended(qtbot, started):
+    """(stdout, stderr) of the second start once it has ended, the running window's events
+    handled meanwhile: its answer must reach the second start before that one's deadline
+    (blocked in wait(), the window would not answer, and the second start would open a
+    window of its own)."""
+    qtbot.waitUntil(lambda: started.poll() is not None, timeout=120_000)
+    return started.communicate()
+
+
 def test_a_second_start_hands_its_lesson_file_to_the_running_window(window, qtbot, tmp_path):
     server = listening_window(window, tmp_path)
     lesson = resources_dir() / "lessons" / "beam.toml"
     assert window.lesson.id != "beam"
     with qtbot.waitSignal(server.received, timeout=60_000) as handed:
         started = second_start(tmp_path, str(lesson))
-    out, err = started.communicate(timeout=60)
+    out, err = ended(qtbot, started)
     assert started.returncode == 0, err
     assert out == "token-explorer: Token Explorer is already running: its window opens it\n"
     assert handed.args == [{"lesson": str(lesson)}]
@@ -59,7 +68,8 @@ def test_a_broken_lesson_file_is_reported_in_the_running_window(window, qtbot, t
     shown = window.lesson
     with qtbot.waitSignal(server.received, timeout=60_000):
         started = second_start(tmp_path, "broken.toml")            # relative to the second start's folder
-    assert started.wait(timeout=60) == 0
+    ended(qtbot, started)
+    assert started.returncode == 0
     assert window.errors[-1] == "broken.toml: title: missing"        # the file and the problem
     assert window.statusBar().currentMessage() == window.errors[-1]
     assert window.lesson is shown                                    # the lesson shown stays
