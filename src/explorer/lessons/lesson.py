@@ -58,13 +58,16 @@ class Lesson:
     def title_in(self, lang: str) -> str:
         return self.title[lang]
 
+    def texts(self) -> list:
+        """Every text it wrote (Text records): title, summary, frame titles and explanations, checks."""
+        return [self.title, self.summary, *(t for check in self.checks for t in (check.question, check.answer)),
+                *(t for plan in self.plans for t in (plan.extras.get("title"), *plan.extras.get("explain", {}).values())
+                  if t is not None)]
+
     def fallbacks(self, lang: str) -> dict[str, int]:
         """{language shown instead: how many texts} for the texts it did not write in `lang`
         (a lesson written in one language, or some texts not translated): the window says so."""
-        texts = [self.title, self.summary, *(t for check in self.checks for t in (check.question, check.answer)),
-                 *(t for plan in self.plans for t in (plan.extras.get("title"), *plan.extras.get("explain", {}).values())
-                   if t is not None)]
-        shown = [t.fallback[lang] for t in texts if lang in t.fallback]
+        shown = [t.fallback[lang] for t in self.texts() if lang in t.fallback]
         return {other: shown.count(other) for other in dict.fromkeys(shown)}
 
     @property
