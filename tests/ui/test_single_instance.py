@@ -60,7 +60,7 @@ def test_a_broken_lesson_file_is_reported_in_the_running_window(window, qtbot, t
     with qtbot.waitSignal(server.received, timeout=60_000):
         started = second_start(tmp_path, "broken.toml")            # relative to the second start's folder
     assert started.wait(timeout=60) == 0
-    assert window.errors[-1] == "broken.toml: title: missing"        # the file and the problem
+    assert window.errors[-1] == "broken.toml:1: title: missing"        # the file and the problem
     assert window.statusBar().currentMessage() == window.errors[-1]
     assert window.lesson is shown                                    # the lesson shown stays
 
