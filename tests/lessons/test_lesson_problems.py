@@ -229,3 +229,9 @@ def test_every_key_of_a_shipped_lesson_is_found_on_its_own_line(path):
     for where, key in _key_paths(data):
         line = written[line_of(lines, where) - 1]
         assert re.search(rf'(^|[\s{{,.\[]|"){re.escape(key)}"?\s*(=|\]|\.)', line), (where, line)
+
+
+def test_the_shipped_lessons_are_written_in_both_languages():
+    for path in sorted(lessons_dir().glob("*.toml")):
+        lesson = parse_lesson(path)
+        assert lesson.fallbacks("en") == {} and lesson.fallbacks("zh") == {}, path.name
