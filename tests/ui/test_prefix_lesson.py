@@ -151,6 +151,6 @@ def test_prefix_from_must_name_an_earlier_scenario(tmp_path):
             .replace('prefix_from = "base"', 'prefix_from = "later"', 1))
     bad = tmp_path / "bad.toml"
     bad.write_text(text, "utf-8")
-    with pytest.raises(LessonError, match=r"bad.toml: scenarios\[0\].prefix_from: 'later': expected a scenario "
+    with pytest.raises(LessonError, match=r"bad.toml:\d+: scenarios\[0\].prefix_from: 'later': expected a scenario "
                                           r"named before this one"):
         parse_lesson(bad)

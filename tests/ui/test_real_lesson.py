@@ -125,7 +125,7 @@ def test_a_lesson_is_listed_without_loading_its_model_and_refused_by_name_when_n
     assert lesson.installed_models == ("smollm2",) and lesson.missing_models() == ("smollm2",)
     monkeypatch.undo()
     monkeypatch.setenv(model_registry.CACHE_ENV, str(tmp_path / "empty-cache"))
-    with pytest.raises(LessonError, match=r"^real-model\.toml: model 'smollm2' is not installed .*"
+    with pytest.raises(LessonError, match=r"^real-model\.toml:\d+: model 'smollm2' is not installed .*"
                                           r"install it with: explorer model install smollm2"):
         lesson.build_session()
 
@@ -134,11 +134,11 @@ def test_a_lesson_naming_an_unknown_model_fails_with_the_key(tmp_path):
     source = (lessons_dir() / "real-model.toml").read_text(encoding="utf-8")
     bad = tmp_path / "bad.toml"
     bad.write_text(source.replace('name = "smollm2"', 'name = "gpt5"'), encoding="utf-8")
-    with pytest.raises(LessonError, match=r"^bad\.toml: model\.name: 'gpt5': expected one of smollm2"):
+    with pytest.raises(LessonError, match=r"^bad\.toml:\d+: model\.name: 'gpt5': expected one of smollm2"):
         parse_lesson(bad)
     bad.write_text(source.replace('name = "london"', 'name = "london"\nmodel = { kind = "installed" }'),
                    encoding="utf-8")
-    with pytest.raises(LessonError, match=r"^bad\.toml: scenarios\[0\]\.model\.name: None: expected one of"):
+    with pytest.raises(LessonError, match=r"^bad\.toml:\d+: scenarios\[0\]\.model\.name: None: expected one of"):
         parse_lesson(bad)
 
 
@@ -148,7 +148,7 @@ def test_a_lesson_placeholder_error_on_a_real_model_is_found_when_it_is_opened(t
     bad.write_text(source.replace("Prompt length {n}; visible", "Prompt length {size}; visible", 1),
                    encoding="utf-8")
     lesson = parse_lesson(bad)                       # read: the texts wait for the model
-    with pytest.raises(LessonError, match=r"^typo\.toml: frames\[0\]\.explain\.check\.en: unknown placeholder "
+    with pytest.raises(LessonError, match=r"^typo\.toml:\d+: frames\[0\]\.explain\.check\.en: unknown placeholder "
                                           r"or stray brace: 'size'"):
         lesson.build_session()
 

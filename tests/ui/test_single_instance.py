@@ -70,7 +70,7 @@ def test_a_broken_lesson_file_is_reported_in_the_running_window(window, qtbot, t
         started = second_start(tmp_path, "broken.toml")            # relative to the second start's folder
     ended(qtbot, started)
     assert started.returncode == 0
-    assert window.errors[-1] == "broken.toml: title: missing"        # the file and the problem
+    assert window.errors[-1] == "broken.toml:1: title: missing"        # the file, the line and the problem
     assert window.statusBar().currentMessage() == window.errors[-1]
     assert window.lesson is shown                                    # the lesson shown stays
 

@@ -96,7 +96,7 @@ def test_a_broken_lesson_file_at_the_first_start_opens_the_default_lesson_and_sa
     args = build_parser().parse_args(lesson_file_as_option([str(broken)], build_parser().commands))
     window, problem = first_window(args, str(tmp_path / "settings.ini"))
     qtbot.addWidget(window)
-    assert problem == "broken.toml: title: missing" and window.lesson.id == DEFAULT_LESSON_ID
+    assert problem == "broken.toml:1: title: missing" and window.lesson.id == DEFAULT_LESSON_ID
     good, problem = first_window(build_parser().parse_args(["--lesson", "beam"]), str(tmp_path / "settings.ini"))
     qtbot.addWidget(good)
     assert problem is None and good.lesson.id == "beam"

@@ -275,7 +275,7 @@ def test_the_host_answers_only_a_complete_call_with_its_own_call_id(tmp_path, ed
     assert text.count(edit) == 1
     path = tmp_path / "bad-tool.toml"
     path.write_text(text.replace(edit, bad), encoding="utf-8")
-    with pytest.raises(LessonError, match="bad-tool.toml: scenario 'after-tool': ") as info:
+    with pytest.raises(LessonError, match=r"bad-tool.toml:\d+: scenario 'after-tool': ") as info:
         load_lesson(path)
     assert problem in str(info.value)
 

@@ -10,10 +10,11 @@ from ..core.errors import ExplorerError
 from ..resources import resources_dir
 from .glossary import glossary_terms
 from .lesson import Check, Lesson
-from .reader import LessonError
-from .schema import parse_lesson
+from .problems import Problem
+from .reader import LessonError, Text
+from .schema import lesson_problems, parse_lesson
 
-__all__ = ["Check", "Lesson", "LessonError", "lessons_dir", "lesson_names", "load_lesson", "all_lessons",
+__all__ = ["Check", "Lesson", "LessonError", "Problem", "Text", "lesson_problems", "lessons_dir", "lesson_names", "load_lesson", "all_lessons",
            "default_lesson", "builds_on_names", "DEFAULT_LESSON_ID"]
 
 DEFAULT_LESSON_ID = "wo-ai-to-eos"

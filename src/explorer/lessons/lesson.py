@@ -18,7 +18,7 @@ from ..session import Session
 from ..session.narration import placeholder_values
 from ..session.session import FramePlan, PreparedPlay, Scenario
 from .models import absence, build_model, installed_name, real_model_key
-from .reader import LessonError, TomlReader
+from .reader import LessonError, LessonReader, TomlReader
 
 
 @dataclass(frozen=True)
@@ -57,6 +57,18 @@ class Lesson:
 
     def title_in(self, lang: str) -> str:
         return self.title[lang]
+
+    def texts(self) -> list:
+        """Every text it wrote (Text records): title, summary, frame titles and explanations, checks."""
+        return [self.title, self.summary, *(t for check in self.checks for t in (check.question, check.answer)),
+                *(t for plan in self.plans for t in (plan.extras.get("title"), *plan.extras.get("explain", {}).values())
+                  if t is not None)]
+
+    def fallbacks(self, lang: str) -> dict[str, int]:
+        """{language shown instead: how many texts} for the texts it did not write in `lang`
+        (a lesson written in one language, or some texts not translated): the window says so."""
+        shown = [t.fallback[lang] for t in self.texts() if lang in t.fallback]
+        return {other: shown.count(other) for other in dict.fromkeys(shown)}
 
     @property
     def config(self) -> SamplingConfig:
@@ -116,14 +128,14 @@ class Lesson:
         unless it runs on an installed model (see `_check_once`)."""
         with self._errors_named():
             session = self._session(check_recompute=False)
-        _check_texts(TomlReader(self.path), self, _session_frames(session))
+        _check_texts(LessonReader(self.path), self, _session_frames(session))
 
     def _check_once(self, shown) -> None:
         """A lesson on an installed model has its frames and placeholders checked on the runs
         it is first built with, not when it is read: listing the lessons must not load
         hundreds of MB (nor fail where the model is not installed)."""
         if not self.texts_checked:
-            _check_texts(TomlReader(self.path), self, shown)
+            _check_texts(LessonReader(self.path), self, shown)
 
     def build_scenarios(self) -> tuple[Scenario, ...]:
         return tuple(self._scenario(name, spec) for name, spec in self.scenarios)
@@ -135,7 +147,7 @@ class Lesson:
         except LessonError:
             raise
         except ExplorerError as exc:
-            raise LessonError(f"{self.path.name}: {exc}") from None
+            LessonReader(self.path).fail_with(str(exc))
 
     def _scenario(self, name: str, spec: ScenarioSpec) -> Scenario:
         model = build_model(spec.model, self.path)
@@ -173,25 +185,35 @@ def _pending_frames(pending) -> list[tuple]:
 
 def _check_texts(r: TomlReader, lesson: Lesson, shown: list[tuple]) -> None:
     """On the lesson's built frames ((frame, run, model) each): every attention choice must
-    exist and every {placeholder} must be known."""
+    exist and every {placeholder} must be known (every frame checked, then the first problem raised)."""
     for i, (frame, run, model) in enumerate(shown):
-        for step in run.unreached_overrides:           # a what-if that would vanish without a word
-            k = lesson.plans[i].scenario                 # 0: the base, k: scenarios[k - 1]
-            r.fail(("" if k == 0 else f"scenarios[{k - 1}].") + f"forces.{step}", run.unreached_text(step))
-        if frame.attention is not None:
-            layers = run.steps[0].trace.layers
-            heads = layers[0].q.shape[0] if layers else 0
-            layer, head = frame.attention
-            if layer >= len(layers) or head >= heads:
-                r.fail(f"frames[{i}].attention", f"layer {layer}, head {head}: expected layer < {len(layers)} "
-                                                 f"and head < {heads} for this model (counted from 0)")
-        texts = {"title": frame.title or {}} | {f"explain.{k}": v for k, v in (frame.explain or {}).items()}
-        for where, by_lang in texts.items():
-            for lang, text in by_lang.items():
-                problem = placeholder_problem(text, placeholder_values(frame, run, model.vocab, lang))
-                if problem:
-                    r.fail(f"frames[{i}].{where}.{lang}", problem)
+        with r.each():
+            _check_frame(r, lesson, i, frame, run, model)
+    r.done()
     object.__setattr__(lesson, "texts_checked", True)      # once per lesson read
+
+
+def _check_frame(r: TomlReader, lesson: Lesson, i: int, frame, run, model) -> None:
+    """Frame i's what-ifs, attention choice and placeholders (a text in one language is
+    checked in the language it is written in)."""
+    for step in run.unreached_overrides:           # a what-if that would vanish without a word
+        k = lesson.plans[i].scenario                 # 0: the base, k: scenarios[k - 1]
+        r.fail(("" if k == 0 else f"scenarios[{k - 1}].") + f"forces.{step}", run.unreached_text(step))
+    if frame.attention is not None:
+        layers = run.steps[0].trace.layers
+        heads = layers[0].q.shape[0] if layers else 0
+        layer, head = frame.attention
+        if layer >= len(layers) or head >= heads:
+            r.fail(f"frames[{i}].attention", f"layer {layer}, head {head}: expected layer < {len(layers)} "
+                                             f"and head < {heads} for this model (counted from 0)")
+    texts = {"title": frame.title or {}} | {f"explain.{k}": v for k, v in (frame.explain or {}).items()}
+    for where, by_lang in texts.items():
+        for lang, text in by_lang.items():
+            if lang in getattr(by_lang, "fallback", {}):
+                continue
+            problem = placeholder_problem(text, placeholder_values(frame, run, model.vocab, lang))
+            if problem:
+                r.fail(f"frames[{i}].{where}.{lang}", problem)
 
 
 def placeholder_problem(text: str, known) -> str | None:

@@ -1,5 +1,6 @@
 """Reading a lesson file: TOML in, a checked Lesson out. Every problem is a LessonError
-naming the file and the key path (`wo-ai-to-eos.toml: frames[3].explain.why: missing "zh"`)."""
+naming the file, the line and the key path (`wo-ai-to-eos.toml:42: frames[3].step: ...`);
+`lesson_problems` lists them all."""
 
 from __future__ import annotations
 
@@ -11,12 +12,14 @@ from ..core.decode.sampling import SamplingConfig
 from ..core.decode.search import SearchSpec
 from ..core.decode.speculative import MAX_K
 from ..core.errors import ExplorerError
-from ..catalog.registry import MODELS
+from ..catalog.registry import MODELS, ModelNotInstalled, require_installed
 from ..session.narration import SECTIONS
 from ..session.panels import PANELS
 from ..session.session import FramePlan
 from .lesson import Check, Lesson, ScenarioSpec
-from .reader import TomlReader
+from .models import installed_name, real_model_key
+from .problems import Problem
+from .reader import LessonError, LessonReader, TomlReader
 
 FORMAT = "token-explorer/lesson"
 VERSION = 1
@@ -42,47 +45,105 @@ SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
 
 def parse_lesson(path: Path) -> Lesson:
-    r = TomlReader(path)
+    """The checked lesson; LessonError with its first problem (`FILE:LINE: key: what`) and
+    every problem found (`problems`): each scenario, frame, check and top-level key is read
+    on its own, so one bad part does not hide the next."""
+    r = LessonReader(path)
     data = r.read(path, FORMAT, VERSION, TOP_KEYS, ("format", "version", "title", "summary", "model", "frames"))
-    base = _scenario_spec(r, data, "", None)
+    base = None
+    with r.each():
+        base = _scenario_spec(r, data, "", None)
     scenarios = [("base", base)]
     for i, sd in enumerate(_list(r, data, "scenarios")):
         where = f"scenarios[{i}]"
-        r.table(sd, where, SCENARIO_KEYS, ("name",))
-        if not isinstance(sd["name"], str) or not sd["name"]:
-            r.fail(f"{where}.name", "expected a non-empty string")
-        if sd["name"] in dict(scenarios):
-            r.fail(f"{where}.name", f"{sd['name']!r} is used twice")
-        scenarios.append((sd["name"], _scenario_spec(r, sd, where, base, [n for n, _ in scenarios])))
+        with r.each():
+            r.table(sd, where, SCENARIO_KEYS, ("name",))
+            if not isinstance(sd["name"], str) or not sd["name"]:
+                r.fail(f"{where}.name", "expected a non-empty string")
+            if sd["name"] in dict(scenarios):
+                r.fail(f"{where}.name", f"{sd['name']!r} is used twice")
+            scenarios.append((sd["name"], None))         # named even if the rest is bad: frames may show it
+            if base is not None:
+                scenarios[-1] = (sd["name"], _scenario_spec(r, sd, where, base, [n for n, _ in scenarios[:-1]]))
     names = [n for n, _ in scenarios]
     evaluators = {}
     for i, ed in enumerate(_list(r, data, "evaluators")):
-        name, scores, default = _evaluator(r, ed, f"evaluators[{i}]")
-        if name in evaluators:
-            r.fail(f"evaluators[{i}].name", f"{name!r} is used twice")
-        evaluators[name] = (scores, default)
-    plans = tuple(_plan(r, fd, f"frames[{i}]", names, evaluators)
-                  for i, fd in enumerate(_list(r, data, "frames")))
-    if not plans:
-        r.fail("frames", "expected at least one frame")
-    checks = tuple(_check(r, cd, f"checks[{i}]") for i, cd in enumerate(data.get("checks", [])))
+        with r.each():
+            name, scores, default = _evaluator(r, ed, f"evaluators[{i}]")
+            if name in evaluators:
+                r.fail(f"evaluators[{i}].name", f"{name!r} is used twice")
+            evaluators[name] = (scores, default)
+    plans = []
+    for i, fd in enumerate(frames := _list(r, data, "frames")):
+        with r.each():
+            plans.append(_plan(r, fd, f"frames[{i}]", names, evaluators))
+    if not frames:
+        r.note("frames", "expected at least one frame")
+    checks = []
+    for i, cd in enumerate(_list(r, data, "checks")):
+        with r.each():
+            checks.append(_check(r, cd, f"checks[{i}]"))
     builds_on = data.get("builds_on", [])
     if not isinstance(builds_on, list) or not all(isinstance(b, str) for b in builds_on):
-        r.fail("builds_on", "expected a list of glossary terms or lesson ids")
+        r.note("builds_on", "expected a list of glossary terms or lesson ids")
     order = data.get("order", 100)
     if not isinstance(order, int):
-        r.fail("order", "expected an integer")
-    lesson = Lesson(lesson_id(path), path, order, r.text(data["title"], "title"), r.text(data["summary"], "summary"),
-                    tuple(builds_on), base, tuple(scenarios), plans, checks)
+        r.note("order", "expected an integer")
+    texts = {}
+    for key in ("title", "summary"):
+        with r.each():
+            texts[key] = r.text(data.get(key), key)
+    r.done()
+    lesson = Lesson(lesson_id(path), path, order, texts["title"], texts["summary"],
+                    tuple(builds_on), base, tuple(scenarios), tuple(plans), tuple(checks))
     if not lesson.real_models:            # else when first built (see Lesson._check_once)
         lesson.check_texts()
     return lesson
 
 
+def lesson_problems(path: Path) -> list[Problem]:
+    """Every problem of a lesson file, each printed `FILE:LINE: key: what` with FILE as
+    given (what `lesson check` prints; empty: the lesson is valid). Beyond reading it: a
+    real model that is not on this computer, with how to get it; when its models are here,
+    its texts checked on the runs they show (a real model is loaded for that)."""
+    try:
+        lesson = parse_lesson(Path(path))
+        problems = _model_problems(lesson)
+        if not problems and not lesson.texts_checked:
+            lesson.check_texts()
+    except LessonError as exc:
+        message = str(exc)
+        for prefix in (f"{path}: ", f"{Path(path).name}: "):
+            message = message.removeprefix(prefix)
+        problems = exc.problems or (Problem(str(path), None, message),)
+    return [dataclasses.replace(p, file=str(path)) for p in problems]
+
+
+def _model_problems(lesson: Lesson) -> list[Problem]:
+    """The real models of a read lesson that are not on this computer: an installed one
+    with the command that installs it, a GGUF model with where it was looked for."""
+    r = LessonReader(lesson.path)
+    missing, absent = set(lesson.missing_models()), lesson.absent_models()
+    for i, (_, spec) in enumerate(lesson.scenarios):
+        if i and spec.model is lesson.base.model:
+            continue                            # the base's model: reported there
+        at = "model" if i == 0 else f"scenarios[{i - 1}].model"
+        if (name := installed_name(spec.model)) in missing:
+            missing.discard(name)
+            try:
+                require_installed(name)
+            except ModelNotInstalled as exc:
+                r.note(f"{at}.name", str(exc))
+        if (key := real_model_key(spec.model, lesson.path)) in absent:
+            r.note(f"{at}.{'file' if 'file' in spec.model else 'name'}", absent.pop(key))
+    return r.problems
+
+
 def _list(r: TomlReader, data: dict, key: str) -> list:
     value = data.get(key, [])
     if not isinstance(value, list):
-        r.fail(key, "expected an array of tables ([[" + key + "]])")
+        r.note(key, "expected an array of tables ([[" + key + "]])")
+        return []
     return value
 
 
@@ -111,8 +172,8 @@ def _scenario_spec(r: TomlReader, d: dict, where: str, base: ScenarioSpec | None
     settings.update(r.table(d.get("settings", {}), at("settings"), SETTING_KEYS))
     try:
         SamplingConfig(**settings)
-    except ExplorerError as exc:
-        r.fail(at("settings"), str(exc))
+    except ExplorerError as exc:                    # "max_new_tokens = 0: expected ...": on that key's line
+        r.fail(at("settings"), str(exc), r.line(at(f"settings.{str(exc).partition(' ')[0]}")))
     forces = dict(base.forces) if base else {}
     given = d.get("forces", {})
     if not isinstance(given, dict):

@@ -26,6 +26,13 @@ add_messages({
     "lesson.hide_answer": {"en": "Hide answer", "zh": "隐藏答案"},
     "lesson.answer": {"en": "Answer: {text}", "zh": "答案：{text}"},
     "lesson.no_checks": {"en": "This lesson has no self-check questions.", "zh": "这一课没有自测题。"},
+    # a lesson not written (or not all translated) in the window's language: its texts show in another
+    "lesson.only_in": {"en": "Written in {language} only: its texts are shown in {language}.",
+                       "zh": "本课只有{language}文本，以{language}显示。"},
+    "lesson.some_in": {"en": "{n} of its texts are in {language} only.", "zh": "本课有{n}段文本只有{language}。"},
+    "lesson.language.en": {"en": "English", "zh": "英文"},
+    "lesson.language.zh": {"en": "Chinese", "zh": "中文"},
+    "lesson.only_mark": {"en": "(English only)", "zh": "（仅有中文）"},   # in the language the texts have
 })
 
 
@@ -79,6 +86,10 @@ class LessonPanel(Panel):
         self._built_for: Lesson | None = None
         self.heading = self.emphasised(QLabel(wordWrap=True), 1.2)
         self.summary = QLabel(wordWrap=True)
+        self.fallback_note = QLabel(wordWrap=True)    # in italics: a note about the texts, not a text
+        italic = self.fallback_note.font()
+        italic.setItalic(True)
+        self.fallback_note.setFont(italic)
         self.builds_on = QLabel(wordWrap=True)
         self.matters = QLabel(wordWrap=True)
         self.none_note = QLabel(wordWrap=True)
@@ -93,7 +104,7 @@ class LessonPanel(Panel):
         self._check_box.setContentsMargins(0, 0, 0, 0)
         content = QWidget()
         column = QVBoxLayout(content)
-        for w in (self.none_note, self.heading, self.summary, self.builds_on, self.matters):
+        for w in (self.none_note, self.heading, self.fallback_note, self.summary, self.builds_on, self.matters):
             column.addWidget(w)
         column.addLayout(self._check_box)
         column.addWidget(self.no_checks)
@@ -143,6 +154,7 @@ class LessonPanel(Panel):
         if lesson is not self._built_for:
             self._rebuild(lesson)
         self.none_note.setVisible(lesson is None)
+        self.fallback_note.setVisible(False)
         for w in (self.heading, self.summary, self.builds_on, self.matters):
             w.setVisible(lesson is not None)
         self.no_checks.setVisible(lesson is not None and not lesson.checks)
@@ -151,6 +163,7 @@ class LessonPanel(Panel):
             return
         self.heading.setText(lesson.title_in(lang))
         self.summary.setText(lesson.summary[lang])
+        self._note_fallbacks(lesson, lang)
         names = builds_on_names(lesson, lang)
         self.builds_on.setVisible(bool(names))
         self.builds_on.setText(self.tr("lesson.builds_on", items=" · ".join(names)))
@@ -165,9 +178,26 @@ class LessonPanel(Panel):
                 view.set_lang(lang, n)
         self.no_checks.setText(self.tr("lesson.no_checks"))
 
+    def _note_fallbacks(self, lesson: Lesson, lang: str) -> None:
+        """Under the title, a line in italics when texts of the lesson are not written in `lang`
+        (shown in the language they have), in the window's language and marked in theirs."""
+        shown = lesson.fallbacks(lang)
+        self.fallback_note.setVisible(bool(shown))
+        if not shown:
+            return
+        total = len(lesson.texts())
+        lines = []
+        for other, n in shown.items():
+            language = self.tr(f"lesson.language.{other}")
+            said = (self.tr("lesson.only_in", language=language) if n == total
+                    else self.tr("lesson.some_in", n=n, language=language))
+            lines.append(f"{said} {tr('lesson.only_mark', other)}")
+        self.fallback_note.setText("\n".join(lines))
+
     def text(self) -> str:
         """Everything the panel shows as plain text, top to bottom (for tests)."""
-        parts = [w.text() for w in (self.none_note, self.heading, self.summary, self.builds_on, self.matters)
+        parts = [w.text() for w in (self.none_note, self.heading, self.fallback_note, self.summary, self.builds_on,
+                                    self.matters)
                  if not w.isHidden()]
         for when in ("before", "after"):
             if not self.headers[when].isHidden():
