@@ -147,13 +147,14 @@ def _prompt_lines(model, ids, table: dict) -> list[str]:
     lines = []
     if chat is not None:
         thinking = "" if chat[1] is None else f", thinking {'on' if chat[1] else 'off'}"
-        lines.append(f"# the prompt is one chat-template turn{thinking}: {one_line_comment(chat[0])}")
+        lines.append(f"# the prompt is one chat-template turn{thinking}: {_one_line_comment(chat[0])}")
     elif table["kind"] in ("logits", "projection") and ids == [CONTEXT_ID]:
         lines.append("# the context token “…”: the text so far")
     return lines + [f"prompt_ids = {_value(ids)}"]
 
 
-def one_line_comment(text: str) -> str:
+def _one_line_comment(text: str) -> str:
+    """A comment stays on its line."""
     return text.replace("\r", " ").replace("\n", " ")
 
 
