@@ -25,6 +25,27 @@ DEFAULT_PROMPTS = {"zh": "我爱", "en": "The capital of France is"}
 # named real models in use somewhere (a lesson, the window's picker), by "name:file path":
 # loaded once and shared while anything holds them
 _LOADED: weakref.WeakValueDictionary[str, object] = weakref.WeakValueDictionary()
+# where each loaded model came from, as a lesson's [model] table names it (Save as lesson writes it)
+_ORIGINS: weakref.WeakKeyDictionary[object, dict] = weakref.WeakKeyDictionary()
+
+
+def remember_origin(model, table: dict):
+    """Note that `model` came from the lesson [model] table `table` (kind and its keys); -> model."""
+    _ORIGINS[model] = dict(table)
+    return model
+
+
+def model_origin(model) -> dict | None:
+    """The [model] table of where `model` was loaded from (`load_model`, a parameter file
+    opened with `load_params_file`), or None for a model built otherwise."""
+    table = _ORIGINS.get(model)
+    return None if table is None else dict(table)
+
+
+def load_params_file(path):
+    """A parameter file's model (`load_params`), its origin remembered."""
+    from ..core.models.params_file import load_params
+    return remember_origin(load_params(path), {"kind": "params", "file": str(Path(path).expanduser().resolve())})
 
 
 def load_model(name_or_path):
@@ -42,18 +63,19 @@ def load_model(name_or_path):
     key = str(name_or_path)
     if key == TEACHING:
         from ..core.models.teaching import load_teaching_model
-        return load_teaching_model()
+        return remember_origin(load_teaching_model(), {"kind": "teaching"})
     if key in MODELS or key.startswith(OLLAMA_PREFIX):
         path = verified_path(key) if key in MODELS else ollama_path(key)
         model = _LOADED.get(f"{key}:{path}")
         if model is None:
             model = _LOADED[f"{key}:{path}"] = _load_gguf(path, key.removeprefix(OLLAMA_PREFIX))
-        return model
+        return remember_origin(model, {"kind": "installed", "name": key} if key in MODELS
+                               else {"kind": "gguf", "name": key})
     path = Path(key).expanduser()
     if path.suffix.lower() == ".gguf" or path.exists():
         if not path.is_file():
             raise ModelNotFound(f"{path}: no such model file")
-        return _load_gguf(path, ollama_name_of(path))
+        return remember_origin(_load_gguf(path, ollama_name_of(path)), {"kind": "gguf", "file": str(path.resolve())})
     raise ExplorerError(f"unknown model {key!r}: expected {TEACHING!r}, one of "
                         f"{', '.join(MODELS)}, an Ollama model ({OLLAMA_PREFIX}NAME:TAG), or the path of a .gguf file")
 

@@ -14,8 +14,7 @@ from ..core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, check_prompt_len
 from ..core.gguf.llama import ARITHMETICS, with_arithmetic
 from ..core.decode.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM, MAX_K, MAX_NGRAM
-from ..core.models.teaching import load_teaching_model
-from ..catalog.load import default_prompt, load_model
+from ..catalog.load import default_prompt, load_model, load_params_file
 from ..catalog.registry import TEACHING
 from ..lessons import load_lesson
 from ..session import Session
@@ -209,7 +208,7 @@ def names_a_free_run(args: argparse.Namespace) -> bool:
 
 def free_model(args: argparse.Namespace):
     """The model of a free run: --params, --model, or the teaching model."""
-    return load_teaching_model(args.params) if args.params is not None else model_from_args(args)
+    return load_params_file(args.params) if args.params is not None else model_from_args(args)
 
 
 def session_from_args(args: argparse.Namespace, lesson: str | None = None, speculative: bool = False) -> Session:

@@ -9,7 +9,7 @@ import subprocess
 import sys
 
 from .. import __version__
-from . import export, fit, model, sample, trace
+from . import export, fit, lesson, model, sample, trace
 from .flags import MODEL_HELP
 from ..core.errors import ExplorerError
 from ..interrupts import interrupted_status, sigterm_as_interrupt, silence_stdout
@@ -35,7 +35,7 @@ def build_parser() -> argparse.ArgumentParser:
                                         " (before a sub-command: that sub-command's --model)")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     parser.commands = sub.choices           # name -> sub-command parser, filled below
-    for command in (trace, sample, export, fit, model):
+    for command in (trace, sample, export, fit, model, lesson):
         command.add_parser(sub)
     return parser
 

@@ -16,6 +16,7 @@ from ..core.models.teaching import load_teaching_model
 from ..core.tokens.vocab import Vocabulary
 from ..catalog.load import load_model
 from ..catalog.local import OLLAMA_PREFIX, ModelNotFound, ollama_path
+from ..catalog.verdicts import file_sha256
 
 CONTEXT = "…"        # the one-token prompt of a logits lesson: it stands for "the text so far"
 CONTEXT_ID = 0       # its id: a logits model's prompt is always (CONTEXT_ID,)
@@ -32,7 +33,10 @@ def build_model(spec: dict, lesson_path: Path):
     if kind == "installed":
         return load_model(installed_name(spec))
     if kind == "gguf":
-        return load_model(gguf_key(spec, lesson_path))
+        key = gguf_key(spec, lesson_path)
+        if "sha256" in spec:
+            _check_sha256(key, spec["sha256"])
+        return load_model(key)
     if kind in ("params", "table"):
         if not isinstance(spec.get("file"), str):
             raise ExplorerError(f"model.file: missing (the {kind} file, relative to the lesson)")
@@ -70,6 +74,26 @@ def gguf_key(spec: dict, lesson_path: Path) -> str:
         raise ModelNotFound(f"model.file: {file!r}: this lesson's model is not on this computer "
                             f"(looked for {path.resolve()})")
     return str(path.resolve())
+
+
+def _check_sha256(path: str, expected: str) -> None:
+    """A lesson saved with its GGUF file's SHA-256 (Save as lesson) refuses another file at that path."""
+    digest = cached_sha256(path)
+    if digest != expected:
+        raise ExplorerError(f"model.file: {path} is not the file this lesson was saved with (its SHA-256 is "
+                            f"{digest}, the lesson's model.sha256 is {expected}): its runs would differ; "
+                            f"open the lesson's own file, or remove sha256 from [model] to use this one")
+
+
+def cached_sha256(path) -> str:
+    """A file's SHA-256, read once per size and modification time (a model file is hundreds of MB)."""
+    st = Path(path).stat()
+    return _sha256(str(path), st.st_size, st.st_mtime_ns)
+
+
+@lru_cache(maxsize=64)
+def _sha256(path: str, _size: int, _mtime_ns: int) -> str:
+    return file_sha256(path)
 
 
 def _pieces(spec: dict) -> tuple[str, ...]:

@@ -153,7 +153,12 @@ def _scenario_spec(r: TomlReader, d: dict, where: str, base: ScenarioSpec | None
     model = d.get("model", None if base is None else base.model)
     if model is None:
         r.fail(at("model"), "missing")
-    r.table(model, at("model"), ("kind", "name", "file", "pieces", "logits", "hidden", "w_out"), ("kind",))
+    r.table(model, at("model"), ("kind", "name", "file", "pieces", "logits", "hidden", "w_out", "sha256"), ("kind",))
+    sha = model.get("sha256")
+    if sha is not None and not (model["kind"] == "gguf" and "file" in model and isinstance(sha, str)
+                                and len(sha) == 64 and all(c in "0123456789abcdef" for c in sha)):
+        r.fail(at("model.sha256"), "expected the SHA-256 of a gguf model's file (64 lowercase hex digits), "
+                                   'with kind = "gguf" and file = "PATH"')
     if model["kind"] == "installed" and model.get("name") not in MODELS:
         r.fail(at("model.name"), f"{model.get('name')!r}: expected one of {', '.join(MODELS)} "
                                  "(a model that `explorer model install` knows)")

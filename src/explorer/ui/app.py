@@ -10,10 +10,9 @@ import traceback
 
 from ..core.errors import ExplorerError
 from ..i18n import tr
-from ..core.models.params_file import load_params
 from ..interrupts import exit_status
 from ..lessons import DEFAULT_LESSON_ID, load_lesson
-from ..catalog.load import default_prompt, load_model
+from ..catalog.load import default_prompt, load_model, load_params_file
 from ..session import Session
 
 
@@ -35,7 +34,7 @@ def build_window(settings_path: str | None = None, params_path: str | None = Non
         compact = is_compact_width(app.primaryScreen().availableGeometry().width())
     if params_path is not None or model is not None:
         key = model if params_path is None else None      # what load_model takes (None: a parameter file)
-        chosen_model = load_params(params_path) if params_path is not None else load_model(model)
+        chosen_model = load_params_file(params_path) if params_path is not None else load_model(model)
         # a full recompute per step is cheap for a parameter file, too slow to drag on a real model
         session = Session(chosen_model, chosen_model.vocab.encode(default_prompt(key, chosen_model)),
                           check_recompute=params_path is not None or model == "teaching")

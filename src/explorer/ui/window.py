@@ -17,7 +17,7 @@ from ..session import Session, SessionEvent
 from ..session.changes import changes_text
 from ..session.narration import frame_title
 from ..session.text_so_far import own_run_caption
-from .shell import export_actions, help
+from .shell import export_actions, help, lesson_saving
 from .shell.blank import BlankScreen
 from .shell.keys import KeyRouter, key_combinations
 from .app_icon import app_icon
@@ -45,6 +45,7 @@ PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionP
 # name -> (i18n key, shortcut or shortcuts, menu); one table for menus, shortcuts and tests
 ACTIONS = {
     "open_params": ("action.open_params", QKeySequence.StandardKey.Open, "file"),
+    "save_lesson": ("action.save_lesson", QKeySequence.StandardKey.Save, "file"),
     "export_frame": ("action.export_frame", "Ctrl+E", "file"),
     "export_lesson": ("action.export_lesson", "Ctrl+Shift+E", "file"),
     "copy_frame": ("action.copy_frame", "Ctrl+Shift+C", "file"),
@@ -95,6 +96,7 @@ add_messages({
     "action.open_lesson": {"en": "Open lesson file…", "zh": "打开课程文件…"},
     "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
     "action.open_params": {"en": "Open parameters…", "zh": "打开参数文件…"},
+    "action.save_lesson": {"en": "Save as lesson…", "zh": "另存为课程…"},
     "action.quit": {"en": "Quit", "zh": "退出"},
     "action.export_frame": {"en": "Export frame…", "zh": "导出当前步骤…"},
     "action.export_lesson": {"en": "Export lesson…", "zh": "导出整课…"},
@@ -134,6 +136,9 @@ class MainWindow(QMainWindow):
         # dialogs are attributes: tests replace them
         self.ask_export_frame = lambda: export_actions.ask_frame_choice(self)
         self.ask_export_folder = lambda: export_actions.ask_lesson_choice(self)
+        self.ask_lesson_file = lambda name: lesson_saving.ask_lesson_file(self, name)
+        self.ask_replace_lesson = lambda path, changed: lesson_saving.ask_replace(self, path, changed)
+        self.lesson_saving = lesson_saving.LessonSaving(self)
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
         # the start page opens by itself once, on a window a person looks at; headless runs
@@ -196,6 +201,7 @@ class MainWindow(QMainWindow):
         s = self.session
         handlers = {
             "open_params": lambda: self.model_switcher.open_params(), "quit": self.close,
+            "save_lesson": lambda: self.guarded(self.lesson_saving.save),
             "export_frame": lambda: self.guarded(export_actions.export_frame, self),
             "export_lesson": lambda: self.guarded(export_actions.export_lesson, self),
             "copy_frame": lambda: self.guarded(export_actions.copy_frame, self),

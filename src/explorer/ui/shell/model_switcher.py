@@ -12,10 +12,9 @@ from PySide6.QtGui import QAction, QActionGroup
 from PySide6.QtWidgets import QFileDialog, QLabel, QMenu, QToolBar
 
 from ...core.errors import ExplorerError
-from ...core.models.params_file import load_params
 from ...i18n import add_messages, tr
 from ...catalog.install import ASSEMBLE, InstallCancelled, fetch_terms, install, terms_html
-from ...catalog.load import default_prompt, load_model
+from ...catalog.load import default_prompt, load_model, load_params_file
 from ...catalog.registry import MODELS, TEACHING, installed_path
 from ...session import Session
 from ...session.changes import changes_text
@@ -371,7 +370,7 @@ class ModelSwitcher:
         if not path:
             return
         try:
-            model = load_params(path)
+            model = load_params_file(path)
         except (ExplorerError, OSError) as exc:
             self.host.report_error(str(exc))
             return
