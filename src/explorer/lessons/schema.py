@@ -261,12 +261,12 @@ def _question(r: TomlReader, fd, where: str, kind: str, panels: tuple[str, ...])
     default = "distribution" if kind == "pick" and "distribution" in shown else (shown or ("timeline",))[0]
     given = fd.get("ask_panel", default)
     named = given if isinstance(given, list) and given else [given]
-    hidden = tuple(dict.fromkeys(r.kind(p, f"{where}.ask_panel", SLIDE_PANELS) for p in named))
-    for panel in hidden:
-        if panel not in shown:
+    for panel in named:
+        if r.kind(panel, f"{where}.ask_panel", SLIDE_PANELS) not in shown:
             r.fail(f"{where}.ask_panel", f"{panel!r} is not shown on this frame, so the question would hide nothing: "
                                          f"expected one of {', '.join(shown)} (or name it in panels = [...])")
-    return {"ask": r.text(fd["ask"], f"{where}.ask"), "ask_panels": hidden}
+    # in the frame's order: the first hidden panel (top left on a slide) asks the question
+    return {"ask": r.text(fd["ask"], f"{where}.ask"), "ask_panels": tuple(p for p in shown if p in named)}
 
 
 def _check(r: TomlReader, cd, where: str) -> Check:

@@ -32,6 +32,7 @@ class QuestionCard(QWidget):
         self.mark = QLabel("?", alignment=Qt.AlignmentFlag.AlignCenter)
         self.question = QLabel(alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
         self.hint = QLabel(alignment=Qt.AlignmentFlag.AlignCenter, wordWrap=True)
+        self.first = True              # this card asks the question (else it says what it hides)
         layout = QVBoxLayout(self)
         layout.addStretch(1)
         for label in (self.mark, self.question, self.hint):
@@ -53,6 +54,7 @@ class QuestionCard(QWidget):
         self.question.setText(question if first else tr("question.hidden", lang, panel=name))
         self.hint.setText(tr("question.next_slide" if on_slide else "question.reveal", lang, panel=name))
         self.mark.setVisible(first)
+        self.first = first
         palette = self.palette()
         palette.setColor(QPalette.ColorRole.Window, QColor(theme.background))
         for label, colour in ((self.mark, theme.accent), (self.question, theme.text), (self.hint, theme.muted)):
@@ -68,7 +70,8 @@ class QuestionCard(QWidget):
         """The card's place and type follow the panel's."""
         panel = self.parentWidget()
         self.setGeometry(panel.rect())
-        for label, scale, bold in ((self.mark, MARK_SCALE, True), (self.question, QUESTION_SCALE, True),
+        for label, scale, bold in ((self.mark, MARK_SCALE, True),
+                                   (self.question, QUESTION_SCALE if self.first else 1.0, self.first),
                                    (self.hint, 1.0, False)):
             font = panel.font()
             font.setPointSizeF(font.pointSizeF() * scale)

@@ -51,13 +51,17 @@ def deck_slides(session: Session, indexes) -> list[tuple[int, bool]]:
 
 
 def slide_text(session: Session, index: int, lang: str, lesson_title: str) -> SlideText:
-    """The words on frame `index`'s slide (the session is on that frame, as it shows it: a
-    question slide is titled by its question, its caption line says the answer follows)."""
-    frame = session.frame
+    """The words on frame `index`'s slide (the session is on that frame). A question slide
+    says only that it asks: its card writes the question large over the hidden panel (a
+    title line would cut a long question short), and the frame's title and explanation
+    tell the answer."""
+    frame = session.frames[index]
     run, model = session.run_at(index)
-    line = tr("question.caption", lang) if session.asking else frame_caption(frame, run, model.vocab, lang)
-    return SlideText(frame_title(frame, run, model.vocab, lang), lesson_title, f"{index + 1} / {len(session.frames)}",
-                     line)
+    counter = f"{index + 1} / {len(session.frames)}"
+    if session.asking:
+        return SlideText(tr("section.question", lang), lesson_title, counter, tr("question.caption", lang))
+    return SlideText(frame_title(frame, run, model.vocab, lang), lesson_title, counter,
+                     frame_caption(frame, run, model.vocab, lang))
 
 
 def slide_pictures(session: Session, spec: ExportSpec, window=None):
