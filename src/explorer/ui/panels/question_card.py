@@ -53,7 +53,6 @@ class QuestionCard(QWidget):
         name = panel_title(panel_id, lang)
         self.question.setText(question if first else tr("question.hidden", lang, panel=name))
         self.hint.setText(tr("question.next_slide" if on_slide else "question.reveal", lang, panel=name))
-        self.mark.setVisible(first)
         self.first = first
         palette = self.palette()
         palette.setColor(QPalette.ColorRole.Window, QColor(theme.background))
@@ -67,13 +66,24 @@ class QuestionCard(QWidget):
         self.raise_()
 
     def _fit(self) -> None:
-        """The card's place and type follow the panel's."""
+        """The card's place and type follow the panel's: the question as large as the panel's
+        height lets it be (a short strip such as a slide's timeline drops the "?" first,
+        then sets the question smaller, never below the panel's own type)."""
         panel = self.parentWidget()
         self.setGeometry(panel.rect())
-        for label, scale, bold in ((self.mark, MARK_SCALE, True),
-                                   (self.question, QUESTION_SCALE if self.first else 1.0, self.first),
-                                   (self.hint, 1.0, False)):
+        tries = ((True, QUESTION_SCALE), (False, QUESTION_SCALE), (False, 1.25), (False, 1.0)) if self.first \
+            else ((False, 1.0),)
+        for mark, scale in tries:
+            self._set_type(mark, scale)
+            if self.layout().totalHeightForWidth(panel.width()) <= panel.height():
+                break
+
+    def _set_type(self, mark: bool, scale: float) -> None:
+        panel = self.parentWidget()
+        self.mark.setVisible(mark)
+        for label, size, bold in ((self.mark, MARK_SCALE, True), (self.question, scale, self.first),
+                                  (self.hint, 1.0, False)):
             font = panel.font()
-            font.setPointSizeF(font.pointSizeF() * scale)
+            font.setPointSizeF(font.pointSizeF() * size)
             font.setBold(bold)
             label.setFont(font)
