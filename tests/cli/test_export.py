@@ -291,17 +291,19 @@ def test_ctrl_c_or_sigterm_stops_the_export_with_nothing_written(tmp_path, sig):
 @pytest.mark.parametrize("lesson", lesson_names())
 def test_every_lesson_exports_decks_of_all_its_frames(qapp, capsys, tmp_path, lesson):
     from explorer.lessons import load_lesson
-    frames = len(load_lesson(lesson).plans)               # one frame per plan: no run needed to count them
+    # one frame per plan (no run needed to count them); a question frame is two slides, question and answer
+    starts = [heading for plan in load_lesson(lesson).plans
+              for heading in (("Question for the class\n", "Answer\n") if "ask" in plan.extras else ("What happened\n",))]
     code, printed, err = export(capsys, "--lesson", lesson, "--format", "pdf,pptx", "--out", str(tmp_path))
     assert code == 0, err
-    assert pdf_pages(tmp_path / f"{lesson}.pdf") == frames
+    assert pdf_pages(tmp_path / f"{lesson}.pdf") == len(starts)
     deck = Presentation(str(tmp_path / f"{lesson}.pptx"))
-    assert len(deck.slides) == frames
-    for slide in deck.slides:
+    assert len(deck.slides) == len(starts)
+    for slide, start in zip(deck.slides, starts):
         picture, *boxes = slide.shapes
         assert (picture.width, picture.height) == (deck.slide_width, deck.slide_height)
         assert len(boxes) == 4 and all(box.has_text_frame for box in boxes)     # title, lesson, n / N, line
-        assert slide.notes_slide.notes_text_frame.text.startswith("What happened\n")
+        assert slide.notes_slide.notes_text_frame.text.startswith(start)
 
 
 def test_speaker_notes_hold_the_explanation_and_the_self_checks(qapp, capsys, tmp_path):

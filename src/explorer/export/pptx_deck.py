@@ -22,13 +22,24 @@ add_messages({
     "notes.after": {"en": "Self-check after class", "zh": "课后自测"},
     "notes.question": {"en": "Q: {text}", "zh": "问：{text}"},
     "notes.answer": {"en": "A: {text}", "zh": "答：{text}"},
+    "notes.answer_slide": {"en": "Answer to: {question}", "zh": "答案，对应问题：{question}"},
+    "notes.question_slide": {"en": "Ask the class; the answer is on the next slide.",
+                             "zh": "先请大家回答；答案在下一页。"},
 })
 
 
-def speaker_notes(explanation: dict[str, str], checks: list[tuple[str, str, str]], lang: str) -> str:
+def speaker_notes(explanation: dict[str, str], checks: list[tuple[str, str, str]], lang: str,
+                  question: str | None = None, asking: bool = False) -> str:
     """The notes of one slide: each section of the explanation under its heading, then the
-    self-checks given as (when, question, answer) in `lang`."""
-    parts = [f"{tr(f'section.{key}', lang)}\n{explanation[key]}" for key in SECTIONS if explanation.get(key)]
+    self-checks given as (when, question, answer) in `lang`. A question frame's two slides:
+    `asking`, the question only (the explanation tells the answer); else, with its
+    `question`, the explanation under the heading "Answer"."""
+    if asking:
+        parts = [f"{tr('section.question', lang)}\n{question}\n{tr('notes.question_slide', lang)}"]
+    else:
+        parts = [f"{tr(f'section.{key}', lang)}\n{explanation[key]}" for key in SECTIONS if explanation.get(key)]
+        if question is not None:
+            parts.insert(0, f"{tr('section.answer', lang)}\n{tr('notes.answer_slide', lang, question=question)}")
     for when in ("before", "after"):
         block = [f"{tr('notes.question', lang, text=q)}\n{tr('notes.answer', lang, text=a)}"
                  for w, q, a in checks if w == when]

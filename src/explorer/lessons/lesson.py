@@ -206,7 +206,8 @@ def _check_frame(r: TomlReader, lesson: Lesson, i: int, frame, run, model) -> No
         if layer >= len(layers) or head >= heads:
             r.fail(f"frames[{i}].attention", f"layer {layer}, head {head}: expected layer < {len(layers)} "
                                              f"and head < {heads} for this model (counted from 0)")
-    texts = {"title": frame.title or {}} | {f"explain.{k}": v for k, v in (frame.explain or {}).items()}
+    texts = ({"title": frame.title or {}, "ask": frame.ask or {}}
+             | {f"explain.{k}": v for k, v in (frame.explain or {}).items()})
     for where, by_lang in texts.items():
         for lang, text in by_lang.items():
             if lang in getattr(by_lang, "fallback", {}):

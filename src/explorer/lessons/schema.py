@@ -14,7 +14,7 @@ from ..core.decode.speculative import MAX_K
 from ..core.errors import ExplorerError
 from ..catalog.registry import MODELS, ModelNotInstalled, require_installed
 from ..session.narration import SECTIONS
-from ..session.panels import PANELS
+from ..session.panels import DEFAULT_SLIDE_PANELS, PANELS, SLIDE_PANELS
 from ..session.session import FramePlan
 from .lesson import Check, Lesson, ScenarioSpec
 from .models import installed_name, real_model_key
@@ -39,7 +39,8 @@ TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "mode
             "settings", "forces", "scenarios", "evaluators", "frames", "checks", "speculative")
 SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool",
                  "prefix_from", "speculative")
-FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search")
+FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search",
+              "ask", "ask_panel")
 SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
@@ -307,7 +308,31 @@ def _plan(r: TomlReader, fd, where: str, scenario_names: list[str], evaluators: 
                 r.fail(f"{where}.{key}", "expected a list")
             extras[key] = tuple(r.kind(v, f"{where}.{key}", choices) for v in items)
     extras |= _computations(r, fd, where, kind, evaluators)
+    extras |= _question(r, fd, where, kind, extras.get("panels", ()))
     return FramePlan(scenario_names.index(scenario), kind, step, extras)
+
+
+def _question(r: TomlReader, fd, where: str, kind: str, panels: tuple[str, ...]) -> dict:
+    """A frame's `ask` (the question, in every language) and `ask_panel` (the panel hidden
+    until the answer, or a list of them): by default the distribution on a pick frame, else
+    the frame's first panel (its `panels`, or the panels its kind shows). Each must be a
+    panel the frame shows."""
+    if "ask" not in fd:
+        if "ask_panel" in fd:
+            r.fail(f"{where}.ask_panel", 'a panel is hidden only for a question: add ask = { en = "...", '
+                                         'zh = "..." } or leave ask_panel out')
+        return {}
+    shown = tuple(p for p in (panels or DEFAULT_SLIDE_PANELS[kind]) if p in SLIDE_PANELS
+                  and (kind != "input" or p not in ("attention", "distribution")))
+    default = "distribution" if kind == "pick" and "distribution" in shown else (shown or ("timeline",))[0]
+    given = fd.get("ask_panel", default)
+    named = given if isinstance(given, list) and given else [given]
+    for panel in named:
+        if r.kind(panel, f"{where}.ask_panel", SLIDE_PANELS) not in shown:
+            r.fail(f"{where}.ask_panel", f"{panel!r} is not shown on this frame, so the question would hide nothing: "
+                                         f"expected one of {', '.join(shown)} (or name it in panels = [...])")
+    # in the frame's order: the first hidden panel (top left on a slide) asks the question
+    return {"ask": r.text(fd["ask"], f"{where}.ask"), "ask_panels": tuple(p for p in shown if p in named)}
 
 
 def _check(r: TomlReader, cd, where: str) -> Check:

@@ -3,7 +3,7 @@ Decode, the stop)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import Enum
 
 from ..core.decode.generate import Run
@@ -36,6 +36,8 @@ class Frame:
     attention: tuple[int, int] | None = None   # (layer, head) the attention panel turns to
     samples: tuple[int, ...] = ()   # seeds of a self-consistency vote over this frame's scenario
     search: SearchSpec | None = None           # an evaluator search over this frame's scenario
+    ask: dict | None = None         # lang -> a question the class answers before `ask_panels` are shown
+    ask_panels: tuple[str, ...] = ()   # the panels (ids of SLIDE_PANELS) hidden until the answer is revealed
     # Computed by the session for a lesson frame (None / empty: not asked for)
     vote: Vote | None = None
     search_result: SearchResult | None = None
@@ -54,6 +56,22 @@ class Frame:
     @property
     def shows_distribution(self) -> bool:
         return self.kind in ("pick", "stop")
+
+    @property
+    def asks_the_pick(self) -> bool:
+        """A question on a pick frame whose distribution it hides asks for the token picked:
+        until the answer, nothing on screen may show that token."""
+        return self.ask is not None and self.kind == "pick" and "distribution" in self.ask_panels
+
+    def asked(self) -> Frame:
+        """The frame as shown while its question is open: titled by the question, and, when
+        it asks for the pick (`asks_the_pick`), the moment before the pick (the forward of
+        its step, the picked token not yet on screen) showing the panels of the pick frame."""
+        frame = replace(self, title=self.ask)
+        if not self.asks_the_pick:
+            return frame
+        return replace(frame, kind="prefill" if self.step == 0 else "decode", visible_ids=self.visible_ids[:-1],
+                       states=self.states[:-1], panels=self.panels or DEFAULT_SLIDE_PANELS["pick"])
 
     def slide_panels(self, has_layers: bool, has_beam: bool) -> tuple[str, ...]:
         """The panels a slide of this frame shows: those it names that draw the run, else

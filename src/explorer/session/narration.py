@@ -49,6 +49,10 @@ add_messages({
     "section.check": {"en": "How to check it was done right", "zh": "如何检查做对了"},
     "caption.sep": {"en": ". ", "zh": "。"},
     "section.changed": {"en": "Your settings differ from the lesson's", "zh": "你的设置与课程不同"},
+    "section.question": {"en": "Question for the class", "zh": "请大家先想一想"},
+    "section.answer": {"en": "Answer", "zh": "答案"},
+    "question.wait": {"en": "The answer and the explanation follow when the {panels} is revealed (Reveal, V).",
+                      "zh": "揭晓{panels}（“揭晓”，V键）之后，再给出答案和讲解。"},
 
     "explain.input.what": {
         "en": "The prompt was split into {n} tokens {ids}. The model has not run: the KV cache is empty.",
@@ -342,6 +346,12 @@ def frame_explanation(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en
     if frame.changed and any(written_for_the_lesson(own[s][lang], frame.changed) for s in own):
         texts = {"changed": tr("change.written_for", lang, items=changes_text(frame.changed, lang))} | texts
     return texts
+
+
+def question_text(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
+    """A question frame's question in `lang`, the run's numbers filled in (the title it
+    has while asked)."""
+    return frame_title(frame.asked(), run, vocab, lang)
 
 
 def frame_caption(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:

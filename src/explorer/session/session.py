@@ -147,6 +147,7 @@ class Session:
         self._version = 0                       # +1 on every install: a Pending of an older one is stale
         self._lang = "en"
         self._cursor = 0
+        self._revealed = False                  # the current frame's question is answered (see `reveal`)
         self._set_aside: tuple[Change, ...] = ()
         # a player a teacher steps through (the window): arriving on a lesson frame with settings
         # of its own applies them (`go`). Off for a session stepped through by code (trace,
@@ -169,7 +170,19 @@ class Session:
 
     @property
     def frame(self) -> Frame:
-        return self._frames[self._cursor]
+        """The frame as it is shown: while its question is open, as asked (`Frame.asked`)."""
+        frame = self._frames[self._cursor]
+        return frame.asked() if self.asking else frame
+
+    @property
+    def asking(self) -> bool:
+        """The current frame asks a question whose answer is not shown yet."""
+        return self._frames[self._cursor].ask is not None and not self._revealed
+
+    @property
+    def hidden_panels(self) -> tuple[str, ...]:
+        """The panels the open question hides (none while no question is open)."""
+        return self._frames[self._cursor].ask_panels if self.asking else ()
 
     @property
     def scenario(self) -> Scenario:
@@ -244,6 +257,7 @@ class Session:
     def install_play(self, prepared: PreparedPlay, content=None) -> None:
         """Show what `prepare_play` computed (on the UI thread)."""
         self._scenarios, self._plans, self._cursor, self._requested = prepared.scenarios, prepared.plans, 0, None
+        self._revealed = False
         self.content = content if prepared.plans else None
         self._install(prepared.pending)
         self._follow_model()
@@ -322,16 +336,25 @@ class Session:
             self.events.emit(SessionEvent.LANG_CHANGED, self)
 
     # ------------------------------------------------------------------ the cursor
-    def go(self, index: int) -> None:
-        """Show frame `index`. With `frames_apply_their_settings` (the window's player), arriving
+    def reveal(self) -> None:
+        """Show the answer to the current frame's question (nothing if none is open)."""
+        if self.asking:
+            self._revealed = True
+            self.events.emit(SessionEvent.CURSOR_CHANGED, self)
+
+    def go(self, index: int, revealed: bool = False) -> None:
+        """Show frame `index`, its question (if it has one) open unless `revealed`. With `frames_apply_their_settings` (the window's player), arriving
         on a lesson frame whose scenario sets other settings than the frame left, the teacher's
         sampling changes are set aside (`set_aside`), and on another scenario the what-if
         choices too: the frame shows what it was written for."""
         index = max(0, min(int(index), len(self._frames) - 1))
         if index == self._cursor:
+            if self._frames[index].ask is not None and self._revealed != revealed:
+                self._revealed = revealed
+                self.events.emit(SessionEvent.CURSOR_CHANGED, self)
             return
         before, left = self.run, self._frame_scenario[self._cursor]
-        self._cursor = index
+        self._cursor, self._revealed = index, revealed
         self._set_aside = (self._arrival_set_aside(left, self._frame_scenario[index])
                            if self.frames_apply_their_settings else ())
         if self.run is before:
@@ -381,10 +404,26 @@ class Session:
         return config_changes(DEFAULT_CONFIG, config)
 
     def next(self) -> None:
-        self.go(self._cursor + 1)
+        """The next step of the player: the answer to an open question, else the next frame.
+
+        A question and its answer are two steps, as they are two slides of the deck: a
+        presentation clicker (Page Down) reveals, and the class sees on the screen what the
+        exported deck would show."""
+        if self.asking:
+            self.reveal()
+        else:
+            self.go(self._cursor + 1)
 
     def prev(self) -> None:
-        self.go(self._cursor - 1)
+        """The step before, as in the deck: from an answer back to its question; onto a
+        question frame from the frame after it, its answer (the class has seen it, and the
+        deck's slide before the next frame is the answer). Jumps (first, last, a step
+        clicked) arrive with the question open."""
+        if self._frames[self._cursor].ask is not None and self._revealed:
+            self._revealed = False
+            self.events.emit(SessionEvent.CURSOR_CHANGED, self)
+        else:
+            self.go(self._cursor - 1, revealed=True)
 
     def first(self) -> None:
         self.go(0)
@@ -394,7 +433,8 @@ class Session:
 
     @property
     def at_end(self) -> bool:
-        return self._cursor == len(self._frames) - 1
+        """On the last frame, its answer (if it asks) shown: Next has nowhere to go."""
+        return self._cursor == len(self._frames) - 1 and not self.asking
 
     def go_to_step(self, step: int) -> None:
         """The first frame, on the current Run, of a step (its forward pass)."""
@@ -426,7 +466,7 @@ class Session:
         since (another change was installed first): prepare again."""
         if pending.base != self._version:
             return False
-        old_frame, old_cursor = self.frame, self._cursor
+        old_frame, old_cursor = self._frames[self._cursor], self._cursor
         if self._requested is pending.request:
             self._requested = None
         self._install(pending)
@@ -438,6 +478,7 @@ class Session:
             self._cursor = self._pick_frame(pending.forced_step, old_cursor, old_frame)
         else:
             self._cursor = _same_place(self._frames, old_frame, old_cursor)
+        self._revealed = self._revealed and self._cursor == old_cursor   # a slider keeps the answer shown
         self._follow_model()
         self.events.emit(SessionEvent.RUN_CHANGED, self)   # the cursor moved with it: one event, one redraw
         return True

@@ -57,6 +57,7 @@ ACTIONS = {
     "play": ("action.play", "Space", "go"),
     "next": ("action.next", ("Right", "PgDown", "Down"), "go"),
     "last": ("action.last", "End", "go"),
+    "reveal": ("action.reveal", "V", "go"),      # a question frame's answer (Next reveals it too)
     "blank": ("action.blank", ("B", "."), "go"),
     "undo_force": ("action.undo_force", QKeySequence.StandardKey.Undo, "go"),
     "lesson_settings": ("action.lesson_settings", "R", "go"),
@@ -75,7 +76,7 @@ ACTIONS = {
     "about": ("action.about", None, "help"),
 }
 # the player's keys: from any widget but a text field they go to these actions (shell/keys.py)
-PLAYER_ACTIONS = ("first", "prev", "play", "next", "last", "blank", "presentation", "undo_force",
+PLAYER_ACTIONS = ("first", "prev", "play", "next", "last", "reveal", "blank", "presentation", "undo_force",
                   "lesson_settings")
 
 add_messages({
@@ -106,6 +107,7 @@ add_messages({
     "action.play": {"en": "Play / pause", "zh": "播放/暂停"},
     "action.next": {"en": "Next frame", "zh": "下一步"},
     "action.last": {"en": "Last frame", "zh": "最后一步"},
+    "action.reveal": {"en": "Reveal the answer", "zh": "揭晓答案"},
     "action.undo_force": {"en": "Undo what-if choice", "zh": "撤销人为指定"},
     "action.lesson_settings": {"en": "Back to the lesson's settings", "zh": "恢复课程设置"},
     "action.lang_en": {"en": "English", "zh": "English"},
@@ -205,7 +207,7 @@ class MainWindow(QMainWindow):
             "export_frame": lambda: self.guarded(export_actions.export_frame, self),
             "export_lesson": lambda: self.guarded(export_actions.export_lesson, self),
             "copy_frame": lambda: self.guarded(export_actions.copy_frame, self),
-            "first": s.first, "prev": s.prev, "next": s.next, "last": s.last,
+            "first": s.first, "prev": s.prev, "next": s.next, "last": s.last, "reveal": s.reveal,
             "play": self.panels["player"].toggle_play,
             "undo_force": lambda: self.guarded(s.undo),
             "lesson_settings": lambda: self.guarded(s.restore_lesson_settings),

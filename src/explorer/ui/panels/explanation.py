@@ -13,7 +13,8 @@ from PySide6.QtWidgets import QTextBrowser, QToolTip, QVBoxLayout
 from ...i18n import tr
 from ...lessons.glossary import course_glossary, find_term
 from ...session import Session
-from ...session.narration import frame_explanation
+from ...session.narration import frame_explanation, frame_title
+from ...session.panels import panel_title
 from .panel import Panel
 
 TERM_SCHEME = "term"          # links "term:kv-cache" in the explanation HTML
@@ -41,7 +42,13 @@ class ExplanationPanel(Panel):
         self.refresh()
 
     def sections(self) -> dict[str, str]:
+        """The frame's explanation; while its question is open only the question: the
+        explanation tells the answer."""
         s = self.session
+        if s.asking:
+            panels = tr("list.sep", s.lang).join(panel_title(p, s.lang) for p in s.hidden_panels)
+            return {"question": frame_title(s.frame, s.run, s.model.vocab, s.lang) + " "
+                    + tr("question.wait", s.lang, panels=panels)}
         return frame_explanation(s.frame, s.run, s.model.vocab, s.lang)
 
     def refresh(self) -> None:

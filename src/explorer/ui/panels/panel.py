@@ -9,6 +9,7 @@ from PySide6.QtWidgets import QToolTip, QWidget
 from ...i18n import tr
 from ...session import Session, SessionEvent
 from ..theme import THEMES, Theme, tint_text
+from .question_card import QuestionCard
 
 
 def answer_tooltip(event, text: str, widget: QWidget) -> bool:
@@ -36,6 +37,7 @@ class Panel(QWidget):
         self.theme: Theme = THEMES["light"]
         self._emphasised_labels: list[tuple[QWidget, float]] = []     # (label, type scale): see `emphasised`
         self._tinted_labels: list[tuple[QWidget, str]] = []           # (label, theme colour): see `tinted`
+        self._card: QuestionCard | None = None                          # over the panel while a question hides it
         unsubscribe = [session.subscribe(e, self._on_change)
                        for e in SessionEvent]
         # a closure, not a method: the Python side may be half gone when Qt destroys the widget
@@ -80,6 +82,7 @@ class Panel(QWidget):
         for widget in self.slide_chrome():
             widget.hide()
         self.refresh()
+        self.sync_question()
 
     def slide_chrome(self) -> list[QWidget]:
         """The panel's controls and hints, hidden on a slide."""
@@ -132,9 +135,28 @@ class Panel(QWidget):
         for label, role in self._tinted_labels:
             self._tint(label, role)
         self.refresh()
+        self.sync_question()
 
     def _on_change(self, _session) -> None:
         self.refresh()
+        self.sync_question()
+
+    def sync_question(self) -> None:
+        """Covered by the question's card while the session's open question hides this panel."""
+        s = self.session
+        hidden = s.hidden_panels
+        if self.panel_id in hidden:
+            if self._card is None:
+                self._card = QuestionCard(self)
+            self._card.show_question(s.frame.ask[s.lang], self.panel_id, s.lang, self.on_slide, self.theme,
+                                     first=self.panel_id == hidden[0])
+        elif self._card is not None:
+            self._card.hide()
+
+    @property
+    def covered(self) -> bool:
+        """Hidden by a question's card (its content is not on screen)."""
+        return self._card is not None and not self._card.isHidden()
 
     def refresh(self) -> None:  # pragma: no cover - every panel overrides it
         raise NotImplementedError

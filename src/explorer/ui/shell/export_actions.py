@@ -280,7 +280,7 @@ def ask_frame_choice(window) -> FrameChoice | None:
         what, scale, caption, style = (dialog.what.currentData(), dialog.scale.currentData(),
                                        dialog.caption.isChecked(), dialog.chosen_style())
     s, lang = window.session, window.session.lang
-    name = f"{export_name(window)}-{file_stem(s.cursor, s.frame, len(s.frames))}.png"     # as a lesson export names it
+    name = f"{export_name(window)}-{file_stem(s.cursor, s.frames[s.cursor], len(s.frames), s.asking)}.png"     # as a lesson export names it
     path = ask_path(window, tr("export.frame_title", lang), start_folder(window, STANDARD.PicturesLocation,
                                                                           STANDARD.DocumentsLocation),
                     name, tr("export.file_filter", lang))

@@ -157,7 +157,7 @@ class SlideComposer(ReusedCanvas):
         larger where the content has room to fill (up to the panel's SLIDE_GROWTH); a panel
         whose content needs more than its room is laid out larger and drawn smaller."""
         s = self.session
-        made_for, (before, placed, _) = (s.run, s.cursor, s.lang), self._laid_out
+        made_for, (before, placed, _) = (s.run, s.cursor, s.lang, s.asking), self._laid_out
         if before is not None and before[0] is s.run and before[1:] == made_for[1:]:
             return placed                         # a PNG and a PDF page of one frame: laid out once
         g, ids = self.frame_geometry(), self.panel_ids()

@@ -13,12 +13,13 @@ from PySide6.QtSvg import QSvgGenerator
 
 from ...core.errors import ExplorerError
 from ...core.jsonfile import dumps_readable
+from ...i18n import add_messages, tr
 from ...export.files import StagedFiles
 from ...export.handouts import run_csv, run_json
 from ...export.pptx_deck import TextBox, pptx_bytes, speaker_notes
 from ...export.spec import CANCELLED, ExportCancelled, ExportSpec
 from ...session import Session
-from ...session.narration import frame_caption, frame_explanation, frame_title
+from ...session.narration import frame_caption, frame_explanation, frame_title, question_text
 from ..theme import THEMES
 from .compose import BLANK, SlideComposer, SlideText, caption_lines, counter_room, pixel_font
 from .layout import CAPTION_PX, TITLE_PX, SlideGeometry
@@ -31,19 +32,35 @@ FIXED_XMP_DATE = b"2000-01-01T00:00:00+00:00"
 PNG_QUALITY = 80      # zlib's fastest levels: half the time of Qt's default, files as small (flat slide colours)
 LINE_SHRINK = 0.7     # a PowerPoint caption line may be set this much smaller to hold its whole text
 
+add_messages({"question.caption": {"en": "Think first: the answer is on the next slide.",
+                                   "zh": "先想一想：答案在下一页。"}})
 
-def file_stem(index: int, frame, total: int) -> str:
-    """'03-pick-step0': numbered like the player (1-based), zero-padded to sort."""
+
+def file_stem(index: int, frame, total: int, asking: bool = False) -> str:
+    """'03-pick-step0': numbered like the player (1-based), zero-padded to sort; a question
+    frame's first slide '03-pick-step0-question' (it sorts before its answer's)."""
     width = max(2, len(str(total)))
     step = "" if frame.step is None else f"-step{frame.step}"
-    return f"{index + 1:0{width}d}-{frame.kind}{step}"
+    return f"{index + 1:0{width}d}-{frame.kind}{step}" + ("-question" if asking else "")
+
+
+def deck_slides(session: Session, indexes) -> list[tuple[int, bool]]:
+    """(frame index, asking) of every slide: a question frame is two slides, the question
+    (its panels hidden) and then the answer, as Next steps through them in the window."""
+    return [(i, asking) for i in indexes for asking in ((True, False) if session.frames[i].ask else (False,))]
 
 
 def slide_text(session: Session, index: int, lang: str, lesson_title: str) -> SlideText:
-    """The words on frame `index`'s slide (the session is on that frame)."""
+    """The words on frame `index`'s slide (the session is on that frame). A question slide
+    says only that it asks: its card writes the question large over the hidden panel (a
+    title line would cut a long question short), and the frame's title and explanation
+    tell the answer."""
     frame = session.frames[index]
     run, model = session.run_at(index)
-    return SlideText(frame_title(frame, run, model.vocab, lang), lesson_title, f"{index + 1} / {len(session.frames)}",
+    counter = f"{index + 1} / {len(session.frames)}"
+    if session.asking:
+        return SlideText(tr("section.question", lang), lesson_title, counter, tr("question.caption", lang))
+    return SlideText(frame_title(frame, run, model.vocab, lang), lesson_title, counter,
                      frame_caption(frame, run, model.vocab, lang))
 
 
@@ -105,14 +122,14 @@ class ExportJob:
         s = self.spec
         indexes = s.frames if s.frames is not None else tuple(range(len(self.session.frames)))
         with StagedFiles(s.out_dir) as files:
-            self._write_all(files, indexes, progress)
+            self._write_all(files, deck_slides(self.session, indexes), progress)
             return files.commit()
 
-    def _write_all(self, files: StagedFiles, indexes, progress) -> None:
+    def _write_all(self, files: StagedFiles, slides: list[tuple[int, bool]], progress) -> None:
         s = self.spec
         runs = self.session.scenario_results()
         per_frame = ("png" in s.formats) + ("svg" in s.formats) + any(f in s.formats for f in ("pdf", "pptx"))
-        total = len(indexes) * per_frame + ("pdf" in s.formats) + ("pptx" in s.formats) + len(runs) * (
+        total = len(slides) * per_frame + ("pdf" in s.formats) + ("pptx" in s.formats) + len(runs) * (
             ("csv" in s.formats) + ("json" in s.formats))
         done = 0
 
@@ -127,22 +144,22 @@ class ExportJob:
         pdf = _PdfDeck(s, self.lesson_title) if "pdf" in s.formats else None
         notes_slides: list[tuple[bytes, str, tuple[TextBox, ...]]] = []
         try:
-            for index in indexes:
-                self.session.go(index)
+            for page, (index, asking) in enumerate(slides, start=1):
+                self.session.go(index, revealed=not asking)
                 text = slide_text(self.session, index, s.lang, self.lesson_title)
-                stem = file_stem(index, self.session.frames[index], len(self.session.frames)) + suffix
+                stem = file_stem(index, self.session.frames[index], len(self.session.frames), asking) + suffix
                 if "png" in s.formats:
                     files.add(f"{stem}.png", png_bytes(slide_image(self.pictures, text, s)))
                     tick(f"{stem}.png")
                 if "pptx" in s.formats:
-                    notes_slides.append(pptx_slide(self.pictures, text, s, self.notes(index)))
+                    notes_slides.append(pptx_slide(self.pictures, text, s, self.notes(index, asking)))
                 if "svg" in s.formats:
                     files.add(f"{stem}.svg", svg_bytes(self.pictures, text, s))
                     tick(f"{stem}.svg")
                 if pdf is not None:
                     pdf.add(self.pictures, text)
                 if pdf is not None or ("pptx" in s.formats and "png" not in s.formats):
-                    tick(f"{stem}: page {index + 1}")
+                    tick(f"{stem}: page {page}")
             if pdf is not None:
                 files.add(f"{deck}.pdf", pdf.finish())
                 tick(f"{deck}.pdf")
@@ -164,14 +181,18 @@ class ExportJob:
                 files.add(f"{stem}.json", (dumps_readable(data) + "\n").encode("utf-8"))
                 tick(f"{stem}.json")
 
-    def notes(self, index: int) -> str:
+    def notes(self, index: int, asking: bool = False) -> str:
         """Speaker notes: the frame's explanation; the lesson's self-checks on the first
-        slide (before class) and the last (after class)."""
+        slide (before class) and the last (after class). A question frame's question slide
+        (`asking`) has the question only, its answer slide the explanation marked "Answer"."""
         frame = self.session.frames[index]
         run, model = self.session.run_at(index)
         last = len(self.session.frames) - 1
-        checks = [c for c in self.checks if (c[0] == "before" and index == 0) or (c[0] == "after" and index == last)]
-        return speaker_notes(frame_explanation(frame, run, model.vocab, self.spec.lang), checks, self.spec.lang)
+        first_slide, last_slide = index == 0 and (asking or not frame.ask), index == last and not asking
+        checks = [c for c in self.checks if (c[0] == "before" and first_slide) or (c[0] == "after" and last_slide)]
+        lang = self.spec.lang
+        question = question_text(frame, run, model.vocab, lang) if frame.ask else None
+        return speaker_notes(frame_explanation(frame, run, model.vocab, lang), checks, lang, question, asking)
 
 
 def png_bytes(image: QImage) -> bytes:
@@ -283,7 +304,8 @@ def _frame_bytes(session, spec, fmt, lesson_title, checks, window=None) -> bytes
             pdf.add(job.pictures, text)
             return pdf.finish()
         if fmt == "pptx":
-            return pptx_bytes([pptx_slide(job.pictures, text, spec, job.notes(session.cursor))], spec.width,
+            return pptx_bytes([pptx_slide(job.pictures, text, spec, job.notes(session.cursor, session.asking))],
+                              spec.width,
                               spec.height, lesson_title)
         return png_bytes(slide_image(job.pictures, text, spec))
     finally:
