@@ -153,7 +153,7 @@ def test_a_bar_clicked_on_the_last_frame_shows_the_forced_pick(qtbot, window):
 
 
 def test_in_presentation_mode_the_badge_is_beside_the_frames_title(qtbot, window):
-    s = open_lesson(window, "sampling")
+    open_lesson(window, "sampling")
     go_to_title(qtbot, window, "T = 2: A 0.5065")
     press(qtbot, window, Qt.Key.Key_F11)
     bar = window.desk_layout.title_bar

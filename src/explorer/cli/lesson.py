@@ -1,5 +1,6 @@
 """`explorer lesson`: lesson files from the command line. `lesson new` writes the lesson of a
-run given by trace's flags: the same file Save as lesson writes in the window."""
+run given by trace's flags: the same file Save as lesson writes in the window; `lesson check`
+prints every problem of lesson files as FILE:LINE: message, without opening a window."""
 
 from __future__ import annotations
 
@@ -7,11 +8,12 @@ from pathlib import Path
 
 from .flags import add_prompt_flags, add_sampling_flags, check_run_flags, session_from_args
 from ..core.errors import ExplorerError
+from ..lessons.schema import lesson_problems
 from ..lessons.writer import SUFFIX, lesson_document, save_lesson
 
 
 def add_parser(subparsers) -> None:
-    p = subparsers.add_parser("lesson", help="lesson files: write a new one from a run",
+    p = subparsers.add_parser("lesson", help="lesson files: write a new one from a run, check them",
                               description="Lesson files from the command line.")
     sub = p.add_subparsers(dest="lesson_command", metavar="LESSON_COMMAND", required=True)
     new = sub.add_parser(
@@ -33,6 +35,24 @@ def add_parser(subparsers) -> None:
                      help="decode speculatively: draft up to K tokens by prompt lookup, verify them in one pass")
     add_sampling_flags(new, default_mode=None)
     new.set_defaults(func=run, top=1, ngram=None)
+    check = sub.add_parser(
+        "check", help="print every problem of lesson files (exit 2 if there is any)",
+        description="Read each lesson file as the window would and print every problem as FILE:LINE: "
+                    "message (a model not on this computer too, with how to get it). Exit 0 when every "
+                    "file is valid, 2 otherwise. Lessons on a real model that is installed are run to "
+                    "check their texts, which loads the model.")
+    check.add_argument("files", nargs="+", metavar="FILE", help="lesson files (.toml)")
+    check.set_defaults(func=check_files)
+
+
+def check_files(args) -> int:
+    """Every problem of every file, one per line; 2 if there were any."""
+    problems = [problem for name in args.files for problem in lesson_problems(Path(name))]
+    for problem in problems:
+        print(problem)
+    if not problems:
+        print(f"{len(args.files)} lesson file{'s' if len(args.files) > 1 else ''}: no problems")
+    return 2 if problems else 0
 
 
 def run(args) -> int:

@@ -67,7 +67,7 @@ def lesson_document(session: Session) -> str:
     base = scenarios[0]
     base_speculative = _speculative(base)
 
-    out = [f"# Saved by Token Explorer (Save as lesson). Every text can be edited: keep its {{placeholders}},",
+    out = ["# Saved by Token Explorer (Save as lesson). Every text can be edited: keep its {placeholders},",
            "# which take the numbers of the run (resources/lessons/README.md lists them).",
            f"format = {_value(FORMAT)}", f"version = {VERSION}"]
     if lesson is not None:
