@@ -118,8 +118,10 @@ def test_a_gguf_file_opened_by_path_is_saved_with_its_sha256_and_another_file_th
 def test_a_sha256_on_a_model_that_is_no_gguf_file_is_refused_by_name(tmp_path):
     text = lesson_document(Session(load_model("teaching"), [1, 2]))
     path = tmp_path / "bad.lesson.toml"
-    path.write_text(text.replace('kind = "teaching"', 'kind = "teaching"\nsha256 = "00"'), encoding="utf-8")
-    with pytest.raises(LessonError, match=r"bad\.lesson\.toml: model\.sha256: expected the SHA-256"):
+    bad = text.replace('kind = "teaching"', 'kind = "teaching"\nsha256 = "00"')
+    path.write_text(bad, encoding="utf-8")
+    line = bad.splitlines().index('sha256 = "00"') + 1
+    with pytest.raises(LessonError, match=rf"bad\.lesson\.toml:{line}: model\.sha256: expected the SHA-256"):
         parse_lesson(path)
 
 

@@ -156,6 +156,7 @@ def test_a_bad_question_names_the_frame_and_the_key(tmp_path, message):
         text = text[:start] + text[text.index("\n", start) + 1:]        # the question removed, its panel kept
     path = tmp_path / "bad.toml"
     path.write_text(text, encoding="utf-8")
+    line = next(n for n, row in enumerate(text.splitlines(), start=1) if row.startswith("ask_panel"))
     with pytest.raises(LessonError) as info:
         load_lesson(path)
-    assert str(info.value).startswith("bad.toml: " + message), str(info.value)
+    assert str(info.value).startswith(f"bad.toml:{line}: " + message), str(info.value)

@@ -85,7 +85,7 @@ def lesson_document(session: Session) -> str:
         out.append(f"forces = {_forces(dict(base.overrides))}")
     if base_speculative:
         out.append(f"speculative = {base_speculative}")
-    out += [f"title = {_value(title)}", f"summary = {_value(summary)}", "", "[model]"]
+    out += [f"title = {_value(_given(title))}", f"summary = {_value(_given(summary))}", "", "[model]"]
     out += [f"{_key(k)} = {_value(v)}" for k, v in tables[0].items()]
     out += ["", "[settings]"] + [f"{_key(k)} = {_value(v)}" for k, v in _settings(base.config).items()]
 
@@ -223,10 +223,25 @@ def _frame_lines(frame, run, scenario: str, has_beam: bool) -> list[str]:
     if frame.search is not None:
         spec = frame.search
         lines.append(f"search = {_value({'evaluator': spec.evaluator, 'width': spec.width, 'branches': spec.branches, 'depth': spec.depth})}")
-    lines.append(f"title = {_value({lang: _title(frame, run, lang) for lang in LANGS})}")
+    lines.append(f"title = {_value({lang: _title(frame, run, lang) for lang in _languages(frame.title)})}")
+    if frame.ask:
+        lines.append(f"ask = {_value(_given(frame.ask))}")
+        lines.append(f"ask_panel = {_value(list(frame.ask_panels))}")
     lines.append("[frames.explain]")
-    lines += [f"{s} = {_value({lang: _section(frame, s, lang) for lang in LANGS})}" for s in SECTIONS]
+    lines += [f"{s} = {_value({lang: _section(frame, s, lang) for lang in _languages((frame.explain or {}).get(s))})}"
+              for s in SECTIONS]
     return lines
+
+
+def _languages(texts) -> list[str]:
+    """The languages a lesson's text is written in (a text read in one language holds the
+    others as a fallback, which is not written back); every language for the narration's."""
+    return [lang for lang in LANGS if lang not in getattr(texts, "fallback", {})]
+
+
+def _given(texts) -> dict:
+    """A text by language as the lesson gave it (without the languages filled in by fallback)."""
+    return {lang: texts[lang] for lang in _languages(texts)}
 
 
 def _own(texts: dict | None, frame, lang: str) -> str | None:

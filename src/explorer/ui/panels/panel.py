@@ -153,6 +153,12 @@ class Panel(QWidget):
         elif self._card is not None:
             self._card.hide()
 
+    def fit_card(self) -> None:
+        """The question's card laid out for the panel's size now (a slide's panels are
+        resized while hidden, where no resize event reaches the card until they paint)."""
+        if self.covered:
+            self._card.fit()
+
     @property
     def covered(self) -> bool:
         """Hidden by a question's card (its content is not on screen)."""

@@ -43,7 +43,7 @@ class QuestionCard(QWidget):
 
     def eventFilter(self, obj: QObject, event: QEvent) -> bool:
         if obj is self.parentWidget() and event.type() in (QEvent.Type.Resize, QEvent.Type.FontChange):
-            self._fit()
+            self.fit()
         return False
 
     def show_question(self, question: str, panel_id: str, lang: str, on_slide: bool, theme: Theme,
@@ -61,11 +61,11 @@ class QuestionCard(QWidget):
             label_palette.setColor(QPalette.ColorRole.WindowText, QColor(colour))
             label.setPalette(label_palette)
         self.setPalette(palette)
-        self._fit()
+        self.fit()
         self.show()
         self.raise_()
 
-    def _fit(self) -> None:
+    def fit(self) -> None:
         """The card's place and type follow the panel's: the question as large as the panel's
         height lets it be (a short strip such as a slide's timeline drops the "?" first,
         then sets the question smaller, never below the panel's own type)."""

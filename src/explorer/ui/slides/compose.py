@@ -176,6 +176,8 @@ class SlideComposer(ReusedCanvas):
         for pid, rect in zip(ids, rects):
             panels[pid].resize(rect.size().toSize())
         settle_panels(panels.values())
+        for panel in panels.values():
+            panel.fit_card()
         placed = [(panels[pid], rect, _fit(panels[pid], rect.size(), base)) for pid, rect in zip(ids, rects)]
         self._laid_out = (made_for, placed, g)
         return placed
