@@ -12,7 +12,7 @@ from .. import __version__
 from . import export, fit, lesson, model, sample, trace
 from .flags import MODEL_HELP
 from ..core.errors import ExplorerError
-from ..interrupts import interrupted_status, sigterm_as_interrupt, silence_stdout
+from ..interrupts import guard_standard_streams, interrupted_status, os_error_text, sigterm_as_interrupt, silence_stdout
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -100,6 +100,7 @@ def main(argv=None) -> int:
         parser.error("--model '': expected teaching, a model name (token-explorer model list) or a .gguf file")
     if args.install_launcher or args.uninstall_launcher:
         return launcher_command(args)
+    guard_standard_streams(command=args.command is not None)
     if args.command is None:
         from ..ui.app import run_app   # Qt is imported only when the window is wanted
         func, prog = run_app, "token-explorer"
@@ -114,8 +115,12 @@ def main(argv=None) -> int:
         return interrupted_status(exc, prog)
     except BrokenPipeError:                     # `explorer trace | head`: the reader left
         return silence_stdout()
-    except (ExplorerError, OSError) as exc:
+    except ExplorerError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:                      # a full disk under the standard output too
+        print(f"{prog}: error: {os_error_text(exc)}", file=sys.stderr)
+        silence_stdout()                        # what stdout still holds would fail again at exit
         return 2
 
 
