@@ -65,6 +65,9 @@ class ClosedOutput(io.TextIOBase):
     def writable(self) -> bool:
         return True
 
+    def fileno(self) -> int:
+        return 1                          # the null device, put there by `guard_standard_streams`
+
     def write(self, text: str) -> int:
         if text:
             raise BrokenPipeError(errno.EPIPE, "standard output is closed")

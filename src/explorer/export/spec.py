@@ -99,8 +99,9 @@ def parse_frames(text: str, count: int) -> tuple[int, ...]:
         try:
             if not item:
                 raise SettingError(f"item {i} of {len(parts)} is empty; expected {expected}")
-            first = frame.parse(first_text, f"item {i}:")
-            last = frame.parse(last_text, f"item {i}:") if sep else first
+            label = f"item {i}:" if len(parts) > 1 else ""
+            first = frame.parse(first_text, label)
+            last = frame.parse(last_text, label) if sep else first
         except SettingError as exc:
             raise ExplorerError(f"--frames {shown_text(text)}: {exc} (this lesson has {count} frames)") from None
         if last < first:
