@@ -38,7 +38,7 @@ def add_parser(subparsers) -> None:
                    help="slide: the frame's panels laid out large for a projector (default); "
                         "window: the whole window as on the desk")
     p.add_argument("--size", default="1920x1080", help=f"slide size in pixels (default 1920x1080): {size_range()}")
-    p.add_argument("--scale", type=number(Whole(1, 2)), default=1, help="2 for high-DPI projectors")
+    p.add_argument("--scale", **number(Whole(1, 2)), default=1, help="2 for high-DPI projectors")
     p.add_argument("--theme", choices=THEMES, default="light")
     p.add_argument("--frames", help="frames to export, 1-based as the player counts, e.g. 1-4,7")
     p.add_argument("--panel", choices=SLIDE_PANELS, help="one panel filling every slide")

@@ -44,41 +44,47 @@ DRAFT = Whole(1, MAX_K)
 NGRAM = Whole(1, MAX_NGRAM)
 
 
-def number(kind):
-    """An argparse `type=` reading one number of the range `kind` (a Whole or a Real): any
-    other text ends the command with the flag, the value (shortened) and the range, exit 2."""
-    def parse(text: str):
-        try:
-            return kind.parse(text)
-        except SettingError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    parse.kind = kind                  # what tests/cli/test_cli_numbers.py finds every numeric flag by
-    return parse
+class FlagError(ExplorerError):
+    """A flag's value refused while the command line is read (`main` says it, exit 2)."""
 
 
-def numbers(kind, allow_empty: bool = False):
-    """An argparse `type=` reading comma-separated numbers, each of the range `kind`."""
-    def parse(text: str) -> list:
+class NumberFlag(argparse.Action):
+    """A flag whose text `parse` reads (a number of the range `kind`, a list of them, STEP:ID):
+    text outside the range is a FlagError naming the flag, the value (shortened) and the range.
+    `append`: the flag may be repeated, its values collected in a list."""
+
+    def __init__(self, option_strings, dest, parse=None, kind=None, append=False, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.parse, self.kind, self.append = parse, kind, append
+
+    def __call__(self, parser, namespace, values, option_string=None):
         try:
-            return number_list(text, kind, allow_empty=allow_empty)
+            value = self.parse(values)
         except SettingError as exc:
-            raise argparse.ArgumentTypeError(str(exc)) from None
-    parse.kind = kind
-    return parse
+            raise FlagError(f"{option_string} {exc}") from None
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), value] if self.append else value)
+
+
+def number(kind) -> dict:
+    """add_argument's keywords for a flag taking one number of the range `kind` (a Whole or a Real)."""
+    return dict(action=NumberFlag, parse=kind.parse, kind=kind)
+
+
+def numbers(kind, allow_empty: bool = False) -> dict:
+    """add_argument's keywords for a flag taking comma-separated numbers, each of the range `kind`."""
+    return dict(action=NumberFlag, kind=kind, parse=lambda text: number_list(text, kind, allow_empty=allow_empty))
 
 
 def force_item(text: str) -> tuple[int, int]:
     """--force STEP:ID as (step, id); the id is checked against the vocabulary later."""
     step, sep, token = text.partition(":")
-    try:
-        if not sep:
-            raise SettingError(f"{shown_text(text)} is not STEP:ID; expected STEP:ID, e.g. 0:4")
-        return STEP.parse(step, "STEP"), TOKEN_ID.parse(token, "ID")
-    except SettingError as exc:
-        raise argparse.ArgumentTypeError(str(exc)) from None
+    if not sep:
+        raise SettingError(f"{shown_text(text)} is not STEP:ID; expected STEP:ID, e.g. 0:4")
+    return STEP.parse(step, "STEP"), TOKEN_ID.parse(token, "ID")
 
 
-force_item.kind = STEP
+# --force's keywords: a repeatable what-if, each value read by `force_item`
+FORCE = dict(action=NumberFlag, parse=force_item, kind=STEP, append=True, default=[], metavar="STEP:ID")
 
 
 # ---------------------------------------------------------------------------- model and prompt
@@ -92,7 +98,7 @@ def add_prompt_flags(parser, model_required: bool = False) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--prompt", help="prompt text, tokenised with the model's vocabulary "
                                          "(default: 我爱, or a sentence for a real model)")
-    source.add_argument("--prompt-ids", type=numbers(TOKEN_ID), help="prompt as comma-separated token ids, e.g. 1,2,3")
+    source.add_argument("--prompt-ids", **numbers(TOKEN_ID), help="prompt as comma-separated token ids, e.g. 1,2,3")
     parser.add_argument("--model", required=model_required,
                         help=MODEL_HELP)
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
@@ -145,20 +151,20 @@ def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None
     g = parser.add_argument_group("sampling")
     g.add_argument("--mode", choices=MODES, default=default_mode,
                    help=f"how the next token is chosen (default {default_mode or 'the lesson'})")
-    g.add_argument("--temperature", type=number(TEMPERATURE), help="divide logits by T; T <= 0 means greedy (default 1)")
-    g.add_argument("--top-k", type=number(TOP_K), help="keep the k highest logits, ties kept; 0 = off (default)")
-    g.add_argument("--top-p", type=number(TOP_P), help="keep the smallest set reaching probability p; 1 = off (default)")
-    g.add_argument("--min-p", type=number(MIN_P), help="drop ids below min_p x the top probability; 0 = off (default)")
-    g.add_argument("--repetition-penalty", type=number(REPETITION_PENALTY),
+    g.add_argument("--temperature", **number(TEMPERATURE), help="divide logits by T; T <= 0 means greedy (default 1)")
+    g.add_argument("--top-k", **number(TOP_K), help="keep the k highest logits, ties kept; 0 = off (default)")
+    g.add_argument("--top-p", **number(TOP_P), help="keep the smallest set reaching probability p; 1 = off (default)")
+    g.add_argument("--min-p", **number(MIN_P), help="drop ids below min_p x the top probability; 0 = off (default)")
+    g.add_argument("--repetition-penalty", **number(REPETITION_PENALTY),
                    help="push down tokens already seen: logit/θ if > 0, logit*θ if < 0; 1 = off (default)")
-    g.add_argument("--seed", type=number(SEED), help="seed of the uniform draws (default 0)")
+    g.add_argument("--seed", **number(SEED), help="seed of the uniform draws (default 0)")
     g.add_argument("--order", help=f"stage order: {' | '.join(ORDER_PRESETS)} (default hf) "
                                    f"or a comma list of {','.join(STAGE_NAMES)}")
-    g.add_argument("--max-new-tokens", type=number(NEW_TOKENS), help="stop after this many new tokens (default 16)")
+    g.add_argument("--max-new-tokens", **number(NEW_TOKENS), help="stop after this many new tokens (default 16)")
     g.add_argument("--stop", action="append", metavar="TEXT",
                    help="stop when the output contains TEXT; repeatable")
-    g.add_argument("--beam-width", type=number(BEAMS), help="beams kept per step in --mode beam (default 2)")
-    g.add_argument("--length-penalty", type=number(LENGTH_PENALTY), help="beam score = log-prob sum / length**x (default 1)")
+    g.add_argument("--beam-width", **number(BEAMS), help="beams kept per step in --mode beam (default 2)")
+    g.add_argument("--length-penalty", **number(LENGTH_PENALTY), help="beam score = log-prob sum / length**x (default 1)")
 
 
 def sampling_changes(args: argparse.Namespace) -> dict:
@@ -182,14 +188,14 @@ def add_run_flags(parser: argparse.ArgumentParser, lesson_help: str, top_help: s
     parser.add_argument("--params", help="parameter file (default: the teaching model)")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the comparison of every step with a full recomputation (faster on big models)")
-    parser.add_argument("--force", action="append", default=[], metavar="STEP:ID", type=force_item,
+    parser.add_argument("--force", **FORCE,
                         help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
-    parser.add_argument("--top", type=number(TOP), default=top_default, help=f"{top_help} (default {top_default})")
+    parser.add_argument("--top", **number(TOP), default=top_default, help=f"{top_help} (default {top_default})")
     parser.add_argument("--lang", choices=("en", "zh"), default="en")
     parser.add_argument("--json", action="store_true", help=json_help)
-    parser.add_argument("--speculative", type=number(DRAFT), metavar="K",
+    parser.add_argument("--speculative", **number(DRAFT), metavar="K",
                         help="decode speculatively: draft up to K tokens by prompt lookup, verify them in one pass")
-    parser.add_argument("--ngram", type=number(NGRAM),
+    parser.add_argument("--ngram", **number(NGRAM),
                         help=f"with --speculative: the longest n-gram looked up (default {DEFAULT_NGRAM})")
 
 

@@ -10,7 +10,7 @@ import sys
 
 from .. import __version__
 from . import export, fit, lesson, model, sample, trace
-from .flags import MODEL_HELP
+from .flags import MODEL_HELP, FlagError
 from ..core.errors import ExplorerError
 from ..interrupts import guard_standard_streams, interrupted_status, os_error_text, sigterm_as_interrupt, silence_stdout
 
@@ -95,12 +95,17 @@ def main(argv=None) -> int:
         argv = leading_options_after_command(lesson_file_as_option(argv, parser.commands), parser.commands)
     except ExplorerError as exc:
         parser.error(str(exc))
-    args = parser.parse_args(argv)
+    command = next((token for token in argv if token in parser.commands), None)
+    guard_standard_streams(command=command is not None)
+    try:
+        args = parser.parse_args(argv)
+    except FlagError as exc:                    # a number out of its range: one line, as every other error
+        print(f"token-explorer{' ' + command if command else ''}: error: {exc}", file=sys.stderr)
+        return 2
     if getattr(args, "model", None) == "":      # not "the default": an empty name is a mistake
         parser.error("--model '': expected teaching, a model name (token-explorer model list) or a .gguf file")
     if args.install_launcher or args.uninstall_launcher:
         return launcher_command(args)
-    guard_standard_streams(command=args.command is not None)
     if args.command is None:
         from ..ui.app import run_app   # Qt is imported only when the window is wanted
         func, prog = run_app, "token-explorer"

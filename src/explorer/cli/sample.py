@@ -51,15 +51,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "draw u, the cumulative intervals and the selected id. "
                     "Write negative first values with '=', e.g. --logits=-1,2,0.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--logits", type=numbers(LOGIT), help="comma-separated logits, e.g. 2,1,0 (-inf = already removed)")
-    src.add_argument("--probs", type=numbers(PROBABILITY), help="comma-separated probabilities summing to 1, e.g. 0.55,0.25,0.15,0.05")
+    src.add_argument("--logits", **numbers(LOGIT), help="comma-separated logits, e.g. 2,1,0 (-inf = already removed)")
+    src.add_argument("--probs", **numbers(PROBABILITY), help="comma-separated probabilities summing to 1, e.g. 0.55,0.25,0.15,0.05")
     src.add_argument("--model", help="the next-token logits of a model after --prompt: " + MODEL_HELP)
     p.add_argument("--prompt", help="with --model: the text before the next token (default: the model's)")
     p.add_argument("--chat", action="store_true", help="with --model: wrap --prompt in the chat template")
-    p.add_argument("--top", type=number(TOP), default=20, help="with --model: candidates per table (default 20)")
-    p.add_argument("--seen", type=numbers(TOKEN_ID, allow_empty=True), default=[], help="ids already in the text, for --repetition-penalty, e.g. 0,1 "
+    p.add_argument("--top", **number(TOP), default=20, help="with --model: candidates per table (default 20)")
+    p.add_argument("--seen", **numbers(TOKEN_ID, allow_empty=True), default=[], help="ids already in the text, for --repetition-penalty, e.g. 0,1 "
                                               "(with --model: the prompt)")
-    p.add_argument("--step", type=number(STEP), default=0, help="step index: which u to draw (default 0)")
+    p.add_argument("--step", **number(STEP), default=0, help="step index: which u to draw (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the tables")
     add_sampling_flags(p, default_mode="sample")
