@@ -17,7 +17,7 @@ import pytest
 from paths import SRC
 
 from explorer.cli.main import build_parser, main
-from explorer.core.limits import Real, Whole
+from explorer.core.limits import Whole
 from explorer.export.spec import MAX_SIDE, MIN_HEIGHT, MIN_RATIO
 
 HUGE = "9" * 5000                       # past Python's 4,300-digit int-string limit
