@@ -1,9 +1,11 @@
 """Ctrl+C, SIGTERM and a closed pipe, as a terminal user expects them: one line on stderr
-and the shell's usual status (130, 143), never a traceback; a reader that goes away ends
-the command quietly."""
+and the shell's usual status (130, 143), never a traceback; a reader that goes away, or a
+standard output closed from the start (`>&-`), ends the command quietly with 141."""
 
 from __future__ import annotations
 
+import errno
+import io
 import os
 import signal
 import sys
@@ -53,3 +55,49 @@ def silence_stdout() -> int:
     os.dup2(devnull, sys.stdout.fileno())
     os.close(devnull)
     return SIGPIPE_STATUS
+
+
+class ClosedOutput(io.TextIOBase):
+    """Standard output of a command started with it closed (`>&-`): the first write ends the
+    command as a closed pipe does (BrokenPipeError, status 141); the process's descriptor 1
+    is the null device meanwhile (`guard_standard_streams`)."""
+
+    def writable(self) -> bool:
+        return True
+
+    def fileno(self) -> int:
+        return 1                          # the null device, put there by `guard_standard_streams`
+
+    def write(self, text: str) -> int:
+        if text:
+            raise BrokenPipeError(errno.EPIPE, "standard output is closed")
+        return 0
+
+
+def guard_standard_streams(command: bool) -> None:
+    """Put the null device on each of the descriptors 0, 1, 2 that the process was started
+    without, so that no file opened later takes a standard stream's number (a library writing
+    to "standard output" would write into a slide being exported). For a `command` (not the
+    window), a closed standard output then ends the command at its first line (ClosedOutput)."""
+    for fd in (0, 1, 2):
+        try:
+            os.fstat(fd)
+            continue
+        except OSError:
+            pass
+        null = os.open(os.devnull, os.O_RDWR)
+        if null != fd:
+            os.dup2(null, fd)
+            os.close(null)
+        if fd == 1:
+            sys.stdout = ClosedOutput() if command else open(1, "w", closefd=False)
+        elif fd == 2:
+            sys.stderr = open(2, "w", closefd=False)   # None would send print(file=sys.stderr) to stdout
+
+
+def os_error_text(exc: OSError) -> str:
+    """An OS error in words, a full disk said as such ("the disk is full (No space left on device)")."""
+    reason = exc.strerror or str(exc)
+    if exc.errno in (errno.ENOSPC, getattr(errno, "EDQUOT", errno.ENOSPC)):
+        reason = f"the disk is full ({reason})"
+    return f"{exc.filename}: {reason}" if exc.filename else reason

@@ -74,12 +74,12 @@ def test_elided_keeps_short_lists_whole():
     (["--prompt", "我恨"], "character '恨' at position 1 is not in the vocabulary"),
     (["--prompt-ids", "1,9"], "id 9 at index 1 is outside the vocabulary"),
     (["--chat"], "--chat: the model 'teaching' has no ChatML chat template"),
-    (["--prompt-ids", "1,x"], "--prompt-ids = '1,x': expected comma-separated integers"),
+    (["--prompt-ids", "1,x"], "--prompt-ids item 2 of 2: 'x' is not an integer; expected an integer from 0 to"),
     (["--prompt", ""], "prompt is empty"),
-    (["--prompt-ids", ""], "--prompt-ids is empty"),
-    (["--max-new-tokens", "0"], "max_new_tokens"),
+    (["--prompt-ids", ""], "--prompt-ids '' is empty"),
+    (["--max-new-tokens", "0"], "--max-new-tokens '0' is out of range; expected an integer from 1 to 4,096"),
     (["--params", "/nonexistent/p.json"], "p.json: file not found"),
-    (["--force", "1"], "--force '1': expected STEP:ID"),
+    (["--force", "1"], "--force '1' is not STEP:ID"),
     (["--force", "0:99"], "id 99"),
 ])
 def test_bad_input_exits_2_with_a_message(capsys, argv, message):

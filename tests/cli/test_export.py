@@ -168,8 +168,8 @@ def test_list_names_lessons_panels_and_frames(capsys):
 
 @pytest.mark.parametrize("argv, message", [
     (["--lesson", "nope"], "lesson 'nope' not found"),
-    (["--frames", "11"], "'11' is outside 1..10"),
-    (["--frames", "2-x"], "is not a frame number or range"),
+    (["--frames", "11"], "'11' is out of range; expected an integer from 1 to 10 (this lesson has 10 frames)"),
+    (["--frames", "2-x"], "--frames '2-x': 'x' is not an integer"),
     (["--format", "png,gif"], "unknown format 'gif'"),
     (["--size", "big"], "--size 'big': expected WIDTHxHEIGHT"),
     (["--size", "8192x8192", "--scale", "2"], "at most 8192 on a side, the scale included"),
@@ -207,7 +207,7 @@ def test_unwritable_folder(capsys, tmp_path):
     blocker = tmp_path / "file.txt"
     blocker.write_text("not a folder")
     code, _, err = export(capsys, "--out", str(blocker / "sub"))
-    assert code == 2 and "cannot create the folder" in err
+    assert code == 2 and "file.txt is a regular file (part of the path" in err and "expected a folder" in err
 
 
 def test_full_disk_leaves_nothing_half_written(qapp, capsys, tmp_path, monkeypatch):

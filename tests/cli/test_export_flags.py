@@ -58,13 +58,13 @@ def test_export_with_the_flags_of_a_trace_writes_that_run(qapp, capsys, tmp_path
 
 
 @pytest.mark.parametrize("argv, message", [
-    (["--force", "9"], "--force '9': expected STEP:ID"),
-    (["--force", "0:x"], "--force '0:x': expected STEP:ID"),
-    (["--force", "0:4", "--force", "0:5"], "--force '0:5': step 0 is already forced to 4"),
+    (["--force", "9"], "--force '9' is not STEP:ID; expected STEP:ID"),
+    (["--force", "0:x"], "--force ID 'x' is not an integer"),
+    (["--force", "0:4", "--force", "0:5"], "--force 0:5: step 0 is already forced to 4"),
     (["--prompt", "我爱", "--force", "0:99"], "--force 0:99: override at step 0: id 99"),
     (["--prompt", "我爱", "--force", "7:4"], "--force 7:4"),
-    (["--top", "0"], "--top = 0"),
-    (["--speculative", "0", "--prompt", "我爱"], "--speculative = 0"),
+    (["--top", "0"], "--top '0' is out of range; expected an integer from 1 to 1,000"),
+    (["--speculative", "0", "--prompt", "我爱"], "--speculative '0' is out of range; expected an integer from 1 to 64"),
     (["--ngram", "3"], "--ngram 3: the n-gram length of prompt lookup only applies with --speculative"),
     (["--speculative", "3"], "--speculative 3 with the lesson 'wo-ai-to-eos'"),
     (["--speculative", "3", "--prompt", "我爱", "--force", "0:4"], "--force: a what-if cannot be combined"),
@@ -78,10 +78,11 @@ def test_a_bad_flag_value_is_refused_naming_the_flag_and_value(capsys, tmp_path,
     assert not (tmp_path / "out").exists() or not list((tmp_path / "out").iterdir())
 
 
-def test_a_value_of_the_wrong_type_is_refused_by_the_parser(capsys, tmp_path):
-    with pytest.raises(SystemExit) as exited:
-        main(["export", "--top", "abc", "--out", str(tmp_path)])
-    assert exited.value.code == 2 and "argument --top: invalid int value: 'abc'" in capsys.readouterr().err
+def test_a_value_of_the_wrong_type_is_refused_while_the_command_line_is_read(capsys, tmp_path):
+    assert main(["export", "--top", "abc", "--out", str(tmp_path / "out")]) == 2
+    assert capsys.readouterr().err == ("token-explorer export: error: --top 'abc' is not an integer; "
+                                       "expected an integer from 1 to 1,000\n")
+    assert not (tmp_path / "out").exists()
 
 
 @pytest.mark.parametrize("command", ["trace", "export"])

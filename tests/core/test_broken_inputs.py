@@ -54,22 +54,22 @@ def test_special_files_and_big_files_are_refused_before_reading(tmp_path, capsys
 
 def test_counts_have_one_limit_and_one_message_in_the_command_line_and_in_lessons(tmp_path, capsys):
     status, err = run_cli(capsys, "trace", "--mode", "beam", "--beam-width=100000000000000000000")
-    assert status == 2 and f"num_beams = 100000000000000000000: expected an integer from 1 to {MAX_BEAMS}" in err
+    assert status == 2 and f"--beam-width '100000000000000000000' is out of range; expected an integer from 1 to " \
+                           f"{MAX_BEAMS}" in err
     status, err = run_cli(capsys, "trace", "--mode", "beam", "--beam-width", "1000000")
-    text, words = BROKEN_LESSONS["huge-beam"]
-    assert words in err
+    assert f"--beam-width '1000000' is out of range; expected an integer from 1 to {MAX_BEAMS}" in err
     status, err = run_cli(capsys, "trace", "--mode", "beam", "--length-penalty", "1e308")
-    assert status == 2 and "length_penalty = 1e+308: expected a number from -10 to 10" in err
+    assert status == 2 and "--length-penalty '1e308' is out of range; expected a number from -10 to 10" in err
     status, err = run_cli(capsys, "trace", "--max-new-tokens", str(MAX_NEW_TOKENS + 1))
-    assert status == 2 and f"max_new_tokens = {MAX_NEW_TOKENS + 1}: expected an integer from 1 to {MAX_NEW_TOKENS}" \
-        in err
+    assert status == 2 and f"--max-new-tokens '{MAX_NEW_TOKENS + 1}' is out of range; expected an integer from 1 to " \
+                           f"{MAX_NEW_TOKENS:,}" in err
     for command in (("trace",), ("sample", "--logits", "2,1,0")):
         status, err = run_cli(capsys, *command, "--top=-1")
-        assert status == 2 and "--top = -1: expected an integer from 1 to 1000" in err, err
+        assert status == 2 and "--top '-1' is out of range; expected an integer from 1 to 1,000" in err, err
     status, err = run_cli(capsys, "trace", "--prompt", "我爱" * 1100)
     assert status == 2 and "prompt: 2,200 tokens, more than the 2,048 a run may start from" in err
     status, err = run_cli(capsys, "sample", "--logits", "2,1,0", "--step", "1" + "0" * 40)
-    assert status == 2 and "--step = a number of about 41 digits" in err
+    assert status == 2 and f"--step '{'1' + '0' * 23}'… (41 characters) is out of range" in err
 
 
 def test_silent_wrong_results_now_say_so(capsys):

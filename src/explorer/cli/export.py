@@ -9,11 +9,15 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from .flags import add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, names_a_free_run, \
+from .flags import add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, names_a_free_run, number, \
     session_from_args
 from ..core.errors import ExplorerError, SettingError
+from ..core.limits import Whole
+from ..export.files import check_out_folder
+from ..export.pptx_deck import deck_slide_size
+from ..interrupts import os_error_text
 from ..export.spec import (CANCELLED, FORMATS, HANDOUT_TOP, STYLES, THEMES, ExportCancelled, ExportSpec, parse_formats,
-                          parse_frames, parse_size)
+                          parse_frames, parse_size, size_range)
 from ..lessons import DEFAULT_LESSON_ID, lesson_names
 from ..session import Session
 from ..session.panels import SLIDE_PANELS
@@ -33,8 +37,8 @@ def add_parser(subparsers) -> None:
     p.add_argument("--style", choices=STYLES, default="slide",
                    help="slide: the frame's panels laid out large for a projector (default); "
                         "window: the whole window as on the desk")
-    p.add_argument("--size", default="1920x1080", help="slide size in pixels (default 1920x1080)")
-    p.add_argument("--scale", type=int, choices=(1, 2), default=1, help="2 for high-DPI projectors")
+    p.add_argument("--size", default="1920x1080", help=f"slide size in pixels (default 1920x1080): {size_range()}")
+    p.add_argument("--scale", **number(Whole(1, 2)), default=1, help="2 for high-DPI projectors")
     p.add_argument("--theme", choices=THEMES, default="light")
     p.add_argument("--frames", help="frames to export, 1-based as the player counts, e.g. 1-4,7")
     p.add_argument("--panel", choices=SLIDE_PANELS, help="one panel filling every slide")
@@ -100,7 +104,7 @@ def _run(args, cancelled) -> int:
         print(f"explorer export: {CANCELLED}", file=sys.stderr)
         return CANCELLED_EXIT
     except OSError as exc:
-        raise ExplorerError(f"{spec.out_dir}: writing failed ({exc.strerror or exc}); nothing was written") from None
+        raise ExplorerError(f"{spec.out_dir}: writing failed ({os_error_text(exc)}); nothing was written") from None
     for path in paths:
         print(path)
     return 0
@@ -117,7 +121,7 @@ def _spec(args, session: Session) -> ExportSpec:
         if args.style == "window":
             raise ExplorerError(f"--panel {args.panel} with --style window: a panel slide is composed; "
                                 f"leave out --style window, or --panel for the whole window")
-        if "pptx" in formats and args.frames:
+        if "pptx" in formats and args.frames is not None:
             raise ExplorerError(f"--format pptx with --panel {args.panel} and --frames: a deck holds a lesson's "
                                 f"slides; write the panel's frames as png or pdf, or the whole deck without --panel")
         missing = _missing_panel(args.panel, session)
@@ -125,9 +129,14 @@ def _spec(args, session: Session) -> ExportSpec:
             raise ExplorerError(f"--panel {args.panel}: {missing}; the panels of its slides: "
                                 f"{', '.join(_lesson_panels(session))}")
     width, height = parse_size(args.size, args.scale)
+    if "pptx" in formats:
+        try:
+            deck_slide_size(width, height)
+        except ExplorerError as exc:
+            raise ExplorerError(f"--size {args.size} with --format pptx: {exc}") from None
     return ExportSpec(out_dir=Path(args.out), formats=formats, width=width, height=height, scale=args.scale,
                       lang=args.lang, theme=args.theme, style=args.style,
-                      frames=parse_frames(args.frames, len(session.frames)) if args.frames else None,
+                      frames=parse_frames(args.frames, len(session.frames)) if args.frames is not None else None,
                       panel=args.panel, caption=not args.no_caption, intermediates=args.intermediates,
                       top=args.top)
 
@@ -170,10 +179,10 @@ def _listing(deck_id: str, title: str, session, lang: str) -> str:
 
 
 def _check_writable(folder: Path) -> None:
-    """Create the folder if missing; refuse early (exit 2) when it cannot be written."""
+    """Create the folder if missing; refuse early (exit 2) when it cannot be: what stands in
+    the way is named (a file, a device, a missing permission)."""
+    check_out_folder(folder)
     try:
         folder.mkdir(parents=True, exist_ok=True)
     except OSError as exc:
-        raise ExplorerError(f"--out {folder}: cannot create the folder ({exc.strerror})") from None
-    if not folder.is_dir() or not os.access(folder, os.W_OK | os.X_OK):
-        raise ExplorerError(f"--out {folder}: the folder is not writable")
+        raise ExplorerError(f"--out {folder}: cannot create the folder ({os_error_text(exc)})") from None

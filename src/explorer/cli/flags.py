@@ -5,12 +5,14 @@ parameter file, what-if choices, speculative decoding), and numbers given as com
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 
 from ..core.gguf.architectures import supported_families
 from ..core.tokens.chat import chat_turn, has_chat_format
 from ..core.errors import ChatTemplateError, ExplorerError, SettingError
-from ..core.limits import MAX_FORCE_STEP, MAX_TOP, check_count, check_prompt_length, shown
+from ..core.limits import (MAX_BEAMS, MAX_FORCE_STEP, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, MAX_TOKEN_ID,
+                           MAX_TOP, Real, Whole, check_prompt_length, number_list, shown_text)
 from ..core.gguf.llama import ARITHMETICS, with_arithmetic
 from ..core.decode.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM, MAX_K, MAX_NGRAM
@@ -25,14 +27,64 @@ DEFAULT_ARITHMETIC = "float"      # float32 throughout: what every lesson comput
 
 # ---------------------------------------------------------------------------- numbers
 
-def parse_numbers(text: str, flag: str, kind=float) -> list:
-    """Comma-separated numbers (float: also inf, -inf)."""
-    items = [t.strip() for t in text.split(",") if t.strip()]
-    try:
-        return [kind(t) for t in items]
-    except ValueError:
-        noun = "integers" if kind is int else "numbers"
-        raise SettingError(f"{flag} = {shown(text)}: expected comma-separated {noun}") from None
+# the range of every number a flag takes (the counts' limits are in core.limits)
+TEMPERATURE = Real(words="a finite number (0 or less: greedy)")
+TOP_K = Whole(0, MAX_TOKEN_ID)
+TOP_P = Real(0.0, 1.0, open_low=True)
+MIN_P = Real(0.0, 1.0)
+REPETITION_PENALTY = Real(0.0, math.inf, open_low=True, open_high=True, words="a finite number above 0 (1 = off)")
+SEED = Whole(0, MAX_SEED)
+NEW_TOKENS = Whole(1, MAX_NEW_TOKENS)
+BEAMS = Whole(1, MAX_BEAMS)
+LENGTH_PENALTY = Real(-MAX_LENGTH_PENALTY, MAX_LENGTH_PENALTY)
+TOP = Whole(1, MAX_TOP)
+STEP = Whole(0, MAX_FORCE_STEP)
+TOKEN_ID = Whole(0, MAX_TOKEN_ID)
+DRAFT = Whole(1, MAX_K)
+NGRAM = Whole(1, MAX_NGRAM)
+
+
+class FlagError(ExplorerError):
+    """A flag's value refused while the command line is read (`main` says it, exit 2)."""
+
+
+class NumberFlag(argparse.Action):
+    """A flag whose text `parse` reads (a number of the range `kind`, a list of them, STEP:ID):
+    text outside the range is a FlagError naming the flag, the value (shortened) and the range.
+    `append`: the flag may be repeated, its values collected in a list."""
+
+    def __init__(self, option_strings, dest, parse=None, kind=None, append=False, **kwargs):
+        super().__init__(option_strings, dest, **kwargs)
+        self.parse, self.kind, self.append = parse, kind, append
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        try:
+            value = self.parse(values)
+        except SettingError as exc:
+            raise FlagError(f"{option_string} {exc}") from None
+        setattr(namespace, self.dest, [*(getattr(namespace, self.dest) or []), value] if self.append else value)
+
+
+def number(kind) -> dict:
+    """add_argument's keywords for a flag taking one number of the range `kind` (a Whole or a Real)."""
+    return dict(action=NumberFlag, parse=kind.parse, kind=kind)
+
+
+def numbers(kind, allow_empty: bool = False) -> dict:
+    """add_argument's keywords for a flag taking comma-separated numbers, each of the range `kind`."""
+    return dict(action=NumberFlag, kind=kind, parse=lambda text: number_list(text, kind, allow_empty=allow_empty))
+
+
+def force_item(text: str) -> tuple[int, int]:
+    """--force STEP:ID as (step, id); the id is checked against the vocabulary later."""
+    step, sep, token = text.partition(":")
+    if not sep:
+        raise SettingError(f"{shown_text(text)} is not STEP:ID; expected STEP:ID, e.g. 0:4")
+    return STEP.parse(step, "STEP"), TOKEN_ID.parse(token, "ID")
+
+
+# --force's keywords: a repeatable what-if, each value read by `force_item`
+FORCE = dict(action=NumberFlag, parse=force_item, kind=STEP, append=True, default=[], metavar="STEP:ID")
 
 
 # ---------------------------------------------------------------------------- model and prompt
@@ -46,7 +98,7 @@ def add_prompt_flags(parser, model_required: bool = False) -> None:
     source = parser.add_mutually_exclusive_group()
     source.add_argument("--prompt", help="prompt text, tokenised with the model's vocabulary "
                                          "(default: 我爱, or a sentence for a real model)")
-    source.add_argument("--prompt-ids", help="prompt as comma-separated token ids, e.g. 1,2,3")
+    source.add_argument("--prompt-ids", **numbers(TOKEN_ID), help="prompt as comma-separated token ids, e.g. 1,2,3")
     parser.add_argument("--model", required=model_required,
                         help=MODEL_HELP)
     parser.add_argument("--chat", action="store_true", help="wrap --prompt in the model's chat template")
@@ -67,10 +119,8 @@ def model_from_args(args):
 def prompt_ids(args, model) -> list[int]:
     """The prompt the flags give, encoded with the model's vocabulary."""
     vocab = model.vocab
-    if args.prompt_ids is not None:
-        ids = parse_numbers(args.prompt_ids, "--prompt-ids", int)
-        if not ids:
-            raise ExplorerError("--prompt-ids is empty: expected at least one id")
+    if args.prompt_ids is not None:           # read by `numbers`: at least one id, each an integer >= 0
+        ids = args.prompt_ids
         check_prompt_length(len(ids))
         return vocab.check_ids(ids, "--prompt-ids")
     text = default_prompt(model_key(args), model) if args.prompt is None else args.prompt
@@ -101,20 +151,20 @@ def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None
     g = parser.add_argument_group("sampling")
     g.add_argument("--mode", choices=MODES, default=default_mode,
                    help=f"how the next token is chosen (default {default_mode or 'the lesson'})")
-    g.add_argument("--temperature", type=float, help="divide logits by T; T <= 0 means greedy (default 1)")
-    g.add_argument("--top-k", type=int, help="keep the k highest logits, ties kept; 0 = off (default)")
-    g.add_argument("--top-p", type=float, help="keep the smallest set reaching probability p; 1 = off (default)")
-    g.add_argument("--min-p", type=float, help="drop ids below min_p x the top probability; 0 = off (default)")
-    g.add_argument("--repetition-penalty", type=float,
+    g.add_argument("--temperature", **number(TEMPERATURE), help="divide logits by T; T <= 0 means greedy (default 1)")
+    g.add_argument("--top-k", **number(TOP_K), help="keep the k highest logits, ties kept; 0 = off (default)")
+    g.add_argument("--top-p", **number(TOP_P), help="keep the smallest set reaching probability p; 1 = off (default)")
+    g.add_argument("--min-p", **number(MIN_P), help="drop ids below min_p x the top probability; 0 = off (default)")
+    g.add_argument("--repetition-penalty", **number(REPETITION_PENALTY),
                    help="push down tokens already seen: logit/θ if > 0, logit*θ if < 0; 1 = off (default)")
-    g.add_argument("--seed", type=int, help="seed of the uniform draws (default 0)")
+    g.add_argument("--seed", **number(SEED), help="seed of the uniform draws (default 0)")
     g.add_argument("--order", help=f"stage order: {' | '.join(ORDER_PRESETS)} (default hf) "
                                    f"or a comma list of {','.join(STAGE_NAMES)}")
-    g.add_argument("--max-new-tokens", type=int, help="stop after this many new tokens (default 16)")
+    g.add_argument("--max-new-tokens", **number(NEW_TOKENS), help="stop after this many new tokens (default 16)")
     g.add_argument("--stop", action="append", metavar="TEXT",
                    help="stop when the output contains TEXT; repeatable")
-    g.add_argument("--beam-width", type=int, help="beams kept per step in --mode beam (default 2)")
-    g.add_argument("--length-penalty", type=float, help="beam score = log-prob sum / length**x (default 1)")
+    g.add_argument("--beam-width", **number(BEAMS), help="beams kept per step in --mode beam (default 2)")
+    g.add_argument("--length-penalty", **number(LENGTH_PENALTY), help="beam score = log-prob sum / length**x (default 1)")
 
 
 def sampling_changes(args: argparse.Namespace) -> dict:
@@ -138,27 +188,23 @@ def add_run_flags(parser: argparse.ArgumentParser, lesson_help: str, top_help: s
     parser.add_argument("--params", help="parameter file (default: the teaching model)")
     parser.add_argument("--no-check", action="store_true",
                         help="skip the comparison of every step with a full recomputation (faster on big models)")
-    parser.add_argument("--force", action="append", default=[], metavar="STEP:ID",
+    parser.add_argument("--force", **FORCE,
                         help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
-    parser.add_argument("--top", type=int, default=top_default, help=f"{top_help} (default {top_default})")
+    parser.add_argument("--top", **number(TOP), default=top_default, help=f"{top_help} (default {top_default})")
     parser.add_argument("--lang", choices=("en", "zh"), default="en")
     parser.add_argument("--json", action="store_true", help=json_help)
-    parser.add_argument("--speculative", type=int, metavar="K",
+    parser.add_argument("--speculative", **number(DRAFT), metavar="K",
                         help="decode speculatively: draft up to K tokens by prompt lookup, verify them in one pass")
-    parser.add_argument("--ngram", type=int,
+    parser.add_argument("--ngram", **number(NGRAM),
                         help=f"with --speculative: the longest n-gram looked up (default {DEFAULT_NGRAM})")
 
 
 def check_run_flags(args: argparse.Namespace) -> None:
     """The values of the run flags that need no model, checked (SettingError naming the flag)."""
-    check_count("--top", args.top, 1, MAX_TOP)
     if args.speculative is None and args.ngram is not None:
         raise SettingError(f"--ngram {args.ngram}: the n-gram length of prompt lookup only applies with "
                            "--speculative K (give both, or leave --ngram out)")
     if args.speculative is not None:
-        check_count("--speculative", args.speculative, 1, MAX_K)
-        if args.ngram is not None:
-            check_count("--ngram", args.ngram, 1, MAX_NGRAM)
         if args.force:
             raise SettingError("--force: a what-if cannot be combined with --speculative "
                                "(speculative decoding verifies the model's own choices)")
@@ -178,19 +224,12 @@ def check_run_flags(args: argparse.Namespace) -> None:
 
 
 def parse_forces(items) -> dict[int, int]:
-    """--force STEP:ID values as step -> id (a step given twice is an error)."""
+    """--force values, read by `force_item` as (step, id) pairs, as step -> id (a step given
+    twice is an error)."""
     forces = {}
-    for item in items:
-        step, sep, token = item.partition(":")
-        try:
-            step, token = int(step), int(token)
-        except ValueError:
-            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4") from None
-        if not sep:
-            raise SettingError(f"--force {shown(item)}: expected STEP:ID, e.g. 0:4")
-        check_count("--force STEP", step, 0, MAX_FORCE_STEP)
+    for step, token in items:
         if step in forces:
-            raise SettingError(f"--force {item!r}: step {step} is already forced to {forces[step]}")
+            raise SettingError(f"--force {step}:{token}: step {step} is already forced to {forces[step]}")
         forces[step] = token
     return forces
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .flags import add_prompt_flags, add_sampling_flags, check_run_flags, session_from_args
+from .flags import DRAFT, FORCE, add_prompt_flags, add_sampling_flags, check_run_flags, number, session_from_args
 from ..core.errors import ExplorerError
 from ..lessons.schema import lesson_problems
 from ..lessons.writer import SUFFIX, lesson_document, save_lesson
@@ -29,9 +29,9 @@ def add_parser(subparsers) -> None:
     new.add_argument("--params", help="parameter file (default: the teaching model)")
     new.add_argument("--no-check", action="store_true",
                      help="skip the comparison of every step with a full recomputation (faster on big models)")
-    new.add_argument("--force", action="append", default=[], metavar="STEP:ID",
+    new.add_argument("--force", **FORCE,
                      help="what-if: at step STEP (0 = prefill) select token ID instead; repeatable")
-    new.add_argument("--speculative", type=int, metavar="K",
+    new.add_argument("--speculative", **number(DRAFT), metavar="K",
                      help="decode speculatively: draft up to K tokens by prompt lookup, verify them in one pass")
     add_sampling_flags(new, default_mode=None)
     new.set_defaults(func=run, top=1, ngram=None)

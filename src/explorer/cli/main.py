@@ -10,9 +10,9 @@ import sys
 
 from .. import __version__
 from . import export, fit, lesson, model, sample, trace
-from .flags import MODEL_HELP
+from .flags import MODEL_HELP, FlagError
 from ..core.errors import ExplorerError
-from ..interrupts import interrupted_status, sigterm_as_interrupt, silence_stdout
+from ..interrupts import guard_standard_streams, interrupted_status, os_error_text, sigterm_as_interrupt, silence_stdout
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -95,7 +95,13 @@ def main(argv=None) -> int:
         argv = leading_options_after_command(lesson_file_as_option(argv, parser.commands), parser.commands)
     except ExplorerError as exc:
         parser.error(str(exc))
-    args = parser.parse_args(argv)
+    command = next((token for token in argv if token in parser.commands), None)
+    guard_standard_streams(command=command is not None)
+    try:
+        args = parser.parse_args(argv)
+    except FlagError as exc:                    # a number out of its range: one line, as every other error
+        print(f"token-explorer{' ' + command if command else ''}: error: {exc}", file=sys.stderr)
+        return 2
     if getattr(args, "model", None) == "":      # not "the default": an empty name is a mistake
         parser.error("--model '': expected teaching, a model name (token-explorer model list) or a .gguf file")
     if args.install_launcher or args.uninstall_launcher:
@@ -114,8 +120,12 @@ def main(argv=None) -> int:
         return interrupted_status(exc, prog)
     except BrokenPipeError:                     # `explorer trace | head`: the reader left
         return silence_stdout()
-    except (ExplorerError, OSError) as exc:
+    except ExplorerError as exc:
         print(f"{prog}: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:                      # a full disk under the standard output too
+        print(f"{prog}: error: {os_error_text(exc)}", file=sys.stderr)
+        silence_stdout()                        # what stdout still holds would fail again at exit
         return 2
 
 

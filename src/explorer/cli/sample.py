@@ -9,14 +9,17 @@ import sys
 
 import numpy as np
 
-from .flags import MODEL_HELP, add_sampling_flags, config_from_args, model_from_args, parse_numbers, prompt_ids
+from .flags import (MODEL_HELP, STEP, TOKEN_ID, TOP, add_sampling_flags, config_from_args, model_from_args, number,
+                    numbers, prompt_ids)
 from ..core.errors import ExplorerError, SettingError
-from ..core.limits import MAX_NEW_TOKENS, MAX_TOP, check_count
+from ..core.limits import Real
 from ..core.decode.sampling import Distribution, SamplingConfig, distribution
 from ..i18n import MESSAGES, add_messages, stage_label, tr
 from .texttable import format_table
 
 PROBS_TOLERANCE = 1e-6   # how far from 1 the sum of --probs may be
+LOGIT = Real(-math.inf, math.inf, open_high=True, words="a finite number, or -inf for an id already removed")
+PROBABILITY = Real(0.0, 1.0)
 
 add_messages({
     "sample.stage": {"en": "Stage {n}: {name}", "zh": "阶段 {n}：{name}"},
@@ -48,15 +51,15 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
                     "draw u, the cumulative intervals and the selected id. "
                     "Write negative first values with '=', e.g. --logits=-1,2,0.")
     src = p.add_mutually_exclusive_group(required=True)
-    src.add_argument("--logits", help="comma-separated logits, e.g. 2,1,0 (-inf = already removed)")
-    src.add_argument("--probs", help="comma-separated probabilities summing to 1, e.g. 0.55,0.25,0.15,0.05")
+    src.add_argument("--logits", **numbers(LOGIT), help="comma-separated logits, e.g. 2,1,0 (-inf = already removed)")
+    src.add_argument("--probs", **numbers(PROBABILITY), help="comma-separated probabilities summing to 1, e.g. 0.55,0.25,0.15,0.05")
     src.add_argument("--model", help="the next-token logits of a model after --prompt: " + MODEL_HELP)
     p.add_argument("--prompt", help="with --model: the text before the next token (default: the model's)")
     p.add_argument("--chat", action="store_true", help="with --model: wrap --prompt in the chat template")
-    p.add_argument("--top", type=int, default=20, help="with --model: candidates per table (default 20)")
-    p.add_argument("--seen", default="", help="ids already in the text, for --repetition-penalty, e.g. 0,1 "
+    p.add_argument("--top", **number(TOP), default=20, help="with --model: candidates per table (default 20)")
+    p.add_argument("--seen", **numbers(TOKEN_ID, allow_empty=True), default=[], help="ids already in the text, for --repetition-penalty, e.g. 0,1 "
                                               "(with --model: the prompt)")
-    p.add_argument("--step", type=int, default=0, help="step index: which u to draw (default 0)")
+    p.add_argument("--step", **number(STEP), default=0, help="step index: which u to draw (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the tables")
     add_sampling_flags(p, default_mode="sample")
@@ -67,10 +70,8 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Print the stages and the pick; 2 (with a message on stderr) for bad values."""
     try:
-        check_count("--top", args.top, 1, MAX_TOP)
-        check_count("--step", args.step, 0, MAX_NEW_TOKENS - 1)
         config = config_from_args(args)
-        seen = [int(x) for x in parse_numbers(args.seen, "--seen", int)]
+        seen = args.seen
         vocab = None
         if args.model is not None:
             logits, vocab, prompt = _model_logits(args)
@@ -98,13 +99,9 @@ def _model_logits(args):
 
 
 def _logits_from_args(args) -> np.ndarray:  # -> (V,)
-    if args.logits is not None:
-        return np.array(parse_numbers(args.logits, "--logits"), dtype=np.float64)
-    probs = np.array(parse_numbers(args.probs, "--probs"), dtype=np.float64)
-    bad = ~(np.isfinite(probs) & (probs >= 0))
-    if bad.any():
-        i = int(np.argmax(bad))
-        raise SettingError(f"--probs: value {probs[i]!r} at id {i}: expected a probability >= 0")
+    if args.logits is not None:                 # read by `numbers(LOGIT)`: finite, or -inf
+        return np.array(args.logits, dtype=np.float64)
+    probs = np.array(args.probs, dtype=np.float64)   # each from 0 to 1 (`numbers(PROBABILITY)`)
     total = float(probs.sum())
     if abs(total - 1) > PROBS_TOLERANCE:
         raise SettingError(f"--probs sum to {total!r}: expected 1 (within {PROBS_TOLERANCE:g})")

@@ -5,11 +5,12 @@ from __future__ import annotations
 import os
 import re
 import shutil
+import stat
 import unicodedata
 from pathlib import Path
 
 from ..core.errors import ExplorerError
-from ..core.userfile import check_replaceable
+from ..core.userfile import check_replaceable, file_kind
 
 STAGING_PREFIX = ".explorer-export-"
 NAME_CHARS = 40            # characters of a file name made from a prompt (Chinese is 3 bytes each: 120 of 255)
@@ -32,6 +33,28 @@ def check_target(path: Path) -> None:
         check_replaceable(path)
     except ExplorerError as exc:
         raise ExplorerError(f"{exc}; nothing was written") from None
+
+
+def check_out_folder(folder: Path) -> None:
+    """ExplorerError unless `folder` is a writable folder or can be made one: names what is
+    there instead ("/dev/full is a character device") and what is expected (a folder)."""
+    folder = Path(folder)
+    for path in (folder, *folder.parents):            # the folder, or its nearest part that exists
+        try:
+            st = os.stat(path)
+        except (FileNotFoundError, NotADirectoryError):   # below a file: the file is named further up
+            continue
+        except OSError as exc:
+            raise ExplorerError(f"--out {folder}: {path} cannot be looked at ({exc.strerror})") from None
+        if not stat.S_ISDIR(st.st_mode):
+            what = "a regular file" if stat.S_ISREG(st.st_mode) else file_kind(st.st_mode)
+            where = "" if path == folder else f" (part of the path {folder})"
+            raise ExplorerError(f"--out {folder}: {path} is {what}{where}; expected a folder (an existing one, or a "
+                                f"new name to create)")
+        if not os.access(path, os.W_OK | os.X_OK):
+            doing = "write into it" if path == folder else f"create {folder} in it"
+            raise ExplorerError(f"--out {folder}: the folder {path} is not writable (no permission to {doing})")
+        return
 
 
 def remove_stale_staging(folder: Path) -> None:

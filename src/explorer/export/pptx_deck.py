@@ -9,6 +9,7 @@ import zipfile
 from dataclasses import dataclass
 from datetime import datetime
 
+from ..core.errors import ExplorerError
 from ..i18n import add_messages, tr
 from ..session.narration import SECTIONS
 
@@ -16,6 +17,8 @@ SLIDE_WIDTH_EMU = 12192000        # 13.333 in: PowerPoint's own 16:9 slide
 FIXED_DATE = datetime(2000, 1, 1)
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)  # the earliest time a zip entry can hold
 EMU_PER_POINT = 12700
+EMU_PER_INCH = 914400
+SLIDE_INCHES = (1, 56)            # what PowerPoint takes on each side of a slide (python-pptx checks it too)
 
 add_messages({
     "notes.before": {"en": "Self-check before class", "zh": "课前自测"},
@@ -63,13 +66,26 @@ class TextBox:
     font: str          # the family
 
 
+def deck_slide_size(width: int, height: int) -> tuple[int, int]:
+    """The EMU size of a slide `width` x `height` pixels: 13.333 in wide (PowerPoint's own
+    16:9 width), as high as the shape asks; ExplorerError if PowerPoint cannot hold it."""
+    emu_height = round(SLIDE_WIDTH_EMU * height / width)
+    low, high = (n * EMU_PER_INCH for n in SLIDE_INCHES)
+    if not low <= emu_height <= high:
+        inches = SLIDE_WIDTH_EMU / EMU_PER_INCH
+        raise ExplorerError(f"a deck's slide is {inches:.2f} in wide, so {width}x{height} would be "
+                            f"{emu_height / EMU_PER_INCH:.2f} in high; PowerPoint takes {SLIDE_INCHES[0]} to "
+                            f"{SLIDE_INCHES[1]} in on each side: expected a width from {inches / SLIDE_INCHES[1]:.2f} "
+                            f"to {inches / SLIDE_INCHES[0]:.2f} times the height")
+    return SLIDE_WIDTH_EMU, emu_height
+
+
 def pptx_bytes(slides: list[tuple[bytes, str, tuple[TextBox, ...]]], width: int, height: int, title: str) -> bytes:
     """A deck of (PNG bytes, speaker notes, text boxes) slides, shaped `width` : `height`."""
     from pptx import Presentation        # imported only when a deck is written
 
     deck = Presentation()
-    deck.slide_width = SLIDE_WIDTH_EMU
-    deck.slide_height = round(SLIDE_WIDTH_EMU * height / width)
+    deck.slide_width, deck.slide_height = deck_slide_size(width, height)
     blank = deck.slide_layouts[6]
     for png, notes, boxes in slides:
         slide = deck.slides.add_slide(blank)

@@ -2,16 +2,23 @@
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..core.errors import ExplorerError
+from ..core.errors import ExplorerError, SettingError
+from ..core.limits import Whole, shown_text
 
 FORMATS = ("png", "pdf", "svg", "pptx", "csv", "json")
 THEMES = ("light", "high-contrast")
 STYLES = ("slide", "window")   # a slide composed for a projector | the whole window, as on the desk
 MAX_SIDE = 8192            # pixels of one side of a slide, scale included
+# The shapes the slide layout handles (measured over the lessons: every panel drawn at least at
+# the composer's smallest drawing, 0.6 of its least size). Type scales with the height: below
+# 480 the distribution chart and the cache grid get 0.5 of what they need (at 640x360, 0.3 at
+# 426x240); narrower than 6:5 the timeline does (0.55 at 1080x1080, 0.3 at 540x1080). Wider
+# slides lay out well (up to 17:1 at 8192x480); a deck has its own bound (`pptx_deck`).
+MIN_HEIGHT = 480
+MIN_RATIO = 1.2            # width / height, at least
 CANCELLED = "export cancelled, nothing was written"
 HANDOUT_TOP = 20           # candidates per step in the CSV and JSON handouts
 
@@ -46,30 +53,58 @@ def parse_formats(text: str) -> tuple[str, ...]:
     return items
 
 
+def size_range(scale: int = 1) -> str:
+    """The slide sizes --size takes, in words."""
+    top = MAX_SIDE // scale
+    return (f"WIDTHxHEIGHT with HEIGHT from {MIN_HEIGHT} to {int(top / MIN_RATIO)} and WIDTH from {MIN_RATIO:g} x HEIGHT "
+            f"to {top}" + (f" (at --scale {scale}: {MAX_SIDE} pixels on a side at most, the scale included)"
+                           if scale > 1 else "") + ", e.g. 1920x1080")
+
+
 def parse_size(text: str, scale: int = 1) -> tuple[int, int]:
-    """'1920x1080' -> (1920, 1080); each side times `scale` at most MAX_SIDE pixels."""
-    m = re.fullmatch(r"\s*(\d+)\s*[xX×]\s*(\d+)\s*", text)
-    if not m or not (320 <= int(m[1]) <= MAX_SIDE and 240 <= int(m[2]) <= MAX_SIDE):
-        raise ExplorerError(f"--size {text!r}: expected WIDTHxHEIGHT such as 1920x1080 "
-                            f"(320..{MAX_SIDE} by 240..{MAX_SIDE})")
-    width, height = int(m[1]), int(m[2])
+    """'1920x1080' -> (1920, 1080): a shape the layout handles (MIN_HEIGHT, MIN_RATIO), each
+    side times `scale` at most MAX_SIDE pixels; otherwise an ExplorerError stating the range."""
+    width_text, sep, height_text = text.strip().lower().replace("×", "x").partition("x")
+    expected = size_range(scale)
+    if not sep:
+        raise ExplorerError(f"--size {shown_text(text)}: expected {expected}")
+    side = Whole(1, MAX_SIDE)
+    try:
+        width, height = side.parse(width_text, "WIDTH"), side.parse(height_text, "HEIGHT")
+    except SettingError as exc:
+        raise ExplorerError(f"--size {shown_text(text)}: {exc} (--size takes {expected})") from None
     if max(width, height) * scale > MAX_SIDE:
-        raise ExplorerError(f"--size {text!r} with --scale {scale}: the picture would be {width * scale}x"
+        raise ExplorerError(f"--size {text.strip()} with --scale {scale}: the picture would be {width * scale}x"
                             f"{height * scale} pixels; at most {MAX_SIDE} on a side, the scale included "
                             f"(at --scale {scale}, up to {MAX_SIDE // scale} on a side)")
+    if height < MIN_HEIGHT:
+        raise ExplorerError(f"--size {text.strip()}: {height} pixels high is too low for the slide layout (its type "
+                            f"scales with the height; the charts no longer fit); expected {expected}")
+    if width < MIN_RATIO * height:
+        raise ExplorerError(f"--size {text.strip()}: too narrow for the slide layout ({width / height:.2f} times as wide "
+                            f"as high; the timeline no longer fits); expected {expected}")
     return width, height
 
 
 def parse_frames(text: str, count: int) -> tuple[int, ...]:
     """'1-4,7' (1-based, as the player counts) -> 0-based indexes, checked against `count`."""
-    out: list[int] = []
-    for part in (p.strip() for p in text.split(",")):
-        m = re.fullmatch(r"(\d+)(?:\s*-\s*(\d+))?", part)
-        if not m:
-            raise ExplorerError(f"--frames {text!r}: {part!r} is not a frame number or range like 1-4")
-        first, last = int(m[1]), int(m[2] or m[1])
-        if not 1 <= first <= last <= count:
-            raise ExplorerError(f"--frames {text!r}: {part!r} is outside 1..{count} "
-                                f"(this lesson has {count} frames)")
+    frame, out = Whole(1, count), []
+    expected = f"frame numbers from 1 to {count} or ranges such as 1-4, separated by commas"
+    parts = text.split(",")
+    for i, part in enumerate(parts, 1):
+        item = part.strip()
+        dash = item.find("-", 1)                    # a leading minus is a sign: "-1" is a number out of range
+        first_text, sep, last_text = (item, "", "") if dash < 0 else (item[:dash], "-", item[dash + 1:])
+        try:
+            if not item:
+                raise SettingError(f"item {i} of {len(parts)} is empty; expected {expected}")
+            label = f"item {i}:" if len(parts) > 1 else ""
+            first = frame.parse(first_text, label)
+            last = frame.parse(last_text, label) if sep else first
+        except SettingError as exc:
+            raise ExplorerError(f"--frames {shown_text(text)}: {exc} (this lesson has {count} frames)") from None
+        if last < first:
+            raise ExplorerError(f"--frames {shown_text(text)}: item {i}, {part.strip()!r}, runs backwards; expected "
+                                f"FIRST-LAST with FIRST at most LAST, e.g. {last}-{first}")
         out.extend(range(first - 1, last))
     return tuple(dict.fromkeys(out))

@@ -13,7 +13,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from explorer.cli import flags as cli_flags, sample as cli_sample
+from explorer.cli import flags as cli_flags
+from explorer.cli.main import main as cli_main
 from explorer.core.errors import SettingError
 from explorer.core.limits import MAX_SEED
 from explorer.core.decode.sampling import (
@@ -310,19 +311,18 @@ def test_seen_ids_outside_the_vocabulary():
 # ---------------------------------------------------------------------------- CLI
 
 def run_sample(argv):
-    parser = argparse.ArgumentParser(prog="explorer")
-    cli_sample.add_parser(parser.add_subparsers(dest="command"))
-    return cli_sample.run(parser.parse_args(["sample", *argv]))
+    return cli_main(["sample", *argv])
 
 
 @pytest.mark.parametrize("argv, shown", [
-    (["--logits", "2,1,0", "--top-p", "1.5"], "top_p = 1.5"),
-    (["--logits", "2,1,0", "--top-k", "-1"], "top_k = -1"),
-    (["--logits", "2,1,0", "--temperature", "nan"], "temperature = nan"),
-    (["--logits", "2,x,0"], "--logits"),
-    (["--logits", "2,nan,0"], "NaN at id 1"),
+    (["--logits", "2,1,0", "--top-p", "1.5"], "--top-p '1.5' is out of range; expected a number from 0 (excluded) to 1"),
+    (["--logits", "2,1,0", "--top-k", "-1"], "--top-k '-1' is out of range"),
+    (["--logits", "2,1,0", "--temperature", "nan"], "--temperature 'nan' is NaN; expected a finite number"),
+    (["--logits", "2,x,0"], "--logits item 2 of 3: 'x' is not a number"),
+    (["--logits", "2,nan,0"], "--logits item 2 of 3: 'nan' is NaN"),
     (["--probs", "0.5,0.4"], "sum to 0.9"),
-    (["--probs", "1.2,-0.2"], "-0.2"),
+    (["--probs", "1.2,-0.2"], "--probs item 1 of 2: '1.2' is out of range; expected a number from 0 to 1"),
+    (["--probs", "0.2,-0.2"], "--probs item 2 of 2: '-0.2' is out of range"),
     (["--logits", "2,1,0", "--order", "hf,top_k"], "'hf'"),
     (["--logits", "2,1,0", "--seen", "7", "--repetition-penalty", "1.3"], "seen id 7"),
 ])
@@ -330,7 +330,7 @@ def test_cli_bad_values_exit_2(capsys, argv, shown):
     assert run_sample(argv) == 2
     out, err = capsys.readouterr()
     assert out == ""
-    assert err.startswith("explorer sample: error: ") and shown in err
+    assert "sample: error: " in err and shown in err
     assert "Traceback" not in err
 
 
@@ -368,7 +368,7 @@ def test_cli_command_has_no_traceback():
     done = subprocess.run([sys.executable, "-m", "explorer", "sample", "--logits", "2,1,0", "--min-p", "2"],
                           capture_output=True, text=True, timeout=120)
     assert done.returncode == 2
-    assert done.stderr.strip() == "explorer sample: error: min_p = 2.0: expected 0 <= min_p <= 1"
+    assert done.stderr.strip() == "token-explorer sample: error: --min-p '2' is out of range; expected a number from 0 to 1"
 
 
 @pytest.mark.parametrize("family", ["flat", "very flat", "ties", "two levels", "peaked", "heavy tail"])
