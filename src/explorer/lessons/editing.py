@@ -85,10 +85,15 @@ def _index(items: list, i: int, what: str) -> int:
 
 
 # ---------------------------------------------------------------------------- the edits
-# Each edit changes the data in place (`apply`); `shown_frame` is the frame to show after it. Two edits of the same text one after the other are one for undo
-# (`same_text`): typing a title is one step back, not one per key.
+# Each edit changes the data in place (`apply`) and names the frame to show after it (`shows`).
+# Two edits of the same text one after the other are one for undo (`same_text`): typing a
+# title is one step back, not one per key.
 
 class _Edit:
+    def shows(self) -> int | None:
+        """The frame to show after it (None: where the player is: a lesson text, a check)."""
+        return getattr(self, "frame", None)
+
     def same_text(self, other) -> bool:
         return False
 
@@ -153,6 +158,9 @@ class DuplicateFrame(_Edit):
         frames = _frames(data)
         frames.insert(self.frame + 1, copy.deepcopy(frames[_index(frames, self.frame, "frame")]))
 
+    def shows(self) -> int:
+        return self.frame + 1
+
 
 
 @dataclass(frozen=True)
@@ -164,6 +172,9 @@ class MoveFrame(_Edit):
         frames = _frames(data)
         _index(frames, self.frame, "frame"), _index(frames, self.to, "frame")
         frames.insert(self.to, frames.pop(self.frame))
+
+    def shows(self) -> int:
+        return self.to
 
 
 
@@ -183,8 +194,7 @@ class AddFrame(_Edit):
         fd = {"show": self.kind} | ({} if self.step is None else {"step": self.step})
         frames.insert(self.at, fd | ({} if self.scenario == "base" else {"scenario": self.scenario}))
 
-    @property
-    def frame(self) -> int:
+    def shows(self) -> int:
         return self.at
 
 
@@ -260,11 +270,6 @@ class DeleteCheck(_Edit):
 
 
 # ---------------------------------------------------------------------------- the lesson being edited
-
-def shown_frame(edit) -> int | None:
-    """The frame an edit is about (None: a text of the whole lesson, or a check)."""
-    return getattr(edit, "frame", None)
-
 
 @dataclass(frozen=True)
 class _Done:

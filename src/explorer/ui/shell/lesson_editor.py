@@ -23,8 +23,7 @@ from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, 
 from ...i18n import LANGS, MESSAGES, add_messages, tr
 from ...lessons import LessonError, lessons_dir
 from ...lessons.editing import (FRAME_TEXTS, AddCheck, AddFrame, DeleteCheck, DeleteFrame, DuplicateFrame,
-                                EditableLesson, MoveFrame, SetCheck, SetFrameText, SetLessonText, SetPanels,
-                                shown_frame)
+                                EditableLesson, MoveFrame, SetCheck, SetFrameText, SetLessonText, SetPanels)
 from ...lessons.writer import SUFFIX, lesson_document, save_lesson
 from ...session import SessionEvent
 from ...session.narration import SECTIONS, frame_title
@@ -279,7 +278,7 @@ class LessonEditor(QWidget):
             self.refused.emit(str(exc))
             return False
         self.message.hide()
-        self._install(lesson, prepared, shown_frame(edit))
+        self._install(lesson, prepared, edit.shows())
         return True
 
     def _install(self, lesson, prepared, frame: int | None) -> None:
@@ -297,12 +296,12 @@ class LessonEditor(QWidget):
     def undo(self) -> None:
         if self.model is not None and (edit := self.model.undo()) is not None:
             self.message.hide()
-            self._replay(shown_frame(edit))
+            self._replay(edit.shows())
 
     def redo(self) -> None:
         if self.model is not None and (edit := self.model.redo()) is not None:
             self.message.hide()
-            self._replay(shown_frame(edit))
+            self._replay(edit.shows())
 
     def _row_chosen(self, row: int) -> None:
         """A frame chosen in the list: the window shows it."""
