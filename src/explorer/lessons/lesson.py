@@ -54,6 +54,7 @@ class Lesson:
     plans: tuple[FramePlan, ...]
     checks: tuple[Check, ...]
     texts_checked: bool = field(default=False, compare=False, repr=False)   # set by _check_texts
+    source: str | None = field(default=None, compare=False, repr=False)     # its TOML when read from an editor
 
     def title_in(self, lang: str) -> str:
         return self.title[lang]
@@ -128,14 +129,14 @@ class Lesson:
         unless it runs on an installed model (see `_check_once`)."""
         with self._errors_named():
             session = self._session(check_recompute=False)
-        _check_texts(LessonReader(self.path), self, _session_frames(session))
+        _check_texts(LessonReader(self.path, self.source), self, _session_frames(session))
 
     def _check_once(self, shown) -> None:
         """A lesson on an installed model has its frames and placeholders checked on the runs
         it is first built with, not when it is read: listing the lessons must not load
         hundreds of MB (nor fail where the model is not installed)."""
         if not self.texts_checked:
-            _check_texts(LessonReader(self.path), self, shown)
+            _check_texts(LessonReader(self.path, self.source), self, shown)
 
     def build_scenarios(self) -> tuple[Scenario, ...]:
         return tuple(self._scenario(name, spec) for name, spec in self.scenarios)
@@ -147,7 +148,7 @@ class Lesson:
         except LessonError:
             raise
         except ExplorerError as exc:
-            LessonReader(self.path).fail_with(str(exc))
+            LessonReader(self.path, self.source).fail_with(str(exc))
 
     def _scenario(self, name: str, spec: ScenarioSpec) -> Scenario:
         model = build_model(spec.model, self.path)

@@ -51,9 +51,11 @@ class TomlReader:
     collects = False            # a LessonReader notes problems and goes on (see `each`)
     one_language = False        # a LessonReader takes a text in one language (see `text`)
 
-    def __init__(self, path: Path):
+    def __init__(self, path: Path, text: str | None = None):
+        """text: the file's text as it is being edited (the lesson editor), read instead of the file."""
         self.path = Path(path)
         self.name = self.path.name
+        self.source = text
         self.problems: list[Problem] = []
         self._lines: dict[str, int] | None = None
 
@@ -61,10 +63,13 @@ class TomlReader:
         """The line of key path `where` in the file (read for it if it was not read here)."""
         if self._lines is None:
             try:
-                self._lines = key_lines(read_user_text(self.path, MAX_LESSON_BYTES, "lesson file", self.error))
+                self._lines = key_lines(self._text(self.path))
             except ExplorerError:
                 return None
         return line_of(self._lines, where)
+
+    def _text(self, path: Path) -> str:
+        return read_user_text(path, MAX_LESSON_BYTES, "lesson file", self.error) if self.source is None else self.source
 
     def problem(self, where: str, problem: str, line: int | None = None) -> Problem:
         return Problem(self.name, self.line(where) if line is None else line,
@@ -113,7 +118,7 @@ class TomlReader:
     def read(self, path: Path, format_name: str, version: int, known: tuple, required: tuple) -> dict:
         """The parsed file, its format line and its top-level keys checked. A file written
         for a newer format says so first: its other keys may be new ones."""
-        text = read_user_text(path, MAX_LESSON_BYTES, "lesson file", self.error)
+        text = self._text(path)
         self._lines = key_lines(text)
         try:
             data = tomllib.loads(text)

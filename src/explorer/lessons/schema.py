@@ -45,11 +45,11 @@ SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
 
-def parse_lesson(path: Path) -> Lesson:
-    """The checked lesson; LessonError with its first problem (`FILE:LINE: key: what`) and
+def parse_lesson(path: Path, text: str | None = None) -> Lesson:
+    """The checked lesson (text: its TOML as being edited, read instead of the file at `path`); LessonError with its first problem (`FILE:LINE: key: what`) and
     every problem found (`problems`): each scenario, frame, check and top-level key is read
     on its own, so one bad part does not hide the next."""
-    r = LessonReader(path)
+    r = LessonReader(path, text)
     data = r.read(path, FORMAT, VERSION, TOP_KEYS, ("format", "version", "title", "summary", "model", "frames"))
     base = None
     with r.each():
@@ -96,7 +96,7 @@ def parse_lesson(path: Path) -> Lesson:
             texts[key] = r.text(data.get(key), key)
     r.done()
     lesson = Lesson(lesson_id(path), path, order, texts["title"], texts["summary"],
-                    tuple(builds_on), base, tuple(scenarios), tuple(plans), tuple(checks))
+                    tuple(builds_on), base, tuple(scenarios), tuple(plans), tuple(checks), source=text)
     if not lesson.real_models:            # else when first built (see Lesson._check_once)
         lesson.check_texts()
     return lesson

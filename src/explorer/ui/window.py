@@ -17,7 +17,7 @@ from ..session import Session, SessionEvent
 from ..session.changes import changes_text
 from ..session.narration import frame_title
 from ..session.text_so_far import own_run_caption
-from .shell import export_actions, help, lesson_saving
+from .shell import export_actions, help, lesson_editor, lesson_saving
 from .shell.blank import BlankScreen
 from .shell.keys import KeyRouter, key_combinations
 from .app_icon import app_icon
@@ -63,6 +63,7 @@ ACTIONS = {
     "lesson_settings": ("action.lesson_settings", "R", "go"),
     "all_lessons": ("action.all_lessons", "Ctrl+L", "lessons"),
     "open_lesson": ("action.open_lesson", "Ctrl+Shift+O", "lessons"),
+    "edit_lesson": ("action.edit_lesson", "E", "lessons"),      # Ctrl+E exports the frame
     "lang_en": ("action.lang_en", None, "view"),
     "lang_zh": ("action.lang_zh", None, "view"),
     "high_contrast": ("action.high_contrast", None, "view"),
@@ -95,6 +96,7 @@ add_messages({
     "action.blank": {"en": "Blank the screen / bring it back", "zh": "黑屏 / 恢复"},
     "action.all_lessons": {"en": "All lessons…", "zh": "全部课程…"},
     "action.open_lesson": {"en": "Open lesson file…", "zh": "打开课程文件…"},
+    "action.edit_lesson": {"en": "Edit lesson…", "zh": "编辑课程…"},
     "menu.panels": {"en": "Panel full screen", "zh": "面板全屏"},
     "action.open_params": {"en": "Open parameters…", "zh": "打开参数文件…"},
     "action.save_lesson": {"en": "Save as lesson…", "zh": "另存为课程…"},
@@ -141,6 +143,8 @@ class MainWindow(QMainWindow):
         self.ask_lesson_file = lambda name: lesson_saving.ask_lesson_file(self, name)
         self.ask_replace_lesson = lambda path, changed: lesson_saving.ask_replace(self, path, changed)
         self.lesson_saving = lesson_saving.LessonSaving(self)
+        self.ask_unsaved_edits = lambda: lesson_editor.ask_unsaved(self)     # "save" | "discard" | "cancel"
+        self.lesson_editor = lesson_editor.LessonEditorDock(self)
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
         # the start page opens by itself once, on a window a person looks at; headless runs
@@ -203,13 +207,17 @@ class MainWindow(QMainWindow):
         s = self.session
         handlers = {
             "open_params": lambda: self.model_switcher.open_params(), "quit": self.close,
-            "save_lesson": lambda: self.guarded(self.lesson_saving.save),
+            # while the lesson editor is open (or holds edits), Ctrl+S saves the edited lesson
+            "save_lesson": lambda: self.guarded(self.lesson_editor.editor.save if self.lesson_editor.active
+                                                else self.lesson_saving.save),
+            "edit_lesson": lambda: self.guarded(self.lesson_editor.open),
             "export_frame": lambda: self.guarded(export_actions.export_frame, self),
             "export_lesson": lambda: self.guarded(export_actions.export_lesson, self),
             "copy_frame": lambda: self.guarded(export_actions.copy_frame, self),
             "first": s.first, "prev": s.prev, "next": s.next, "last": s.last, "reveal": s.reveal,
             "play": self.panels["player"].toggle_play,
-            "undo_force": lambda: self.guarded(s.undo),
+            # Ctrl+Z in the lesson editor takes back its last edit, elsewhere the last forced token
+            "undo_force": lambda: self.guarded(self.lesson_editor.undo if self.lesson_editor.has_focus() else s.undo),
             "lesson_settings": lambda: self.guarded(s.restore_lesson_settings),
             "lang_en": lambda: self.set_lang("en"), "lang_zh": lambda: self.set_lang("zh"),
             "high_contrast": lambda: self.set_theme(
@@ -414,6 +422,13 @@ class MainWindow(QMainWindow):
         self._sync_bar()
         self.desk_layout.mark_docks(self.theme)
 
+    def _saved_edits(self) -> bool:
+        """Save the lesson editor's edits: False when they were not (the teacher cancelled the
+        file dialog, or the write failed and said why), and the window stays open."""
+        saved = []
+        self.guarded(lambda: saved.append(self.lesson_editor.editor.save()))
+        return bool(saved) and saved[0] is not None
+
     # ------------------------------------------------------------------ persistence
     def _restore(self) -> None:
         st = self.settings
@@ -426,6 +441,11 @@ class MainWindow(QMainWindow):
         self._apply_font_size()
 
     def closeEvent(self, event) -> None:
+        if self.lesson_editor.changed:              # edits not saved: Save, Discard or Cancel
+            answer = self.ask_unsaved_edits()
+            if answer == "cancel" or (answer == "save" and not self._saved_edits()):
+                event.ignore()
+                return
         self.desk_layout.remember()
         self.settings.sync()
         self.panels["player"].timer.stop()
