@@ -26,7 +26,7 @@ from ...lessons.editing import (FRAME_TEXTS, AddCheck, AddFrame, DeleteCheck, De
                                 EditableLesson, MoveFrame, SetCheck, SetFrameText, SetLessonText, SetPanels)
 from ...lessons.writer import SUFFIX, lesson_document, save_lesson
 from ...session import SessionEvent
-from ...session.narration import SECTIONS, frame_title
+from ...session.narration import frame_title
 from ...session.panels import DEFAULT_SLIDE_PANELS, PANELS, panel_title
 from .export_actions import export_name
 
