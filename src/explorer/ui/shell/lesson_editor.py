@@ -24,7 +24,7 @@ from ...i18n import LANGS, MESSAGES, add_messages, tr
 from ...lessons import LessonError, lessons_dir
 from ...lessons.editing import (FRAME_TEXTS, AddCheck, AddFrame, DeleteCheck, DeleteFrame, DuplicateFrame,
                                 EditableLesson, MoveFrame, SetCheck, SetFrameText, SetLessonText, SetPanels)
-from ...lessons.writer import SUFFIX, lesson_document, save_lesson
+from ...lessons.writer import SUFFIX, lesson_document
 from ...session import SessionEvent
 from ...session.narration import frame_title
 from ...session.panels import DEFAULT_SLIDE_PANELS, PANELS, panel_title
@@ -361,29 +361,17 @@ class LessonEditor(QWidget):
         """Write the edited lesson to its file, or (a shipped lesson, an exploration) to the
         one the teacher picks; None when the teacher cancels or keeps a file there.
         ExplorerError when it cannot be written: the edits stay."""
-        w, model = self.window, self.model
+        model = self.model
         if model is None:
             return None
-        path = self.file
+        path = self.window.lesson_saving.write(model.text, self.file, model.lesson.id + SUFFIX)
         if path is None:
-            path = w.ask_lesson_file(model.lesson.id + SUFFIX)
-            if path is None:
-                return None
-            path = Path(path)
-            if not path.name.endswith(".toml"):
-                path = path.with_name(path.name + SUFFIX)
-        key = path.resolve()
-        known = w.lesson_saving.known
-        digest = save_lesson(path, model.text, known.get(key), w.ask_replace_lesson)
-        if digest is None:
             return None
-        known[key] = digest
         moved = path != model.path
         model.saved(path)
         self.file = path
         if moved:
             self._replay(None)                  # the window plays the lesson of the new file
-        w.show_status(tr("save_lesson.wrote", self.session.lang, path=path), 10000)
         self.refresh()
         return path
 

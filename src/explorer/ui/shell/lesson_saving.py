@@ -53,13 +53,20 @@ class LessonSaving:
         """Ask where, then write; None when the teacher cancels or keeps a file that is there.
         ExplorerError (shown by the window's `guarded`) when it cannot be saved: nothing changes."""
         w = self.window
-        text = lesson_document(w.session)
-        path = w.ask_lesson_file(export_name(w) + SUFFIX)     # the lesson's id, or the prompt
+        return self.write(lesson_document(w.session), None, export_name(w) + SUFFIX)   # the lesson's id, or the prompt
+
+    def write(self, text: str, path: Path | None, proposed: str) -> Path | None:
+        """`text` written to `path` (None: to the file the teacher picks, `proposed` offered),
+        asking before it replaces a file that changed since it was read or written here;
+        the path written, or None when the teacher cancels or keeps a file that is there."""
+        w = self.window
         if path is None:
-            return None
-        path = Path(path)
-        if not path.name.endswith(".toml"):
-            path = path.with_name(path.name + SUFFIX)
+            chosen = w.ask_lesson_file(proposed)
+            if chosen is None:
+                return None
+            path = Path(chosen)
+            if not path.name.endswith(".toml"):
+                path = path.with_name(path.name + SUFFIX)
         key = path.resolve()
         digest = save_lesson(path, text, self.known.get(key), w.ask_replace_lesson)
         if digest is None:
