@@ -14,6 +14,7 @@ import numpy as np
 import pytest
 
 from explorer.catalog.load import load_model
+from explorer.cli.main import main
 from explorer.core.errors import ExplorerError
 from explorer.lessons import LessonError, lesson_names, load_lesson, parse_lesson
 from explorer.lessons.writer import file_digest, lesson_document, save_lesson
@@ -95,7 +96,8 @@ def test_texts_with_quotes_line_breaks_and_control_characters_are_written_as_tom
     assert reopened(session, tmp_path).config.stop_strings == odd
 
 
-def test_a_gguf_file_opened_by_path_is_saved_with_its_sha256_and_another_file_there_is_refused(tmp_path):
+def test_a_gguf_file_opened_by_path_is_saved_with_its_sha256_and_another_file_there_is_named_as_a_difference(
+        tmp_path, capsys):
     path = write_llama(tmp_path / "mine.gguf", llama_tensors(np.random.default_rng(5)))
     model = load_model(str(path))
     session = Session(model, model.vocab.encode("the"))
@@ -104,15 +106,24 @@ def test_a_gguf_file_opened_by_path_is_saved_with_its_sha256_and_another_file_th
     saved.parent.mkdir()
     saved.write_text(lesson_document(session), encoding="utf-8")
     table = tomllib.loads(saved.read_text(encoding="utf-8"))["model"]
-    assert table == {"kind": "gguf", "file": str(path.resolve()),
-                     "sha256": hashlib.sha256(path.read_bytes()).hexdigest()}
+    first = hashlib.sha256(path.read_bytes()).hexdigest()
+    assert table == {"kind": "gguf", "file": str(path.resolve()), "sha256": first}
     assert shown(parse_lesson(saved).build_session()) == shown(session)
+    assert parse_lesson(saved).model_differences() == ()
 
     write_llama(path, llama_tensors(np.random.default_rng(6)))      # another model under the same name
-    with pytest.raises(LessonError) as caught:
-        parse_lesson(saved).build_session()
-    assert "mine.lesson.toml" in str(caught.value) and str(path.resolve()) in str(caught.value)
-    assert "not the file this lesson was saved with" in str(caught.value)
+    second = hashlib.sha256(path.read_bytes()).hexdigest()
+    lesson = parse_lesson(saved)
+    replayed = lesson.build_session()                                 # it plays, on the file that is there
+    assert shown(replayed) != shown(session)
+    (difference,) = lesson.model_differences()
+    assert (difference.path, difference.digest, difference.expected) == (path.resolve(), second, first)
+    said = str(difference)
+    assert str(path.resolve()) in said and first[:12] in said and second[:12] in said and "may differ" in said
+
+    assert main(["trace", "--lesson", str(saved), "--json"]) == 0     # the command line says it too
+    err = capsys.readouterr().err
+    assert f"note: {saved}" in err and str(path.resolve()) in err and first[:12] in err
 
 
 def test_a_sha256_on_a_model_that_is_no_gguf_file_is_refused_by_name(tmp_path):

@@ -84,3 +84,22 @@ def test_a_lesson_whose_gguf_file_is_absent_says_where_it_looked(qtbot, window, 
     assert window.session.model is before
     row = window.lesson_switcher.show_start_page()._row(lesson, "en", current=False)   # as the page lists a lesson
     assert shows(row, "Its model is not here") and shows(row, where)
+
+
+def test_a_lesson_saved_with_another_file_of_its_model_opens_on_this_one_and_says_what_differs(qtbot, window,
+                                                                                              tmp_path):
+    path = lesson_beside(tmp_path, with_model=True)
+    model_file = path.parent / "tiny.gguf"
+    saved_with = "0" * 64                                     # the SHA-256 of a file that is no longer there
+    path.write_text(LESSON.replace('file = "tiny.gguf"', f'file = "tiny.gguf"\nsha256 = "{saved_with}"'),
+                    encoding="utf-8")
+    window.lesson_switcher.open_lesson_file(str(path))
+    qtbot.waitUntil(lambda: at_rest(window) and window.session.model.name == "tiny", timeout=LONG)
+    assert window.errors == []
+    assert "another model file than it was saved with" in window.statusBar().currentMessage()
+    note = window.panels["lesson"].model_note
+    assert not note.isHidden()
+    text = window.panels["lesson"].text()
+    assert "Not the model it was saved with" in text and str(model_file) in text and "000000000000" in text
+    window.set_lang("zh")
+    assert "不是保存时的模型" in window.panels["lesson"].text()

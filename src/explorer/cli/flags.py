@@ -250,13 +250,21 @@ def free_model(args: argparse.Namespace):
     return load_params_file(args.params) if args.params is not None else model_from_args(args)
 
 
+def noted(lesson):
+    """`lesson`, after saying on standard error what differs from the run it was saved with
+    (a model file replaced since): it runs on what is there."""
+    for difference in lesson.model_differences():
+        print(f"note: {lesson.path}: {difference}", file=sys.stderr)
+    return lesson
+
+
 def session_from_args(args: argparse.Namespace, lesson: str | None = None, speculative: bool = False) -> Session:
     """The session the flags describe: `lesson`'s (a name or a file), or a free run of the
     model and prompt they give (decoded speculatively with --speculative when `speculative`);
     then their sampling changes and what-if choices. Call `check_run_flags` first."""
     changes = sampling_changes(args)
     if lesson is not None:
-        session = load_lesson(lesson).build_session()
+        session = noted(load_lesson(lesson)).build_session()
     else:
         model = free_model(args)
         k = args.speculative if speculative and args.speculative is not None else 0

@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 
-from .flags import (add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, free_model, prompt_ids,
-                    sampling_changes, session_from_args)
+from .flags import (add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, free_model, noted,
+                    prompt_ids, sampling_changes, session_from_args)
 from .beam_tree import format_tree
 from .speculative import speculative_output
 from ..core.elide import ENDS, elided, elided_list
@@ -69,7 +69,7 @@ def _speculative_scenarios(args) -> tuple[list[Scenario], list[str]]:
     with the sampling flags applied; and their names when there are several."""
     changes = sampling_changes(args)
     if args.lesson is not None:
-        lesson = load_lesson(args.lesson)
+        lesson = noted(load_lesson(args.lesson))
         scenarios = [replace(s, config=s.config.with_(**changes)) for s in lesson.build_scenarios()]
         return scenarios, ([name for name, _ in lesson.scenarios] if len(scenarios) > 1 else [])
     model = free_model(args)

@@ -17,7 +17,7 @@ from ..catalog.registry import installed_path
 from ..session import Session
 from ..session.narration import placeholder_values
 from ..session.session import FramePlan, PreparedPlay, Scenario
-from .models import absence, build_model, installed_name, real_model_key
+from .models import ModelDifference, absence, build_model, installed_name, model_difference, real_model_key
 from .reader import LessonError, LessonReader, TomlReader
 
 
@@ -97,11 +97,20 @@ class Lesson:
         return {key: why for key in self.real_models if key not in self.installed_models
                 and (why := absence(key)) is not None}
 
+    def model_differences(self) -> tuple[ModelDifference, ...]:
+        """What differs between the models its scenarios find on this computer and those it
+        was saved with (a GGUF file replaced under the same path or Ollama name): it plays on
+        what is there, and the window and the command line say so. Reads a changed file's
+        bytes once per size and modification time."""
+        found = (model_difference(spec.model, self.path) for _, spec in self.scenarios)
+        return tuple(dict.fromkeys(d for d in found if d is not None))
+
     def build_session(self) -> Session:
         """A session playing this lesson."""
         with self._errors_named():
             session = self._session(check_recompute=True)
         self._check_once(_session_frames(session))
+        self.model_differences()        # a changed file is read here, not when the window says so
         return session
 
     def play_in(self, session: Session) -> None:
@@ -115,6 +124,7 @@ class Lesson:
         with self._errors_named():
             prepared = session.prepare_play(self.build_scenarios(), self.plans, check_recompute=True)
         self._check_once(_pending_frames(prepared.pending))
+        self.model_differences()        # off the UI thread: a changed file is read here
         return prepared
 
     def _session(self, check_recompute: bool) -> Session:

@@ -3,6 +3,8 @@ model object lets every scenario of a lesson reuse the same forward passes)."""
 
 from __future__ import annotations
 
+import re
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
@@ -33,10 +35,7 @@ def build_model(spec: dict, lesson_path: Path):
     if kind == "installed":
         return load_model(installed_name(spec))
     if kind == "gguf":
-        key = gguf_key(spec, lesson_path)
-        if "sha256" in spec:
-            _check_sha256(key, spec["sha256"])
-        return load_model(key)
+        return load_model(gguf_key(spec, lesson_path))
     if kind in ("params", "table"):
         if not isinstance(spec.get("file"), str):
             raise ExplorerError(f"model.file: missing (the {kind} file, relative to the lesson)")
@@ -76,13 +75,46 @@ def gguf_key(spec: dict, lesson_path: Path) -> str:
     return str(path.resolve())
 
 
-def _check_sha256(path: str, expected: str) -> None:
-    """A lesson saved with its GGUF file's SHA-256 (Save as lesson) refuses another file at that path."""
-    digest = cached_sha256(path)
-    if digest != expected:
-        raise ExplorerError(f"model.file: {path} is not the file this lesson was saved with (its SHA-256 is "
-                            f"{digest}, the lesson's model.sha256 is {expected}): its runs would differ; "
-                            f"open the lesson's own file, or remove sha256 from [model] to use this one")
+@dataclass(frozen=True)
+class ModelDifference:
+    """A lesson's GGUF model found on this computer is not the file it was saved with."""
+    name: str            # as the lesson names it: "ollama:NAME:TAG" or the file's path
+    path: Path           # the file found today
+    digest: str          # its SHA-256
+    expected: str        # the lesson's model.sha256
+
+    def __str__(self) -> str:
+        return (f"model {self.name}: the file {self.path} is not the one this lesson was saved with (its "
+                f"SHA-256 is {self.digest[:12]}…, the lesson's model.sha256 is {self.expected[:12]}…): the "
+                f"lesson plays on this file, so its numbers and the tokens it picks may differ from the saved run")
+
+
+def model_difference(spec: dict, lesson_path: Path) -> ModelDifference | None:
+    """How the model a [model] table finds today differs from the one the lesson was saved
+    with (Save as lesson writes the GGUF file's SHA-256), or None: the same file, or nothing
+    to compare. The lesson still opens on the file that is there; its numbers are that
+    file's, so the window and the command line say so rather than refuse it."""
+    expected = spec.get("sha256")
+    if spec.get("kind") != "gguf" or expected is None:
+        return None
+    try:
+        key = gguf_key(spec, lesson_path)
+        path = ollama_path(key) if key.startswith(OLLAMA_PREFIX) else Path(key)
+        digest = gguf_digest(path)
+    except (ExplorerError, OSError):
+        return None                         # not there: `absence` says so, by name
+    if digest == expected:
+        return None
+    return ModelDifference(spec.get("name") or spec["file"], path, digest, expected)
+
+
+def gguf_digest(path) -> str:
+    """The SHA-256 of a GGUF file: an Ollama blob's name is its digest (Ollama checks it when
+    it pulls); any other file is read, once per size and modification time."""
+    name = Path(path).name
+    if re.fullmatch(r"sha256-[0-9a-f]{64}", name):
+        return name.removeprefix("sha256-")
+    return cached_sha256(path)
 
 
 def cached_sha256(path) -> str:

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..catalog.load import model_origin
+from ..catalog.local import ollama_path
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM
 from ..core.errors import ExplorerError
@@ -30,7 +31,7 @@ from ..session import Session
 from ..session.changes import written_for_the_lesson
 from ..session.narration import SECTIONS
 from ..session.text_so_far import own_run_caption
-from .models import CONTEXT_ID, build_model, cached_sha256
+from .models import CONTEXT_ID, build_model, gguf_digest
 from .schema import FORMAT, VERSION, MODEL_CHOICE
 
 SUFFIX = ".lesson.toml"          # what a saved lesson is called (a double-click opens it)
@@ -127,8 +128,8 @@ def _model_table(model, lesson) -> dict:
     if table is None:
         raise ExplorerError(f"the model {model.name!r} was not loaded from a name or a file, so a lesson "
                             "cannot name it; open it by name or from its file and save again")
-    if table["kind"] == "gguf" and "file" in table:
-        table["sha256"] = cached_sha256(table["file"])
+    if table["kind"] == "gguf":
+        table["sha256"] = gguf_digest(table["file"] if "file" in table else ollama_path(table["name"]))
     return table
 
 

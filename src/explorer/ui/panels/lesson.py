@@ -30,6 +30,11 @@ add_messages({
     "lesson.only_in": {"en": "Written in {language} only: its texts are shown in {language}.",
                        "zh": "本课只有{language}文本，以{language}显示。"},
     "lesson.some_in": {"en": "{n} of its texts are in {language} only.", "zh": "本课有{n}段文本只有{language}。"},
+    "lesson.model_differs": {"en": "Not the model it was saved with: {name} is now another file ({path}, "
+                                   "SHA-256 {digest}…; saved with {expected}…). The lesson plays on this file, "
+                                   "so its numbers and picks may differ from the saved run.",
+                             "zh": "不是保存时的模型：{name} 现在是另一个文件（{path}，SHA-256 {digest}…；"
+                                   "保存时为 {expected}…）。课程在这个文件上播放，数字和选中的词元可能与保存时不同。"},
     "lesson.language.en": {"en": "English", "zh": "英文"},
     "lesson.language.zh": {"en": "Chinese", "zh": "中文"},
     "lesson.only_mark": {"en": "(English only)", "zh": "（仅有中文）"},   # in the language the texts have
@@ -90,6 +95,8 @@ class LessonPanel(Panel):
         italic = self.fallback_note.font()
         italic.setItalic(True)
         self.fallback_note.setFont(italic)
+        self.model_note = QLabel(wordWrap=True)       # in italics too: the model is not the one saved
+        self.model_note.setFont(italic)
         self.builds_on = QLabel(wordWrap=True)
         self.matters = QLabel(wordWrap=True)
         self.none_note = QLabel(wordWrap=True)
@@ -104,7 +111,8 @@ class LessonPanel(Panel):
         self._check_box.setContentsMargins(0, 0, 0, 0)
         content = QWidget()
         column = QVBoxLayout(content)
-        for w in (self.none_note, self.heading, self.fallback_note, self.summary, self.builds_on, self.matters):
+        for w in (self.none_note, self.heading, self.model_note, self.fallback_note, self.summary, self.builds_on,
+                  self.matters):
             column.addWidget(w)
         column.addLayout(self._check_box)
         column.addWidget(self.no_checks)
@@ -155,6 +163,7 @@ class LessonPanel(Panel):
             self._rebuild(lesson)
         self.none_note.setVisible(lesson is None)
         self.fallback_note.setVisible(False)
+        self.model_note.setVisible(False)
         for w in (self.heading, self.summary, self.builds_on, self.matters):
             w.setVisible(lesson is not None)
         self.no_checks.setVisible(lesson is not None and not lesson.checks)
@@ -164,6 +173,7 @@ class LessonPanel(Panel):
         self.heading.setText(lesson.title_in(lang))
         self.summary.setText(lesson.summary[lang])
         self._note_fallbacks(lesson, lang)
+        self._note_model(lesson)
         names = builds_on_names(lesson, lang)
         self.builds_on.setVisible(bool(names))
         self.builds_on.setText(self.tr("lesson.builds_on", items=" · ".join(names)))
@@ -194,10 +204,18 @@ class LessonPanel(Panel):
             lines.append(f"{said} {tr('lesson.only_mark', other)}")
         self.fallback_note.setText("\n".join(lines))
 
+    def _note_model(self, lesson: Lesson) -> None:
+        """Under the title, when a model file the lesson was saved with has been replaced: the
+        lesson plays on the file that is there, and its numbers are that file's."""
+        lines = [self.tr("lesson.model_differs", name=d.name, path=str(d.path), digest=d.digest[:12],
+                         expected=d.expected[:12]) for d in lesson.model_differences()]
+        self.model_note.setVisible(bool(lines))
+        self.model_note.setText("\n".join(lines))
+
     def text(self) -> str:
         """Everything the panel shows as plain text, top to bottom (for tests)."""
-        parts = [w.text() for w in (self.none_note, self.heading, self.fallback_note, self.summary, self.builds_on,
-                                    self.matters)
+        parts = [w.text() for w in (self.none_note, self.heading, self.model_note, self.fallback_note, self.summary,
+                                    self.builds_on, self.matters)
                  if not w.isHidden()]
         for when in ("before", "after"):
             if not self.headers[when].isHidden():

@@ -20,6 +20,9 @@ from .worker import Jobs
 add_messages({
     "lesson.filter": {"en": "Lesson files (*.toml)", "zh": "课程文件 (*.toml)"},
     "lesson.opened": {"en": "Opened the lesson “{title}”", "zh": "已打开课程“{title}”"},
+    "lesson.opened_differs": {"en": "Opened the lesson “{title}” on another model file than it was saved with "
+                                    "(the lesson panel says which)",
+                              "zh": "已打开课程“{title}”，但模型文件与保存时不同（课程面板中有说明）"},
     "lesson.opening": {"en": "Opening “{title}”…", "zh": "正在打开“{title}”…"},
 })
 
@@ -137,7 +140,8 @@ class LessonSwitcher:
         self.models.sync()
 
     def _opened(self, lesson: Lesson) -> None:
-        self.host.show_status(tr("lesson.opened", self.session.lang, title=lesson.title_in(self.session.lang)), 8000)
+        key = "lesson.opened_differs" if lesson.model_differences() else "lesson.opened"
+        self.host.show_status(tr(key, self.session.lang, title=lesson.title_in(self.session.lang)), 8000)
 
     def show_start_page(self) -> StartPage:
         """The list of lessons, non-blocking (open(), not exec())."""
