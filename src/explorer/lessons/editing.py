@@ -299,6 +299,15 @@ class EditableLesson:
     def open(cls, path: Path) -> EditableLesson:
         return cls(path, Path(path).read_text(encoding="utf-8"))
 
+    @classmethod
+    def recovered(cls, path: Path, saved: str, text: str) -> EditableLesson:
+        """The lesson of `text`, with edits to save since `saved` (its text when it was opened
+        or last saved): edits a recovery file kept (lessons/recovery.py). The undo history
+        is not kept; LessonError if the loader refuses `text`."""
+        lesson = cls(path, text)
+        lesson._saved = saved
+        return lesson
+
     @property
     def data(self) -> dict:
         """A copy of the data (changing it changes nothing here)."""
@@ -311,6 +320,11 @@ class EditableLesson:
     @property
     def changed(self) -> bool:
         return self.text != self._saved
+
+    @property
+    def saved_text(self) -> str:
+        """Its text as it was opened or last saved (`text` when nothing changed since)."""
+        return self._saved
 
     can_undo = property(lambda self: bool(self._done))
     can_redo = property(lambda self: bool(self._undone))

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from PySide6.QtCore import QByteArray, QSettings
 
 DEFAULTS = {
@@ -42,6 +44,12 @@ class Settings:
         if key not in DEFAULTS:
             raise KeyError(key)
         self._qs.setValue(key, value)
+
+    @property
+    def folder(self) -> Path:
+        """The folder of the settings file: what else the window keeps per user goes beside it
+        (the lesson editor's recovery file)."""
+        return Path(self._qs.fileName()).parent
 
     def reset(self) -> None:
         self._qs.clear()

@@ -17,7 +17,7 @@ from ..session import Session, SessionEvent
 from ..session.changes import changes_text
 from ..session.narration import frame_title
 from ..session.text_so_far import own_run_caption
-from .shell import export_actions, help, lesson_editor, lesson_saving
+from .shell import edits_recovery, export_actions, help, lesson_editor, lesson_saving
 from .shell.blank import BlankScreen
 from .shell.keys import KeyRouter, key_combinations
 from .app_icon import app_icon
@@ -145,6 +145,8 @@ class MainWindow(QMainWindow):
         self.lesson_saving = lesson_saving.LessonSaving(self)
         self.ask_unsaved_edits = lambda: lesson_editor.ask_unsaved(self)     # "save" | "discard" | "cancel"
         self.lesson_editor = lesson_editor.LessonEditorDock(self)
+        self.edits_recovery = edits_recovery.EditsRecovery(self, settings.folder)
+        self.ask_restore_edits = lambda unsaved: edits_recovery.ask_restore(self, unsaved)  # "restore" | …
         self.jobs = Jobs(self)
         self.runner = SessionRunner(session, self.jobs, self)
         # the start page opens by itself once, on a window a person looks at; headless runs
@@ -319,6 +321,7 @@ class MainWindow(QMainWindow):
         if not self._shown_once:
             self._shown_once = True
             self.keys.give_back()                # the first keys drive the player, not a text field
+            QTimer.singleShot(0, lambda: self.guarded(self.edits_recovery.offer))   # edits a crash left
             self.windowHandle().screenChanged.connect(lambda _screen: self.desk_layout.check_fit())
             if (self.start_page_at_first_start and not self.settings["start_page_shown"]
                     and not self.testAttribute(Qt.WidgetAttribute.WA_DontShowOnScreen)):
@@ -446,6 +449,8 @@ class MainWindow(QMainWindow):
             if answer == "cancel" or (answer == "save" and not self._saved_edits()):
                 event.ignore()
                 return
+            if answer == "discard":
+                self.edits_recovery.discard()
         self.desk_layout.remember()
         self.settings.sync()
         self.panels["player"].timer.stop()

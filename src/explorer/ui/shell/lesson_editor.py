@@ -86,6 +86,7 @@ class LessonEditor(QWidget):
     """The editor of the lesson the window plays (`start`), in `window.session`."""
 
     played = Signal()           # the window plays the edited lesson (after an edit, an undo, a redo, a save)
+    edits_changed = Signal()    # the edits to save changed (an edit, an undo, a redo, a save, a restore)
     refused = Signal(str)       # an edit the loader refused: its message
 
     def __init__(self, window):
@@ -239,6 +240,8 @@ class LessonEditor(QWidget):
         s = self.session
         if self.model is not None and s.content is self.model.lesson:
             return
+        if self.model is not None and self.model.changed and not self._leave_edits():
+            return
         if s.in_lesson and s.content is not None:
             lesson = s.content
             self.model = EditableLesson(lesson.path, lesson.source or lesson.path.read_text(encoding="utf-8"))
@@ -248,6 +251,28 @@ class LessonEditor(QWidget):
             self.model = EditableLesson(Path(export_name(self.window) + SUFFIX), lesson_document(s))
             self.file = None
         self._replay(s.cursor)
+
+    def _leave_edits(self) -> bool:
+        """The window plays other content while the editor holds unsaved edits of a lesson,
+        and the teacher asks to edit that content: save them, discard them, or (cancel, or a
+        save that did not happen) go back to the edited lesson. True: edit the other content."""
+        answer = self.window.ask_unsaved_edits()
+        if answer == "discard" or (answer == "save" and self.save() is not None):
+            return True
+        self._replay(None)
+        return False
+
+    def restore(self, unsaved) -> None:
+        """Edit the lesson a recovery file kept (lessons/recovery.py), its edits still to
+        save: the window plays it. LessonError (the loader's message) if it cannot be read
+        or played; the editor then holds what it held."""
+        kept = self.model, self.file
+        self.model, self.file = EditableLesson.recovered(unsaved.path, unsaved.saved, unsaved.text), unsaved.file
+        try:
+            self._replay(0)
+        except LessonError:
+            self.model, self.file = kept
+            raise
 
     @property
     def changed(self) -> bool:
@@ -288,6 +313,7 @@ class LessonEditor(QWidget):
         s.go(min(cursor, len(s.frames) - 1), revealed=revealed and frame is None)
         self.refresh()
         self.played.emit()
+        self.edits_changed.emit()
 
     def _replay(self, frame: int | None) -> None:
         lesson = self.model.lesson
@@ -373,6 +399,7 @@ class LessonEditor(QWidget):
         if moved:
             self._replay(None)                  # the window plays the lesson of the new file
         self.refresh()
+        self.edits_changed.emit()
         return path
 
     # ------------------------------------------------------------------ showing
@@ -518,6 +545,17 @@ class LessonEditorDock:
 
     def open(self) -> LessonEditor:
         """Open the editor on what the window plays, its keys in the frame list."""
+        self._made()
+        self.editor.start()
+        return self._shown()
+
+    def restore(self, unsaved) -> LessonEditor:
+        """Open the editor on edits a recovery file kept (LessonEditor.restore)."""
+        self._made()
+        self.editor.restore(unsaved)
+        return self._shown()
+
+    def _made(self) -> None:
         w = self.window
         if self.dock is None:
             self.editor = LessonEditor(w)
@@ -527,8 +565,10 @@ class LessonEditorDock:
             w.addDockWidget(Qt.DockWidgetArea.RightDockWidgetArea, self.dock)
             w.resizeDocks([self.dock], [520], Qt.Orientation.Horizontal)
             w.session.subscribe(SessionEvent.LANG_CHANGED, lambda _s: self._retitle())
+            self.editor.edits_changed.connect(lambda: w.edits_recovery.follow(self.editor))
             self._retitle()
-        self.editor.start()
+
+    def _shown(self) -> LessonEditor:
         self.dock.show()
         self.dock.raise_()
         self.editor.frame_list.setFocus(Qt.FocusReason.ShortcutFocusReason)
