@@ -23,6 +23,7 @@ from ...session.narration import frame_caption, frame_explanation, frame_title, 
 from ..theme import THEMES
 from .compose import BLANK, SlideComposer, SlideText, caption_lines, counter_room, pixel_font
 from .layout import CAPTION_PX, TITLE_PX, SlideGeometry
+from .student_slides import page_languages, student_page_bytes
 from .window_style import WindowPicture, export_window, quiet_harmless_qt_messages
 
 Progress = Callable[[int, int, str], bool]    # (done, total, what) -> False to cancel
@@ -129,8 +130,10 @@ class ExportJob:
         s = self.spec
         runs = self.session.scenario_results()
         per_frame = ("png" in s.formats) + ("svg" in s.formats) + any(f in s.formats for f in ("pdf", "pptx"))
+        page_frames = tuple(dict.fromkeys(index for index, _ in slides))
+        page_pictures = len(page_frames) * len(page_languages(self.session, s.lang)) + 1 if "html" in s.formats else 0
         total = len(slides) * per_frame + ("pdf" in s.formats) + ("pptx" in s.formats) + len(runs) * (
-            ("csv" in s.formats) + ("json" in s.formats))
+            ("csv" in s.formats) + ("json" in s.formats)) + page_pictures
         done = 0
 
         def tick(what: str) -> None:
@@ -166,6 +169,9 @@ class ExportJob:
             if notes_slides:
                 files.add(f"{deck}.pptx", pptx_bytes(notes_slides, s.width, s.height, self.lesson_title))
                 tick(f"{deck}.pptx")
+            if "html" in s.formats:
+                files.add(f"{deck}.html", student_page_bytes(self.session, s, deck, page_frames, tick, self.checks))
+                tick(f"{deck}.html")
         finally:
             if pdf is not None:
                 pdf.close()
