@@ -1,7 +1,7 @@
-"""A lesson as one web page for students: every frame's slide (a PNG with the narration as
-its alt text), its explanation, the self-checks, and a live sampling chart on recorded
+"""A lesson as one web page for students: every frame's slide (a lossless WebP picture with the
+narration as its alt text), its explanation, the self-checks, and a live sampling chart on recorded
 logits, all inlined in one HTML file that fetches nothing (a Content-Security-Policy
-forbids it) and reads its state from the URL fragment. Qt-free: the slides come in as PNG
+forbids it) and reads its state from the URL fragment. Qt-free: the slides come in as picture
 bytes (`ui/slides/student_slides.py` draws them)."""
 
 from __future__ import annotations
@@ -11,6 +11,7 @@ import io
 import json
 import re
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 from ..core.decode.sampling import ORDER_PRESETS, STAGE_NAMES, TOP_P_TOLERANCE
@@ -20,6 +21,7 @@ from .page_logits import REST_BIN, SMALL_VOCAB, TOP_CANDIDATES
 
 PAGE_FONT = "TokenExplorerCJK-SC-Regular.otf"   # the slides' bundled CJK face (the page's one font)
 TEMPLATE_DIR = Path(__file__).with_name("page_template")
+MARKS = {"↵": "\\n", "⇥": "\\t"}     # the app's marks of a line break and a tab (the face has neither)
 UI_KEYS = ("prev", "next", "show_answer", "hide_answer", "before", "after", "live", "live_note", "rest_note",
            "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "reset", "removed", "others",
            "question", "language", "slide", "token", "probability", "logit", "recorded")
@@ -67,7 +69,7 @@ class PageFrame:
     """One frame of the page, in every language it is shown in."""
     kind: str
     texts: dict            # lang -> {"title", "question" (None: not a question frame), "alt", "explain": [[h, t]]}
-    slides: dict           # lang -> PNG bytes
+    slides: dict           # lang -> WebP bytes (lossless: the slide's pixels)
     dist: int | None       # index of its live distribution in the page's list (None: no distribution)
 
 
@@ -89,8 +91,8 @@ def page_data(page: StudentPage) -> dict:
     return {
         "lesson": page.lesson_id, "title": page.title, "langs": list(page.langs), "ui": ui,
         "frames": [{"kind": f.kind, "texts": f.texts, "dist": f.dist,
-                    "slides": {lang: "data:image/png;base64," + base64.b64encode(png).decode("ascii")
-                               for lang, png in f.slides.items()}} for f in page.frames],
+                    "slides": {lang: "data:image/webp;base64," + base64.b64encode(picture).decode("ascii")
+                               for lang, picture in f.slides.items()}} for f in page.frames],
         "dists": list(page.dists), "checks": list(page.checks),
         "orders": ORDER_PRESETS, "stages": list(STAGE_NAMES), "top_p_tolerance": TOP_P_TOLERANCE,
         "carried": {"small_vocab": SMALL_VOCAB, "top": TOP_CANDIDATES, "bin": REST_BIN},
@@ -98,7 +100,8 @@ def page_data(page: StudentPage) -> dict:
 
 
 def page_text(data: dict) -> str:
-    """Every character the page can show (for the font subset): its texts and the tokens."""
+    """Every character the page can show (for the font subset): its texts, the tokens and
+    the script's own words."""
     parts: list[str] = []
 
     def walk(value) -> None:
@@ -113,7 +116,8 @@ def page_text(data: dict) -> str:
                 walk(v)
 
     walk({k: v for k, v in data.items() if k not in ("orders", "stages")})
-    return "".join(parts) + "0123456789.,:;/%·–—-+=()[]… "
+    # the script writes numbers and a few signs of its own (θ, →, ·)
+    return "".join(parts) + _template("page.js") + "0123456789.,:;/%·–—-+=()[]… "
 
 
 def font_subset(text: str) -> bytes:
@@ -132,6 +136,20 @@ def font_subset(text: str) -> bytes:
     out = io.BytesIO()
     font.save(out)
     return out.getvalue()
+
+
+def page_piece(piece: str) -> str:
+    """A token as the page writes it: a character the bundled face lacks would be drawn
+    from whatever font the student's browser has, or as a box, so it is written as its
+    code instead (the line-break and tab marks as \\n and \\t, an emoji as <U+1F600>)."""
+    cmap = _font_cmap()
+    return "".join(c if ord(c) in cmap or c.isspace() else MARKS.get(c, f"<U+{ord(c):04X}>") for c in piece)
+
+
+@lru_cache(maxsize=1)
+def _font_cmap() -> frozenset[int]:
+    from fontTools.ttLib import TTFont
+    return frozenset(TTFont(str(resources_dir() / "fonts" / PAGE_FONT), lazy=True).getBestCmap())
 
 
 def _template(name: str) -> str:

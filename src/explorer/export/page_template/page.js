@@ -398,7 +398,7 @@
     else return;
     e.preventDefault();
   });
-  window.addEventListener("hashchange", () => { readFragment(); render(); });
+  window.addEventListener("hashchange", () => { readFragment(); render(); writeFragment(); });
 
   readFragment();
   render();

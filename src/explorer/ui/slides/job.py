@@ -202,11 +202,16 @@ class ExportJob:
 
 
 def png_bytes(image: QImage) -> bytes:
+    return image_bytes(image, "PNG", PNG_QUALITY)
+
+
+def image_bytes(image: QImage, fmt: str, quality: int) -> bytes:
+    """`image` encoded as `fmt` ("PNG", "WEBP") at Qt's `quality` for that format."""
     data = QByteArray()
     buffer = QBuffer(data)
     buffer.open(QIODevice.OpenModeFlag.WriteOnly)
-    if not image.save(buffer, "PNG", PNG_QUALITY):
-        raise ExplorerError("PNG encoding failed")
+    if not image.save(buffer, fmt, quality):
+        raise ExplorerError(f"{fmt} encoding failed")
     buffer.close()
     return bytes(data.data())
 

@@ -1,7 +1,7 @@
 """A headless Chromium driven by Selenium, for the student pages: Debian's `chromium` and
 `chromium-driver`, started so that it never tries the network on its own (no component
 updates, sync or background fetches), its performance log on (every network event of
-the page is read back), in a fresh profile."""
+the page is read back), in a fresh profile, behind a proxy that answers nothing."""
 
 from __future__ import annotations
 
@@ -13,7 +13,9 @@ from contextlib import contextmanager
 INSTALL = "apt-get install -y chromium chromium-driver"
 CHROMIUM_FLAGS = ("--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
                   "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                  "--disable-dev-shm-usage")
+                  "--disable-dev-shm-usage",
+                  # a proxy nothing listens on: a request the page should never make could not leave either
+                  "--proxy-server=http://127.0.0.1:9", "--proxy-bypass-list=<-loopback>")
 
 
 def missing_browser() -> str | None:
