@@ -87,7 +87,7 @@ def page_vector(page: PageLogits) -> np.ndarray:  # -> (V,)
     return out
 
 
-def page_entry(page: PageLogits, pieces: list[str], seen_ids, settings: dict) -> dict:
+def page_entry(page: PageLogits, pieces: list[str], seen_ids, settings: dict, selected: int) -> dict:
     """The JSON the page's script reads for one step (floats written to round-trip exactly)."""
     return {
         "vocab": page.vocab_size,
@@ -98,4 +98,5 @@ def page_entry(page: PageLogits, pieces: list[str], seen_ids, settings: dict) ->
         "rest_mass": page.rest_mass,
         "seen": sorted(set(int(i) for i in seen_ids)),
         "settings": settings,
+        "selected": selected,      # the token the recording picked (marked in the chart)
     }

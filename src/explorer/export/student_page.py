@@ -24,7 +24,7 @@ TEMPLATE_DIR = Path(__file__).with_name("page_template")
 MARKS = {"↵": "\\n", "⇥": "\\t"}     # the app's marks of a line break and a tab (the face has neither)
 UI_KEYS = ("prev", "next", "show_answer", "hide_answer", "before", "after", "live", "live_note", "rest_note",
            "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "reset", "removed", "others",
-           "question", "language", "slide", "token", "probability", "logit", "recorded")
+           "question", "language", "slide", "token", "probability", "logit", "recorded", "picked")
 
 add_messages({
     "page.prev": {"en": "Previous", "zh": "上一步"},
@@ -61,6 +61,7 @@ add_messages({
     "page.probability": {"en": "probability", "zh": "概率"},
     "page.logit": {"en": "logit", "zh": "logit"},
     "page.recorded": {"en": "Recorded: {settings}", "zh": "记录的设置：{settings}"},
+    "page.picked": {"en": "picked in the recording", "zh": "记录中选中的"},
 })
 
 

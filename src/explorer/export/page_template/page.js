@@ -330,6 +330,7 @@
       el.div.dataset.logit = String(dist.logits[i]);
       el.piece.textContent = dist.pieces[i];
       el.piece.title = "id " + dist.ids[i] + " · " + ui().logit + " " + dist.logits[i];
+      if (dist.ids[i] === dist.selected) { el.div.classList.add("picked"); el.piece.textContent = "▶ " + dist.pieces[i]; }
       rows.els.push(el);
     }
     if (shown.length < order.length || dist.groups.length) {
@@ -352,8 +353,11 @@
       el.div.classList.toggle("gone", gone !== null);
       el.bar.style.width = (100 * p) + "%";
       el.p.textContent = p.toFixed(4);
-      el.why.textContent = gone === null ? "" : fill(u.removed, { stage: u.stages[gone] });
-      el.why.hidden = gone === null;
+      const notes = [];
+      if (gone !== null) notes.push(fill(u.removed, { stage: u.stages[gone] }));
+      if (rows.dist.ids[i] === rows.dist.selected) notes.push(u.picked);
+      el.why.textContent = notes.join(" · ");
+      el.why.hidden = notes.length === 0;
     });
     if (rows.rest !== null) {
       let rest = out.rest;

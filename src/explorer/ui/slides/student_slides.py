@@ -98,7 +98,8 @@ def _step_entry(run, step: int, vocab) -> dict:
     order = next((name for name, stages in ORDER_PRESETS.items() if stages == c.order), list(c.order))
     settings = {"temperature": c.temperature, "top_k": c.top_k, "top_p": c.top_p, "min_p": c.min_p,
                 "repetition_penalty": c.repetition_penalty, "order": order}
-    return page_entry(page, [page_piece(vocab.display_piece(int(i))) for i in page.ids], seen, settings)
+    return page_entry(page, [page_piece(vocab.display_piece(int(i))) for i in page.ids], seen, settings,
+                      int(run.steps[step].selected_id))
 
 
 def _checks(session: Session, given, lang: str, langs) -> tuple[dict, ...]:
