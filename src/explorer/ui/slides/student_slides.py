@@ -20,9 +20,7 @@ from .compose import SlideComposer
 from .layout import SlideGeometry
 
 PAGE_SLIDE = (1280, 720)      # the page's pictures: a laptop screen's width (times --scale), half of 1920x1080's bytes
-# Lossless WebP: the PNG's very pixels in a third of its bytes (a 10-frame lesson in two languages
-# is 0.9 MB of pictures instead of 2.6), shown by every current browser (Safari since 14).
-WEBP_LOSSLESS = 100
+Picture = Callable[[SlideComposer, ExportSpec, Session, int, str, str], bytes]   # (..., index, lang, lesson title)
 
 
 def page_languages(session: Session, first: str) -> tuple[str, ...]:
@@ -39,11 +37,9 @@ def lesson_title(session: Session, lang: str) -> str:
 
 
 def student_page_bytes(session: Session, spec: ExportSpec, lesson_id: str, indexes, tick: Callable[[str], None],
-                       checks=()) -> bytes:
-    """The page of frames `indexes` (0-based), drawn as `spec` asks (theme, --panel, the
-    caption) at PAGE_SLIDE, as lossless WebP; `tick` after every picture (it raises to cancel)."""
-    from .job import image_bytes, slide_image, slide_text
-
+                       picture: Picture, checks=()) -> bytes:
+    """The page of frames `indexes` (0-based), drawn by `picture` as `spec` asks (theme,
+    --panel, the caption) at PAGE_SLIDE; `tick` after every picture (it raises to cancel)."""
     langs = page_languages(session, spec.lang)
     page_spec = replace(spec, width=PAGE_SLIDE[0], height=PAGE_SLIDE[1], style="slide")
     slides: dict[tuple[int, str], bytes] = {}
@@ -55,8 +51,7 @@ def student_page_bytes(session: Session, spec: ExportSpec, lesson_id: str, index
             try:
                 for index in indexes:
                     session.go(index, revealed=True)
-                    text = slide_text(session, index, lang, lesson_title(session, lang))
-                    slides[index, lang] = image_bytes(slide_image(pictures, text, page_spec), "WEBP", WEBP_LOSSLESS)
+                    slides[index, lang] = picture(pictures, page_spec, session, index, lang, lesson_title(session, lang))
                     tick(f"{lesson_id}.html: {index + 1} ({lang})")
             finally:
                 pictures.close()
