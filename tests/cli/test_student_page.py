@@ -314,3 +314,59 @@ def test_ctrl_c_during_the_page_leaves_nothing(tmp_path):
     stdout, stderr = proc.communicate(timeout=300)
     assert proc.returncode == 130 and "export cancelled, nothing was written" in stderr
     assert stdout == "" and list(out.iterdir()) == []
+
+
+def page_sample(driver, entry: dict, settings: dict) -> dict:
+    """The page's own sampling function on one distribution entry."""
+    return driver.execute_script("const out = window.tokenExplorerSample(arguments[0], arguments[1]);"
+                                 "return {p: Array.from(out.p), rest: out.rest}", entry, settings)
+
+
+def test_the_pages_rules_give_the_courses_numbers(browser, pages):
+    from explorer.export.page_logits import page_entry
+    open_page(browser, pages("sampling"))
+    off = dict(temperature=1.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=1.0, order="hf")
+
+    def entry(logits, seen=()):
+        page = split_logits(np.array(logits, dtype=float), seen)
+        return page_entry(page, [str(i) for i in page.ids], seen, off, 0)
+
+    four = entry(np.log([0.55, 0.25, 0.15, 0.05]))
+    assert np.allclose(page_sample(browser, four, {**off, "top_p": 0.8})["p"], [0.55 / 0.8, 0.25 / 0.8, 0, 0])
+    assert np.allclose(page_sample(browser, four, {**off, "top_p": 0.9})["p"], [0.55 / 0.95, 0.25 / 0.95, 0.15 / 0.95, 0])
+    three = entry([2.0, 1.0, 0.0])
+    hf = page_sample(browser, three, {**off, "temperature": 2.0, "top_p": 0.85})["p"]
+    cpp = page_sample(browser, three, {**off, "temperature": 2.0, "top_p": 0.85, "order": "llama.cpp"})["p"]
+    assert np.round(hf, 4).tolist() == [0.5065, 0.3072, 0.1863] and np.round(cpp, 4).tolist() == [0.6225, 0.3775, 0]
+    assert np.round(page_sample(browser, three, {**off, "top_k": 2})["p"], 6).tolist() == [0.731059, 0.268941, 0]
+    ties = entry([1.0, 3.0, 3.0, 0.5])
+    assert page_sample(browser, ties, {**off, "top_k": 1})["p"][0] == 0 and \
+        page_sample(browser, ties, {**off, "top_k": 1})["p"][1] == 0.5               # a tie at the boundary stays
+    assert page_sample(browser, ties, {**off, "temperature": 0})["p"] == [0, 1, 0, 0]   # greedy: the lower id
+    penalised = entry([2.0, -1.0, 0.5], seen=[0, 1])
+    expected = np.exp([1.0, -2.0, 0.5]) / np.exp([1.0, -2.0, 0.5]).sum()                # 2 / 2 and -1 * 2
+    assert np.allclose(page_sample(browser, penalised, {**off, "repetition_penalty": 2.0})["p"], expected, atol=1e-15)
+
+
+@pytest.mark.parametrize("settings", [
+    dict(temperature=1.0, top_k=0, top_p=0.995, min_p=0.0, repetition_penalty=1.0, order="hf"),
+    dict(temperature=1.7, top_k=900, top_p=1.0, min_p=0.0005, repetition_penalty=1.4, order="llama.cpp"),
+    dict(temperature=0.4, top_k=0, top_p=0.9999, min_p=0.0, repetition_penalty=0.8, order="hf"),
+    dict(temperature=0.0, top_k=0, top_p=1.0, min_p=0.0, repetition_penalty=50.0, order="hf"),
+])
+def test_a_big_vocabularys_groups_follow_cores_rules(browser, pages, settings):
+    """A 4,000-token vocabulary, flat enough that top-k and top-p cut into the grouped rest:
+    the page's numbers equal core's on the vector the page stands for (carried ids and the
+    rest's total), including a top-p boundary inside a group."""
+    from explorer.export.page_logits import page_entry
+    open_page(browser, pages("sampling"))
+    rng = np.random.default_rng(11)
+    raw = np.round(rng.normal(0, 1.2, 4000), 2)                 # many equal logits: groups of many tokens
+    raw[[5, 77]] = [9.0, 8.5]                                    # seen ids at the top, for the penalty
+    seen = (5, 77, 3999, 5)
+    page = split_logits(raw, seen)
+    entry = page_entry(page, [str(i) for i in page.ids], seen, settings, 5)
+    out = page_sample(browser, entry, settings)
+    probs = distribution(page_vector(page), SamplingConfig(mode="sample", **settings), seen_ids=seen).probs
+    assert np.max(np.abs(np.array(out["p"]) - probs[page.ids])) <= TOLERANCE
+    assert abs(out["rest"] - probs[page.rest_ids].sum()) <= TOLERANCE
