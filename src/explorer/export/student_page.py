@@ -24,7 +24,7 @@ TEMPLATE_DIR = Path(__file__).with_name("page_template")
 MARKS = {"↵": "\\n", "⇥": "\\t"}     # the app's marks of a line break and a tab (the face has neither)
 UI_KEYS = ("prev", "next", "show_answer", "hide_answer", "before", "after", "live", "live_note", "rest_note",
            "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "order", "reset", "removed", "others",
-           "question", "language", "slide", "token", "probability", "logit", "recorded", "picked")
+           "question", "language", "logit", "recorded", "picked")
 
 add_messages({
     "page.prev": {"en": "Previous", "zh": "上一步"},
@@ -56,9 +56,6 @@ add_messages({
     "page.others": {"en": "the other {n} tokens", "zh": "其余 {n} 个词元"},
     "page.question": {"en": "Question", "zh": "问题"},
     "page.language": {"en": "中文", "zh": "English"},
-    "page.slide": {"en": "Slide", "zh": "幻灯片"},
-    "page.token": {"en": "token", "zh": "词元"},
-    "page.probability": {"en": "probability", "zh": "概率"},
     "page.logit": {"en": "logit", "zh": "logit"},
     "page.recorded": {"en": "Recorded: {settings}", "zh": "记录的设置：{settings}"},
     "page.picked": {"en": "picked in the recording", "zh": "记录中选中的"},
