@@ -229,39 +229,39 @@ def test_a_bad_fragment_is_clamped_or_ignored(browser, pages):
     assert text_of(browser, "counter") == f"1 / {last}" and text_of(browser, "out-top_k") == "3"
 
 
-def test_chinese_frames_draw_every_character_from_the_embedded_font(browser, pages):
+@pytest.mark.parametrize("lesson", ["wo-ai-to-eos", "gemma-wo-ai"])
+def test_chinese_frames_draw_every_character_from_the_embedded_font(browser, pages, lesson):
     from fontTools.ttLib import TTFont
 
-    for lesson in ("wo-ai-to-eos", "gemma-wo-ai"):
-        path = pages(lesson)
-        text = path.read_text(encoding="utf-8")
-        font = TTFont(io.BytesIO(base64.b64decode(re.search(r"data:font/otf;base64,([A-Za-z0-9+/=]+)", text).group(1))))
-        cmap = font.getBestCmap()
-        assert len(cmap) < 3000                                       # a subset, not the whole bundled face
-        for index in range(len(embedded_data(path)["frames"])):
-            goto(browser, path, f"#frame={index + 1}&lang=zh&answer=1")
-            shown = browser.execute_script("return document.body.innerText + document.getElementById('slide-img').alt")
-            missing = sorted({c for c in shown if not c.isspace() and ord(c) not in cmap})
-            assert not missing, (lesson, index, missing)
-            assert any("\u4e00" <= c <= "\u9fff" for c in shown)
-            assert browser.execute_script("return document.fonts.check('16px \"Token Explorer CJK\"', '我爱')")
-            assert browser.execute_script(
-                "return getComputedStyle(document.body).fontFamily").startswith('"Token Explorer CJK"')
+    path = pages(lesson)
+    text = path.read_text(encoding="utf-8")
+    font = TTFont(io.BytesIO(base64.b64decode(re.search(r"data:font/otf;base64,([A-Za-z0-9+/=]+)", text).group(1))))
+    cmap = font.getBestCmap()
+    assert len(cmap) < 3000                                       # a subset, not the whole bundled face
+    for index in range(len(embedded_data(path)["frames"])):
+        goto(browser, path, f"#frame={index + 1}&lang=zh&answer=1")
+        shown = browser.execute_script("return document.body.innerText + document.getElementById('slide-img').alt")
+        missing = sorted({c for c in shown if not c.isspace() and ord(c) not in cmap})
+        assert not missing, (lesson, index, missing)
+        assert any("\u4e00" <= c <= "\u9fff" for c in shown)
+        assert browser.execute_script("return document.fonts.check('16px \"Token Explorer CJK\"', '我爱')")
+        assert browser.execute_script(
+            "return getComputedStyle(document.body).fontFamily").startswith('"Token Explorer CJK"')
 
 
-def test_the_page_makes_no_network_request(browser, pages):
+@pytest.mark.parametrize("lesson", ["wo-ai-to-eos", "gemma-wo-ai"])
+def test_the_page_makes_no_network_request(browser, pages, lesson):
     from selenium.webdriver.common.action_chains import ActionChains
     from selenium.webdriver.common.keys import Keys
 
+    path = pages(lesson)
     browser.get("about:blank")
     network_requests(browser)                                     # the browser's own start page aside
-    for lesson in ("wo-ai-to-eos", "gemma-wo-ai"):
-        path = pages(lesson)
-        assert "default-src 'none'" in path.read_text(encoding="utf-8")[:2000]
-        open_page(browser, path, "#frame=3&temperature=1.2")
-        for _ in range(len(embedded_data(path)["frames"])):
-            ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
-        browser.find_element("id", "lang").click()
+    assert "default-src 'none'" in path.read_text(encoding="utf-8")[:2000]
+    open_page(browser, path, "#frame=3&temperature=1.2")
+    for _ in range(len(embedded_data(path)["frames"])):
+        ActionChains(browser).send_keys(Keys.ARROW_RIGHT).perform()
+    browser.find_element("id", "lang").click()
     assert network_requests(browser) == []
 
 
