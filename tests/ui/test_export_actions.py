@@ -86,6 +86,21 @@ def test_export_dialog_previews_the_slide_it_will_write(window, qtbot):
     assert frame.chosen_style() == "slide" and not frame.style.isEnabled()
 
 
+def test_export_lesson_offers_the_web_page_for_students(window, qtbot, tmp_path):
+    from explorer.ui.shell.export_actions import ExportDialog, LessonChoice
+    dialog = ExportDialog(window, lesson=True)
+    qtbot.addWidget(dialog)
+    assert dialog.formats["html"].text() == "Web page for students" and not dialog.formats["html"].isChecked()
+    for fmt, box in dialog.formats.items():
+        box.setChecked(fmt == "html")
+    assert dialog.chosen_formats() == ("html",)
+    window.ask_export_folder = lambda: LessonChoice(tmp_path / "page", dialog.chosen_formats())
+    window.actions["export_lesson"].trigger()
+    assert [p.name for p in (tmp_path / "page").iterdir()] == [f"{DECK}.html"] and window.errors == []
+    page = (tmp_path / "page" / f"{DECK}.html").read_text(encoding="utf-8")
+    assert page.count("data:image/webp;base64,") == 2 * N_FRAMES          # every frame, in both languages
+
+
 def test_window_export_to_an_unwritable_place_is_reported(window, tmp_path):
     from explorer.ui.shell.export_actions import FrameChoice
     blocker = tmp_path / "file.txt"

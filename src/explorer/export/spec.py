@@ -8,7 +8,7 @@ from pathlib import Path
 from ..core.errors import ExplorerError, SettingError
 from ..core.limits import Whole, shown_text
 
-FORMATS = ("png", "pdf", "svg", "pptx", "csv", "json")
+FORMATS = ("png", "pdf", "svg", "pptx", "csv", "json", "html")   # html: the student page (export.student_page)
 THEMES = ("light", "high-contrast")
 STYLES = ("slide", "window")   # a slide composed for a projector | the whole window, as on the desk
 MAX_SIDE = 8192            # pixels of one side of a slide, scale included

@@ -34,7 +34,7 @@ from ...session.panels import SLIDE_PANELS
 from ..theme import tint_text
 
 PREVIEW_WIDTH = 560          # px of the dialog's slide preview
-LESSON_FORMATS = ("png", "pdf", "pptx")
+LESSON_FORMATS = ("png", "pdf", "pptx", "html")
 FRAME_LIST_ROWS = (5, 8)     # rows of the frame list shown at least, and at most before it scrolls
 STANDARD = QStandardPaths.StandardLocation
 
@@ -51,6 +51,7 @@ add_messages({
     "export.format.png": {"en": "PNG per frame", "zh": "每步一张PNG"},
     "export.format.pdf": {"en": "PDF deck", "zh": "PDF文稿"},
     "export.format.pptx": {"en": "PowerPoint deck with speaker notes", "zh": "带演讲者备注的PowerPoint文稿"},
+    "export.format.html": {"en": "Web page for students", "zh": "给学生的网页"},
     "export.preview": {"en": "Preview of this frame", "zh": "本步骤预览"},
     "export.scale": {"en": "Size", "zh": "尺寸"},
     "export.caption": {"en": "Caption strip (lesson, counter, one line of explanation)",
