@@ -129,3 +129,11 @@ def test_a_lesson_saved_elsewhere_is_read_from_there(tmp_path):
     e.saved(target)
     assert not e.changed and e.lesson.id == "mine"
     assert parse_lesson(target).plans == e.lesson.plans
+
+
+def test_an_edit_that_makes_the_lesson_bigger_than_a_lesson_file_may_be_is_refused():
+    from explorer.core.limits import MAX_LESSON_BYTES
+    e = edited()
+    with pytest.raises(LessonError, match=rf"wo-ai-to-eos\.toml: more than a lesson file may hold \({MAX_LESSON_BYTES:,}"):
+        e.apply(SetLessonText("summary", "en", "长" * (MAX_LESSON_BYTES // 3 + 1)))    # 3 bytes a character
+    assert not e.changed and not e.can_undo

@@ -69,7 +69,11 @@ class TomlReader:
         return line_of(self._lines, where)
 
     def _text(self, path: Path) -> str:
-        return read_user_text(path, MAX_LESSON_BYTES, "lesson file", self.error) if self.source is None else self.source
+        if self.source is None:
+            return read_user_text(path, MAX_LESSON_BYTES, "lesson file", self.error)
+        if len(self.source.encode("utf-8")) > MAX_LESSON_BYTES:     # an edit in the window: the file it would save
+            raise self.error(f"{path}: more than a lesson file may hold ({MAX_LESSON_BYTES:,} bytes)")
+        return self.source
 
     def problem(self, where: str, problem: str, line: int | None = None) -> Problem:
         return Problem(self.name, self.line(where) if line is None else line,
