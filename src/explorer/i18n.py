@@ -51,6 +51,9 @@ MESSAGES = {
     "finish.eos": {"en": "eos (the model selected the end token)", "zh": "eos（模型选出了结束Token）"},
     "finish.length": {"en": "length (max_new_tokens reached: the output is INCOMPLETE)",
                       "zh": "length（达到max_new_tokens：输出不完整）"},
+    "finish.context": {"en": "context (the model's context is full: the next token would go past its last "
+                             "position; the output is INCOMPLETE)",
+                       "zh": "context（模型的上下文已满：下一个Token会超出它的最后一个位置；输出不完整）"},
     "finish.stop_string": {"en": "stop_string ({text!r} matched at index {index}, counting from 0; cut from the output)",
                            "zh": "stop_string（在下标{index}（从0数起）处匹配到{text!r}，已从输出中去掉）"},
     "finish.tool_call": {"en": "tool_call (a complete tool call: control passes to the host; the task is not done)",

@@ -31,7 +31,7 @@ def test_every_problem_of_a_broken_lesson_is_a_line_with_its_file_and_line(tmp_p
     assert main(["lesson", "check", str(broken)]) == 2
     assert capsys.readouterr().out.splitlines() == [
         f"{broken}:1: summary: missing",                      # a missing top-level key: the top of the file
-        f"{broken}:13: frames[0].step: expected a step index (0 = Prefill) or -1 for the last step",
+        f"{broken}:13: frames[0].step: 'zero': expected a step index (0 = Prefill, at most 4096) or -1 for the last step",
         f"{broken}:16: frames[1].show: 'nothing': expected one of input, prefill, decode, pick, stop"]
 
 

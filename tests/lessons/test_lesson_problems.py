@@ -93,7 +93,31 @@ CORPUS = {  # name -> (edits of VALID, every problem printed; F is the file as g
         ["F:18: settings: max_new_tokens = 'three': expected an integer from 1 to 4096"]),
     "a bad step": (
         [("step = 0                                                           # 26", "step = -5  # 26")],
-        ["F:26: frames[1].step: expected a step index (0 = Prefill) or -1 for the last step"]),
+        ["F:26: frames[1].step: -5: expected a step index (0 = Prefill, at most 4096) or -1 for the last step"]),
+    "a step written as true": (
+        [("step = 0                                                           # 26", "step = true  # 26")],
+        ["F:26: frames[1].step: True: expected a step index (0 = Prefill, at most 4096) or -1 for the last step"]),
+    "200,000 samples": (
+        [("                                                                   # 33\n",
+          "samples = [" + ", ".join(["1"] * 200_000) + "]  # 33\n")],
+        ["F:33: frames[2].samples: expected a list of 1 to 64 seeds (integers from 0 to 2147483647), one per "
+         "sample; got 200,000"]),
+    "a search 2**64 deep": (
+        [("                                                                   # 33\n",
+          'search = { evaluator = "e", width = 1, branches = 2, depth = 18446744073709551616 }  # 33\n'),
+         ('answer = { en = "Two.", zh = "两个。" }                            # 37\n',
+          'answer = { en = "Two.", zh = "两个。" }  # 37\n[[evaluators]]  # 38\nname = "e"  # 39\n'
+          'default = 0.0  # 40\nscores = { "学习" = 1.0 }  # 41\n')],
+        ["F:33: frames[2].search.depth: 18446744073709551616: expected an integer from 1 to 64"]),
+    "a score that is not a number": (
+        [('answer = { en = "Two.", zh = "两个。" }                            # 37\n',
+          'answer = { en = "Two.", zh = "两个。" }  # 37\n[[evaluators]]  # 38\nname = "e"  # 39\n'
+          'default = 0.0  # 40\nscores = { "学习" = nan }  # 41\n')],
+        ["F:41: evaluators[0].scores.学习: nan: expected a finite number"]),
+    "a panel named 100,000 times": (
+        [("                                                                   # 33\n",
+          "panels = [" + ", ".join(['"kv"'] * 100_000) + "]  # 33\n")],
+        ["F:33: frames[2].panels: expected each of player, timeline, …"]),
     "a missing section": (
         [("[model]                                                            # 13\n", "\n"),
          ('kind = "teaching"                                                  # 14\n', "\n")],
@@ -105,7 +129,7 @@ CORPUS = {  # name -> (edits of VALID, every problem printed; F is the file as g
         [('show = "input"  ', 'show = "inptu"  '),
          ("step = 0                                                           # 32", 'step = "one"  # 32')],
         ["F:21: frames[0].show: 'inptu': expected one of input, prefill, decode, pick, stop",
-         "F:32: frames[2].step: expected a step index (0 = Prefill) or -1 for the last step"]),
+         "F:32: frames[2].step: 'one': expected a step index (0 = Prefill, at most 4096) or -1 for the last step"]),
     "unknown keys": (
         [("                                                                   # 4\n", "temprature = 0.5  # 4\n"),
          ("                                                                   # 29\n", 'colour = "red"  # 29\n')],

@@ -23,6 +23,9 @@ MAX_FORCE_STEP = MAX_NEW_TOKENS - 1   # a what-if at a step no run can reach is 
 MAX_TOKEN_ID = 2**31 - 1     # a token id or a top-k: an int32 holds every vocabulary's ids
 MAX_NUMBER_CHARS = 400       # characters of one number typed: longer is refused before it is read
 MAX_PROMPT_TOKENS = 2048     # a page of text; the trace keeps every layer's [h, n, e] queries
+MAX_SAMPLES = 64             # runs of a self-consistency vote: a class counts the answers
+MAX_SEARCH = 16              # a search's width or branches: each state is one forward pass per level
+MAX_SEARCH_DEPTH = 64        # levels of a search: width x branches forward passes each
 
 # files read whole before they are checked: the most bytes each may hold
 MAX_LESSON_BYTES = 1 << 20           # 1 MiB: a lesson is a page of text and a few numbers
@@ -40,10 +43,14 @@ def check_count(name: str, value, lowest: int, highest: int) -> int:
     return int(value)
 
 
-def check_prompt_length(n_tokens: int) -> None:
-    """PromptError if a prompt of `n_tokens` is longer than a run may start from."""
+def check_prompt_length(n_tokens: int, context: int | None = None) -> None:
+    """PromptError if a prompt of `n_tokens` is longer than a run may start from, or than
+    the model's context (`context` positions; None: no such limit)."""
     if n_tokens > MAX_PROMPT_TOKENS:
         raise PromptError(f"prompt: {n_tokens:,} tokens, more than the {MAX_PROMPT_TOKENS:,} a run may start from")
+    if context is not None and n_tokens > context:
+        raise PromptError(f"prompt: {n_tokens:,} tokens, more than the model's context of {context:,} positions "
+                          "(its context_length)")
 
 
 def shown(value) -> str:

@@ -5,9 +5,11 @@ naming the file, the line and the key path (`wo-ai-to-eos.toml:42: frames[3].ste
 from __future__ import annotations
 
 import dataclasses
+import math
 from pathlib import Path
 
-from ..core.limits import MAX_FORCE_STEP
+from ..core.limits import (MAX_FORCE_STEP, MAX_NEW_TOKENS, MAX_SAMPLES, MAX_SEARCH, MAX_SEARCH_DEPTH, MAX_SEED,
+                           shown)
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.search import SearchSpec
 from ..core.decode.speculative import MAX_K
@@ -230,14 +232,14 @@ def _scenario_spec(r: TomlReader, d: dict, where: str, base: ScenarioSpec | None
 
 
 def _number(r: TomlReader, value, where: str) -> float:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        r.fail(where, f"{value!r}: expected a number")
+    if not isinstance(value, (int, float)) or isinstance(value, bool) or not math.isfinite(value):
+        r.fail(where, f"{shown(value)}: expected a finite number")
     return float(value)
 
 
-def _positive(r: TomlReader, value, where: str) -> int:
-    if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-        r.fail(where, f"{value!r}: expected an integer >= 1")
+def _positive(r: TomlReader, value, where: str, highest: int) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or not 1 <= value <= highest:
+        r.fail(where, f"{shown(value)}: expected an integer from 1 to {highest}")
     return value
 
 
@@ -261,8 +263,9 @@ def _computations(r: TomlReader, fd, where: str, kind: str, evaluators: dict) ->
         r.fail(f"{where}.{'samples' if 'samples' in fd else 'search'}", "an input frame comes before any run")
     if "samples" in fd:
         seeds = r.ints(fd["samples"], f"{where}.samples")
-        if not seeds or any(seed < 0 for seed in seeds):
-            r.fail(f"{where}.samples", "expected a list of seeds (integers >= 0), one per sample")
+        if not 1 <= len(seeds) <= MAX_SAMPLES or any(not 0 <= seed <= MAX_SEED for seed in seeds):
+            r.fail(f"{where}.samples", f"expected a list of 1 to {MAX_SAMPLES} seeds (integers from 0 to "
+                                       f"{MAX_SEED}), one per sample; got {len(seeds):,}")
         extras["samples"] = seeds
     if "search" in fd:
         sd = r.table(fd["search"], f"{where}.search", SEARCH_KEYS, SEARCH_KEYS)
@@ -270,8 +273,9 @@ def _computations(r: TomlReader, fd, where: str, kind: str, evaluators: dict) ->
             r.fail(f"{where}.search.evaluator", f"{sd['evaluator']!r} is not an evaluator "
                                                 f"(known: {', '.join(evaluators) or 'none: add [[evaluators]]'})")
         scores, default = evaluators[sd["evaluator"]]
+        highest = {"width": MAX_SEARCH, "branches": MAX_SEARCH, "depth": MAX_SEARCH_DEPTH}
         extras["search"] = SearchSpec(sd["evaluator"], scores, default,
-                                      *(_positive(r, sd[k], f"{where}.search.{k}") for k in SEARCH_KEYS[1:]))
+                                      *(_positive(r, sd[k], f"{where}.search.{k}", highest[k]) for k in SEARCH_KEYS[1:]))
     return extras
 
 
@@ -282,8 +286,9 @@ def _plan(r: TomlReader, fd, where: str, scenario_names: list[str], evaluators: 
     if kind == "input":
         if step is not None:
             r.fail(f"{where}.step", "an input frame comes before any step: leave step out")
-    elif not isinstance(step, int) or step < -1:
-        r.fail(f"{where}.step", "expected a step index (0 = Prefill) or -1 for the last step")
+    elif not isinstance(step, int) or isinstance(step, bool) or not -1 <= step <= MAX_NEW_TOKENS:
+        r.fail(f"{where}.step", f"{shown(step)}: expected a step index (0 = Prefill, at most {MAX_NEW_TOKENS}) "
+                                "or -1 for the last step")
     scenario = fd.get("scenario", "base")
     if scenario not in scenario_names:
         r.fail(f"{where}.scenario", f"{scenario!r} is not a scenario (known: {', '.join(scenario_names)})")
@@ -306,6 +311,8 @@ def _plan(r: TomlReader, fd, where: str, scenario_names: list[str], evaluators: 
             items = fd[key]
             if not isinstance(items, list):
                 r.fail(f"{where}.{key}", "expected a list")
+            if len(set(map(repr, items))) < len(items) or len(items) > len(choices):
+                r.fail(f"{where}.{key}", f"expected each of {', '.join(choices)} at most once ({len(items):,} given)")
             extras[key] = tuple(r.kind(v, f"{where}.{key}", choices) for v in items)
     extras |= _computations(r, fd, where, kind, evaluators)
     extras |= _question(r, fd, where, kind, extras.get("panels", ()))

@@ -119,7 +119,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     last selected token is never processed, so a Run ends with one more visible token than
     the cache holds."""
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
-    check_prompt_length(len(prompt))
+    check_prompt_length(len(prompt), getattr(model, "context_length", None))
     overrides = _checked_overrides(overrides or {}, model, config)
     select = selector or default_selector(config)
 
@@ -145,7 +145,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
                           trace, dist, dist.selected_id, dist.forced, diff, trace.seconds, reused))
         if on_step is not None:
             on_step(len(steps))
-        finish, stop = finish_check(model, output, config, index)
+        finish, stop = finish_check(model, output, config, index, len(prompt))
         if finish is None and cancel is not None and cancel():
             finish = "cancelled"
     text = model.vocab.decode(output)
@@ -155,9 +155,11 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
                dict(overrides), stop, prefix, first_token, getattr(model, "arithmetic_label", None))
 
 
-def finish_check(model: LanguageModel, output, config: SamplingConfig, index: int):
+def finish_check(model: LanguageModel, output, config: SamplingConfig, index: int, prompt_len: int):
     """-> (finish reason or None, StopMatch or None) after output token `index` was
-    selected: the stop criteria in their order (see `stopping`), cancel aside."""
+    selected: the stop criteria in their order (see `stopping`), cancel aside. "context":
+    the next Decode would process the selected token at a position beyond the model's
+    context (llama.cpp stops there too; an OpenAI-style API calls it "length")."""
     if output[-1] in model.vocab.end_ids:
         return "eos", None
     if ends_with_any(output, getattr(model, "tool_call_sequences", ())):
@@ -166,6 +168,9 @@ def finish_check(model: LanguageModel, output, config: SamplingConfig, index: in
         return "stop_string", stop
     if len(output) >= config.max_new_tokens:
         return "length", None
+    context = getattr(model, "context_length", None)
+    if context is not None and prompt_len + len(output) - 1 >= context:
+        return "context", None
     return None, None
 
 

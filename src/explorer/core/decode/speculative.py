@@ -137,7 +137,8 @@ def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfi
     k = _checked_k(k)
     drafter = drafter or prompt_lookup()
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
-    check_prompt_length(len(prompt))
+    context = getattr(model, "context_length", None)
+    check_prompt_length(len(prompt), context)
     verifier = every_row(model)
     trace, cache = model.prefill(prompt)
     diff = recompute_diff(model, prompt, trace) if check_recompute else None
@@ -145,11 +146,13 @@ def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfi
     output = [dist.selected_id]
     steps = [Step(0, "prefill", prompt, tuple(range(len(prompt))), 0, len(prompt), trace, dist, dist.selected_id,
                   False, diff, trace.seconds)]
-    finish, stop = finish_check(model, output, config, 0)
+    finish, stop = finish_check(model, output, config, 0, len(prompt))
     if on_step is not None:
         on_step(steps[-1], cache)
     while finish is None:
         room = min(k, config.max_new_tokens - len(output) - 1)    # the pass adds a token of its own
+        if context is not None:                                    # ... and its rows stay inside the context
+            room = min(room, context - len(cache) - 1)
         draft = tuple(int(t) for t in drafter(prompt + tuple(output), room))[:room]
         model.vocab.check_ids(list(draft), "draft")
         before, fed = len(cache), (output[-1],) + draft
@@ -159,7 +162,7 @@ def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfi
         for token, d in _verified(trace.logits, draft, config, prompt + tuple(output), len(output)):
             output.append(token)
             new.append((token, d))
-            finish, stop = finish_check(model, output, config, len(output) - 1)
+            finish, stop = finish_check(model, output, config, len(output) - 1, len(prompt))
             if finish is not None:
                 break
         ids, dists = tuple(t for t, _ in new), tuple(d for _, d in new)

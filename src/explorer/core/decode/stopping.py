@@ -7,8 +7,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-FINISH_REASONS = ("eos", "tool_call", "stop_string", "length", "cancelled")
-INCOMPLETE = frozenset({"length", "cancelled"})   # the output was cut, not finished
+FINISH_REASONS = ("eos", "tool_call", "stop_string", "length", "context", "cancelled")
+INCOMPLETE = frozenset({"length", "context", "cancelled"})   # the output was cut, not finished
 
 
 @dataclass(frozen=True)

@@ -126,12 +126,12 @@ def decoder_config(gf: GGUFFile, a: Architecture) -> DecoderConfig:
     settings = dict(
         vocab_size=vocab, d_model=d, n_layers=layers, n_heads=heads, n_kv_heads=kv_heads, head_dim=head_dim,
         d_ff=int(gf.require(f"{arch}.feed_forward_length")), ffn=a.ffn, norm="rms",
-        positions="rope", max_positions=context, rope_pairs=a.rope_pairs,
+        positions="rope", rope_pairs=a.rope_pairs,
         rope_base=float(gf.get(f"{arch}.rope.freq_base", 10000.0)),
         norm_eps=float(gf.get(f"{arch}.attention.layer_norm_rms_epsilon", 1e-5)),
         output_bias=False, tied_output="output.weight" not in gf.tensors,
         kept_rows=1)     # the last position's logits choose a token: 49,152 numbers a position
-    settings["rope_scaling"], settings["max_positions"] = rotary_scaling(gf, arch, head_dim, context)
+    settings["rope_scaling"], settings["context_length"] = rotary_scaling(gf, arch, head_dim, context)
     if arch in ("gemma2", "gemma3"):
         settings.update(_gemma_settings(gf, a, layers, d, heads, head_dim))
     return DecoderConfig(**settings)

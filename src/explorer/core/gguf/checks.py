@@ -14,10 +14,15 @@ MAX_SIZE = 1 << 24       # a dimension or count above 16 million is a damaged fi
 # `{arch}.` + key: sizes and counts, each a whole number >= 1 where present
 COUNT_KEYS = ("block_count", "embedding_length", "feed_forward_length", "context_length",
               "attention.head_count", "attention.head_count_kv", "attention.key_length",
-              "attention.value_length", "attention.sliding_window", "rope.dimension_count")
+              "attention.value_length", "attention.sliding_window", "rope.dimension_count",
+              "rope.scaling.original_context_length")
 # `{arch}.` + key: real numbers > 0 where present
 POSITIVE_KEYS = ("rope.freq_base", "rope.freq_scale", "attention.layer_norm_rms_epsilon",
-                 "attention.layer_norm_epsilon")
+                 "attention.layer_norm_epsilon", "rope.freq_base_swa", "rope.scaling.attn_factor",
+                 "attn_logit_softcapping", "final_logit_softcapping")
+# keys that name something: text where present (`{arch}.` + key, or the whole key)
+TEXT_KEYS = ("rope.scaling.type",)
+TOKENIZER_TEXT_KEYS = ("tokenizer.ggml.model", "tokenizer.ggml.pre", "tokenizer.chat_template")
 _LAYER = re.compile(r"blk\.(\d+)\.")
 
 
@@ -37,6 +42,16 @@ def check_model_metadata(gf: GGUFFile) -> None:
         value = gf.get(f"{arch}.{key}")
         if value is not None and not (_is_real(value) and math.isfinite(value) and value > 0):
             raise GGUFError(f"{gf.path}: {arch}.{key} = {shown_value(value)}, expected a finite number > 0")
+    factor = gf.get(f"{arch}.rope.scaling.factor")
+    if factor is not None and not (_is_real(factor) and math.isfinite(factor) and factor >= 0):
+        raise GGUFError(f"{gf.path}: {arch}.rope.scaling.factor = {shown_value(factor)}, expected a finite "
+                        "number >= 0 (0: no scaling)")
+    for key in [f"{arch}.{k}" for k in TEXT_KEYS] + list(TOKENIZER_TEXT_KEYS):
+        value = gf.get(key)
+        if value is not None and not isinstance(value, str):
+            raise GGUFError(f"{gf.path}: {key} = {shown_value(value)}, expected a text (a name)")
+    _check_heads(gf, arch)
+    _check_window_pattern(gf, arch)
     _check_tokenizer(gf)
     layers = {int(m.group(1)) for name in gf.tensors if (m := _LAYER.match(name))}
     count = gf.get(f"{arch}.block_count")
@@ -44,6 +59,35 @@ def check_model_metadata(gf: GGUFFile) -> None:
         held = f"blk.0 to blk.{max(layers)}" if layers else "no blk.N tensors"
         raise GGUFError(f"{gf.path}: {arch}.block_count = {count}, but the file holds the tensors of "
                         f"{len(layers)} layers ({held})")
+
+
+def _check_heads(gf: GGUFFile, arch: str) -> None:
+    """Query heads share K/V heads in equal groups (grouped-query attention): the count of
+    K/V heads divides the count of query heads; without a key length the embedding splits
+    evenly into the heads."""
+    heads, kv = gf.get(f"{arch}.attention.head_count"), gf.get(f"{arch}.attention.head_count_kv")
+    if heads is not None and kv is not None and heads % kv:
+        raise GGUFError(f"{gf.path}: {arch}.attention.head_count_kv = {kv} for {heads} query heads, expected a "
+                        f"count that divides {heads} (each K/V head serves an equal group of query heads)")
+    d = gf.get(f"{arch}.embedding_length")
+    if heads is not None and d is not None and gf.get(f"{arch}.attention.key_length") is None and d % heads:
+        raise GGUFError(f"{gf.path}: {arch}.embedding_length = {d} does not split into {heads} heads and the "
+                        f"file gives no {arch}.attention.key_length")
+
+
+def _check_window_pattern(gf: GGUFFile, arch: str) -> None:
+    """`attention.sliding_window_pattern`: a period (a whole number: the last layer of each
+    period reads every position) or one true/false per layer, as llama.cpp reads it."""
+    key = f"{arch}.attention.sliding_window_pattern"
+    value = gf.get(key)
+    if value is None:
+        return
+    if _is_int(value) and 0 <= value <= MAX_SIZE:
+        return
+    if isinstance(value, np.ndarray) and value.dtype.kind == "b" and value.ndim == 1:
+        return
+    raise GGUFError(f"{gf.path}: {key} = {shown_value(value)}, expected a whole number from 0 to {MAX_SIZE} "
+                    "(a period of layers) or an array of true/false, one per layer")
 
 
 def _check_tokenizer(gf: GGUFFile) -> None:

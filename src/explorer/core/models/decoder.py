@@ -37,6 +37,8 @@ class DecoderConfig:
     norm: str = "none"           # "none" | "layer" | "rms"; the course omits normalisation
     positions: str = "none"      # "none" | "learned" | "rope"; the course omits positions
     max_positions: int = 64      # rows of the learned position table
+    context_length: int | None = None   # rotary positions: the most a forward may reach (a GGUF
+                                        # file's context_length; None: no limit but the run's)
     rope_base: float = 10000.0   # rotary frequency base
     norm_eps: float = 1e-5       # added under the square root of every norm
     output_bias: bool = True     # the teaching head has a bias per vocabulary item
@@ -192,6 +194,13 @@ class DecoderModel(StepwiseModel):
         """What a run computed in, as a record says it: "float32", "float64" or "llama.cpp"."""
         return self.arithmetic.label(self.dtype)
 
+    @property
+    def context_length(self) -> int | None:
+        """The most positions a forward pass may reach (a GGUF file's `context_length`, a
+        learned position table's rows); None without such a limit (the course's model)."""
+        c = self.config
+        return c.max_positions if c.positions == "learned" else c.context_length
+
     def new_cache(self) -> KVCache:
         c = self.config
         return KVCache(c.n_layers, c.n_kv_heads, c.head_dim, self.dtype)
@@ -221,8 +230,10 @@ class DecoderModel(StepwiseModel):
 
     def _embed(self, ids, positions):  # [n], [n] -> [n, d]
         c, p = self.config, self.params
-        if c.positions == "learned" and positions[-1] >= c.max_positions:
-            raise PromptError(f"position {positions[-1]} is beyond max_positions = {c.max_positions}")
+        context = self.context_length
+        if context is not None and len(positions) and positions[-1] >= context:
+            raise PromptError(f"position {positions[-1]} is beyond the model's context of {context} "
+                              f"positions (its context_length): shorten the prompt or the output")
         x = p.embed[ids]
         if c.embed_scale != 1:
             x = x * x.dtype.type(c.embed_scale)

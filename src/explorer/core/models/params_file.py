@@ -22,7 +22,8 @@ VERSION = 1
 
 # settings only the architectures read from GGUF files use (Gemma's, Llama 3's), written when set
 GGUF_ONLY = ("embed_scale", "rope_pairs", "windows", "local_rope_base", "kept_rows", "rope_scaling",
-             "attn_scale", "queries_scaled_first", "attn_softcap", "final_softcap")
+             "attn_scale", "queries_scaled_first", "attn_softcap", "final_softcap", "context_length")
+OPTIONAL_COUNTS = ("context_length",)     # None by default, else a positive int
 _DEFAULTS = {f.name: f.default for f in dataclasses.fields(DecoderConfig)}
 
 
@@ -166,7 +167,7 @@ def _config(cd: dict, r: "_Reader") -> DecoderConfig:
     for name, fld in fields.items():
         if name not in cd:
             continue
-        value, want = cd[name], type(fld.default)
+        value, want = cd[name], (int if name in OPTIONAL_COUNTS else type(fld.default))
         ok = (isinstance(value, bool) if want is bool else
               isinstance(value, int) and not isinstance(value, bool) and value > 0 if want is int else
               isinstance(value, (int, float)) and not isinstance(value, bool) and np.isfinite(value)
