@@ -9,12 +9,12 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
-import re
 import zipfile
 from pathlib import Path
 

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from ..core.errors import ExplorerError
-from ..core.jsonfile import atomic_file, read_json, write_text_atomic
+from ..core.jsonfile import atomic_file, read_json
 from ..core.userfile import check_replaceable
 from .icons import ICO_SIZES, ICON_NAME, PNG_SIZES, pack_icns, pack_ico, png_path, shipped_pngs, svg_path
 
@@ -421,14 +421,14 @@ def _remove_empty(folders) -> None:
 def _check_target(path: Path, data: bytes, owned: dict[str, str]) -> None:
     """A launcher file may be written at `path` if nothing is there, or a regular file this
     launcher wrote (its digest is in the manifest, or it already holds these bytes)."""
-    check_replaceable_launcher(path)
+    _check_free(path)
     digest = _file_sha256(path)
     if digest is not None and digest not in (owned.get(str(path)), _sha256(data)):
         raise LauncherError(f"{path}: already exists and was not written by --install-launcher; "
                             f"nothing was installed (move it away and try again)")
 
 
-def check_replaceable_launcher(path: Path) -> None:
+def _check_free(path: Path) -> None:
     """LauncherError unless `path` is free or a regular file (a link is never written through)."""
     if not os.path.lexists(path):
         return
@@ -446,12 +446,16 @@ def install(launcher: Launcher) -> list[str]:
     old = read_manifest(launcher.manifest) or Manifest({}, [], {})
     for f in launcher.files:
         _check_target(f.path, f.data, old.files)
-    check_replaceable_launcher(launcher.manifest)
+    for path in launcher.made:                       # a shortcut of that name the user made stays theirs
+        _check_target(path, b"", old.files)
+    _check_free(launcher.manifest)
     journal, before = _Journal(), {str(folder): _tree(folder) for folder, _sources in launcher.caches}
+    registered = False
     try:
         for f in launcher.files:
             journal.write(f.path, f.data, f.executable)
         if launcher.registry:
+            registered = True
             _write_registry(launcher.registry)
         _run_after(launcher.after)
         journal.make_folders(launcher.manifest.parent)
@@ -467,6 +471,8 @@ def install(launcher: Launcher) -> list[str]:
                                key=len, reverse=True):
                 _remove_path(Path(path))
         journal.undo()
+        if registered:
+            _delete_registry(launcher.registry)
         if isinstance(exc, OSError):
             where = f"{exc.filename}: " if exc.filename else ""
             raise LauncherError(f"{where}{exc.strerror or exc}; nothing was installed") from None
