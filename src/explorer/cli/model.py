@@ -8,6 +8,7 @@ from pathlib import Path
 
 from ..catalog import install as model_install
 from ..catalog.registry import CACHE_ENV, MODELS, TEACHING, cache_dir, installed_path
+from ..catalog.verdicts import last_check, looks_like_gguf
 from .texttable import format_table
 from ..units import byte_size
 
@@ -65,10 +66,29 @@ def model_rows() -> list[tuple[str, str, str, str, str]]:
     rows = [(TEACHING, "MIT (part of the app)", "built in", "built in",
              "the course's teaching model: 7 pieces, d_model 4, one layer, one head")]
     for name, s in MODELS.items():
-        path = installed_path(name)
-        status = f"installed: {path}" if path else f"not installed ({s.install_command})"
-        rows.append((name, s.licence, byte_size(s.size), status, s.description))
+        rows.append((name, s.licence, byte_size(s.size), install_status(name), s.description))
     return rows
+
+
+def install_status(name: str) -> str:
+    """Whether the model is installed, and whether that was checked: "installed" alone only
+    after its whole file matched its SHA-256 and has not changed since (a file of the right
+    size is only "not checked"; one that does not even start as a GGUF file is damaged)."""
+    s = MODELS[name]
+    path = installed_path(name)
+    if path is None:
+        return f"not installed ({s.install_command})"
+    if not looks_like_gguf(path):
+        return f"damaged, not a GGUF file: {path} (reinstall with: {s.install_command})"
+    checked, when = last_check(name)
+    if checked:
+        return f"installed, checked by its SHA-256 on {_when(when)}: {path}"
+    since = f"since {_when(when)}" if when is not None else "yet"
+    return f"installed, not checked {since} (checked by its SHA-256 when it is next loaded): {path}"
+
+
+def _when(stamp: float | None) -> str:
+    return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp is not None else "an unknown date"
 
 
 class ProgressLine:

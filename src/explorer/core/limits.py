@@ -32,6 +32,7 @@ MAX_LESSON_BYTES = 1 << 20           # 1 MiB: a lesson is a page of text and a f
 MAX_PARAMS_BYTES = 64 << 20          # 64 MiB: readable JSON, a small model's every weight
 MAX_TABLE_MODEL_BYTES = 16 << 20     # 16 MiB: hand-written probability tables
 MAX_GGUF_BYTES = 64 << 30            # 64 GiB: a GGUF is memory-mapped, never read whole
+MAX_WHEEL_BYTES = 4 << 30            # 4 GiB: a model's wheel (PyPI's largest file), read member by member
 MAX_NESTING = 64                     # lists and tables inside each other, in JSON and TOML
 
 

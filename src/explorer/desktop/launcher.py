@@ -1,9 +1,13 @@
 """`token-explorer --install-launcher` / `--uninstall-launcher`: the launcher each platform
 expects (a freedesktop entry, a Start-menu shortcut, a macOS app bundle), planned as data
-(`plan`) and carried out by `install` / `uninstall`."""
+(`plan`) and carried out by `install` / `uninstall`, which write like the export does: all
+or nothing, never through a link, never over a file they did not write, and uninstall
+removes only what the install recorded in its manifest."""
 
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import plistlib
 import shutil
@@ -13,6 +17,9 @@ import sysconfig
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..core.errors import ExplorerError
+from ..core.jsonfile import atomic_file, read_json
+from ..core.userfile import check_replaceable
 from .icons import ICO_SIZES, ICON_NAME, PNG_SIZES, pack_icns, pack_ico, png_path, shipped_pngs, svg_path
 
 APP_NAME = "Token Explorer"
@@ -22,6 +29,13 @@ LESSON_MIME = "application/x-token-explorer-lesson"
 LESSON_FORMAT = 'format = "token-explorer/lesson"'     # the first key of every lesson file
 BUNDLE_ID = "org.token-explorer.TokenExplorer"        # macOS bundle id; the Windows ProgID below
 WINDOWS_PROGID = "TokenExplorer.Lesson"
+MANIFEST = "launcher.json"                            # what an install wrote, in a folder of this app's own
+MANIFEST_FORMAT = "token-explorer/launcher-manifest"
+MANIFEST_LIMIT = 1 << 20                              # bytes of a manifest read at most
+
+
+class LauncherError(ExplorerError):
+    """The launcher could not be installed or removed; the message says which file and why."""
 
 
 @dataclass(frozen=True)
@@ -44,9 +58,12 @@ class Launcher:
     """What installing the launcher does on one platform."""
     platform: str                                   # "linux" | "windows" | "macos"
     files: tuple[LauncherFile, ...]                 # written (folders made as needed)
-    remove: tuple[Path, ...]                        # uninstall deletes these: files, this app's bundle
-                                                    # folder, other folders once empty (in this order)
+    manifest: Path                                  # where the install records what it wrote
     shown: tuple[Path, ...]                         # the main files, named when installed
+    made: tuple[Path, ...] = ()                     # files the `after` commands make (recorded too)
+    caches: tuple[tuple[Path, str], ...] = ()       # (folder, glob of its sources): what the `after`
+                                                    # commands generate there is recorded, and removed
+                                                    # once no source is left in it
     registry: tuple[tuple[str, str, str], ...] = ()  # Windows: (key under HKEY_CURRENT_USER, value name, data)
     after: tuple[tuple[str, ...], ...] = ()         # commands run after installing, when their program exists
     after_uninstall: tuple[tuple[str, ...], ...] = ()
@@ -145,7 +162,8 @@ def mime_package() -> str:
 
 
 def linux_launcher(env: dict, home: Path, command: Command) -> Launcher:
-    data = Path(env.get("XDG_DATA_HOME") or home / ".local" / "share")
+    xdg = env.get("XDG_DATA_HOME") or ""
+    data = Path(xdg) if os.path.isabs(xdg) else home / ".local" / "share"   # a relative one is ignored (XDG spec)
     desktop = data / "applications" / f"{COMMAND}.desktop"
     mime = data / "mime" / "packages" / f"{COMMAND}.xml"
     icons = data / "icons" / "hicolor"
@@ -156,7 +174,8 @@ def linux_launcher(env: dict, home: Path, command: Command) -> Launcher:
     files.append(LauncherFile(icons / "scalable" / "apps" / f"{ICON_NAME}.svg", svg_path().read_bytes()))
     refresh = (("update-mime-database", str(data / "mime")),
                ("update-desktop-database", str(data / "applications")))
-    return Launcher("linux", tuple(files), tuple(f.path for f in files), (desktop, mime, icons),
+    return Launcher("linux", tuple(files), data / COMMAND / MANIFEST, (desktop, mime, icons),
+                    caches=((data / "mime", "packages/*.xml"), (data / "applications", "*.desktop")),
                     after=refresh, after_uninstall=refresh)
 
 
@@ -193,8 +212,8 @@ def windows_launcher(env: dict, home: Path, command: Command) -> Launcher:
                 (rf"{classes}\{WINDOWS_PROGID}\shell\open\command", "", open_command),
                 (rf"{classes}\.toml\OpenWithProgids", WINDOWS_PROGID, ""))
     ico = pack_ico(shipped_pngs(ICO_SIZES))
-    return Launcher("windows", (LauncherFile(icon, ico),), (shortcut, icon, icon.parent), (shortcut, icon),
-                    registry=registry,
+    return Launcher("windows", (LauncherFile(icon, ico),), icon.parent / MANIFEST, (shortcut, icon),
+                    made=(shortcut,), registry=registry,
                     after=(("powershell", "-NoProfile", "-NonInteractive", "-Command", script),),
                     notes=("Lesson files: right-click a .toml file, Open with → Token Explorer.",))
 
@@ -229,7 +248,8 @@ def macos_launcher(env: dict, home: Path, command: Command) -> Launcher:
              LauncherFile(contents / "Resources" / f"{ICON_NAME}.icns", pack_icns(shipped_pngs())))
     register = ("/System/Library/Frameworks/CoreServices.framework/Frameworks/LaunchServices.framework"
                 "/Support/lsregister", "-f", str(bundle))
-    return Launcher("macos", files, (bundle,), (bundle,), after=(register,))
+    manifest = home / "Library" / "Application Support" / APP_NAME / MANIFEST
+    return Launcher("macos", files, manifest, (bundle,), after=(register,))
 
 
 PLANNERS = {"linux": linux_launcher, "windows": windows_launcher, "macos": macos_launcher}
@@ -256,9 +276,19 @@ def plan(platform: str | None = None, env: dict | None = None, home: Path | None
 
 # ---------------------------------------------------------------------------- carrying out
 def _run_after(commands) -> None:
+    """Run the follow-up commands whose program exists; LauncherError with what one printed
+    (or that it printed nothing) when it fails."""
     for argv in commands:
-        if shutil.which(argv[0]) or Path(argv[0]).is_file():
-            subprocess.run(list(argv), check=True, capture_output=True)
+        if not (shutil.which(argv[0]) or Path(argv[0]).is_file()):
+            continue
+        try:
+            done = subprocess.run(list(argv), capture_output=True, stdin=subprocess.DEVNULL)
+        except OSError as exc:
+            raise LauncherError(f"could not run {argv[0]}: {exc.strerror or exc}") from None
+        if done.returncode != 0:
+            said = b"\n".join(t.strip() for t in (done.stderr, done.stdout) if t.strip())
+            said = said.decode("utf-8", "replace") or "it printed nothing"
+            raise LauncherError(f"{' '.join(argv)} failed (exit {done.returncode}): {said}")
 
 
 def _write_registry(values) -> None:
@@ -297,42 +327,201 @@ def _delete_registry(values) -> None:
             pass
 
 
+def _sha256(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _file_sha256(path: Path) -> str | None:
+    """The digest of a regular file at `path` (not followed through a link), else None."""
+    try:
+        if not path.is_symlink() and path.is_file():
+            return _sha256(path.read_bytes())
+    except OSError:
+        pass
+    return None
+
+
+@dataclass
+class Manifest:
+    """What installs of the launcher wrote: files with their digests, the folders they
+    created, and what the follow-up commands generated in a cache folder."""
+    files: dict[str, str]
+    folders: list[str]
+    generated: dict[str, list[str]]
+
+    def text(self) -> str:
+        return json.dumps({"format": MANIFEST_FORMAT, "files": self.files, "folders": self.folders,
+                           "generated": self.generated}, indent=1, sort_keys=True) + "\n"
+
+
+def read_manifest(path: Path) -> Manifest | None:
+    """The manifest at `path`, None if there is none; LauncherError naming it if it is not one."""
+    if not os.path.lexists(path):
+        return None
+    value = read_json(path, LauncherError, MANIFEST_LIMIT, "launcher manifest")
+    strings = lambda v: isinstance(v, list) and all(isinstance(x, str) for x in v)
+    if not (isinstance(value, dict) and value.get("format") == MANIFEST_FORMAT
+            and isinstance(value.get("files"), dict) and all(isinstance(v, str) for v in value["files"].values())
+            and strings(value.get("folders")) and isinstance(value.get("generated"), dict)
+            and all(strings(v) for v in value["generated"].values())):
+        raise LauncherError(f"{path}: not a launcher manifest (expected format = {MANIFEST_FORMAT!r} with files, "
+                            f"folders and generated); remove the launcher's files by hand and then this file")
+    return Manifest(value["files"], value["folders"], value["generated"])
+
+
+def _tree(folder: Path) -> set[str]:
+    return {str(p) for p in folder.rglob("*")} if folder.is_dir() else set()
+
+
+class _Journal:
+    """What one install has written so far, so that a failure can take it back: the new
+    files, the old bytes of the files it replaced, the folders it created."""
+
+    def __init__(self):
+        self.written: list[tuple[Path, bytes | None]] = []
+        self.folders: list[Path] = []
+
+    def make_folders(self, folder: Path) -> None:
+        missing = [p for p in (folder, *folder.parents) if not os.path.lexists(p)]
+        for path in reversed(missing):
+            path.mkdir()
+            self.folders.append(path)
+
+    def write(self, path: Path, data: bytes, executable: bool = False) -> None:
+        self.make_folders(path.parent)
+        before = path.read_bytes() if path.is_file() else None
+        with atomic_file(path) as out:              # a regular file or a new name, never a link
+            out.write(data)
+        self.written.append((path, before))
+        if executable:
+            path.chmod(0o755)
+
+    def undo(self) -> None:
+        for path, before in reversed(self.written):
+            try:
+                if before is None:
+                    path.unlink(missing_ok=True)
+                else:
+                    with atomic_file(path) as out:
+                        out.write(before)
+            except (OSError, ExplorerError):
+                pass
+        _remove_empty(self.folders)
+
+
+def _remove_empty(folders) -> None:
+    """Each folder that is empty, deepest first (one holding anything stays)."""
+    for folder in sorted(map(Path, folders), key=lambda p: -len(p.parts)):
+        try:
+            folder.rmdir()
+        except OSError:
+            pass
+
+
+def _check_target(path: Path, data: bytes, owned: dict[str, str]) -> None:
+    """A launcher file may be written at `path` if nothing is there, or a regular file this
+    launcher wrote (its digest is in the manifest, or it already holds these bytes)."""
+    _check_free(path)
+    digest = _file_sha256(path)
+    if digest is not None and digest not in (owned.get(str(path)), _sha256(data)):
+        raise LauncherError(f"{path}: already exists and was not written by --install-launcher; "
+                            f"nothing was installed (move it away and try again)")
+
+
+def _check_free(path: Path) -> None:
+    """LauncherError unless `path` is free or a regular file (a link is never written through)."""
+    if not os.path.lexists(path):
+        return
+    try:
+        check_replaceable(path)
+    except ExplorerError as exc:
+        raise LauncherError(f"{exc}; nothing was installed") from None
+
+
 def install(launcher: Launcher) -> list[str]:
-    """Write the launcher's files, set its registry values, run its follow-up commands.
-    Returns the lines to print: what was written."""
+    """Write the launcher's files, set its registry values, run its follow-up commands, and
+    record what was written in the manifest. All or nothing: on any failure what this
+    install wrote is removed and the files it replaced get their bytes back. Returns the
+    lines to print: what was written."""
+    old = read_manifest(launcher.manifest) or Manifest({}, [], {})
     for f in launcher.files:
-        f.path.parent.mkdir(parents=True, exist_ok=True)
-        f.path.write_bytes(f.data)
-        if f.executable:
-            f.path.chmod(0o755)
-    if launcher.registry:
-        _write_registry(launcher.registry)
-    _run_after(launcher.after)
+        _check_target(f.path, f.data, old.files)
+    for path in launcher.made:                       # a shortcut of that name the user made stays theirs
+        _check_target(path, b"", old.files)
+    _check_free(launcher.manifest)
+    journal, before = _Journal(), {str(folder): _tree(folder) for folder, _sources in launcher.caches}
+    registered = False
+    try:
+        for f in launcher.files:
+            journal.write(f.path, f.data, f.executable)
+        if launcher.registry:
+            registered = True
+            _write_registry(launcher.registry)
+        _run_after(launcher.after)
+        journal.make_folders(launcher.manifest.parent)
+        files = {**old.files, **{str(f.path): _sha256(f.data) for f in launcher.files}}
+        files.update({str(p): d for p in launcher.made if (d := _file_sha256(p)) is not None})
+        generated = {folder: sorted(set(old.generated.get(folder, ())) | (_tree(Path(folder)) - seen))
+                     for folder, seen in before.items()}
+        folders = sorted(set(old.folders) | {str(p) for p in journal.folders})
+        journal.write(launcher.manifest, Manifest(files, folders, generated).text().encode())
+    except BaseException as exc:
+        for folder, seen in before.items():          # what a follow-up command generated meanwhile
+            for path in sorted(_tree(Path(folder)) - seen - {str(p) for p, old in journal.written if old},
+                               key=len, reverse=True):
+                _remove_path(Path(path))
+        journal.undo()
+        if registered:
+            _delete_registry(launcher.registry)
+        if isinstance(exc, OSError):
+            where = f"{exc.filename}: " if exc.filename else ""
+            raise LauncherError(f"{where}{exc.strerror or exc}; nothing was installed") from None
+        raise
     return [f"Installed the {APP_NAME} launcher for this user:", *(f"  {p}" for p in launcher.shown),
             *launcher.notes]
 
 
-def _is_our_bundle(folder: Path) -> bool:
-    info = folder / "Contents" / "Info.plist"
-    return info.is_file() and plistlib.loads(info.read_bytes()).get("CFBundleIdentifier") == BUNDLE_ID
+def _remove_path(path: Path) -> None:
+    """A generated file, or a generated folder once empty."""
+    try:
+        if path.is_dir() and not path.is_symlink():
+            path.rmdir()
+        else:
+            path.unlink(missing_ok=True)
+    except OSError:
+        pass
 
 
 def uninstall(launcher: Launcher) -> list[str]:
-    """Remove what `install` wrote (a bundle folder only if it is this app's bundle)."""
-    removed = []
-    for path in launcher.remove:
-        if path.is_dir():
-            if _is_our_bundle(path):
-                shutil.rmtree(path)
-                removed.append(path)
-            elif not any(path.iterdir()):
-                path.rmdir()
-        elif path.exists():
+    """Remove what the installs recorded in the manifest and nothing else: a file only if it
+    still holds the bytes the install wrote (a file of that name the user wrote stays), the
+    folders they created once empty, and what the follow-up commands generated in a cache
+    folder once no source is left in it (else the cache is refreshed). Without a manifest
+    (a launcher installed before there was one), the planned files that hold exactly what
+    the plan would write."""
+    manifest = read_manifest(launcher.manifest)
+    if manifest is None:
+        manifest = Manifest({str(f.path): _sha256(f.data) for f in launcher.files}, [], {})
+    removed, kept = [], []
+    for name, digest in manifest.files.items():
+        path = Path(name)
+        if _file_sha256(path) == digest:
             path.unlink()
             removed.append(path)
+        elif os.path.lexists(path):
+            kept.append(path)
     if launcher.registry:
         _delete_registry(launcher.registry)
-    _run_after(launcher.after_uninstall)
+    for folder, sources in launcher.caches:
+        if str(folder) in manifest.folders and not any(Path(folder).glob(sources)):
+            inside = [p for p in manifest.generated.get(str(folder), ()) if Path(p).is_relative_to(folder)]
+            for path in sorted(inside, key=len, reverse=True):
+                _remove_path(Path(path))
+    if os.path.lexists(launcher.manifest):
+        launcher.manifest.unlink()
+    _remove_empty(manifest.folders)
+    _run_after(c for c in launcher.after_uninstall if Path(c[-1]).is_dir())   # a folder left: refresh it
+    lines = [f"Kept {p}: it is not the file the launcher wrote." for p in kept]
     if not removed:
-        return [f"No {APP_NAME} launcher was installed for this user."]
-    return [f"Removed the {APP_NAME} launcher:", *(f"  {p}" for p in removed)]
+        return [f"No {APP_NAME} launcher was installed for this user.", *lines]
+    return [f"Removed the {APP_NAME} launcher:", *(f"  {p}" for p in removed), *lines]
