@@ -204,3 +204,68 @@ def wait_for(condition, seconds: float) -> bool:
             return True
         time.sleep(0.2)
     return False
+
+
+# ---------------------------------------------------------------------------- hostile requests
+
+def raw_exchange(qtbot, server, payload: bytes) -> bytes:
+    """Send `payload` to `server` as another program might (from a thread: the window's
+    event loop runs meanwhile) and return what it answered."""
+    answer = queue.Queue()
+
+    def talk():
+        with socket.socket(socket.AF_UNIX) as s:
+            s.connect(server.server.fullServerName())
+            try:
+                s.sendall(payload)
+            except OSError:               # the server answered and hung up before it all went
+                pass
+            data = b""
+            while not data.endswith(b"\n"):
+                chunk = s.recv(4096)
+                if not chunk:
+                    break
+                data += chunk
+            answer.put(data)
+    threading.Thread(target=talk, daemon=True).start()
+    qtbot.waitUntil(lambda: not answer.empty(), timeout=60_000)
+    return answer.get()
+
+
+HOSTILE = {  # request line -> what the answer says
+    "a list where a path belongs": (b'{"model": ["x"]}\n', b"model: expected a path or a name"),
+    "a number where a path belongs": (b'{"params": 7}\n', b"params: expected a path or a name"),
+    "an unknown key": (b'{"lessons": "beam"}\n', b"unknown key 'lessons'"),
+    "not an object": (b'["beam"]\n', b"expected a JSON object"),
+    "200,000 nested brackets": (b"[" * 200_000 + b"\n", b"more than 65,536 bytes"),
+    "60,000 nested brackets": (b"[" * 60_000 + b"]" * 60_000 + b"\n", b"more than 65,536 bytes"),
+    "20,000 nested brackets": (b"[" * 20_000 + b"]" * 20_000 + b"\n", b"not one line of JSON"),
+    "no end of line in 1 MB": (b"x" * (1 << 20), b"more than 65,536 bytes"),
+    "not UTF-8": (b'{"lesson": "\xff"}\n', b"not UTF-8 text"),
+    "a NUL in a path": (b'{"lesson": "a\\u0000b"}\n', b"lesson: expected a path or a name"),
+    "a path of 10,000 characters": (b'{"lesson": "' + b"a" * 10_000 + b'"}\n', b"lesson: expected a path"),
+    "a value that is no JSON": (b"{'lesson': beam}\n", b"not one line of JSON"),
+}
+
+
+@pytest.mark.parametrize("case", list(HOSTILE))
+def test_a_hostile_request_is_answered_as_bad_and_changes_nothing(window, qtbot, tmp_path, case):
+    server = listening_window(window, tmp_path)
+    payload, said = HOSTILE[case]
+    shown, received = window.lesson, []
+    server.received.connect(received.append)
+    answer = raw_exchange(qtbot, server, payload)
+    assert answer.startswith(b"bad request: ") and said in answer, answer
+    assert received == [] and window.lesson is shown and window.errors == []
+    assert raw_exchange(qtbot, server, b"{}\n") == b"ok\n"          # and the next start is still answered
+
+
+def test_a_burst_of_failed_requests_keeps_one_error_box(window, qtbot, tmp_path):
+    listening_window(window, tmp_path)
+    for i in range(30):
+        apply_request(window, {"lesson": str(tmp_path / f"gone-{i}.toml")})
+    from PySide6.QtWidgets import QMessageBox
+    boxes = [w for w in window.findChildren(QMessageBox) if w.isVisible()]
+    assert len(boxes) == 1 and boxes[0] is window._last_box
+    assert "gone-29.toml" in boxes[0].text() and "the latest of 30 problems" in boxes[0].text()
+    assert len(window.errors) == 30

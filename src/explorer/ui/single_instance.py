@@ -22,6 +22,9 @@ CONNECT_MS = 1000     # a listening window accepts at once; this long means ther
 ANSWER_MS = 3000      # a running window answers at once; one still loading a real model may not
 LOCK_MS = 2 * CONNECT_MS + ANSWER_MS + 1000   # another start checking at the same moment holds the lock this long at most
 ACK = b"ok\n"
+MAX_REQUEST_BYTES = 64 << 10     # a request names a file or a model: a line far shorter than this
+MAX_REQUEST_TEXT = 4096          # characters of one value (a path)
+REQUEST_KEYS = ("lesson", "model", "params")
 
 add_messages({
     "instance.unanswered": {"en": "Another Token Explorer window did not answer within {seconds} s: this one "
@@ -59,7 +62,7 @@ class InstanceServer(QObject):
         self.server = QLocalServer(self)
         self.server.setSocketOptions(QLocalServer.SocketOption.UserAccessOption)
         self.server.newConnection.connect(self._accept)
-        self._partial: dict[QLocalSocket, bytes] = {}    # what each connection sent so far
+        self._partial: dict[QLocalSocket, bytearray] = {}    # what each connection sent so far
 
     def listen(self) -> None:
         """Listen under the name, replacing a socket a crashed window left behind (call
@@ -71,7 +74,7 @@ class InstanceServer(QObject):
     def _accept(self) -> None:
         while self.server.hasPendingConnections():
             socket = self.server.nextPendingConnection()
-            self._partial[socket] = b""
+            self._partial[socket] = bytearray()
             socket.readyRead.connect(lambda s=socket: self._read(s))
             socket.disconnected.connect(lambda s=socket: self._closed(s))
 
@@ -80,22 +83,44 @@ class InstanceServer(QObject):
         socket.deleteLater()
 
     def _read(self, socket: QLocalSocket) -> None:
-        if socket not in self._partial:                  # answered already
+        """Gather the request line (appended in place: linear in its size), at most
+        MAX_REQUEST_BYTES; answer it once it is whole, or as soon as it is too long."""
+        data = self._partial.get(socket)
+        if data is None:                                 # answered already
             return
-        data = self._partial[socket] = self._partial[socket] + bytes(socket.readAll().data())
-        if b"\n" not in data:
+        start = len(data)
+        data += bytes(socket.readAll().data())
+        end = data.find(b"\n", max(0, start))
+        if end < 0 and len(data) <= MAX_REQUEST_BYTES:
             return
         del self._partial[socket]
-        line = data.split(b"\n", 1)[0]
-        try:
-            request = json.loads(line.decode("utf-8"))
-        except (UnicodeDecodeError, json.JSONDecodeError):
-            request = None
-        socket.write(ACK if isinstance(request, dict) else b"bad request\n")
+        request, problem = (None, f"more than {MAX_REQUEST_BYTES:,} bytes") if end < 0 or end > MAX_REQUEST_BYTES \
+            else checked_request(bytes(data[:end]))
+        socket.write(ACK if request is not None else f"bad request: {problem}\n".encode("utf-8"))
         socket.flush()
         socket.disconnectFromServer()
-        if isinstance(request, dict):
+        if request is not None:
             self.received.emit(request)
+
+
+def checked_request(line: bytes) -> tuple[dict | None, str]:
+    """(the request, "") of one line a later start sent, or (None, what is wrong): a JSON
+    object whose keys are among REQUEST_KEYS, each a text of at most MAX_REQUEST_TEXT
+    characters without NUL. Anything else, however deep or odd, is refused, never raised."""
+    try:
+        value = json.loads(line.decode("utf-8"))
+    except UnicodeDecodeError:
+        return None, "not UTF-8 text"
+    except (json.JSONDecodeError, RecursionError, ValueError) as exc:
+        return None, f"not one line of JSON ({type(exc).__name__})"
+    if not isinstance(value, dict):
+        return None, "expected a JSON object"
+    for key, item in value.items():
+        if key not in REQUEST_KEYS:
+            return None, f"unknown key {key[:40]!r} (expected {', '.join(REQUEST_KEYS)})"
+        if not isinstance(item, str) or not item or len(item) > MAX_REQUEST_TEXT or "\0" in item:
+            return None, f"{key}: expected a path or a name (text of 1 to {MAX_REQUEST_TEXT:,} characters)"
+    return value, ""
 
 
 def hand_over(name: str, request: dict) -> bool:

@@ -124,6 +124,8 @@ add_messages({
     "error.title": {"en": "Token Explorer: problem", "zh": "Token 探索器：出现问题"},
     "error.kept": {"en": "{message}\n\nNothing was changed; the explorer keeps what it had.",
                    "zh": "{message}\n\n没有做任何更改，探索器保留原来的状态。"},
+    "error.more": {"en": "(the latest of {n} problems; every one is in the status bar as it happens)",
+                   "zh": "（{n}个问题中的最新一个；每个问题出现时都显示在状态栏中）"},
 })
 
 
@@ -292,14 +294,23 @@ class MainWindow(QMainWindow):
         self.statusBar().showMessage(text, ms)
 
     def report_error(self, message: str) -> None:
-        """Show a problem without blocking the class: status bar + a non-modal box."""
+        """Show a problem without blocking the class: status bar + a non-modal box. One box
+        at a time: a problem while it is open replaces its text (the box says how many it
+        has shown), so a burst of failures (a script sending broken requests) costs nothing."""
         self.errors = (self.errors + [message])[-100:]
         lang = self.session.lang
         self.show_status(message, 15000)
+        box = getattr(self, "_last_box", None)
+        if box is not None and box.isVisible():
+            box.shown += 1
+            box.setText(tr("error.kept", lang, message=message) + "\n\n" + tr("error.more", lang, n=box.shown))
+            return
         box = QMessageBox(QMessageBox.Icon.Warning, tr("error.title", lang),
                           tr("error.kept", lang, message=message), QMessageBox.StandardButton.Ok, self)
+        box.shown = 1
         box.setAttribute(Qt.WidgetAttribute.WA_DeleteOnClose)
         box.setWindowModality(Qt.WindowModality.NonModal)
+        box.finished.connect(lambda _r: setattr(self, "_last_box", None))
         box.show()
         self._last_box = box
 
