@@ -32,7 +32,7 @@ def add_parser(subparsers) -> None:
         description="Render every frame of a lesson as 16:9 slides composed for a projector and write "
                     "them to a folder. Runs without a display. The files are written together at the "
                     "end: a failure or Ctrl+C leaves the output folder as it was.")
-    p.add_argument("--out", type=str, help="output folder (created if missing)")
+    p.add_argument("--out", type=str, help="output folder (created if missing, once the export has succeeded)")
     p.add_argument("--format", default="png,pdf", help=f"comma list of {','.join(FORMATS)} (default png,pdf)")
     p.add_argument("--style", choices=STYLES, default="slide",
                    help="slide: the frame's panels laid out large for a projector (default); "
@@ -179,10 +179,7 @@ def _listing(deck_id: str, title: str, session, lang: str) -> str:
 
 
 def _check_writable(folder: Path) -> None:
-    """Create the folder if missing; refuse early (exit 2) when it cannot be: what stands in
-    the way is named (a file, a device, a missing permission)."""
+    """Refuse early (exit 2) a folder that cannot be written or made: what stands in the way
+    is named (a file, a device, a missing permission). A missing folder is created only when
+    the export's files are written (`StagedFiles.commit`): a failed export leaves none."""
     check_out_folder(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ExplorerError(f"--out {folder}: cannot create the folder ({os_error_text(exc)})") from None
