@@ -113,7 +113,14 @@ def model_key(args) -> str:
 
 
 def model_from_args(args):
-    return with_arithmetic(load_model(model_key(args)), getattr(args, "arithmetic", "float"))
+    """The model --model names, computing as --arithmetic says (refused, naming both, for a
+    model that cannot: the teaching model, a float GGUF file)."""
+    arithmetic = getattr(args, "arithmetic", DEFAULT_ARITHMETIC)
+    model = load_model(model_key(args))
+    try:
+        return with_arithmetic(model, arithmetic)
+    except ExplorerError as exc:
+        raise SettingError(f"--arithmetic {arithmetic} with --model {model_key(args)}: {exc}") from None
 
 
 def prompt_ids(args, model) -> list[int]:
@@ -200,26 +207,8 @@ def add_run_flags(parser: argparse.ArgumentParser, lesson_help: str, top_help: s
 
 
 def check_run_flags(args: argparse.Namespace) -> None:
-    """The values of the run flags that need no model, checked (SettingError naming the flag)."""
-    if args.speculative is None and args.ngram is not None:
-        raise SettingError(f"--ngram {args.ngram}: the n-gram length of prompt lookup only applies with "
-                           "--speculative K (give both, or leave --ngram out)")
-    if args.speculative is not None:
-        if args.force:
-            raise SettingError("--force: a what-if cannot be combined with --speculative "
-                               "(speculative decoding verifies the model's own choices)")
-    if args.model is not None and args.params is not None:
-        raise ExplorerError("give --model or --params, not both")
-    lesson = getattr(args, "lesson", None)
-    if lesson is not None:                    # a lesson brings its own models, prompts and checks
-        given = [flag for flag, on in (("--model", args.model is not None), ("--params", args.params is not None),
-                                       ("--prompt", args.prompt is not None), ("--prompt-ids", args.prompt_ids is not None),
-                                       ("--chat", args.chat), ("--arithmetic", args.arithmetic != DEFAULT_ARITHMETIC),
-                                       ("--no-check", args.no_check)) if on]
-        if given:
-            raise SettingError(f"{', '.join(given)} with --lesson {lesson}: a lesson runs its own models and "
-                               f"prompts, each step checked; leave out --lesson for a free run, or "
-                               f"{'these flags' if len(given) > 1 else 'the flag'}")
+    """The what-if choices, checked (SettingError naming the flag); which flags cannot go
+    together is `combinations`' table, checked before."""
     parse_forces(args.force)
 
 
@@ -271,5 +260,6 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
         try:
             session.force(step, token)
         except ExplorerError as exc:
-            raise SettingError(f"--force {step}:{token}: {exc}") from None
+            where = "" if lesson is None else f" with --lesson {lesson}"
+            raise SettingError(f"--force {step}:{token}{where}: {exc}") from None
     return session

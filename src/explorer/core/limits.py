@@ -23,6 +23,9 @@ MAX_FORCE_STEP = MAX_NEW_TOKENS - 1   # a what-if at a step no run can reach is 
 MAX_TOKEN_ID = 2**31 - 1     # a token id or a top-k: an int32 holds every vocabulary's ids
 MAX_NUMBER_CHARS = 400       # characters of one number typed: longer is refused before it is read
 MAX_PROMPT_TOKENS = 2048     # a page of text; the trace keeps every layer's [h, n, e] queries
+MAX_CHECKED_STEPS = 32       # steps of one run compared with a full recomputation (each costs a whole forward
+CHECKED_FIRST = 16           # over the prefix: quadratic in all); past it the first 16, then evenly spread
+MAX_SLIDES = 200             # slides one export draws unless --frames chooses them or --max-slides allows more
 
 # files read whole before they are checked: the most bytes each may hold
 MAX_LESSON_BYTES = 1 << 20           # 1 MiB: a lesson is a page of text and a few numbers

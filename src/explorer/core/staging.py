@@ -28,8 +28,10 @@ def make_staging(base: Path, prefix: str) -> Path:
     path = Path(base) / f"{prefix}{token}"
     os.mkdir(path, 0o700)
     fd = os.open(path / MARKER, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
-    with os.fdopen(fd, "w", encoding="ascii") as f:
-        f.write(f"{_MAGIC}\n{os.getpid()}\n{token}\n")
+    try:
+        os.write(fd, f"{_MAGIC}\n{os.getpid()}\n{token}\n".encode("ascii"))
+    finally:
+        os.close(fd)
     return path
 
 
