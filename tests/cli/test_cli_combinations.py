@@ -57,6 +57,7 @@ REFUSED = [
     (["export", "--no-check", "--out", "{tmp}/d"], ["--no-check with the default lesson 'wo-ai-to-eos'"]),
     (["export", "--frames", "1", "--max-slides", "3", "--out", "{tmp}/d"], ["--max-slides 3 with --frames 1"]),
     (["lesson", "new", "--out", "{tmp}/x.toml", "--no-check"], ["--no-check", "whenever it is opened"]),
+    (["model", "install", "smollm2", "--accept-terms"], ["--accept-terms", "no terms to accept"]),
     (["sample", "--logits", "1,2", "--seen", "5", "--repetition-penalty", "2"],
      ["--seen item 1 of 1: id 5 is outside the 2 ids of --logits (expected 0..1)"]),
     (["sample", "--model", "teaching", "--seen", "0,9", "--repetition-penalty", "2"],
@@ -135,3 +136,15 @@ def test_a_long_trace_says_its_check_was_capped(capsys):
     assert "largest |cached - full recompute| over 18 of 22 steps" in out
     assert "(the check is capped at 32 steps a run: the first 16, then 16 spread evenly up to step 99; " \
            "--no-check skips it)" in out
+
+
+def test_a_long_trace_shows_its_steps_on_a_terminal_and_prints_the_same_table(capsys, monkeypatch):
+    argv = ["trace", "--mode", "sample", "--seed", "2", "--max-new-tokens", "5"]
+    _, plain, _ = cli(capsys, argv)
+    terminal = Terminal()
+    monkeypatch.setattr("sys.stderr", terminal)
+    code, out, _ = cli(capsys, argv)
+    assert code == 0 and "\r  generating: step 5 of at most 5" in terminal.getvalue()
+    assert terminal.getvalue().endswith("\r")                  # cleared before the table
+    strip = lambda text: [line for line in text.splitlines() if "ms" not in line]   # noqa: E731 (timings)
+    assert strip(out) == strip(plain)

@@ -10,6 +10,7 @@ import argparse
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from ..catalog.registry import MODELS
 from ..core.decode.sampling import SamplingConfig
 from ..core.errors import SettingError
 
@@ -107,6 +108,10 @@ RULES: dict[str, tuple[Rule, ...]] = {
                                    f"has nothing to shape; add png, pdf, pptx or svg, or leave out {flag}", _no_slides)
           for flag in ("--style", "--size", "--scale", "--theme", "--frames", "--panel", "--no-caption",
                        "--max-slides")),
+    ),
+    "model install": (
+        Rule(("--accept-terms",), "this model is under an open licence with no terms to accept; leave out "
+                                  "--accept-terms", lambda args: MODELS[args.name].terms is None),
     ),
     "lesson new": RUN_RULES + (
         Rule(("--no-check",), "a lesson's steps are compared with a full recomputation whenever it is opened; the "

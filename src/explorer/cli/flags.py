@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from contextlib import contextmanager
 
 from ..core.gguf.architectures import supported_families
 from ..core.tokens.chat import chat_turn, has_chat_format
@@ -20,6 +21,7 @@ from ..catalog.load import default_prompt, load_model, load_params_file
 from ..catalog.registry import TEACHING
 from ..lessons import load_lesson
 from ..session import Session
+from .progress import ProgressLine
 from ..session.session import DEFAULT_CONFIG, Scenario
 
 DEFAULT_ARITHMETIC = "float"      # float32 throughout: what every lesson computes in
@@ -252,14 +254,29 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
         scenario = Scenario(model, tuple(prompt_ids(args, model)), DEFAULT_CONFIG, speculative=k,
                             ngram=DEFAULT_NGRAM if args.ngram is None else args.ngram)
         session = Session(model, scenario.prompt_ids, check_recompute=not args.no_check, scenarios=(scenario,))
-    if changes:
-        session.set_sampling(**changes)
-    if session.scenario.speculative:
-        check_speculative_mode(session.config)
-    for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it
-        try:
-            session.force(step, token)
-        except ExplorerError as exc:
-            where = "" if lesson is None else f" with --lesson {lesson}"
-            raise SettingError(f"--force {step}:{token}{where}: {exc}") from None
+    with progress_on_terminal(session):
+        if changes:
+            session.set_sampling(**changes)
+        if session.scenario.speculative:
+            check_speculative_mode(session.config)
+        for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it
+            try:
+                session.force(step, token)
+            except ExplorerError as exc:
+                where = "" if lesson is None else f" with --lesson {lesson}"
+                raise SettingError(f"--force {step}:{token}{where}: {exc}") from None
     return session
+
+
+@contextmanager
+def progress_on_terminal(session: Session):
+    """While the flags' changes are computed: the generated steps as a progress line on
+    stderr, when it is a terminal (a long run of a real model takes minutes)."""
+    line = ProgressLine(lambda _what, done, total: f"  generating: step {done} of at most {total}")
+    if line.live:
+        session.runner = lambda s: s.apply(s.prepare(on_step=lambda done, total: line.show("steps", done, total)))
+    try:
+        yield
+    finally:
+        session.runner = None
+        line.clear()
