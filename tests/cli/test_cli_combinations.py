@@ -63,7 +63,7 @@ REFUSED = [
     (["sample", "--model", "teaching", "--seen", "0,9", "--repetition-penalty", "2"],
      ["--seen item 2 of 2: id 9 is outside the 7 ids of the model's vocabulary (expected 0..6)"]),
     (["export", "--lesson", "beam", "--panel", "kv", "--out", "{tmp}/d"],
-     ["--panel kv: this model has no layers", "in none of its 8 frames", "timeline, distribution, beam"]),
+     ["--panel kv: none of the 8 frames shows it (its model has no layers", "timeline, distribution, beam"]),
     (["export", "--lesson", "beam", "--panel", "beam", "--frames", "1-5", "--out", "{tmp}/d"],
      ["--panel beam with --frames 1-5: frames 1-4 do not show it", "the frames that do: 5,7-8"]),
     (["export", "--max-slides", "5", "--out", "{tmp}/d"],

@@ -176,8 +176,8 @@ def test_list_names_lessons_panels_and_frames(capsys):
     (["--size", "4097x2000", "--scale", "2"], "up to 4096 on a side"),
     (["--style", "window", "--panel", "kv"], "a panel slide is composed"),
     (["--format", "pptx", "--panel", "kv", "--frames", "2-3"], "a deck holds a lesson's slides"),
-    (["--lesson", "beam", "--panel", "attention"], "--panel attention: this model has no layers"),
-    (["--panel", "beam"], "--panel beam: this lesson runs no beam search"),
+    (["--lesson", "beam", "--panel", "attention"], "--panel attention: none of the 8 frames shows it (its model has no layers"),
+    (["--panel", "beam"], "--panel beam: none of the 10 frames shows it (its run is not a beam search)"),
 ])
 def test_bad_requests_exit_2_with_a_message(capsys, tmp_path, argv, message):
     code, out, err = export(capsys, "--out", str(tmp_path / "o"), *argv)

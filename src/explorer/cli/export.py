@@ -170,8 +170,8 @@ def _panel_frames(args, session: Session, chosen: tuple[int, ...] | None) -> tup
     panel = args.panel
     showing = [i for i in range(len(session.frames)) if not _missing_panel(panel, session, i)]
     if not showing:
-        raise ExplorerError(f"--panel {panel}: {_missing_panel(panel, session, 0)}, in none of its "
-                            f"{len(session.frames)} frames; the panels its frames show: "
+        raise ExplorerError(f"--panel {panel}: none of the {len(session.frames)} frames shows it "
+                            f"({_missing_panel(panel, session, 0)}); the panels its frames show: "
                             f"{', '.join(_lesson_panels(session))}")
     if chosen is None:
         if len(showing) < len(session.frames):
@@ -190,9 +190,9 @@ def _missing_panel(panel: str, session: Session, index: int) -> str:
     """Why `panel` has nothing to show on frame `index` ("" when it has)."""
     run, _ = session.run_at(index)
     if panel in ("attention", "kv") and not run.steps[0].trace.layers:
-        return "this model has no layers (no attention, no K/V cache)"
+        return "its model has no layers (no attention, no K/V cache)"
     if panel == "beam" and session.beam_at(index) is None:
-        return "its run is no beam search"
+        return "its run is not a beam search"
     return ""
 
 
