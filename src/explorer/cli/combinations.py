@@ -11,7 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..catalog.registry import MODELS
-from ..core.decode.sampling import SamplingConfig
+from ..core.decode.sampling import ARGMAX_KEEPING, STAGE_NAMES, SamplingConfig
 from ..core.errors import SettingError
 
 
@@ -61,15 +61,13 @@ RUN_RULES = (
                                       "(expected --mode greedy or sample)", lambda args: args.mode == "beam"),
 )
 
+# flag of each sampling stage: its name as a flag
+STAGE_FLAGS = {name: "--" + name.replace("_", "-") for name in STAGE_NAMES}
 # the sampling flags that shape the distribution but never change a greedy choice (argmax)
-GREEDY_BLIND = {"--temperature": "temperature", "--top-k": "top_k", "--top-p": "top_p", "--min-p": "min_p",
-                "--seed": "seed"}
-# flag of each sampling stage
-STAGE_FLAGS = {"repetition_penalty": "--repetition-penalty", "temperature": "--temperature", "top_k": "--top-k",
-               "top_p": "--top-p", "min_p": "--min-p"}
+GREEDY_BLIND = (*(STAGE_FLAGS[name] for name in ARGMAX_KEEPING), "--seed")
 BEAM_ONLY = ("--beam-width", "--length-penalty")
 # the flags a beam search does not read (it scores by the raw log-probabilities, ends on EOS or length)
-BEAM_BLIND = (*GREEDY_BLIND, "--repetition-penalty", "--order", "--stop")
+BEAM_BLIND = (*STAGE_FLAGS.values(), "--seed", "--order", "--stop")
 
 LANG_JSON = Rule(("--lang", "--json"), "the JSON is the same in every language; leave out --lang, or --json for "
                                       "the table")
@@ -198,7 +196,7 @@ def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[s
              if getattr(args, flag[2:].replace("-", "_"), None) is not None}
     for name, config in configs:
         of = f" (the lesson's run {name!r})" if name else ""
-        left_out = [stage for stage in _active_stages(config) if stage not in config.order]
+        left_out = [stage for stage in config.active_stages if stage not in config.order]
         if left_out:
             flags = [STAGE_FLAGS[s] for s in left_out]
             set_by = ", ".join(f if f in given else f"{s} (set by the lesson)" for s, f in zip(left_out, flags))
@@ -240,9 +238,3 @@ def session_configs(session) -> list[tuple[str, SamplingConfig]]:
         return [("", s.config) for s in session.scenarios]
     names = [name for name, _ in content.scenarios] if len(content.scenarios) > 1 else [content.id]
     return [(name, s.config) for name, s in zip(names, session.scenarios)]
-
-
-def _active_stages(config: SamplingConfig) -> list[str]:
-    """The sampling stages whose setting is not 'off'."""
-    off = {"repetition_penalty": 1.0, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}
-    return [stage for stage, value in off.items() if getattr(config, stage) != value]

@@ -191,7 +191,7 @@ def _missing_panel(panel: str, session: Session, index: int) -> str:
     run, _ = session.run_at(index)
     if panel in ("attention", "kv") and not run.steps[0].trace.layers:
         return "its model has no layers (no attention, no K/V cache)"
-    if panel == "beam" and session.beam_at(index) is None:
+    if panel == "beam" and next(beam for r, beam in session.scenario_results() if r is run) is None:
         return "its run is not a beam search"
     return ""
 

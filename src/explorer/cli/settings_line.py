@@ -3,7 +3,7 @@ that changed them is seen to have acted."""
 
 from __future__ import annotations
 
-from ..core.decode.sampling import SamplingConfig
+from ..core.decode.sampling import ARGMAX_KEEPING, SamplingConfig
 from ..i18n import add_messages, tr
 
 add_messages({
@@ -13,16 +13,13 @@ add_messages({
 
 
 def settings_text(config: SamplingConfig, lang: str = "en") -> str:
-    """The settings that act on the run's choices, as the flags spell them: the mode; in
-    sample mode the temperature, the seed and the active stages; the repetition penalty
-    when active; the order when it matters (two active stages); the length and the stops."""
-    active = [name for name, off in (("repetition_penalty", 1.0), ("temperature", 1.0), ("top_k", 0), ("top_p", 1.0),
-                                     ("min_p", 0.0)) if getattr(config, name) != off]
+    """The settings that act on the run's choices, as the flags spell them: the mode; the
+    active stages (those that keep the highest logit only in sample mode), the seed of the
+    draws; the order when it matters (two active stages); the length and the stops."""
+    active = config.active_stages
     draws = config.mode == "sample" and config.temperature > 0
-    items = [config.mode] + [f"{name.replace('_', '-')} {getattr(config, name):g}" for name in
-                             ("temperature", "top_k", "top_p", "min_p") if name in active and config.mode == "sample"]
-    if "repetition_penalty" in active:
-        items.append(f"repetition-penalty {config.repetition_penalty:g}")
+    items = [config.mode] + [f"{name.replace('_', '-')} {getattr(config, name):g}" for name in active
+                             if name not in ARGMAX_KEEPING or config.mode == "sample"]
     if draws:
         items.append(f"seed {config.seed}")
     if len(active) > 1 and config.order != SamplingConfig().order:

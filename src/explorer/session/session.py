@@ -203,10 +203,6 @@ class Session:
         scenario = self._effective[self._frame_scenario[index]]
         return self._runs[scenario], scenario.model
 
-    def beam_at(self, index: int) -> BeamResult | None:
-        """The beam-search tree frame `index` shows (its scenario's, in beam mode), or None."""
-        return self._beams.get(self._effective[self._frame_scenario[index]])
-
     @property
     def beam(self) -> BeamResult | None:
         """The beam-search tree of the current scenario, in beam mode."""
