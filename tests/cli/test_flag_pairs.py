@@ -43,7 +43,8 @@ SAMPLES = {
     "--intermediates": ["--intermediates"], "--list": ["--list"], "--max-slides": ["--max-slides", "5"],
 }
 # (command, flag) -> the sample of that command, where it differs
-COMMAND_SAMPLES = {("sample", "--mode"): ["--mode", "greedy"], ("sample", "--model"): ["--model", "teaching"], ("sample", "--prompt"): ["--prompt", "我爱学习"]}
+COMMAND_SAMPLES = {("sample", "--mode"): ["--mode", "greedy"],          # sample's default mode is sample
+                   ("sample", "--model"): ["--model", "teaching"]}
 # (command, flag) -> the flags that give it a meaning: {flag: fragment}
 _SAMPLED = {"--mode": ["--mode", "sample"]}
 CONTEXT = {

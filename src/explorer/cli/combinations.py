@@ -192,7 +192,7 @@ def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[s
     the order, the beam's flags meet a beam, and (for a table of choices, `as_table`) a greedy
     run is given no flag that could only reshape a draw. `configs`: (name of the run, its
     settings): "" for a free run, the lesson's scenario otherwise."""
-    given = {flag for flag in (*STAGE_FLAGS.values(), *BEAM_BLIND, *BEAM_ONLY)
+    given = {flag for flag in (*BEAM_BLIND, *BEAM_ONLY)
              if getattr(args, flag[2:].replace("-", "_"), None) is not None}
     for name, config in configs:
         of = f" (the lesson's run {name!r})" if name else ""
@@ -205,7 +205,7 @@ def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[s
                                f"never runs; name every active stage in --order (e.g. "
                                f"{','.join(s for s in STAGE_FLAGS if s in (*config.order, *left_out))}), or "
                                f"leave out {' and '.join(mine) if mine else '--order'}")
-    of = f" (every run of the lesson)" if any(name for name, _ in configs) else ""
+    of = " (every run of the lesson)" if any(name for name, _ in configs) else ""
     modes = {config.mode for _, config in configs}
     if "beam" not in modes:
         for flag in BEAM_ONLY:
