@@ -148,3 +148,21 @@ def test_a_long_trace_shows_its_steps_on_a_terminal_and_prints_the_same_table(ca
     assert terminal.getvalue().endswith("\r")                  # cleared before the table
     strip = lambda text: [line for line in text.splitlines() if "ms" not in line]   # noqa: E731 (timings)
     assert strip(out) == strip(plain)
+
+
+def test_ctrl_c_while_an_exports_run_is_computed_stops_it_at_the_next_step(capsys, tmp_path, monkeypatch):
+    import os
+    import signal
+
+    from explorer.cli.progress import ProgressLine
+    steps = []
+
+    def interrupted_at_the_first_step(self, stage, done, total):
+        steps.append(done)
+        if done == 1:
+            os.kill(os.getpid(), signal.SIGINT)                  # Ctrl+C, caught by the export's handler
+    monkeypatch.setattr(ProgressLine, "show", interrupted_at_the_first_step)
+    code, out, err = cli(capsys, ["export", "--mode", "sample", "--temperature", "50", "--max-new-tokens", "40",
+                                  "--prompt-ids", "1,2", "--out", str(tmp_path / "d")])
+    assert code == 130 and out == "" and "export cancelled, nothing was written" in err
+    assert steps == [1] and list(tmp_path.iterdir()) == []      # stopped after its first step (of 8 uninterrupted)

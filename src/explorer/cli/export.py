@@ -81,7 +81,10 @@ def _run(args, cancelled) -> int:
         raise SettingError(f"--speculative {args.speculative} with the lesson {lesson!r}: a lesson's slides show "
                            f"its own decoding; give --model or --prompt for a free run decoded speculatively "
                            f"(`token-explorer trace --lesson {lesson} --speculative K` prints that lesson decoded speculatively)")
-    session = session_from_args(args, lesson, speculative=True)
+    session = session_from_args(args, lesson, speculative=True, cancel=cancelled)
+    if cancelled():                       # Ctrl+C while the run was computed
+        print(f"explorer export: {CANCELLED}", file=sys.stderr)
+        return CANCELLED_EXIT
     check_settings("export", args, session_configs(session), as_table=False)
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():

@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
 from contextlib import contextmanager
 
 from ..core.gguf.architectures import supported_families
@@ -241,10 +242,12 @@ def free_model(args: argparse.Namespace):
     return load_params_file(args.params) if args.params is not None else model_from_args(args)
 
 
-def session_from_args(args: argparse.Namespace, lesson: str | None = None, speculative: bool = False) -> Session:
+def session_from_args(args: argparse.Namespace, lesson: str | None = None, speculative: bool = False,
+                      cancel: Callable[[], bool] | None = None) -> Session:
     """The session the flags describe: `lesson`'s (a name or a file), or a free run of the
     model and prompt they give (decoded speculatively with --speculative when `speculative`);
-    then their sampling changes and what-if choices. Call `check_run_flags` first."""
+    then their sampling changes and what-if choices, computed with progress on a terminal
+    and stopped (the run ends "cancelled") when `cancel()` says so. Call `check_run_flags` first."""
     changes = sampling_changes(args)
     if lesson is not None:
         session = load_lesson(lesson).build_session()
@@ -254,7 +257,7 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
         scenario = Scenario(model, tuple(prompt_ids(args, model)), DEFAULT_CONFIG, speculative=k,
                             ngram=DEFAULT_NGRAM if args.ngram is None else args.ngram)
         session = Session(model, scenario.prompt_ids, check_recompute=not args.no_check, scenarios=(scenario,))
-    with progress_on_terminal(session):
+    with progress_on_terminal(session, cancel):
         if changes:
             session.set_sampling(**changes)
         if session.scenario.speculative:
@@ -269,12 +272,14 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
 
 
 @contextmanager
-def progress_on_terminal(session: Session):
+def progress_on_terminal(session: Session, cancel: Callable[[], bool] | None = None):
     """While the flags' changes are computed: the generated steps as a progress line on
-    stderr, when it is a terminal (a long run of a real model takes minutes)."""
+    stderr, when it is a terminal (a long run of a real model takes minutes); `cancel` asked
+    after every step."""
     line = ProgressLine(lambda _what, done, total: f"  generating: step {done} of at most {total}")
-    if line.live:
-        session.runner = lambda s: s.apply(s.prepare(on_step=lambda done, total: line.show("steps", done, total)))
+    if line.live or cancel is not None:
+        session.runner = lambda s: s.apply(s.prepare(on_step=lambda done, total: line.show("steps", done, total),
+                                                     cancel=cancel))
     try:
         yield
     finally:
