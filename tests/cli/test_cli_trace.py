@@ -57,7 +57,8 @@ def test_a_long_prompt_is_shortened_in_the_table_and_listed_whole_above_it(capsy
     code, out, _ = run_cli(capsys, "trace", "--prompt-ids", ",".join(map(str, ids)), "--max-new-tokens", "1")
     assert code == 0
     lines = out.splitlines()
-    assert lines[0] == "prompt: " + " ".join("我爱"[i - 1] for i in ids) + f" {ids}"
+    assert lines[:3] == ["model: teaching (computing in float64)", "settings: greedy, max-new-tokens 1",
+                         "prompt: " + " ".join("我爱"[i - 1] for i in ids) + f" {ids}"]
     prefill = next(line for line in lines if line.startswith("Prefill"))
     assert "我 爱 我 爱 我 …(+3)… 我 爱 我 爱 我 [1, 2, 1, 2, 1, …(+3)…, 1, 2, 1, 2, 1]" in prefill
     assert "0,1,2,3,4,…(+3)…,8,9,10,11,12" in prefill
@@ -121,7 +122,7 @@ def test_trace_on_the_real_model(capsys, smollm2):
 
 def test_model_and_params_together_are_refused(capsys):
     code, _, err = run_cli(capsys, "trace", "--model", "teaching", "--params", "x.json")
-    assert code == 2 and "give --model or --params, not both" in err
+    assert code == 2 and "--model teaching with --params x.json: --params is a parameter file of the teaching model" in err
 
 
 def test_window_options_before_a_sub_command_go_to_it(capsys, smollm2):
@@ -151,7 +152,7 @@ def test_a_lesson_with_several_scenarios_names_each_block(capsys):
     code, out, _ = run_cli(capsys, "trace", "--lesson", "stop-reasons", "--lang", "zh")
     assert "情景“tool”" in out
     code, out, _ = run_cli(capsys, "trace", "--lesson", "wo-ai-to-eos")         # one scenario: no header
-    assert code == 0 and out.startswith("prompt: ")
+    assert code == 0 and out.startswith("model: teaching")
 
 
 TABLE_LESSONS = [name for name in lesson_names()     # these real-model lessons: tests/test_real_lesson.py, test_prefix_lesson.py

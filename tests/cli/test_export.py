@@ -176,8 +176,8 @@ def test_list_names_lessons_panels_and_frames(capsys):
     (["--size", "4097x2000", "--scale", "2"], "up to 4096 on a side"),
     (["--style", "window", "--panel", "kv"], "a panel slide is composed"),
     (["--format", "pptx", "--panel", "kv", "--frames", "2-3"], "a deck holds a lesson's slides"),
-    (["--lesson", "beam", "--panel", "attention"], "--panel attention: this model has no layers"),
-    (["--panel", "beam"], "--panel beam: this lesson runs no beam search"),
+    (["--lesson", "beam", "--panel", "attention"], "--panel attention: none of the 8 frames shows it (its model has no layers"),
+    (["--panel", "beam"], "--panel beam: none of the 10 frames shows it (its run is not a beam search)"),
 ])
 def test_bad_requests_exit_2_with_a_message(capsys, tmp_path, argv, message):
     code, out, err = export(capsys, "--out", str(tmp_path / "o"), *argv)
@@ -253,14 +253,51 @@ def test_a_link_to_a_regular_file_is_not_written_through(capsys, tmp_path):
     assert sorted(p.name for p in out.iterdir()) == ["01-input.png"]
 
 
-def test_a_stale_staging_folder_is_removed_by_the_next_export(qapp, capsys, tmp_path):
+def test_a_killed_exports_staging_is_removed_by_the_next_export_and_nothing_else(qapp, capsys, tmp_path):
+    """kill -9 while slides are drawn leaves the export's marked staging folder; the next
+    export removes that folder only. Decoys stay: a user's file and folder with the staging
+    prefix, names an older version's staging had (a lesson id can make a deck look so), a
+    folder with a copied marker, a link with the prefix into a user's folder."""
     out = tmp_path / "deck"
-    (out / ".explorer-export-k2j4x9").mkdir(parents=True)            # an older version's, killed
-    (out / ".explorer-export-k2j4x9" / "01-input.png").write_bytes(b"half")
-    (out / ".explorer-export-999999999-02-prefill-step0.png").write_bytes(b"half")   # no such process
+    out.mkdir()
+    proc = subprocess.Popen([sys.executable, "-m", "explorer", "export", "--lesson", "sampling", "--out", str(out),
+                             "--format", "png,pdf", "--scale", "2"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    while not any(out.iterdir()) and proc.poll() is None:      # the staging folder is made: drawing begins
+        time.sleep(0.01)
+    proc.kill()
+    proc.communicate(timeout=300)
+    (killed,) = list(out.iterdir())
+    assert killed.name.startswith(".explorer-export-") and (killed / ".token-explorer-staging").is_file()
+    users = tmp_path / "user"
+    users.mkdir()
+    (users / "thesis.txt").write_text("keep")
+    decoys = [".explorer-export-notes.txt", f".explorer-export-{proc.pid}-01-input.png",
+              ".explorer-export-999999999-wo-ai-to-eos.pdf", ".explorer-export-mine", ".explorer-export-" + "0" * 24,
+              ".explorer-export-link"]
+    for name in decoys[:3]:
+        (out / name).write_text("mine")
+    (out / decoys[3]).mkdir()
+    (out / decoys[3] / "a.png").write_text("mine")
+    (out / decoys[4]).mkdir(mode=0o700)
+    (out / decoys[4] / ".token-explorer-staging").write_bytes((killed / ".token-explorer-staging").read_bytes())
+    (out / decoys[5]).symlink_to(users, target_is_directory=True)
     code, _, err = export(capsys, "--out", str(out), "--frames", "1", "--format", "png")
     assert code == 0, err
-    assert sorted(p.name for p in out.iterdir()) == ["01-input.png"]
+    assert sorted(p.name for p in out.iterdir()) == sorted([*decoys, "01-input.png"])
+    assert (out / decoys[3] / "a.png").exists() and sorted(p.name for p in users.iterdir()) == ["thesis.txt"]
+
+
+def test_a_failed_export_creates_no_out_folder(qapp, capsys, tmp_path, monkeypatch):
+    from explorer.export.files import StagedFiles
+
+    def failing_add(self, name, data):
+        raise OSError(errno.ENOSPC, "No space left on device", name)
+
+    monkeypatch.setattr(StagedFiles, "add", failing_add)
+    code, _, err = export(capsys, "--out", str(tmp_path / "new" / "deck"), "--frames", "1", "--format", "png")
+    assert code == 2 and "nothing was written" in err
+    assert list(tmp_path.iterdir()) == []                      # neither the folder nor a staging folder
 
 
 def test_an_existing_regular_file_is_replaced_whole(qapp, capsys, tmp_path):

@@ -67,9 +67,9 @@ def test_export_with_the_flags_of_a_trace_writes_that_run(qapp, capsys, tmp_path
     (["--speculative", "0", "--prompt", "我爱"], "--speculative '0' is out of range; expected an integer from 1 to 64"),
     (["--ngram", "3"], "--ngram 3: the n-gram length of prompt lookup only applies with --speculative"),
     (["--speculative", "3"], "--speculative 3 with the lesson 'wo-ai-to-eos'"),
-    (["--speculative", "3", "--prompt", "我爱", "--force", "0:4"], "--force: a what-if cannot be combined"),
-    (["--speculative", "3", "--prompt", "我爱", "--mode", "beam"], "--speculative: expected --mode greedy or sample"),
-    (["--params", str(PARAMS), "--model", "teaching"], "give --model or --params, not both"),
+    (["--speculative", "3", "--prompt", "我爱", "--force", "0:4"], "--force 0:4 with --speculative 3: a what-if cannot be combined"),
+    (["--speculative", "3", "--prompt", "我爱", "--mode", "beam"], "--speculative 3 with --mode beam: a beam keeps several sequences"),
+    (["--params", "p.json", "--model", "teaching"], "--model teaching with --params p.json: --params is a parameter file"),
     (["--params", "missing.json"], "missing.json"),
 ])
 def test_a_bad_flag_value_is_refused_naming_the_flag_and_value(capsys, tmp_path, argv, message):
@@ -87,8 +87,8 @@ def test_a_value_of_the_wrong_type_is_refused_while_the_command_line_is_read(cap
 
 @pytest.mark.parametrize("command", ["trace", "export"])
 @pytest.mark.parametrize("flags, named", [
-    (["--prompt", "我爱"], "--prompt"), (["--params", str(PARAMS)], "--params"), (["--chat"], "--chat"),
-    (["--arithmetic", "llama.cpp"], "--arithmetic"), (["--no-check", "--prompt-ids", "1,2"], "--prompt-ids, --no-check"),
+    (["--prompt", "我爱"], "--prompt 我爱"), (["--params", "p.json"], "--params p.json"), (["--chat"], "--chat"),
+    (["--arithmetic", "llama.cpp"], "--arithmetic llama.cpp"), (["--no-check", "--prompt-ids", "1,2"], "--prompt-ids 1,2"),
 ])
 def test_a_free_runs_flag_beside_a_lesson_is_refused_not_ignored(capsys, tmp_path, command, flags, named):
     """A lesson runs its own models and prompts: a model, prompt or check flag given with it

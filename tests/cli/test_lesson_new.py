@@ -80,7 +80,7 @@ def test_an_existing_file_is_kept_unless_replace_is_given(capsys, tmp_path):
     (["--out", "x.txt"], "--out x.txt: expected a lesson file name ending in .toml"),
     (["--out", "{dir}/none/x.lesson.toml"], "does not exist"),
     (["--out", "{dir}/x.lesson.toml", "--force", "9:3", "--max-new-tokens", "2"], "--force 9:3"),
-    (["--out", "{dir}/x.lesson.toml", "--lesson", "sampling", "--prompt", "我"], "--prompt with --lesson sampling"),
+    (["--out", "{dir}/x.lesson.toml", "--lesson", "sampling", "--prompt", "我"], "--prompt 我 with --lesson sampling"),
 ])
 def test_bad_requests_say_what_is_wrong_and_write_nothing(capsys, tmp_path, argv, said):
     code, _, err = run_cli(capsys, "lesson", "new", *[a.replace("{dir}", str(tmp_path)) for a in argv])

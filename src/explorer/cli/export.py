@@ -9,15 +9,17 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
+from .combinations import check_settings, session_configs
+from .progress import ProgressLine, percent
 from .flags import add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, names_a_free_run, number, \
     session_from_args
 from ..core.errors import ExplorerError, SettingError
-from ..core.limits import Whole
+from ..core.limits import MAX_SLIDES, MAX_TOKEN_ID, Whole
 from ..export.files import check_out_folder
 from ..export.pptx_deck import deck_slide_size
 from ..interrupts import os_error_text
-from ..export.spec import (CANCELLED, FORMATS, HANDOUT_TOP, STYLES, THEMES, ExportCancelled, ExportSpec, parse_formats,
-                          parse_frames, parse_size, size_range)
+from ..export.spec import (CANCELLED, FORMATS, HANDOUT_TOP, STYLES, THEMES, ExportCancelled, ExportSpec, deck_slides,
+                          frame_ranges, parse_formats, parse_frames, parse_size, size_range)
 from ..lessons import DEFAULT_LESSON_ID, lesson_names
 from ..session import Session
 from ..session.panels import SLIDE_PANELS
@@ -32,7 +34,7 @@ def add_parser(subparsers) -> None:
         description="Render every frame of a lesson as 16:9 slides composed for a projector and write "
                     "them to a folder. Runs without a display. The files are written together at the "
                     "end: a failure or Ctrl+C leaves the output folder as it was.")
-    p.add_argument("--out", type=str, help="output folder (created if missing)")
+    p.add_argument("--out", type=str, help="output folder (created if missing, once the export has succeeded)")
     p.add_argument("--format", default="png,pdf", help=f"comma list of {','.join(FORMATS)} (default png,pdf)")
     p.add_argument("--style", choices=STYLES, default="slide",
                    help="slide: the frame's panels laid out large for a projector (default); "
@@ -41,7 +43,11 @@ def add_parser(subparsers) -> None:
     p.add_argument("--scale", **number(Whole(1, 2)), default=1, help="2 for high-DPI projectors")
     p.add_argument("--theme", choices=THEMES, default="light")
     p.add_argument("--frames", help="frames to export, 1-based as the player counts, e.g. 1-4,7")
-    p.add_argument("--panel", choices=SLIDE_PANELS, help="one panel filling every slide")
+    p.add_argument("--panel", choices=SLIDE_PANELS,
+                   help="one panel filling every slide (of the frames that show it)")
+    p.add_argument("--max-slides", **number(Whole(1, MAX_TOKEN_ID)),
+                   help=f"draw up to N slides without --frames (default {MAX_SLIDES}: a longer export is refused "
+                        f"with its count)")
     p.add_argument("--no-caption", action="store_true", help="leave out the caption strip")
     p.add_argument("--intermediates", action="store_true",
                    help="with --format json: every intermediate value of every forward pass")
@@ -68,11 +74,18 @@ def run(args) -> int:
 def _run(args, cancelled) -> int:
     check_run_flags(args)
     lesson = args.lesson if args.lesson is not None or names_a_free_run(args) else DEFAULT_LESSON_ID
+    if args.lesson is None and lesson is not None and args.no_check:
+        raise SettingError(f"--no-check with the default lesson {lesson!r}: a lesson's steps are always compared with "
+                           f"a full recomputation; give --model, --params or --prompt for a free run")
     if lesson is not None and args.speculative is not None:
         raise SettingError(f"--speculative {args.speculative} with the lesson {lesson!r}: a lesson's slides show "
                            f"its own decoding; give --model or --prompt for a free run decoded speculatively "
                            f"(`token-explorer trace --lesson {lesson} --speculative K` prints that lesson decoded speculatively)")
-    session = session_from_args(args, lesson, speculative=True)
+    session = session_from_args(args, lesson, speculative=True, cancel=cancelled)
+    if cancelled():                       # Ctrl+C while the run was computed
+        print(f"explorer export: {CANCELLED}", file=sys.stderr)
+        return CANCELLED_EXIT
+    check_settings("export", args, session_configs(session), as_table=False)
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
@@ -97,14 +110,23 @@ def _run(args, cancelled) -> int:
 
     app = QApplication.instance() or QApplication(sys.argv[:1])
     apply_app_font(app)
+    line = ProgressLine(lambda what, done, total: f"  {done} of {total} ({percent(done, total)}): {what}")
+
+    def progress(done: int, total: int, what: str) -> bool:
+        line.show(what, done, total)
+        return not cancelled()
+
     try:
-        paths = export_session(session, spec, deck_id, deck_title, progress=lambda *_: not cancelled(),
+        paths = export_session(session, spec, deck_id, deck_title, progress=progress,
                                checks=checks, window_class=MainWindow)
     except ExportCancelled:
+        line.clear()
         print(f"explorer export: {CANCELLED}", file=sys.stderr)
         return CANCELLED_EXIT
     except OSError as exc:
         raise ExplorerError(f"{spec.out_dir}: writing failed ({os_error_text(exc)}); nothing was written") from None
+    finally:
+        line.clear()
     for path in paths:
         print(path)
     return 0
@@ -117,6 +139,8 @@ def _spec(args, session: Session) -> ExportSpec:
     if not args.out.strip():
         raise ExplorerError("--out '': expected a folder name (an empty one would write into the current folder)")
     formats = parse_formats(args.format + (",json" if args.json else ""))
+    count = len(session.frames)
+    frames = parse_frames(args.frames, count) if args.frames is not None else None
     if args.panel is not None:
         if args.style == "window":
             raise ExplorerError(f"--panel {args.panel} with --style window: a panel slide is composed; "
@@ -124,10 +148,13 @@ def _spec(args, session: Session) -> ExportSpec:
         if "pptx" in formats and args.frames is not None:
             raise ExplorerError(f"--format pptx with --panel {args.panel} and --frames: a deck holds a lesson's "
                                 f"slides; write the panel's frames as png or pdf, or the whole deck without --panel")
-        missing = _missing_panel(args.panel, session)
-        if missing:
-            raise ExplorerError(f"--panel {args.panel}: {missing}; the panels of its slides: "
-                                f"{', '.join(_lesson_panels(session))}")
+        frames = _panel_frames(args, session, frames)
+    slides = len(deck_slides(session, range(count) if frames is None else frames))
+    limit = MAX_SLIDES if args.max_slides is None else args.max_slides
+    if args.frames is None and slides > limit and set(formats) & {"png", "pdf", "pptx", "svg"}:
+        raise ExplorerError(f"this export would draw {slides:,} slides ({count:,} frames), more than the {limit:,} "
+                            f"an export draws unless asked; choose frames with --frames (e.g. --frames 1-{min(count, 20)}),"
+                            f" or allow them with --max-slides {slides}")
     width, height = parse_size(args.size, args.scale)
     if "pptx" in formats:
         try:
@@ -135,23 +162,46 @@ def _spec(args, session: Session) -> ExportSpec:
         except ExplorerError as exc:
             raise ExplorerError(f"--size {args.size} with --format pptx: {exc}") from None
     return ExportSpec(out_dir=Path(args.out), formats=formats, width=width, height=height, scale=args.scale,
-                      lang=args.lang, theme=args.theme, style=args.style,
-                      frames=parse_frames(args.frames, len(session.frames)) if args.frames is not None else None,
+                      lang=args.lang, theme=args.theme, style=args.style, frames=frames,
                       panel=args.panel, caption=not args.no_caption, intermediates=args.intermediates,
                       top=args.top)
 
 
-def _missing_panel(panel: str, session: Session) -> str:
-    """Why `panel` has nothing to show for this session ("" when it has)."""
-    if panel in ("attention", "kv") and not session.run.steps[0].trace.layers:
-        return "this model has no layers (no attention, no K/V cache)"
-    if panel == "beam" and session.beam is None:
-        return "this lesson runs no beam search"
+def _panel_frames(args, session: Session, chosen: tuple[int, ...] | None) -> tuple[int, ...]:
+    """The frames a --panel export draws: those that show the panel (said on stderr when
+    others are left out); chosen --frames must all show it."""
+    panel = args.panel
+    showing = [i for i in range(len(session.frames)) if not _missing_panel(panel, session, i)]
+    if not showing:
+        raise ExplorerError(f"--panel {panel}: none of the {len(session.frames)} frames shows it "
+                            f"({_missing_panel(panel, session, 0)}); the panels its frames show: "
+                            f"{', '.join(_lesson_panels(session))}")
+    if chosen is None:
+        if len(showing) < len(session.frames):
+            print(f"--panel {panel}: frames {frame_ranges(showing)} show it; the other frames are left out "
+                  f"(of {len(session.frames)})", file=sys.stderr)
+        return tuple(showing)
+    lacking = [i for i in chosen if i not in showing]
+    if lacking:
+        raise ExplorerError(f"--panel {panel} with --frames {args.frames}: frames {frame_ranges(lacking)} do not "
+                            f"show it ({_missing_panel(panel, session, lacking[0])}); the frames that do: "
+                            f"{frame_ranges(showing)}")
+    return chosen
+
+
+def _missing_panel(panel: str, session: Session, index: int) -> str:
+    """Why `panel` has nothing to show on frame `index` ("" when it has)."""
+    run, _ = session.run_at(index)
+    if panel in ("attention", "kv") and not run.steps[0].trace.layers:
+        return "its model has no layers (no attention, no K/V cache)"
+    if panel == "beam" and next(beam for r, beam in session.scenario_results() if r is run) is None:
+        return "its run is not a beam search"
     return ""
 
 
 def _lesson_panels(session: Session) -> list[str]:
-    return [p for p in SLIDE_PANELS if not _missing_panel(p, session)]
+    """The panels at least one frame shows."""
+    return [p for p in SLIDE_PANELS if any(not _missing_panel(p, session, i) for i in range(len(session.frames)))]
 
 
 @contextmanager
@@ -179,10 +229,7 @@ def _listing(deck_id: str, title: str, session, lang: str) -> str:
 
 
 def _check_writable(folder: Path) -> None:
-    """Create the folder if missing; refuse early (exit 2) when it cannot be: what stands in
-    the way is named (a file, a device, a missing permission)."""
+    """Refuse early (exit 2) a folder that cannot be written or made: what stands in the way
+    is named (a file, a device, a missing permission). A missing folder is created only when
+    the export's files are written (`StagedFiles.commit`): a failed export leaves none."""
     check_out_folder(folder)
-    try:
-        folder.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ExplorerError(f"--out {folder}: cannot create the folder ({os_error_text(exc)})") from None

@@ -7,6 +7,8 @@ from __future__ import annotations
 import argparse
 import math
 import sys
+from collections.abc import Callable
+from contextlib import contextmanager
 
 from ..core.gguf.architectures import supported_families
 from ..core.tokens.chat import chat_turn, has_chat_format
@@ -20,6 +22,7 @@ from ..catalog.load import default_prompt, load_model, load_params_file
 from ..catalog.registry import TEACHING
 from ..lessons import load_lesson
 from ..session import Session
+from .progress import ProgressLine
 from ..session.session import DEFAULT_CONFIG, Scenario
 
 DEFAULT_ARITHMETIC = "float"      # float32 throughout: what every lesson computes in
@@ -113,7 +116,14 @@ def model_key(args) -> str:
 
 
 def model_from_args(args):
-    return with_arithmetic(load_model(model_key(args)), getattr(args, "arithmetic", "float"))
+    """The model --model names, computing as --arithmetic says (refused, naming both, for a
+    model that cannot: the teaching model, a float GGUF file)."""
+    arithmetic = getattr(args, "arithmetic", DEFAULT_ARITHMETIC)
+    model = load_model(model_key(args))
+    try:
+        return with_arithmetic(model, arithmetic)
+    except ExplorerError as exc:
+        raise SettingError(f"--arithmetic {arithmetic} with --model {model_key(args)}: {exc}") from None
 
 
 def prompt_ids(args, model) -> list[int]:
@@ -200,26 +210,8 @@ def add_run_flags(parser: argparse.ArgumentParser, lesson_help: str, top_help: s
 
 
 def check_run_flags(args: argparse.Namespace) -> None:
-    """The values of the run flags that need no model, checked (SettingError naming the flag)."""
-    if args.speculative is None and args.ngram is not None:
-        raise SettingError(f"--ngram {args.ngram}: the n-gram length of prompt lookup only applies with "
-                           "--speculative K (give both, or leave --ngram out)")
-    if args.speculative is not None:
-        if args.force:
-            raise SettingError("--force: a what-if cannot be combined with --speculative "
-                               "(speculative decoding verifies the model's own choices)")
-    if args.model is not None and args.params is not None:
-        raise ExplorerError("give --model or --params, not both")
-    lesson = getattr(args, "lesson", None)
-    if lesson is not None:                    # a lesson brings its own models, prompts and checks
-        given = [flag for flag, on in (("--model", args.model is not None), ("--params", args.params is not None),
-                                       ("--prompt", args.prompt is not None), ("--prompt-ids", args.prompt_ids is not None),
-                                       ("--chat", args.chat), ("--arithmetic", args.arithmetic != DEFAULT_ARITHMETIC),
-                                       ("--no-check", args.no_check)) if on]
-        if given:
-            raise SettingError(f"{', '.join(given)} with --lesson {lesson}: a lesson runs its own models and "
-                               f"prompts, each step checked; leave out --lesson for a free run, or "
-                               f"{'these flags' if len(given) > 1 else 'the flag'}")
+    """The what-if choices, checked (SettingError naming the flag); which flags cannot go
+    together is `combinations`' table, checked before."""
     parse_forces(args.force)
 
 
@@ -258,10 +250,12 @@ def noted(lesson):
     return lesson
 
 
-def session_from_args(args: argparse.Namespace, lesson: str | None = None, speculative: bool = False) -> Session:
+def session_from_args(args: argparse.Namespace, lesson: str | None = None, speculative: bool = False,
+                      cancel: Callable[[], bool] | None = None) -> Session:
     """The session the flags describe: `lesson`'s (a name or a file), or a free run of the
     model and prompt they give (decoded speculatively with --speculative when `speculative`);
-    then their sampling changes and what-if choices. Call `check_run_flags` first."""
+    then their sampling changes and what-if choices, computed with progress on a terminal
+    and stopped (the run ends "cancelled") when `cancel()` says so. Call `check_run_flags` first."""
     changes = sampling_changes(args)
     if lesson is not None:
         session = noted(load_lesson(lesson)).build_session()
@@ -271,13 +265,31 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
         scenario = Scenario(model, tuple(prompt_ids(args, model)), DEFAULT_CONFIG, speculative=k,
                             ngram=DEFAULT_NGRAM if args.ngram is None else args.ngram)
         session = Session(model, scenario.prompt_ids, check_recompute=not args.no_check, scenarios=(scenario,))
-    if changes:
-        session.set_sampling(**changes)
-    if session.scenario.speculative:
-        check_speculative_mode(session.config)
-    for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it
-        try:
-            session.force(step, token)
-        except ExplorerError as exc:
-            raise SettingError(f"--force {step}:{token}: {exc}") from None
+    with progress_on_terminal(session, cancel):
+        if changes:
+            session.set_sampling(**changes)
+        if session.scenario.speculative:
+            check_speculative_mode(session.config)
+        for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it
+            try:
+                session.force(step, token)
+            except ExplorerError as exc:
+                where = "" if lesson is None else f" with --lesson {lesson}"
+                raise SettingError(f"--force {step}:{token}{where}: {exc}") from None
     return session
+
+
+@contextmanager
+def progress_on_terminal(session: Session, cancel: Callable[[], bool] | None = None):
+    """While the flags' changes are computed: the generated steps as a progress line on
+    stderr, when it is a terminal (a long run of a real model takes minutes); `cancel` asked
+    after every step."""
+    line = ProgressLine(lambda _what, done, total: f"  generating: step {done} of at most {total}")
+    if line.live or cancel is not None:
+        session.runner = lambda s: s.apply(s.prepare(on_step=lambda done, total: line.show("steps", done, total),
+                                                     cancel=cancel))
+    try:
+        yield
+    finally:
+        session.runner = None
+        line.clear()

@@ -9,6 +9,7 @@ import sys
 
 from .. import __version__
 from . import export, fit, lesson, model, sample, trace
+from .combinations import check_flags, command_parser
 from .flags import MODEL_HELP, FlagError
 from ..core.errors import ExplorerError
 from ..interrupts import guard_standard_streams, interrupted_status, os_error_text, sigterm_as_interrupt, silence_stdout
@@ -110,6 +111,12 @@ def main(argv=None) -> int:
         func, prog = run_app, "token-explorer"
     else:
         func, prog = args.func, f"token-explorer {args.command}"
+        try:                                    # a flag that cannot take effect here: refused, not dropped
+            name, leaf = command_parser(parser, args)
+            check_flags(name, args, leaf)
+        except ExplorerError as exc:
+            print(f"{prog}: error: {exc}", file=sys.stderr)
+            return 2
     try:
         with sigterm_as_interrupt():
             status = func(args)

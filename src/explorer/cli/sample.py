@@ -9,6 +9,7 @@ import sys
 
 import numpy as np
 
+from .combinations import check_settings
 from .flags import (MODEL_HELP, STEP, TOKEN_ID, TOP, add_sampling_flags, config_from_args, model_from_args, number,
                     numbers, prompt_ids)
 from ..core.errors import ExplorerError, SettingError
@@ -78,6 +79,9 @@ def run(args: argparse.Namespace) -> int:
             seen = seen or prompt
         else:
             logits = _logits_from_args(args)
+        check_settings("sample", args, [("", config)], as_table=False)
+        _check_seen(args.seen, logits.size, "the model's vocabulary" if vocab is not None else
+                    ("--logits" if args.logits is not None else "--probs"))
         dist = distribution(logits, config, seen_ids=seen, step=args.step)
     except ExplorerError as err:
         print(f"explorer sample: error: {err}", file=sys.stderr)
@@ -96,6 +100,14 @@ def _model_logits(args):
     ids = prompt_ids(args, model)
     trace, _ = model.prefill(ids)
     return trace.last_logits, model.vocab, ids
+
+
+def _check_seen(seen: list[int], size: int, source: str) -> None:
+    """SettingError naming an id of --seen that `source` (of `size` ids) does not have."""
+    for i, token in enumerate(seen, 1):
+        if token >= size:
+            raise SettingError(f"--seen item {i} of {len(seen)}: id {token} is outside the {size} ids of {source} "
+                               f"(expected 0..{size - 1})")
 
 
 def _logits_from_args(args) -> np.ndarray:  # -> (V,)

@@ -13,6 +13,7 @@ from ..core.tokens.vocab import Vocabulary
 from ..i18n import add_messages, tr
 from ..session.narration import finish_text
 from .flags import check_speculative_mode
+from .settings_line import settings_text
 from .texttable import format_table
 
 add_messages({
@@ -49,7 +50,7 @@ def speculative_output(scenarios, names, args) -> str:
             continue
         run = speculative_generate(s.model, s.prompt_ids, s.config, k=args.speculative, drafter=drafter,
                                    check_recompute=not args.no_check)
-        data.append(speculative_to_dict(run, s.model.vocab, args.speculative, args.top))
+        data.append({**speculative_to_dict(run, s.model.vocab, args.speculative, args.top), "ngram": ngram})
         blocks.append(label + format_speculative(run, s.model.vocab, args.speculative, args.lang, ngram))
     if args.json:
         return json.dumps(data[0] if len(data) == 1 else data, ensure_ascii=False, indent=2)
@@ -83,6 +84,7 @@ def format_speculative(run: Run, vocab: Vocabulary, k: int, lang: str = "en", ng
     rate = acceptance_rate(run)
     lines = [
         tr("spec.heading", lang, k=k, n=ngram),
+        settings_text(run.config, lang),
         f"{tr('prompt', lang)}: {pieces(run.prompt_ids)} {list(run.prompt_ids)}",
         "",
         format_table(headers, rows, align_right=(8,)),

@@ -8,10 +8,13 @@ from dataclasses import replace
 from .flags import (add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, free_model, noted,
                     prompt_ids, sampling_changes, session_from_args)
 from .beam_tree import format_tree
+from .settings_line import settings_text
+from .combinations import check_settings, session_configs
 from .speculative import speculative_output
 from ..core.elide import ENDS, elided, elided_list
 from ..core.errors import SettingError
 from ..core.decode.generate import Run
+from ..core.limits import CHECKED_FIRST, MAX_CHECKED_STEPS
 from ..core.decode.run_dict import run_to_dict, search_to_dict, vote_to_dict
 from ..core.decode.search import SearchResult, SearchSpec
 from ..core.decode.vote import Vote
@@ -27,6 +30,12 @@ from ..session.narration import finish_text, milliseconds, shown_text
 from .texttable import format_table
 
 add_messages({
+    "trace.model": {"en": "model: {name} (computing in {arithmetic})", "zh": "模型：{name}（计算方式：{arithmetic}）"},
+    "trace.max_diff_sampled": {
+        "en": "largest |cached - full recompute| over {n} of {steps} steps: {diff} (the check is capped at {cap} "
+              "steps a run: the first {first}, then {rest} spread evenly up to step {last}; --no-check skips it)",
+        "zh": "{steps}步中检查了{n}步，缓存计算与完整重算的最大差：{diff}（每次运行最多检查{cap}步：前{first}步，"
+              "其余{rest}步均匀分布到第{last}步；--no-check 不检查）"},
     "trace.ttft": {"en": "time to first token: {ms} ms (measured: prefix lookup, Prefill forward, first selection)",
                    "zh": "首Token时间：{ms} ms（实测：查找前缀缓存、Prefill前向、第一次选择）"},
     "trace.prefix": {"en": "prefix cache: {cached} positions ({bytes:,} bytes); reused {reused} positions, "
@@ -54,9 +63,13 @@ def add_parser(subparsers) -> None:
 def run(args) -> int:
     check_run_flags(args)
     if args.speculative is not None:
-        print(speculative_output(*_speculative_scenarios(args), args))
+        scenarios, names = _speculative_scenarios(args)
+        check_settings("trace", args, list(zip(names or [args.lesson or ""] * len(scenarios),
+                                                (s.config for s in scenarios))), as_table=True)
+        print(speculative_output(scenarios, names, args))
         return 0
     session = session_from_args(args, args.lesson)
+    check_settings("trace", args, session_configs(session), as_table=not args.json)
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
@@ -161,6 +174,8 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     headers = [tr(k, lang) for k in ("col.time", "col.input", "col.positions", "col.kv_after",
                                      "col.chooser", "col.selected", "col.cache_len", "col.diff")]
     lines = [
+        tr("trace.model", lang, name=run.model_name, arithmetic=run.arithmetic or "float64"),
+        settings_text(run.config, lang),
         f"{tr('prompt', lang)}: {pieces(run.prompt_ids)} {list(run.prompt_ids)}",
         "",
         format_table(headers, rows, align_right=(6,)),
@@ -172,9 +187,20 @@ def format_run(run: Run, vocab: Vocabulary, lang: str = "en") -> str:
         tr("finish", lang, reason=finish_text(run, lang)),
     ]
     if run.max_recompute_diff is not None:
-        lines.append(tr("max_diff", lang, diff=f"{run.max_recompute_diff:.2e}"))
+        lines.append(check_text(run, lang))
     return "\n".join(lines + _prefix_lines(run, vocab, lang)
                      + [tr("trace.ttft", lang, ms=milliseconds(run.time_to_first_token))])
+
+
+def check_text(run: Run, lang: str = "en") -> str:
+    """The largest difference from a full recomputation, and over which steps: a long run's
+    check is capped (`checks_step`), and the line says so."""
+    diff = f"{run.max_recompute_diff:.2e}"
+    if run.checked_steps == len(run.steps):
+        return tr("max_diff", lang, diff=diff)
+    return tr("trace.max_diff_sampled", lang, diff=diff, n=run.checked_steps, steps=len(run.steps),
+              cap=MAX_CHECKED_STEPS, first=CHECKED_FIRST, rest=MAX_CHECKED_STEPS - CHECKED_FIRST,
+              last=run.config.max_new_tokens - 1)
 
 
 def _prefix_lines(run: Run, vocab: Vocabulary, lang: str) -> list[str]:

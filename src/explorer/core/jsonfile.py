@@ -60,13 +60,13 @@ def _scalar(v) -> str:
 
 
 @contextmanager
-def atomic_file(path):
-    """`with atomic_file(path) as f:` writes bytes to a temporary file beside `path` and
-    renames it into place when the block ends; an exception (a failed check, a full disk)
-    removes it and leaves whatever was at `path` before. Only a regular file or a new path
-    is written (`check_replaceable`)."""
+def atomic_file(path, staging=None):
+    """`with atomic_file(path) as f:` writes bytes to a temporary file beside `path` (or in
+    the folder `staging`, on the same file system) and renames it into place when the block
+    ends; an exception (a failed check, a full disk) removes it and leaves whatever was at
+    `path` before. Only a regular file or a new path is written (`check_replaceable`)."""
     path = check_replaceable(path)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=staging or path.parent)
     try:
         with os.fdopen(fd, "wb") as f:
             yield f

@@ -26,6 +26,9 @@ MAX_PROMPT_TOKENS = 2048     # a page of text; the trace keeps every layer's [h,
 MAX_SAMPLES = 64             # runs of a self-consistency vote: a class counts the answers
 MAX_SEARCH = 16              # a search's width or branches: each state is one forward pass per level
 MAX_SEARCH_DEPTH = 64        # levels of a search: width x branches forward passes each
+MAX_CHECKED_STEPS = 32       # steps of one run compared with a full recomputation (each costs a whole forward
+CHECKED_FIRST = 16           # over the prefix: quadratic in all); past it the first 16, then evenly spread
+MAX_SLIDES = 200             # slides one export draws unless --frames chooses them or --max-slides allows more
 
 # files read whole before they are checked: the most bytes each may hold
 MAX_LESSON_BYTES = 1 << 20           # 1 MiB: a lesson is a page of text and a few numbers

@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import os
 import re
-import shutil
 import stat
 import unicodedata
 from pathlib import Path
 
 from ..core.errors import ExplorerError
+from ..core.staging import make_staging, remove_stale, remove_staging
 from ..core.userfile import check_replaceable, file_kind
 
-STAGING_PREFIX = ".explorer-export-"
+STAGING_PREFIX = ".explorer-export-"     # the private staging folders (`core.staging`)
 NAME_CHARS = 40            # characters of a file name made from a prompt (Chinese is 3 bytes each: 120 of 255)
 _UNSAFE = re.compile(r'[\\/:*?"<>|\s]+')     # separators, what Windows refuses, and white space
 _RESERVED = {"CON", "PRN", "AUX", "NUL", *(f"{d}{n}" for d in ("COM", "LPT") for n in range(1, 10))}
@@ -57,71 +57,68 @@ def check_out_folder(folder: Path) -> None:
         return
 
 
-def remove_stale_staging(folder: Path) -> None:
-    """Remove what an export killed before it could clean up left in `folder`: temporary
-    files (and the staging folders of older versions) of processes that no longer run."""
-    try:
-        entries = list(os.scandir(folder))
-    except OSError:
-        return
-    for entry in entries:
-        if not entry.name.startswith(STAGING_PREFIX) or _owner_runs(entry.name):
-            continue
-        if entry.is_dir(follow_symlinks=False):
-            shutil.rmtree(entry.path, ignore_errors=True)
-        else:
-            Path(entry.path).unlink(missing_ok=True)
-
-
-def _owner_runs(name: str) -> bool:
-    pid = name[len(STAGING_PREFIX):].split("-", 1)[0]
-    if not pid.isdigit() or int(pid) == os.getpid():
-        return False
-    try:
-        os.kill(int(pid), 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True            # someone else's process: leave its files alone
-    return True
+def nearest_folder(folder: Path) -> Path:
+    """`folder`, or its nearest part that exists (where its staging folder is made, on the
+    same file system as the folders `commit` creates below it)."""
+    folder = Path(folder).absolute()
+    return next(p for p in (folder, *folder.parents) if p.is_dir())
 
 
 class StagedFiles:
     """`with StagedFiles(folder) as files: files.add(name, data); ...; paths = files.commit()`.
 
-    Each file is written beside its target under a temporary name (".explorer-export-<pid>-
-    <name>") and the names are swapped in together at the end; a failure, a cancel or Ctrl+C
-    removes the temporary files on the way out. Nothing but a regular file (or a new name)
-    is ever replaced. Temporary files a killed export left behind are removed by the next
-    export into the same folder."""
+    Each file is written into a private staging folder (`core.staging`: a marker with this
+    process's id and a random token) beside the target folder, or beside its nearest part
+    that exists; `commit` creates the target folder if missing and renames the files in
+    together. A failure, a cancel or Ctrl+C removes the staging folder on the way out, and
+    a target folder that did not exist is not created: a failed export leaves nothing.
+    Nothing but a regular file (or a new name) is ever replaced. Staging folders a killed
+    export left behind are removed by the next export into the same place; nothing else is."""
 
     def __init__(self, folder: Path):
         self.folder = Path(folder)
-        self._staged: dict[str, Path] = {}      # final name -> temporary path
+        self._staged: dict[str, Path] = {}      # final name -> staged path
+        self._staging: Path | None = None
 
     def __enter__(self) -> StagedFiles:
-        remove_stale_staging(self.folder)
+        base = nearest_folder(self.folder)
+        remove_stale(base, STAGING_PREFIX)
+        self._staging = make_staging(base, STAGING_PREFIX)
         return self
 
     def __exit__(self, *exc) -> None:
-        for tmp in self._staged.values():       # not committed: a failure, a cancel, Ctrl+C
-            tmp.unlink(missing_ok=True)
         self._staged.clear()
+        if self._staging is not None:           # not committed, or committed: the folder goes
+            remove_staging(self._staging)
+            self._staging = None
 
     def add(self, name: str, data: bytes) -> None:
-        check_target(self.folder / name)
-        tmp = self.folder / f"{STAGING_PREFIX}{os.getpid()}-{name}"
+        if self.folder.is_dir():                # a folder still to create has nothing to replace
+            check_target(self.folder / name)
+        tmp = self._staging / f"{len(self._staged):05d}"    # staged under a number: any name fits
         self._staged[name] = tmp
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o666)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o666)
         with os.fdopen(fd, "wb") as f:
             f.write(data)
 
     def commit(self) -> list[Path]:
-        """Swap every file into place, in name order; returns the final paths."""
-        for name in self._staged:
-            check_target(self.folder / name)      # nothing became a link or a folder meanwhile
+        """Create the folder if missing, swap every file into place, in name order; returns
+        the final paths."""
+        created = [p for p in (self.folder, *self.folder.parents) if not p.exists()]
+        self.folder.mkdir(parents=True, exist_ok=True)
         done = []
-        for name in sorted(self._staged):
-            os.replace(self._staged.pop(name), self.folder / name)
-            done.append(self.folder / name)
+        try:
+            for name in self._staged:
+                check_target(self.folder / name)      # nothing became a link or a folder meanwhile
+            for name in sorted(self._staged):
+                os.replace(self._staged.pop(name), self.folder / name)
+                done.append(self.folder / name)
+        except BaseException:
+            if not done:                              # nothing moved in: the folders made go again
+                for path in created:
+                    try:
+                        path.rmdir()
+                    except OSError:
+                        break
+            raise
         return done

@@ -86,6 +86,24 @@ def parse_size(text: str, scale: int = 1) -> tuple[int, int]:
     return width, height
 
 
+def deck_slides(session, indexes) -> list[tuple[int, bool]]:
+    """(frame index, asking) of every slide: a question frame is two slides, the question
+    (its panels hidden) and then the answer, as Next steps through them in the window."""
+    return [(i, asking) for i in indexes for asking in ((True, False) if session.frames[i].ask else (False,))]
+
+
+def frame_ranges(indexes) -> str:
+    """0-based frame indexes as the player counts them, in ranges: (0, 1, 2, 3, 6) -> '1-4,7'."""
+    out, run = [], []
+    for i in sorted(set(indexes)):
+        if run and i != run[-1] + 1:
+            out.append(run)
+            run = []
+        run.append(i)
+    out += [run] if run else []
+    return ",".join(f"{r[0] + 1}" if len(r) == 1 else f"{r[0] + 1}-{r[-1] + 1}" for r in out)
+
+
 def parse_frames(text: str, count: int) -> tuple[int, ...]:
     """'1-4,7' (1-based, as the player counts) -> 0-based indexes, checked against `count`."""
     frame, out = Whole(1, count), []

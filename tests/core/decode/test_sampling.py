@@ -324,7 +324,7 @@ def run_sample(argv):
     (["--probs", "1.2,-0.2"], "--probs item 1 of 2: '1.2' is out of range; expected a number from 0 to 1"),
     (["--probs", "0.2,-0.2"], "--probs item 2 of 2: '-0.2' is out of range"),
     (["--logits", "2,1,0", "--order", "hf,top_k"], "'hf'"),
-    (["--logits", "2,1,0", "--seen", "7", "--repetition-penalty", "1.3"], "seen id 7"),
+    (["--logits", "2,1,0", "--seen", "7", "--repetition-penalty", "1.3"], "--seen item 1 of 1: id 7 is outside the 3 ids of --logits (expected 0..2)"),
 ])
 def test_cli_bad_values_exit_2(capsys, argv, shown):
     assert run_sample(argv) == 2

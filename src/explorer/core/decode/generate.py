@@ -10,7 +10,7 @@ import numpy as np
 
 from ..errors import SettingError
 from ..models.kvcache import KVCache
-from ..limits import check_prompt_length
+from ..limits import CHECKED_FIRST, MAX_CHECKED_STEPS, check_prompt_length
 from .prefix_cache import PrefixCache, PrefixHit
 from ..models.protocol import LanguageModel
 from .sampling import Distribution, SamplingConfig, distribution, forced
@@ -86,6 +86,11 @@ class Run:
                 f"{self.finish_reason}), so step {step} never happens")
 
     @property
+    def checked_steps(self) -> int:
+        """How many steps were compared with a full recomputation."""
+        return sum(s.recompute_max_abs_diff is not None for s in self.steps)
+
+    @property
     def max_recompute_diff(self) -> float | None:
         diffs = [s.recompute_max_abs_diff for s in self.steps if s.recompute_max_abs_diff is not None]
         return max(diffs) if diffs else None
@@ -105,8 +110,9 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     """Run Prefill and Decode steps until a stop criterion holds.
 
     overrides: {step index: token id} what-if choices; the step is marked forced and
-    every later step follows from it. check_recompute: compare every step's logits with
-    `full_forward` of the same prefix (the reference; costs a full pass per step).
+    every later step follows from it. check_recompute: compare each step's logits with
+    `full_forward` of the same prefix (the reference; costs a full pass per step): every
+    step of a short run, at most MAX_CHECKED_STEPS of a long one (`checks_step`).
     reuse: an earlier Run of the same model; forward passes over the same tokens are taken
     from it instead of recomputed (a slider drag reruns only the selection).
     cancel: asked after every step; True ends the Run with finish reason "cancelled".
@@ -130,7 +136,8 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     cache, finish, stop, first_token = None, None, None, 0.0
     while finish is None:
         index = len(steps)
-        trace, diff, cache = _forward(model, prompt, output, steps, cache, reuse, check_recompute, prefix)
+        check = check_recompute and checks_step(index, config.max_new_tokens)
+        trace, diff, cache = _forward(model, prompt, output, steps, cache, reuse, check, prefix)
         chosen = time.perf_counter()
         dist = select(trace.last_logits, prompt + tuple(output), index)
         if index in overrides:
@@ -199,6 +206,19 @@ def _forward(model, prompt, output, steps, cache, reuse: Run | None, check: bool
         trace, cache = model.decode(output[-1], cache)
     diff = recompute_diff(model, prompt + tuple(output), trace) if check else None
     return trace, diff, cache
+
+
+def checks_step(index: int, max_new_tokens: int) -> bool:
+    """Whether step `index` of a run of at most `max_new_tokens` is compared with a full
+    recomputation: every step of a short run; of a long one the first CHECKED_FIRST, then
+    the rest of MAX_CHECKED_STEPS spread evenly up to the last step it may reach (the check
+    costs a whole forward over the prefix: quadratic in all)."""
+    if max_new_tokens <= MAX_CHECKED_STEPS or index < CHECKED_FIRST:
+        return True
+    span, gaps = max_new_tokens - 1 - CHECKED_FIRST, MAX_CHECKED_STEPS - CHECKED_FIRST - 1
+    j = index - CHECKED_FIRST
+    k = -(-j * gaps // span)                       # the first spread check at or after j
+    return k * span // gaps == j
 
 
 def cache_from_traces(model: LanguageModel, traces, prefix: PrefixHit | None = None) -> KVCache:

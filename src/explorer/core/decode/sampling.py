@@ -21,6 +21,10 @@ ORDER_PRESETS = {
     "llama.cpp": ("repetition_penalty", "top_k", "top_p", "min_p", "temperature"),
 }
 MODES = ("greedy", "sample", "beam")
+# each stage's setting (a SamplingConfig field of the stage's name) that leaves the logits as they are
+STAGE_OFF = {"repetition_penalty": 1.0, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}
+# the stages that never change a greedy choice: they keep the highest logit highest (a penalty does not)
+ARGMAX_KEEPING = ("temperature", "top_k", "top_p", "min_p")
 TOP_P_TOLERANCE = 1e-9   # keeps 0.55 + 0.25 "reaching" 0.8 despite float64 round-off
 
 _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
@@ -133,6 +137,11 @@ class SamplingConfig:
         put("stop_strings", tuple(stops))
         put("num_beams", check_count("num_beams", self.num_beams, 1, MAX_BEAMS))
         put("length_penalty", length_penalty)
+
+    @property
+    def active_stages(self) -> tuple[str, ...]:
+        """The stages whose setting is not off (STAGE_OFF), in STAGE_NAMES order."""
+        return tuple(name for name in STAGE_NAMES if getattr(self, name) != STAGE_OFF[name])
 
     def with_(self, **changes) -> SamplingConfig:
         """A copy with some settings changed (validated again)."""

@@ -353,7 +353,6 @@ def export_lesson(window) -> list[Path]:
     window.progress_dialog = dialog
     spec = spec_for(window, choice.folder, formats=choice.formats, style=choice.style, scale=choice.scale,
                     caption=choice.caption, frames=choice.frames)
-    choice.folder.mkdir(parents=True, exist_ok=True)
     try:
         written = export_session(window.session.copy(), spec, export_name(window), window.lesson_names()[1],
                                  progress=progress,

@@ -17,7 +17,7 @@ from ...i18n import add_messages, tr
 from ...export.files import StagedFiles
 from ...export.handouts import run_csv, run_json
 from ...export.pptx_deck import TextBox, pptx_bytes, speaker_notes
-from ...export.spec import CANCELLED, ExportCancelled, ExportSpec
+from ...export.spec import CANCELLED, ExportCancelled, ExportSpec, deck_slides
 from ...session import Session
 from ...session.narration import frame_caption, frame_explanation, frame_title, question_text
 from ..theme import THEMES
@@ -44,12 +44,6 @@ def file_stem(index: int, frame, total: int, asking: bool = False) -> str:
     width = max(2, len(str(total)))
     step = "" if frame.step is None else f"-step{frame.step}"
     return f"{index + 1:0{width}d}-{frame.kind}{step}" + ("-question" if asking else "")
-
-
-def deck_slides(session: Session, indexes) -> list[tuple[int, bool]]:
-    """(frame index, asking) of every slide: a question frame is two slides, the question
-    (its panels hidden) and then the answer, as Next steps through them in the window."""
-    return [(i, asking) for i in indexes for asking in ((True, False) if session.frames[i].ask else (False,))]
 
 
 def slide_text(session: Session, index: int, lang: str, lesson_title: str) -> SlideText:
