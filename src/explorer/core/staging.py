@@ -66,7 +66,7 @@ def remove_stale(base: Path, prefix: str) -> list[Path]:
         if not entry.name.startswith(prefix):
             continue
         pid = _marker_pid(Path(entry.path))
-        if pid is not None and pid != os.getpid() and not _runs(pid):
+        if pid is not None and pid != os.getpid() and not process_runs(pid):
             shutil.rmtree(entry.path, ignore_errors=True)
             removed.append(Path(entry.path))
     return removed
@@ -96,7 +96,7 @@ def _marker_pid(folder: Path) -> int | None:
     return int(lines[1])
 
 
-def _runs(pid: int) -> bool:
+def process_runs(pid: int) -> bool:
     """Whether process `pid` runs (another user's process counts as running)."""
     try:
         os.kill(pid, 0)

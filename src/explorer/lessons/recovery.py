@@ -17,6 +17,7 @@ from pathlib import Path
 from ..core.errors import ExplorerError
 from ..core.jsonfile import read_json, write_text_atomic
 from ..core.limits import MAX_LESSON_BYTES
+from ..core.staging import process_runs
 
 FILE_NAME = "unsaved-lesson.json"
 FORMAT = "token-explorer/unsaved-lesson"
@@ -99,14 +100,4 @@ def _maker_runs(pid: int) -> bool:
     holds them), or another process of this id."""
     if pid == os.getpid():
         return True
-    if pid <= 0:
-        return False
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True                # someone else's process
-    except OSError:
-        return False
-    return True
+    return pid > 0 and process_runs(pid)
