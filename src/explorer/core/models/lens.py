@@ -108,3 +108,22 @@ def lens_dict(lens: Lens) -> dict:
                               for i, piece, p in zip(lens.ids[layer], lens.pieces[layer], lens.probs[layer])]}
                      for layer in range(lens.n_layers)],
             "commit_layer": lens.commit_layer}
+
+
+class LensMemo:
+    """The lenses of the last `size` steps asked for (a window stepping back and forth
+    computes each once), keyed by the Step record itself: a rerun's new steps are new keys,
+    and a held step keeps its id from being reused."""
+
+    def __init__(self, size: int = 64):
+        self.size = size
+        self._lenses: dict[int, tuple[object, Lens]] = {}    # id(step) -> (step, its lens)
+
+    def of(self, model, step) -> Lens:
+        key = id(step)
+        held = self._lenses.pop(key, None)
+        lens = held[1] if held is not None else logit_lens(model, step)
+        self._lenses[key] = (step, lens)                        # the newest last
+        while len(self._lenses) > self.size:
+            del self._lenses[next(iter(self._lenses))]
+        return lens
