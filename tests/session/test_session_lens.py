@@ -4,16 +4,17 @@ import numpy as np
 
 from explorer.core.models.teaching import load_teaching_model
 from explorer.session import Session
+from explorer.session.lens import frame_lens
 
 
 def test_the_lens_is_the_one_of_the_frame_on_screen():
     model = load_teaching_model()
     s = Session(model, [1, 2])
-    assert s.frame.kind == "input" and s.lens is None                  # no forward yet
+    assert s.frame.kind == "input" and frame_lens(s) is None                  # no forward yet
     seen = []
     while not s.at_end:
         s.next()
-        lens = s.lens
+        lens = frame_lens(s)
         assert lens.step == s.frame.step and lens.selected_id == s.step.selected_id
         h = s.step.trace.layers[0].hidden[-1]
         z = h @ model.params.w_out + model.params.b_out                  # the course's h·Wout
@@ -23,12 +24,12 @@ def test_the_lens_is_the_one_of_the_frame_on_screen():
     assert seen[0] is seen[1]                                          # the pick frame reuses its step's lens
     s.first()
     s.next()
-    assert s.lens is seen[0]                                           # stepping back does not recompute
+    assert frame_lens(s) is seen[0]                                           # stepping back does not recompute
 
 
 def test_a_rerun_gives_the_new_steps_lens():
     s = Session(load_teaching_model(), [1, 2])
     s.next()
-    before = s.lens
+    before = frame_lens(s)
     s.force(0, 4)
-    assert s.lens is not before and s.lens.selected_id == 4 and s.lens.commit_layer is None
+    assert frame_lens(s) is not before and frame_lens(s).selected_id == 4 and frame_lens(s).commit_layer is None

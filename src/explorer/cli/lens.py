@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from ..core.decode.generate import Run
 from ..core.errors import SettingError
-from ..core.models.lens import LensMemo, has_lens, lens_dict
+from ..core.models.lens import has_lens, logit_lens, lens_dict
 from ..i18n import add_messages, tr
 from .texttable import format_table
 
@@ -44,8 +44,7 @@ def run_lenses(run: Run, model) -> list:
     if not has_lens(model, run.steps[0].trace):
         raise SettingError(f"--lens: model {model.name!r} has no layers to show in a logit lens (its "
                            f"next-token scores come from a table, not from a residual stream through layers)")
-    memo = LensMemo(len(run.steps))
-    return [memo.of(model, step) for step in run.steps]
+    return [logit_lens(model, step) for step in run.steps]
 
 
 def add_lens_json(data: dict, run: Run, model) -> dict:

@@ -32,7 +32,6 @@ from typing import Callable
 from ..core.decode.beam import BeamResult, beam_search
 from ..core.errors import SettingError
 from ..core.decode.generate import Run, Step, generate, prefix_cache_of
-from ..core.models.lens import Lens, LensMemo, has_lens
 from ..core.models.protocol import LanguageModel
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM, prompt_lookup, speculative_generate, verify_steps
@@ -155,7 +154,6 @@ class Session:
         # an export's copy): the settings asked for (a command line's flags) hold on every frame.
         self.frames_apply_their_settings = False
         self._runs: dict[Scenario, Run] = {}
-        self._lenses = LensMemo()               # the logit lens of the steps shown, each computed once
         self._beams: dict[Scenario, BeamResult] = {}
         self._install(self._compute(Request(self._user, self._history, check_recompute,
                                             tuple(_apply_user(s, self._user) for s in self._scenarios)),
@@ -214,15 +212,6 @@ class Session:
     def step(self) -> Step | None:
         """The Run step of the current frame (None on the input-only frame)."""
         return None if self.frame.step is None else self.run.steps[self.frame.step]
-
-    @property
-    def lens(self) -> Lens | None:
-        """The raw logit lens of the current frame's step, computed when first asked for
-        (None before the first forward, or for a model without layers: a table model)."""
-        step = self.step
-        if step is None or not has_lens(self.model, step.trace):
-            return None
-        return self._lenses.of(self.model, step)
 
     @property
     def scenarios(self) -> tuple[Scenario, ...]:

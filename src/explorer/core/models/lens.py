@@ -119,7 +119,10 @@ class LensMemo:
         self.size = size
         self._lenses: dict[int, tuple[object, Lens]] = {}    # id(step) -> (step, its lens)
 
-    def of(self, model, step) -> Lens:
+    def of(self, model, step) -> Lens | None:
+        """The lens of `step` (None for no step, or a model without layers)."""
+        if step is None or not has_lens(model, step.trace):
+            return None
         key = id(step)
         held = self._lenses.pop(key, None)
         lens = held[1] if held is not None else logit_lens(model, step)
