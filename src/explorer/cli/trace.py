@@ -10,6 +10,7 @@ from .flags import (add_prompt_flags, add_run_flags, add_sampling_flags, check_r
 from .beam_tree import format_tree
 from .lens import add_lens_flag, add_lens_json, check_lens_flag, format_lenses
 from .speculative import speculative_output
+from .versus import add_vs_flag, check_vs_flag, second_run, vs_changes, vs_output
 from ..core.elide import ENDS, elided, elided_list
 from ..core.errors import SettingError
 from ..core.decode.generate import Run
@@ -50,12 +51,15 @@ def add_parser(subparsers) -> None:
                   top_help="candidates per step in --json", json_help="print the run as JSON")
     add_sampling_flags(p, default_mode=None)
     add_lens_flag(p)
+    add_vs_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     check_run_flags(args)
     check_lens_flag(args)
+    check_vs_flag(args)
+    changes = vs_changes(args.vs) if args.vs is not None else None
     if args.speculative is not None:
         print(speculative_output(*_speculative_scenarios(args), args))
         return 0
@@ -63,6 +67,12 @@ def run(args) -> int:
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
+    if changes is not None:
+        first = session.run
+        other = second_run(first, session.model, session.overrides, changes, session.check_recompute)
+        print(vs_output(first, other, session.model.vocab, args.vs, args.json, args.top, args.lang,
+                        "" if args.json else trace_output(session, args.lang)))
+        return 0
     print(trace_output(session, args.lang, args.json, args.top, args.lens))
     return 0
 
