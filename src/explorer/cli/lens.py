@@ -7,6 +7,7 @@ from ..core.decode.generate import Run
 from ..core.errors import SettingError
 from ..core.models.lens import has_lens, logit_lens, lens_dict
 from ..i18n import add_messages, tr
+from .exclusive import refuse_together
 from .texttable import format_table
 
 SHOWN = 5   # candidates a plain line shows (the JSON carries all 20)
@@ -33,10 +34,9 @@ def add_lens_flag(parser) -> None:
 
 def check_lens_flag(args) -> None:
     """--lens reads the steps of one generated run: not with --speculative or a beam search."""
-    for flag, on in (("--speculative", args.speculative is not None), ("--mode beam", args.mode == "beam")):
-        if args.lens and on:
-            raise SettingError(f"--lens with {flag}: the lens reads the steps of one generated run; "
-                               f"leave out one of the two")
+    if args.lens:
+        refuse_together("--lens", "the lens reads the steps of one generated run",
+                        (("--speculative", args.speculative is not None), ("--mode beam", args.mode == "beam")))
 
 
 def run_lenses(run: Run, model) -> list:
