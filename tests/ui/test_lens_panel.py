@@ -60,3 +60,46 @@ def test_a_forced_token_is_framed_below_the_top_and_nothing_commits(qtbot):
 def test_many_layers_keep_the_first_and_the_last_around_a_gap():
     assert shown_layers(3, 10) == [0, 1, 2]
     assert shown_layers(30, 8) == [0, None, 24, 25, 26, 27, 28, 29]
+
+
+def test_a_frame_naming_the_lens_shows_it_on_its_slide_at_body_type(qapp):
+    from dataclasses import replace
+
+    from explorer.export.spec import ExportSpec
+    from explorer.ui.fonts import register_fonts
+    from explorer.ui.slides.job import slide_pictures
+    from explorer.ui.slides.layout import BODY_PX
+
+    session = Session(load_teaching_model(), [1, 2])
+    session.next()
+    frame = replace(session.frame, panels=("lens", "timeline"))
+    assert frame.slide_panels(has_layers=True, has_beam=False) == ("lens", "timeline")
+    assert frame.slide_panels(has_layers=False, has_beam=False) == ("timeline",)    # a table model: no lens
+    register_fonts()
+    pictures = slide_pictures(session, ExportSpec(None, panel="lens"))
+    try:
+        (panel, rect, scale), = pictures.lay_out()
+        assert panel.panel_id == "lens" and panel.on_slide and rect.width() > 1000
+        assert panel.font().pointSizeF() * panel.logicalDpiY() / 72 * scale >= BODY_PX - 0.5
+        panel.grid.grab()
+        (layer, texts), = panel.grid.drawn
+        assert layer == 0 and texts[0].startswith("学习 0.47 · z = ")
+    finally:
+        pictures.close()
+
+
+def test_smollm2s_thirty_layers_end_on_paris(qtbot, smollm2):
+    from explorer.core.decode.sampling import SamplingConfig
+    session = Session(smollm2, smollm2.vocab.encode("The capital of France is"), SamplingConfig(max_new_tokens=1),
+                      check_recompute=False)
+    session.next()
+    panel = LensPanel(session)
+    qtbot.addWidget(panel)
+    panel.resize(1100, 500)                                            # room for some of the 30 rows
+    panel.show()
+    qtbot.waitExposed(panel)
+    panel.grid.grab()
+    layers = [layer for layer, _ in panel.grid.drawn]
+    assert layers[:2] == [0, None] and layers[-1] == 29 and len(layers) < 30   # the middle elided around a gap
+    assert panel.grid.drawn[-1][1][0].startswith("␣Paris ")                   # the last layer's top-1
+    assert f"from layer {panel.lens.commit_layer} on" in panel.commit_note.text() and "float32" in panel.caption.text()
