@@ -10,6 +10,7 @@ Shapes: L = layers, k = candidates kept per layer, V = vocabulary size."""
 
 from __future__ import annotations
 
+import sys
 from dataclasses import dataclass
 
 import numpy as np
@@ -80,9 +81,11 @@ def logit_lens(model, step, top: int = TOP) -> Lens:
     def probs(z):  # [L, j] logits of this step -> [L, j] float64 probabilities
         return np.exp(np.asarray(z, np.float64) - top_logit) / totals[:, None]
 
-    piece = model.vocab.piece_text
+    def piece(token):  # interned: the lenses of a long run share their pieces (", " and "." in every row)
+        return sys.intern(model.vocab.piece_text(int(token)))
+
     return Lens(step.index, int(step.logits_position), selected, ids,
-                tuple(tuple(piece(int(i)) for i in row) for row in ids), probs(logits[rows, ids]),
+                tuple(tuple(piece(i) for i in row) for row in ids), probs(logits[rows, ids]),
                 np.asarray(logits[rows, ids], np.float64), probs(chosen)[:, 0], ranks,
                 getattr(model, "arithmetic_label", "float64"))
 
