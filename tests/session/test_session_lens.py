@@ -33,3 +33,11 @@ def test_a_rerun_gives_the_new_steps_lens():
     before = frame_lens(s)
     s.force(0, 4)
     assert frame_lens(s) is not before and frame_lens(s).selected_id == 4 and frame_lens(s).commit_layer is None
+
+
+def test_a_slider_rerun_on_the_same_forwards_reuses_the_lens():
+    s = Session(load_teaching_model(), [1, 2])
+    s.next()
+    before = frame_lens(s)
+    s.set_sampling(top_k=3)                        # a new Run: the same forwards, the same greedy picks
+    assert s.step.trace is not None and frame_lens(s) is before

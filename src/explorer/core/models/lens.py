@@ -115,21 +115,22 @@ def lens_dict(lens: Lens) -> dict:
 
 class LensMemo:
     """The lenses of the last `size` steps asked for (a window stepping back and forth
-    computes each once), keyed by the Step record itself: a rerun's new steps are new keys,
-    and a held step keeps its id from being reused."""
+    computes each once), keyed by the step's forward trace, index and selected token: a
+    slider drag's rerun reuses the traces (new Step records, the same forwards), and a held
+    trace keeps its id from being reused."""
 
     def __init__(self, size: int = 64):
         self.size = size
-        self._lenses: dict[int, tuple[object, Lens]] = {}    # id(step) -> (step, its lens)
+        self._lenses: dict[tuple, tuple] = {}    # key -> (the trace, the model, its lens): held, so ids stay theirs
 
     def of(self, model, step) -> Lens | None:
         """The lens of `step` (None for no step, or a model without layers)."""
         if step is None or not has_lens(model, step.trace):
             return None
-        key = id(step)
+        key = (id(step.trace), id(model), step.index, int(step.selected_id))
         held = self._lenses.pop(key, None)
-        lens = held[1] if held is not None else logit_lens(model, step)
-        self._lenses[key] = (step, lens)                        # the newest last
+        lens = held[-1] if held is not None else logit_lens(model, step)
+        self._lenses[key] = (step.trace, model, lens)           # the newest last
         while len(self._lenses) > self.size:
             del self._lenses[next(iter(self._lenses))]
         return lens
