@@ -113,7 +113,7 @@ class LensGrid(QWidget):
         cell_w = max(1.0, (rect.width() - label_w - rank_w) / k)
         cell_h = row_h * self._lines()
         fit = max(3, int((rect.height() - 3 * row_h) / cell_h))   # three rows: the header and the legend
-        text_pen, grid = QColor(theme.text), QColor(theme.grid)
+        text_pen = QColor(theme.text)
         bold = QFont(self.font())
         bold.setBold(True)
         y = 0.0
@@ -172,7 +172,6 @@ class LensGrid(QWidget):
             if marked:
                 p.setPen(QPen(QColor(theme.chosen), 2, Qt.PenStyle.DashLine))
                 p.drawLine(0, int(y), int(rect.width()), int(y))
-            p.setPen(grid)
             self.drawn.append((layer, texts))
             y += cell_h
         self._legend(p, QRectF(label_w, y + row_h * 0.2, rect.width() - label_w, row_h * 1.6), m)
@@ -252,10 +251,10 @@ class LensPanel(Panel):
             self.caption.setText(self.tr("lens.caption", position=lens.position,
                                          arith=self.tr("lens.arith", name=lens.arithmetic)))
             piece = self.piece(lens.selected_id)
-            note = (self.tr("lens.uncommitted", piece=piece) if lens.commit_layer is None
-                    else self.tr("lens.committed", piece=piece, layer=lens.commit_layer))
-            if lens.n_layers == 1:
-                note = self.tr("lens.single") + " " + note
-            self.commit_note.setText(note if self.grid.highlight else self.tr("lens.single") if lens.n_layers == 1 else "")
+            lines = [self.tr("lens.single")] if lens.n_layers == 1 else []
+            if self.grid.highlight:                     # the selected token is on screen: say where it settles
+                lines.append(self.tr("lens.uncommitted", piece=piece) if lens.commit_layer is None
+                             else self.tr("lens.committed", piece=piece, layer=lens.commit_layer))
+            self.commit_note.setText(" ".join(lines))
         self.grid.updateGeometry()
         self.grid.update()
