@@ -70,7 +70,8 @@ def logit_lens(model, step, top: int = TOP) -> Lens:
     top_logit = logits.max(axis=1, keepdims=True)                             # [L, 1]
     # the softmax's denominators: exponentials in the logits' own type (float32 for a GGUF
     # file's model: a quarter of float64's time over 30 x 49,152 numbers), summed in float64
-    totals = np.exp(logits - top_logit).sum(axis=1, dtype=np.float64)        # [L]
+    shifted = np.subtract(logits, top_logit)                                  # [L, V], exponentiated in place
+    totals = np.exp(shifted, out=shifted).sum(axis=1, dtype=np.float64)       # [L]
     ids = _top_ids(logits, min(top, logits.shape[1]))                         # [L, k]
     rows = np.arange(len(logits))[:, None]
     selected = int(step.selected_id)
