@@ -10,7 +10,9 @@ from .flags import (add_prompt_flags, add_run_flags, add_sampling_flags, check_r
 from .beam_tree import format_tree
 from .settings_line import settings_text
 from .combinations import check_settings, session_configs
+from .lens import add_lens_flag, add_lens_json, check_lens_flag, format_lenses
 from .speculative import speculative_output
+from .versus import add_vs_flag, check_vs_flag, second_run, vs_changes, vs_output
 from ..core.elide import ENDS, elided, elided_list
 from ..core.errors import SettingError
 from ..core.decode.generate import Run
@@ -57,11 +59,16 @@ def add_parser(subparsers) -> None:
     add_run_flags(p, lesson_help="trace every scenario of a lesson (a name or a .toml file)",
                   top_help="candidates per step in --json", json_help="print the run as JSON")
     add_sampling_flags(p, default_mode=None)
+    add_lens_flag(p)
+    add_vs_flag(p)
     p.set_defaults(func=run)
 
 
 def run(args) -> int:
     check_run_flags(args)
+    check_lens_flag(args)
+    check_vs_flag(args)
+    changes = vs_changes(args.vs) if args.vs is not None else None
     if args.speculative is not None:
         scenarios, names = _speculative_scenarios(args)
         check_settings("trace", args, list(zip(names or [args.lesson or ""] * len(scenarios),
@@ -73,7 +80,13 @@ def run(args) -> int:
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
-    print(trace_output(session, args.lang, args.json, args.top))
+    if changes is not None:
+        first = session.run
+        other = second_run(first, session.model, session.overrides, changes, session.check_recompute)
+        print(vs_output(first, other, session.model.vocab, args.vs, args.json, args.top, args.lang,
+                        "" if args.json else trace_output(session, args.lang)))
+        return 0
+    print(trace_output(session, args.lang, args.json, args.top, args.lens))
     return 0
 
 
@@ -89,15 +102,18 @@ def _speculative_scenarios(args) -> tuple[list[Scenario], list[str]]:
     return [Scenario(model, tuple(prompt_ids(args, model)), SamplingConfig(**changes))], []
 
 
-def trace_output(session: Session, lang: str = "en", as_json: bool = False, top: int = 10) -> str:
+def trace_output(session: Session, lang: str = "en", as_json: bool = False, top: int = 10,
+                 lens: bool = False) -> str:
     """What `explorer trace` prints for a session: every scenario's Run as the step table (or
     as JSON), each with its own model's vocabulary, then the votes and searches its frames
-    ask for (with the forward time they took)."""
+    ask for (with the forward time they took); with `lens`, every step's logit lens."""
     results = session.scenario_results()
     vocabs = [scenario.model.vocab for scenario in session.scenarios]
     extra = _computations(session, [run for run, _ in results])
     if as_json:
         data = [run_to_dict(r, vocab, top) for (r, _), vocab in zip(results, vocabs)]
+        if lens:
+            data = [add_lens_json(d, r, scenario.model) for d, (r, _), scenario in zip(data, results, session.scenarios)]
         for k, items in extra.items():
             votes = [vote_to_dict(v) for kind, v in items if kind == "vote"]
             searches = [search_to_dict(v, vocabs[k], spec.evaluator) for kind, (spec, v) in
@@ -109,6 +125,8 @@ def trace_output(session: Session, lang: str = "en", as_json: bool = False, top:
     blocks = []
     for i, ((run, beam), vocab) in enumerate(zip(results, vocabs)):
         block = format_tree(beam, vocab, lang) if beam is not None else format_run(run, vocab, lang)
+        if lens:
+            block += "\n\n" + format_lenses(run, session.scenarios[i].model, lang)
         for kind, item in extra.get(i, []):
             block += "\n\n" + (format_vote(item, lang) if kind == "vote" else format_search(*item, vocab, lang))
         blocks.append(f"{tr('scenario', lang, name=names[i])}\n{block}" if names else block)

@@ -75,13 +75,13 @@ class Frame:
 
     def slide_panels(self, has_layers: bool, has_beam: bool) -> tuple[str, ...]:
         """The panels a slide of this frame shows: those it names that draw the run, else
-        the defaults of its kind; never an empty panel beside others: no attention panel or
-        cache grid for a model without layers (a table model), no beam tree where no beam
+        the defaults of its kind; never an empty panel beside others: no attention panel,
+        cache grid or logit lens for a model without layers (a table model), no beam tree where no beam
         search ran, no distribution or attention before the first forward."""
         def keep(ids):
-            return tuple(p for p in ids if p in SLIDE_PANELS and (has_layers or p not in ("attention", "kv"))
+            return tuple(p for p in ids if p in SLIDE_PANELS and (has_layers or p not in ("attention", "kv", "lens"))
                          and (has_beam or p != "beam")
-                         and (self.step is not None or p not in ("attention", "distribution")))
+                         and (self.step is not None or p not in ("attention", "distribution", "lens")))
         return keep(self.panels) or keep(DEFAULT_SLIDE_PANELS[self.kind]) or ("timeline",)
 
 

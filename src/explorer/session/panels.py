@@ -17,6 +17,7 @@ PANEL_TITLES = {
     "lesson": {"en": "Lesson", "zh": "课程"},
     "glossary": {"en": "Glossary", "zh": "术语表"},
     "beam": {"en": "Beam search", "zh": "束搜索"},
+    "lens": {"en": "Logit lens (raw)", "zh": "Logit lens（原始）"},
 }
 PANELS = tuple(PANEL_TITLES)
 add_messages({f"{pid}.title": texts for pid, texts in PANEL_TITLES.items()})
@@ -28,7 +29,7 @@ def panel_title(pid: str, lang: str) -> str:
 
 
 # the panels that draw the run (a slide shows these; the others are controls or text)
-SLIDE_PANELS = ("timeline", "kv", "attention", "distribution", "beam")
+SLIDE_PANELS = ("timeline", "kv", "attention", "distribution", "beam", "lens")
 # what a slide shows for a frame that names none of SLIDE_PANELS, by frame kind
 DEFAULT_SLIDE_PANELS = {"input": ("timeline", "kv"), "prefill": ("timeline", "attention", "kv"),
                         "decode": ("timeline", "attention", "kv"), "pick": ("distribution", "timeline"),

@@ -283,9 +283,21 @@ class DecoderModel(StepwiseModel):
         cache.commit(ids, positions)
         return x, tuple(traces)
 
-    def _head(self, final):  # [n, d] -> [n, V] logits
+    def layer_logits(self, trace: ForwardTrace) -> np.ndarray:  # -> [L, V]
+        """The final norm and the output head applied to the residual stream leaving every
+        layer at the trace's last position (the raw logit lens), in the model's arithmetic.
+        The last layer's row is the trace's own logits: the forward applied this very head
+        to that very row, so it is taken, not multiplied again. The others' products sum as
+        the trace's head summed its (as many rows at a time as it kept)."""
+        if len(trace.layers) == 1:
+            return trace.logits[-1:]
+        x = np.stack([lt.hidden[-1] for lt in trace.layers[:-1]])            # [L-1, d]
+        early = self._head(self._norm(x, self.params.norm_f), len(trace.final_hidden))   # [L-1, V]
+        return np.concatenate([early, trace.logits[-1:]])                      # [L, V]
+
+    def _head(self, final, rows_at_once: int | None = None):  # [n, d] -> [n, V] logits
         p = self.params
-        logits = self._mm(final, p.embed.T if self.config.tied_output else p.w_out)
+        logits = self._mm(final, p.embed.T if self.config.tied_output else p.w_out, rows_at_once)
         if p.b_out is not None:
             logits = logits + p.b_out
         return L.soft_cap(logits, self.config.final_softcap) if self.config.final_softcap else logits

@@ -1,0 +1,123 @@
+"""`trace --vs "temperature=1.5,seed=3"`: the same prompt run a second time with some sampling
+settings changed, and where the two runs part: the first step whose chosen tokens differ, and
+per step the total variation distance between the two final distributions."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+import numpy as np
+
+from ..core.decode.generate import Run, generate
+from ..core.decode.run_dict import run_to_dict
+from ..core.decode.sampling import SamplingConfig
+from ..core.errors import ExplorerError, SettingError
+from ..core.tokens.vocab import Vocabulary
+from ..i18n import add_messages, tr
+from .exclusive import refuse_together
+from .flags import add_sampling_flags, sampling_changes
+from .texttable import format_table
+
+add_messages({
+    "vs.heading": {"en": "A: the run above · B: the same prompt with {changes}",
+                   "zh": "A：上面的运行 · B：同一提示，改为 {changes}"},
+    "vs.col.step": {"en": "step", "zh": "步"},
+    "vs.col.a": {"en": "A selected", "zh": "A选中"},
+    "vs.col.b": {"en": "B selected", "zh": "B选中"},
+    "vs.col.tv": {"en": "total variation", "zh": "总变差距离"},
+    "vs.first": {"en": "first divergence: step {step}", "zh": "第一次分歧：第{step}步"},
+    "vs.none": {"en": "first divergence: none (the same tokens at every step)", "zh": "第一次分歧：无（每一步的Token都相同）"},
+})
+
+
+def add_vs_flag(parser) -> None:
+    parser.add_argument("--vs", metavar="NAME=VALUE,...",
+                        help="run the prompt a second time with these sampling settings changed (the sampling "
+                             "flags' names, e.g. \"temperature=1.5,seed=3\") and compare the two runs step by step")
+
+
+class _Refusing(argparse.ArgumentParser):
+    """The sampling flags read from a --vs string: a mistake is a SettingError, not an exit."""
+
+    def error(self, message):
+        raise SettingError(message)
+
+
+def _sampling_parser() -> _Refusing:
+    p = _Refusing(prog="--vs", add_help=False)
+    add_sampling_flags(p, default_mode=None)
+    return p
+
+
+def vs_changes(text: str) -> dict:
+    """SamplingConfig field -> value from "name=value,..." (the sampling flags' names, with
+    - or _); SettingError naming the item and what is expected."""
+    parser = _sampling_parser()
+    names = sorted(o[2:] for a in parser._actions for o in a.option_strings)   # every sampling flag
+    items: list[str] = []
+    for part in text.split(","):
+        if "=" in part or not items:
+            items.append(part)
+        else:
+            items[-1] += "," + part        # order=temperature,top_k: the rest of a comma list
+    argv = []
+    for item in items:
+        name, sep, value = item.partition("=")
+        flag = name.strip().replace("_", "-")
+        if not sep or not value.strip():
+            raise SettingError(f"--vs {text!r}: {item!r} is not NAME=VALUE; expected e.g. \"temperature=1.5,seed=3\"")
+        if flag not in names:
+            raise SettingError(f"--vs {text!r}: unknown setting {name.strip()!r}; expected one of {', '.join(names)}")
+        argv += [f"--{flag}", value.strip()]
+    try:                                # a flag's own check (FlagError) names the flag, the value and the range
+        changes = sampling_changes(parser.parse_args(argv))
+        SamplingConfig().with_(**changes)     # each value checked now, under the --vs that gave it
+    except ExplorerError as exc:
+        raise SettingError(f"--vs {text!r}: {exc}") from None
+    if changes.get("mode") == "beam":
+        raise SettingError(f"--vs {text!r}: mode=beam makes a tree, not a run to compare step by step")
+    return changes
+
+
+def check_vs_flag(args) -> None:
+    """--vs compares two runs of one free scenario: not with a lesson, --speculative, a beam
+    search or --lens (SettingError, exit 2)."""
+    if args.vs is not None:
+        refuse_together("--vs", "--vs compares two generated runs of one prompt",
+                        (("--lesson", args.lesson is not None), ("--speculative", args.speculative is not None),
+                         ("--mode beam", args.mode == "beam"), ("--lens", args.lens)))
+
+
+def second_run(first: Run, model, overrides: dict, changes: dict, check: bool) -> Run:
+    """The same prompt and what-ifs with the sampling settings `changes` (validated)."""
+    return generate(model, first.prompt_ids, first.config.with_(**changes), overrides=overrides, check_recompute=check)
+
+
+def first_divergence(a: Run, b: Run) -> int | None:
+    """The first step whose selected tokens differ (or where one run has stopped); None: never."""
+    for i, (x, y) in enumerate(zip(a.steps, b.steps)):
+        if x.selected_id != y.selected_id:
+            return i
+    return None if len(a.steps) == len(b.steps) else min(len(a.steps), len(b.steps))
+
+
+def distances(a: Run, b: Run) -> list[float]:
+    """Per step both runs reached, the total variation 1/2 sum |p_a - p_b| of the final distributions."""
+    return [0.5 * float(np.abs(x.distribution.probs - y.distribution.probs).sum())   # (V,) each
+            for x, y in zip(a.steps, b.steps)]
+
+
+def vs_output(a: Run, b: Run, vocab: Vocabulary, text: str, as_json: bool, top: int, lang: str,
+              first_block: str) -> str:
+    """Both runs, their first divergence and distances: JSON, or a table under the first run's."""
+    split, tv = first_divergence(a, b), distances(a, b)
+    if as_json:
+        return json.dumps({"a": run_to_dict(a, vocab, top), "b": run_to_dict(b, vocab, top),
+                           "first_divergence": split, "distance": tv}, ensure_ascii=False, indent=2)
+    rows = [[i, vocab.display_piece(x.selected_id), vocab.display_piece(y.selected_id), f"{d:.4f}"]
+            for i, (x, y, d) in enumerate(zip(a.steps, b.steps, tv))]
+    table = format_table([tr(k, lang) for k in ("vs.col.step", "vs.col.a", "vs.col.b", "vs.col.tv")], rows,
+                         align_right=(0, 3))
+    last = tr("vs.none", lang) if split is None else tr("vs.first", lang, step=split)
+    return "\n\n".join([first_block, tr("vs.heading", lang, changes=text), table, last])
