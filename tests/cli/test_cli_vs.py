@@ -66,8 +66,8 @@ def test_a_bad_setting_is_named_with_what_is_expected(capsys, value, message):
     assert code == 2 and out == "" and message in err and f"--vs {value!r}" in err and "Traceback" not in err
 
 
-@pytest.mark.parametrize("argv,flag", [(["--lesson", "beam"], "--lesson"), (["--lens"], "--lens"),
+@pytest.mark.parametrize("argv,flag", [(["--lesson", "beam"], "--lesson beam"), (["--lens"], "--lens"),
                                        (["--mode", "beam"], "--mode beam")])
 def test_vs_with_what_is_not_one_run_is_refused(capsys, argv, flag):
     code, _, err = run_cli(capsys, "trace", "--vs", "seed=1", *argv)
-    assert code == 2 and f"--vs with {flag}" in err
+    assert code == 2 and f"--vs seed=1 with {flag}: " in err

@@ -33,6 +33,7 @@ SAMPLES = {
     "--repetition-penalty": ["--repetition-penalty", "3"], "--seed": ["--seed", "3"],
     "--order": ["--order", "llama.cpp"], "--max-new-tokens": ["--max-new-tokens", "2"], "--stop": ["--stop", "！"],
     "--beam-width": ["--beam-width", "3"], "--length-penalty": ["--length-penalty", "0.5"],
+    "--lens": ["--lens"], "--vs": ["--vs", "temperature=1.5,mode=sample"],
     # sample
     "--logits": ["--logits=3,1,0,-1"], "--probs": ["--probs", "0.5,0.3,0.2"], "--seen": ["--seen", "0"],
     "--step": ["--step", "1"],

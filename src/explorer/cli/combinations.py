@@ -82,6 +82,14 @@ RULES: dict[str, tuple[Rule, ...]] = {
         Rule(("--json", "--mode"), "the JSON holds one run per scenario, not a beam tree (printed as text); leave "
                                    "out --json to see the tree", lambda args: args.mode == "beam"),
         LANG_JSON,
+        *(Rule(("--lens", flag), f"the lens reads the steps of one generated run, and {flag} makes "
+                                 f"{'a beam tree' if flag == '--mode' else 'verify passes'}; leave out one of the two",
+               (lambda args: args.mode == "beam") if flag == "--mode" else (lambda args: True))
+          for flag in ("--speculative", "--mode")),
+        *(Rule(("--vs", flag), f"--vs compares two generated runs of one free prompt step by step; leave out "
+                               f"one of --vs and {flag}",
+               (lambda args: args.mode == "beam") if flag == "--mode" else (lambda args: True))
+          for flag in ("--lesson", "--speculative", "--mode", "--lens")),
     ),
     "export": RUN_RULES + (
         Rule(("--speculative", "--lesson"), "a lesson's slides show its own decoding; give --model or --prompt for a "

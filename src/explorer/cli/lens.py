@@ -7,7 +7,6 @@ from ..core.decode.generate import Run
 from ..core.errors import SettingError
 from ..core.models.lens import has_lens, logit_lens, lens_dict
 from ..i18n import add_messages, tr
-from .exclusive import refuse_together
 from .texttable import format_table
 
 SHOWN = 5   # candidates a plain line shows (the JSON carries all 20)
@@ -32,11 +31,15 @@ def add_lens_flag(parser) -> None:
                              "and the commitment layer (--json: \"lens\" and \"commit_layer\" per step)")
 
 
-def check_lens_flag(args) -> None:
-    """--lens reads the steps of one generated run: not with --speculative or a beam search."""
-    if args.lens:
-        refuse_together("--lens", "the lens reads the steps of one generated run",
-                        (("--speculative", args.speculative is not None), ("--mode beam", args.mode == "beam")))
+def check_lens_models(session, lesson: str | None) -> None:
+    """SettingError (exit 2) before any lens is drawn when a run's model has no layers to
+    show, naming the lesson that chose that model."""
+    for (run, _), scenario in zip(session.scenario_results(), session.scenarios):
+        model = scenario.model
+        if not has_lens(model, run.steps[0].trace):
+            said = f"--lens with --lesson {lesson}: the lesson's model" if lesson else "--lens: model"
+            raise SettingError(f"{said} {model.name!r} has no layers to show in a logit lens (its next-token "
+                               "scores come from a table, not from a residual stream through layers)")
 
 
 def run_lenses(run: Run, model) -> list:

@@ -10,9 +10,9 @@ from .flags import (add_prompt_flags, add_run_flags, add_sampling_flags, check_r
 from .beam_tree import format_tree
 from .settings_line import settings_text
 from .combinations import check_settings, session_configs
-from .lens import add_lens_flag, add_lens_json, check_lens_flag, format_lenses
+from .lens import add_lens_flag, add_lens_json, check_lens_models, format_lenses
 from .speculative import speculative_output
-from .versus import add_vs_flag, check_vs_flag, second_run, vs_changes, vs_output
+from .versus import add_vs_flag, second_run, vs_changes, vs_output
 from ..core.elide import ENDS, elided, elided_list
 from ..core.errors import SettingError
 from ..core.decode.generate import Run
@@ -66,8 +66,6 @@ def add_parser(subparsers) -> None:
 
 def run(args) -> int:
     check_run_flags(args)
-    check_lens_flag(args)
-    check_vs_flag(args)
     changes = vs_changes(args.vs) if args.vs is not None else None
     if args.speculative is not None:
         scenarios, names = _speculative_scenarios(args)
@@ -77,6 +75,8 @@ def run(args) -> int:
         return 0
     session = session_from_args(args, args.lesson)
     check_settings("trace", args, session_configs(session), as_table=not args.json)
+    if args.lens:
+        check_lens_models(session, args.lesson)
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")

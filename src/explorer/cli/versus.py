@@ -15,7 +15,6 @@ from ..core.decode.sampling import SamplingConfig
 from ..core.errors import ExplorerError, SettingError
 from ..core.tokens.vocab import Vocabulary
 from ..i18n import add_messages, tr
-from .exclusive import refuse_together
 from .flags import add_sampling_flags, sampling_changes
 from .texttable import format_table
 
@@ -78,15 +77,6 @@ def vs_changes(text: str) -> dict:
     if changes.get("mode") == "beam":
         raise SettingError(f"--vs {text!r}: mode=beam makes a tree, not a run to compare step by step")
     return changes
-
-
-def check_vs_flag(args) -> None:
-    """--vs compares two runs of one free scenario: not with a lesson, --speculative, a beam
-    search or --lens (SettingError, exit 2)."""
-    if args.vs is not None:
-        refuse_together("--vs", "--vs compares two generated runs of one prompt",
-                        (("--lesson", args.lesson is not None), ("--speculative", args.speculative is not None),
-                         ("--mode beam", args.mode == "beam"), ("--lens", args.lens)))
 
 
 def second_run(first: Run, model, overrides: dict, changes: dict, check: bool) -> Run:
