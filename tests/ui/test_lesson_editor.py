@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import pytest
 from PySide6.QtCore import Qt
+from PySide6.QtGui import QImage
 from PySide6.QtWidgets import QApplication
 
 from explorer.lessons import lessons_dir, parse_lesson
@@ -193,3 +194,18 @@ def test_the_editor_in_both_languages(window, qtbot, tmp_path, lang):
     for i in range(editor.tabs.count()):
         editor.tabs.setCurrentIndex(i)
         editor.grab().save(str(tmp_path / f"editor-{lang}-{i}.png"))
+
+
+def test_the_slide_preview_follows_the_text_a_moment_after_typing(window, qtbot, tmp_path):
+    editor = open_editor(qtbot, window)
+    choose_frame(qtbot, editor, 3)
+    qtbot.waitUntil(lambda: editor.preview.pixmap() is not None and not editor.preview.pixmap().isNull(),
+                    timeout=60_000)
+    before = editor.preview.pixmap().toImage()
+    retype(qtbot, editor, editor.texts["title"], "A title of my own for this slide")
+    qtbot.waitUntil(lambda: editor.preview.pixmap().toImage() != before, timeout=60_000)
+    shown = editor.preview.pixmap().toImage()
+    exported = QImage(str(tmp_path / "frame.png")) if export(window, tmp_path / "frame.png") else None
+    scaled = exported.scaled(shown.size(), Qt.AspectRatioMode.KeepAspectRatio, Qt.TransformationMode.SmoothTransformation)
+    assert scaled == shown                         # the preview is the exported slide, made smaller
+    editor.grab().save(str(tmp_path / "editor-preview.png"))

@@ -14,8 +14,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from PySide6.QtCore import QEvent, QObject, Qt, Signal
-from PySide6.QtGui import QKeySequence, QShortcut
+from PySide6.QtCore import QEvent, QObject, Qt, QTimer, Signal
+from PySide6.QtGui import QKeySequence, QPixmap, QShortcut
 from PySide6.QtWidgets import (QApplication, QCheckBox, QComboBox, QDockWidget, QFormLayout, QGridLayout,
                                QHBoxLayout, QLabel, QLineEdit, QListWidget, QMessageBox, QPlainTextEdit,
                                QPushButton, QScrollArea, QTabWidget, QVBoxLayout, QWidget)
@@ -28,9 +28,11 @@ from ...lessons.writer import SUFFIX, lesson_document
 from ...session import SessionEvent
 from ...session.narration import frame_title
 from ...session.panels import DEFAULT_SLIDE_PANELS, PANELS, panel_title
-from .export_actions import export_name
+from .export_actions import export_name, slide_picture, spec_for
 
 UNDO_KEYS = ("Ctrl+Z",)
+PREVIEW_WIDTH = 480          # px of the slide preview under the texts
+PREVIEW_DELAY_MS = 300       # the preview is redrawn this long after the last edit
 REDO_KEYS = ("Ctrl+Shift+Z", "Ctrl+Y")
 
 add_messages({
@@ -47,6 +49,7 @@ add_messages({
     "editor.down": {"en": "Down", "zh": "下移"},
     "editor.add_here": {"en": "Add frame here", "zh": "在此添加帧"},
     "editor.frame_title": {"en": "Title", "zh": "标题"},
+    "editor.preview": {"en": "The slide of this frame", "zh": "这一帧的幻灯片"},
     "editor.panels": {"en": "Panels", "zh": "显示的面板"},
     "editor.ask": {"en": "Question", "zh": "提问"},
     "editor.lesson_title": {"en": "Lesson title", "zh": "课程标题"},
@@ -168,13 +171,30 @@ class LessonEditor(QWidget):
             if field == "ask":
                 self.form.addRow(self._panels_label(), self._panel_boxes())
             self.form.addRow(self.text_labels[field], box)
+        self.preview_label = QLabel()
+        self.preview = QLabel(alignment=Qt.AlignmentFlag.AlignCenter)
+        self.preview.setFixedSize(PREVIEW_WIDTH, PREVIEW_WIDTH * 9 // 16)
+        self._preview_timer = QTimer(self, singleShot=True, interval=PREVIEW_DELAY_MS)
+        self._preview_timer.timeout.connect(self.update_preview)
+        self.played.connect(self._preview_timer.start)
         page = QWidget()
         layout = QVBoxLayout(page)
         layout.addWidget(self.frame_list)
         layout.addLayout(buttons)
         layout.addLayout(self.form)
+        layout.addWidget(self.preview_label)
+        layout.addWidget(self.preview)
         layout.addStretch(1)
         return _scrolled(page)
+
+    def update_preview(self) -> None:
+        """The slide of the frame on screen, as an export would draw it now (redrawn a moment
+        after the typing stops, not at every key)."""
+        if self.model is None or not self.isVisible():
+            return
+        image = slide_picture(self.window, spec_for(self.window, Path(".")))
+        self.preview.setPixmap(QPixmap.fromImage(image).scaled(self.preview.size(), Qt.AspectRatioMode.KeepAspectRatio,
+                                                               Qt.TransformationMode.SmoothTransformation))
 
     def _panels_label(self) -> QLabel:
         self.panels_label = QLabel()
@@ -289,6 +309,7 @@ class LessonEditor(QWidget):
         if self.model is not None and self.session.content is not self.model.lesson and not self.model.changed:
             self.model = None
         self.refresh()
+        self._preview_timer.start()
 
     # ------------------------------------------------------------------ editing
     def _apply(self, edit, merge: bool = False) -> bool:
@@ -494,6 +515,8 @@ class LessonEditor(QWidget):
             button.setText(tr(f"editor.{name}", lang))
         self.tabs.setTabText(0, tr("editor.frames", lang))
         self.tabs.setTabText(1, tr("editor.lesson", lang))
+        self.preview_label.setText(tr("editor.preview", lang))
+        self._preview_timer.start()
         for field, label in self.text_labels.items():
             label.setText(tr(f"section.{field.partition('.')[2]}", lang) if field.startswith("explain.")
                           else tr(f"editor.{'frame_title' if field == 'title' else field}", lang))
