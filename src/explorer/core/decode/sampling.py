@@ -14,14 +14,28 @@ import numpy as np
 
 from ..errors import SettingError
 from ..limits import MAX_BEAMS, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, check_count
+from . import api_stages
+from .api_stages import RANGES, TOP_P_TOLERANCE, XTC_STREAM, check_bias_ids, checked_logit_bias
 
+# the stages every chart lists, on or off (the course's)
 STAGE_NAMES = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
+# the stages of real APIs: recorded only when on, so a run without them is what it was before them
+API_STAGE_NAMES = ("logit_bias", "min_new_tokens", "frequency_penalty", "presence_penalty",
+                   "top_n_sigma", "typical_p", "xtc")
+ALL_STAGE_NAMES = STAGE_NAMES + API_STAGE_NAMES
+# where each library runs each stage. Hugging Face has no top-n-sigma or XTC: they sit where
+# llama.cpp puts them relative to the truncation stages (top-n-sigma before top-k, XTC after the last).
 ORDER_PRESETS = {
-    "hf": ("repetition_penalty", "temperature", "top_k", "top_p", "min_p"),
-    "llama.cpp": ("repetition_penalty", "top_k", "top_p", "min_p", "temperature"),
+    # HF: sequence bias, repetition penalty (vLLM: then frequency, presence), min_new_tokens,
+    # then the warpers temperature, top-k, top-p, min-p, typical
+    "hf": ("logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "min_new_tokens",
+           "temperature", "top_n_sigma", "top_k", "top_p", "min_p", "typical_p", "xtc"),
+    # common_params_sampling's default chain after the logit bias: penalties, (DRY,) top-n-sigma,
+    # top-k, typical, top-p, min-p, XTC, temperature; llama.cpp has no min_new_tokens: a ban, next to the bias
+    "llama.cpp": ("logit_bias", "min_new_tokens", "repetition_penalty", "frequency_penalty", "presence_penalty",
+                  "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature"),
 }
 MODES = ("greedy", "sample", "beam")
-TOP_P_TOLERANCE = 1e-9   # keeps 0.55 + 0.25 "reaching" 0.8 despite float64 round-off
 
 _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
 _THRESHOLD_STEP = 1 / 16 # _ruler_prefix lowers its probability threshold 16x at a time
@@ -41,15 +55,15 @@ def parse_order(text: str) -> tuple[str, ...]:
         return ORDER_PRESETS[text]
     if not text:
         raise SettingError(f"order = {text!r}: expected a preset ({', '.join(ORDER_PRESETS)}) "
-                           f"or a comma list of {', '.join(STAGE_NAMES)}")
+                           f"or a comma list of {', '.join(ALL_STAGE_NAMES)}")
     return _checked_order(tuple(name.strip().replace("-", "_") for name in text.split(",")))
 
 
 def _checked_order(names: tuple) -> tuple[str, ...]:
     """The stage names unchanged, or a SettingError naming the first unknown or repeated one."""
     for i, name in enumerate(names):
-        if name not in STAGE_NAMES:
-            raise SettingError(f"order: unknown stage {name!r}: expected one of {', '.join(STAGE_NAMES)} "
+        if name not in ALL_STAGE_NAMES:
+            raise SettingError(f"order: unknown stage {name!r}: expected one of {', '.join(ALL_STAGE_NAMES)} "
                                f"or a preset ({', '.join(ORDER_PRESETS)})")
         if name in names[:i]:
             raise SettingError(f"order: stage {name!r} appears twice: expected each stage at most once")
@@ -90,6 +104,15 @@ class SamplingConfig:
     stop_strings: tuple[str, ...] = ()    # none: stop on EOS or length only
     num_beams: int = 2                    # the smallest beam that can beat greedy (course: BD over AE)
     length_penalty: float = 1.0           # Hugging Face default: beam score = sum of log-probs / length
+    presence_penalty: float = 0.0         # 0 = off: OpenAI's, minus this once for a token the output holds
+    frequency_penalty: float = 0.0        # 0 = off: OpenAI's, minus this times the token's count in the output
+    logit_bias: tuple = ()                # none: ((id, bias), ...) added to the logits, -100 bans in practice
+    typical_p: float = 1.0                # 1 = off: the whole mass, however typical
+    min_keep: int = 0                     # 0 = off: each truncation stage keeps at least one anyway
+    xtc_probability: float = 0.0          # 0 = off: the top choices are never excluded
+    xtc_threshold: float = 0.1            # llama.cpp's default: "top" means p >= 0.1
+    top_n_sigma: float = 0.0              # 0 = off: no cut by standard deviations
+    min_new_tokens: int = 0               # 0 = off: the end token may come at once
 
     def __post_init__(self):
         def put(name, value):
@@ -133,6 +156,30 @@ class SamplingConfig:
         put("stop_strings", tuple(stops))
         put("num_beams", check_count("num_beams", self.num_beams, 1, MAX_BEAMS))
         put("length_penalty", length_penalty)
+        for name, kind in RANGES.items():
+            put(name, kind.check(name, getattr(self, name)))
+        put("logit_bias", checked_logit_bias(self.logit_bias))
+        off = [name for name in self.active_stages if name not in self.order]
+        if off:
+            raise SettingError(f"order: leaves out {', '.join(off)}, which "
+                               f"{'is' if len(off) == 1 else 'are'} on ({self._settings_of(off)}): "
+                               f"expected every stage that is on in the order (or turn it off)")
+
+    @property
+    def active_stages(self) -> tuple[str, ...]:
+        """The stages whose setting is not neutral (temperature: in sample mode), in ALL_STAGE_NAMES order."""
+        on = {"repetition_penalty": self.repetition_penalty != 1,
+              "temperature": self.mode == "sample" and self.temperature != 1,
+              "top_k": self.top_k > 0, "top_p": self.top_p < 1, "min_p": self.min_p > 0,
+              "logit_bias": bool(self.logit_bias), "min_new_tokens": self.min_new_tokens > 0,
+              "frequency_penalty": self.frequency_penalty != 0, "presence_penalty": self.presence_penalty != 0,
+              "top_n_sigma": self.top_n_sigma > 0, "typical_p": self.typical_p < 1,
+              "xtc": self.xtc_probability > 0 and self.xtc_threshold <= 0.5}
+        return tuple(name for name in ALL_STAGE_NAMES if on[name])
+
+    def _settings_of(self, names) -> str:
+        fields = {"xtc": ("xtc_probability", "xtc_threshold")}
+        return ", ".join(f"{f} = {getattr(self, f)!r}" for n in names for f in fields.get(n, (n,)))
 
     def with_(self, **changes) -> SamplingConfig:
         """A copy with some settings changed (validated again)."""
@@ -384,19 +431,20 @@ def _temper(stage: Stage, temperature: float):
         return stage.values / temperature, None
 
 
-def _top_k(stage: Stage, k: int):
-    """Keep every id whose logit >= the k-th largest (ties at the boundary stay).
-    Off when k <= 0 or k >= V."""
+def _top_k(stage: Stage, k: int, min_keep: int = 0):
+    """Keep every id whose logit >= the k-th largest (ties at the boundary stay); k is
+    raised to min_keep (Hugging Face's TopKLogitsWarper). Off when k <= 0 or k >= V."""
     if not 0 < k < stage.vocab_size:
         return None
+    k = max(k, min_keep)
     if k >= stage.ids.size:
         return None, None
     return None, stage.values >= _kth_largest(stage.values, k)
 
 
-def _top_p(stage: Stage, p: float):
+def _top_p(stage: Stage, p: float, min_keep: int = 0):
     """Keep the smallest ruler prefix whose cumulative probability >= p (within 1e-9),
-    at least one id. Off when p >= 1."""
+    at least one id and at least min_keep. Off when p >= 1."""
     if p >= 1:
         return None
     probs = stage.candidate_probs                             # (n,)
@@ -406,15 +454,16 @@ def _top_p(stage: Stage, p: float):
     size = min(int(np.searchsorted(reached, target)) + 1, prefix.size)
     keep = np.zeros(probs.size, dtype=bool)
     keep[prefix[:size]] = True
-    return None, keep
+    return None, api_stages.at_least(stage, keep, min_keep)
 
 
-def _min_p(stage: Stage, m: float):
-    """Remove ids whose probability < m * the highest probability. Off when m <= 0."""
+def _min_p(stage: Stage, m: float, min_keep: int = 0):
+    """Remove ids whose probability < m * the highest probability, keeping at least
+    min_keep. Off when m <= 0."""
     if m <= 0:
         return None
     probs = stage.candidate_probs                             # (n,)
-    return None, probs >= m * probs.max()
+    return None, api_stages.at_least(stage, probs >= m * probs.max(), min_keep)
 
 
 def _advance(stage: Stage, name: str, change, note: str = "") -> Stage:
@@ -504,14 +553,59 @@ def uniform_draw(seed: int, step: int) -> float:
     return _draw(_integer("seed", seed, 0), _integer("step", step, 0))
 
 
+def xtc_draw(seed: int, step: int) -> float:
+    """The draw in [0, 1) that decides whether XTC acts at a step: from its own generator,
+    keyed by (seed, step, 1), so it never moves u and u never moves it."""
+    return _draw(_integer("seed", seed, 0), _integer("step", step, 0), XTC_STREAM)
+
+
 @lru_cache(maxsize=4096)
-def _draw(seed: int, step: int) -> float:
+def _draw(seed: int, step: int, *stream: int) -> float:
     """Cached: a slider drag asks for the same few draws on every tick (a generator costs 40 us)."""
-    return float(np.random.default_rng(np.random.SeedSequence([seed, step])).random())
+    return float(np.random.default_rng(np.random.SeedSequence([seed, step, *stream])).random())
 
 
-def _change(name: str, stage: Stage, config: SamplingConfig, seen: np.ndarray):
+@dataclass(frozen=True)
+class _Context:
+    """What the stages know besides the logits: the tokens so far and where the run is."""
+    seen: np.ndarray      # (s,) prompt + output, for the repetition penalty
+    output: np.ndarray    # (o,) the output only, for the presence and frequency penalties
+    end_ids: np.ndarray   # (e,) the end tokens, for min_new_tokens
+    step: int             # which draws
+
+
+def _keeping(note: str, config: SamplingConfig) -> str:
+    return note + (f", keep≥{config.min_keep}" if config.min_keep > 1 else "")
+
+
+def _api_change(name: str, stage: Stage, config: SamplingConfig, at: _Context):
+    """-> (a real API's stage's change to `stage`, its note)."""
+    c, keep = config, config.min_keep
+    if name == "logit_bias":
+        return api_stages.logit_bias(stage, c.logit_bias), ", ".join(f"{t}:{b:+g}" for t, b in c.logit_bias)
+    if name == "frequency_penalty":
+        return (api_stages.frequency_penalty(stage, at.output, c.frequency_penalty),
+                f"−{c.frequency_penalty:g}×count")
+    if name == "presence_penalty":
+        return api_stages.presence_penalty(stage, at.output, c.presence_penalty), f"−{c.presence_penalty:g} once"
+    if name == "min_new_tokens":
+        note = f"{at.output.size}/{c.min_new_tokens} out" + ("" if at.end_ids.size else ", no end token known")
+        return api_stages.min_new_tokens(stage, at.output.size, c.min_new_tokens, at.end_ids), note
+    if name == "top_n_sigma":
+        return api_stages.top_n_sigma(stage, c.top_n_sigma, keep), _keeping(f"n={c.top_n_sigma:g}", c)
+    if name == "typical_p":
+        return api_stages.typical_p(stage, c.typical_p, keep), _keeping(f"p={c.typical_p:g}", c)
+    draw = xtc_draw(c.seed, at.step)
+    fired = "<" if draw < c.xtc_probability else "≥"
+    return (api_stages.xtc(stage, c.xtc_probability, c.xtc_threshold, keep, draw),
+            _keeping(f"p≥{c.xtc_threshold:g}, draw {draw:.2f}{fired}{c.xtc_probability:g}", c))
+
+
+def _change(name: str, stage: Stage, config: SamplingConfig, at: _Context):
     """-> (the named rule's change to `stage`, the note shown beside the stage)."""
+    if name in API_STAGE_NAMES:
+        return _api_change(name, stage, config, at)
+    seen = at.seen
     if name == "repetition_penalty":
         theta = config.repetition_penalty
         return _penalise(stage, seen, theta), f"θ={theta:g}"
@@ -521,10 +615,10 @@ def _change(name: str, stage: Stage, config: SamplingConfig, seen: np.ndarray):
             return None, f"T={t:g}"
         return _temper(stage, t), f"T={t:g}" + (": argmax" if t <= 0 else "")
     if name == "top_k":
-        return _top_k(stage, config.top_k), f"k={config.top_k}"
+        return _top_k(stage, config.top_k, config.min_keep), _keeping(f"k={config.top_k}", config)
     if name == "top_p":
-        return _top_p(stage, config.top_p), f"p={config.top_p:g}"
-    return _min_p(stage, config.min_p), f"min_p={config.min_p:g}"
+        return _top_p(stage, config.top_p, config.min_keep), _keeping(f"p={config.top_p:g}", config)
+    return _min_p(stage, config.min_p, config.min_keep), _keeping(f"min_p={config.min_p:g}", config)
 
 
 def inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> position
@@ -605,10 +699,14 @@ def _raw_of(logits) -> tuple[np.ndarray, Stage]:  # -> (V,) float64 read-only, t
     return raw, stage
 
 
-def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0) -> Distribution:
+def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0, output_ids=None,
+                 end_ids=()) -> Distribution:
     """Run the stages of `config.order` on one logits vector (V,) and select a token.
 
     seen_ids: prompt + output so far, for the repetition penalty. step: which u to draw.
+    output_ids: the output so far, for the presence and frequency penalties and
+    min_new_tokens; None: the last `step` seen ids (in a run, step k follows k output
+    tokens). end_ids: the end tokens min_new_tokens holds back.
     Greedy (argmax of the final logits, lowest id on ties, u = None) when the mode is
     "greedy" or "beam" (the stages are still recorded, for display) or when the
     temperature is <= 0; otherwise inverse-CDF sampling with u = uniform_draw(seed, step).
@@ -621,9 +719,15 @@ def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0) 
     Float64 throughout."""
     raw, first = _raw_of(logits)                              # (V,), shared for read-only logits
     seen = _checked_ids(seen_ids, raw.size)                   # (s,)
+    output = seen[max(0, seen.size - step):] if output_ids is None else _checked_ids(output_ids, raw.size)
+    check_bias_ids(config.logit_bias, raw.size)
+    at = _Context(seen, output, np.asarray(sorted(end_ids), dtype=np.int64), step)
+    active = set(config.active_stages)
     stages = [first]
     for name in config.order:
-        change, note = _change(name, stages[-1], config, seen)
+        if name in API_STAGE_NAMES and name not in active:   # off: not even a row, as before these existed
+            continue
+        change, note = _change(name, stages[-1], config, at)
         stages.append(_advance(stages[-1], name, change, note))
 
     final = stages[-1]
