@@ -10,6 +10,7 @@ definition is the peer's it is named after (the docstrings say which)."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -65,6 +66,21 @@ def check_bias_ids(bias, vocab_size: int) -> None:
 
 
 # ---------------------------------------------------------------------------- helpers
+
+@dataclass(frozen=True)
+class Context:
+    """What the stages know besides the logits: the tokens so far and where the run is."""
+    seen: np.ndarray      # (s,) prompt + output, for the repetition penalty
+    output: np.ndarray    # (o,) the output only, for the presence and frequency penalties
+    end_ids: np.ndarray   # (e,) the end tokens, for min_new_tokens
+    step: int             # which draws
+
+
+def keeping(note: str, config) -> str:
+    """A truncation stage's note, with min_keep when it is more than the one every stage keeps."""
+    return note + (f", keep≥{config.min_keep}" if config.min_keep > 1 else "")
+
+
 
 def _positions(stage, ids: np.ndarray) -> tuple[np.ndarray, np.ndarray]:  # (s,) ascending distinct
     """(positions in the stage's candidates, which of `ids` they are) for the ids still candidates."""
@@ -195,3 +211,27 @@ def xtc(stage, probability: float, threshold: float, min_keep: int, draw: float)
     keep[above] = False
     keep[spared] = True
     return None, keep
+
+
+# ---------------------------------------------------------------------------- the stage by name
+
+def change(name: str, stage, config, at: Context, draw: float | None):
+    """-> (the change the API stage `name` makes to `stage`, its note); draw: XTC's (sampling.xtc_draw)."""
+    c, keep = config, config.min_keep
+    if name == "logit_bias":
+        return logit_bias(stage, c.logit_bias), ", ".join(f"{t}:{b:+g}" for t, b in c.logit_bias)
+    if name == "frequency_penalty":
+        return (frequency_penalty(stage, at.output, c.frequency_penalty),
+                f"−{c.frequency_penalty:g}×count")
+    if name == "presence_penalty":
+        return presence_penalty(stage, at.output, c.presence_penalty), f"−{c.presence_penalty:g} once"
+    if name == "min_new_tokens":
+        note = f"{at.output.size}/{c.min_new_tokens} out" + ("" if at.end_ids.size else ", no end token known")
+        return min_new_tokens(stage, at.output.size, c.min_new_tokens, at.end_ids), note
+    if name == "top_n_sigma":
+        return top_n_sigma(stage, c.top_n_sigma, keep), keeping(f"n={c.top_n_sigma:g}", c)
+    if name == "typical_p":
+        return typical_p(stage, c.typical_p, keep), keeping(f"p={c.typical_p:g}", c)
+    fired = "<" if draw < c.xtc_probability else "≥"
+    return (xtc(stage, c.xtc_probability, c.xtc_threshold, keep, draw),
+            keeping(f"p≥{c.xtc_threshold:g}, draw {draw:.2f}{fired}{c.xtc_probability:g}", c))

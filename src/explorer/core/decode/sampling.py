@@ -15,26 +15,9 @@ import numpy as np
 from ..errors import SettingError
 from ..limits import MAX_BEAMS, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, check_count
 from . import api_stages
-from .api_stages import RANGES, TOP_P_TOLERANCE, XTC_STREAM, check_bias_ids, checked_logit_bias
+from .orders import ALL_STAGE_NAMES, API_STAGE_NAMES, ORDER_PRESETS, STAGE_NAMES, checked_order, parse_order
+from .api_stages import RANGES, TOP_P_TOLERANCE, XTC_STREAM, Context, check_bias_ids, checked_logit_bias, keeping
 
-# the stages every chart lists, on or off (the course's)
-STAGE_NAMES = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
-# the stages of real APIs: recorded only when on, so a run without them is what it was before them
-API_STAGE_NAMES = ("logit_bias", "min_new_tokens", "frequency_penalty", "presence_penalty",
-                   "top_n_sigma", "typical_p", "xtc")
-ALL_STAGE_NAMES = STAGE_NAMES + API_STAGE_NAMES
-# where each library runs each stage. Hugging Face has no top-n-sigma or XTC: they sit where
-# llama.cpp puts them relative to the truncation stages (top-n-sigma before top-k, XTC after the last).
-ORDER_PRESETS = {
-    # HF: sequence bias, repetition penalty (vLLM: then frequency, presence), min_new_tokens,
-    # then the warpers temperature, top-k, top-p, min-p, typical
-    "hf": ("logit_bias", "repetition_penalty", "frequency_penalty", "presence_penalty", "min_new_tokens",
-           "temperature", "top_n_sigma", "top_k", "top_p", "min_p", "typical_p", "xtc"),
-    # common_params_sampling's default chain after the logit bias: penalties, (DRY,) top-n-sigma,
-    # top-k, typical, top-p, min-p, XTC, temperature; llama.cpp has no min_new_tokens: a ban, next to the bias
-    "llama.cpp": ("logit_bias", "min_new_tokens", "repetition_penalty", "frequency_penalty", "presence_penalty",
-                  "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature"),
-}
 MODES = ("greedy", "sample", "beam")
 
 _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
@@ -45,30 +28,6 @@ _BUCKET_BITS = 12        # inverse_cdf puts the candidates in at most 2**12 buck
 
 
 # ---------------------------------------------------------------------------- settings
-
-def parse_order(text: str) -> tuple[str, ...]:
-    """A preset name ("hf", "llama.cpp") or a comma list of stage names, each at most once.
-
-    Hyphens are read as underscores, so "top-k,temperature" works too."""
-    text = text.strip()
-    if text in ORDER_PRESETS:
-        return ORDER_PRESETS[text]
-    if not text:
-        raise SettingError(f"order = {text!r}: expected a preset ({', '.join(ORDER_PRESETS)}) "
-                           f"or a comma list of {', '.join(ALL_STAGE_NAMES)}")
-    return _checked_order(tuple(name.strip().replace("-", "_") for name in text.split(",")))
-
-
-def _checked_order(names: tuple) -> tuple[str, ...]:
-    """The stage names unchanged, or a SettingError naming the first unknown or repeated one."""
-    for i, name in enumerate(names):
-        if name not in ALL_STAGE_NAMES:
-            raise SettingError(f"order: unknown stage {name!r}: expected one of {', '.join(ALL_STAGE_NAMES)} "
-                               f"or a preset ({', '.join(ORDER_PRESETS)})")
-        if name in names[:i]:
-            raise SettingError(f"order: stage {name!r} appears twice: expected each stage at most once")
-    return names
-
 
 def _fail(field: str, value, expected: str):
     raise SettingError(f"{field} = {value!r}: expected {expected}")
@@ -151,7 +110,7 @@ class SamplingConfig:
         put("min_p", min_p)
         put("repetition_penalty", penalty)
         put("seed", check_count("seed", self.seed, 0, MAX_SEED))
-        put("order", _checked_order(tuple(order)))
+        put("order", checked_order(tuple(order)))
         put("max_new_tokens", check_count("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS))
         put("stop_strings", tuple(stops))
         put("num_beams", check_count("num_beams", self.num_beams, 1, MAX_BEAMS))
@@ -565,46 +524,11 @@ def _draw(seed: int, step: int, *stream: int) -> float:
     return float(np.random.default_rng(np.random.SeedSequence([seed, step, *stream])).random())
 
 
-@dataclass(frozen=True)
-class _Context:
-    """What the stages know besides the logits: the tokens so far and where the run is."""
-    seen: np.ndarray      # (s,) prompt + output, for the repetition penalty
-    output: np.ndarray    # (o,) the output only, for the presence and frequency penalties
-    end_ids: np.ndarray   # (e,) the end tokens, for min_new_tokens
-    step: int             # which draws
-
-
-def _keeping(note: str, config: SamplingConfig) -> str:
-    return note + (f", keep≥{config.min_keep}" if config.min_keep > 1 else "")
-
-
-def _api_change(name: str, stage: Stage, config: SamplingConfig, at: _Context):
-    """-> (a real API's stage's change to `stage`, its note)."""
-    c, keep = config, config.min_keep
-    if name == "logit_bias":
-        return api_stages.logit_bias(stage, c.logit_bias), ", ".join(f"{t}:{b:+g}" for t, b in c.logit_bias)
-    if name == "frequency_penalty":
-        return (api_stages.frequency_penalty(stage, at.output, c.frequency_penalty),
-                f"−{c.frequency_penalty:g}×count")
-    if name == "presence_penalty":
-        return api_stages.presence_penalty(stage, at.output, c.presence_penalty), f"−{c.presence_penalty:g} once"
-    if name == "min_new_tokens":
-        note = f"{at.output.size}/{c.min_new_tokens} out" + ("" if at.end_ids.size else ", no end token known")
-        return api_stages.min_new_tokens(stage, at.output.size, c.min_new_tokens, at.end_ids), note
-    if name == "top_n_sigma":
-        return api_stages.top_n_sigma(stage, c.top_n_sigma, keep), _keeping(f"n={c.top_n_sigma:g}", c)
-    if name == "typical_p":
-        return api_stages.typical_p(stage, c.typical_p, keep), _keeping(f"p={c.typical_p:g}", c)
-    draw = xtc_draw(c.seed, at.step)
-    fired = "<" if draw < c.xtc_probability else "≥"
-    return (api_stages.xtc(stage, c.xtc_probability, c.xtc_threshold, keep, draw),
-            _keeping(f"p≥{c.xtc_threshold:g}, draw {draw:.2f}{fired}{c.xtc_probability:g}", c))
-
-
-def _change(name: str, stage: Stage, config: SamplingConfig, at: _Context):
+def _change(name: str, stage: Stage, config: SamplingConfig, at: Context):
     """-> (the named rule's change to `stage`, the note shown beside the stage)."""
     if name in API_STAGE_NAMES:
-        return _api_change(name, stage, config, at)
+        draw = xtc_draw(config.seed, at.step) if name == "xtc" else None
+        return api_stages.change(name, stage, config, at, draw)
     seen = at.seen
     if name == "repetition_penalty":
         theta = config.repetition_penalty
@@ -615,10 +539,10 @@ def _change(name: str, stage: Stage, config: SamplingConfig, at: _Context):
             return None, f"T={t:g}"
         return _temper(stage, t), f"T={t:g}" + (": argmax" if t <= 0 else "")
     if name == "top_k":
-        return _top_k(stage, config.top_k, config.min_keep), _keeping(f"k={config.top_k}", config)
+        return _top_k(stage, config.top_k, config.min_keep), keeping(f"k={config.top_k}", config)
     if name == "top_p":
-        return _top_p(stage, config.top_p, config.min_keep), _keeping(f"p={config.top_p:g}", config)
-    return _min_p(stage, config.min_p, config.min_keep), _keeping(f"min_p={config.min_p:g}", config)
+        return _top_p(stage, config.top_p, config.min_keep), keeping(f"p={config.top_p:g}", config)
+    return _min_p(stage, config.min_p, config.min_keep), keeping(f"min_p={config.min_p:g}", config)
 
 
 def inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> position
@@ -721,7 +645,7 @@ def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0, 
     seen = _checked_ids(seen_ids, raw.size)                   # (s,)
     output = seen[max(0, seen.size - step):] if output_ids is None else _checked_ids(output_ids, raw.size)
     check_bias_ids(config.logit_bias, raw.size)
-    at = _Context(seen, output, np.asarray(sorted(end_ids), dtype=np.int64), step)
+    at = Context(seen, output, np.asarray(sorted(end_ids), dtype=np.int64), step)
     active = set(config.active_stages)
     stages = [first]
     for name in config.order:
