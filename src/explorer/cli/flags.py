@@ -14,7 +14,8 @@ from ..core.errors import ChatTemplateError, ExplorerError, SettingError
 from ..core.limits import (MAX_BEAMS, MAX_FORCE_STEP, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, MAX_TOKEN_ID,
                            MAX_TOP, Real, Whole, check_prompt_length, number_list, shown_text)
 from ..core.gguf.llama import ARITHMETICS, with_arithmetic
-from ..core.decode.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
+from ..core.decode.sampling import ALL_STAGE_NAMES, MODES, ORDER_PRESETS, SamplingConfig
+from ..core.decode.api_stages import LOGIT_BIAS, RANGES
 from ..core.decode.speculative import DEFAULT_NGRAM, MAX_K, MAX_NGRAM
 from ..catalog.load import default_prompt, load_model, load_params_file
 from ..catalog.registry import TEACHING
@@ -142,7 +143,64 @@ def prompt_ids(args, model) -> list[int]:
 # flag dest -> SamplingConfig field, for flags whose name differs from the field
 _FIELD_OF = {"stop": "stop_strings", "beam_width": "num_beams"}
 _CONFIG_FLAGS = ("mode", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed",
-                 "order", "max_new_tokens", "stop", "beam_width", "length_penalty")
+                 "order", "max_new_tokens", "stop", "beam_width", "length_penalty", *RANGES, "logit_bias")
+
+# the flags of the stages real APIs have, named as the APIs name them: field -> help
+API_HELP = {
+    "presence_penalty": "OpenAI's: subtract this once from every token the output already holds (-2..2; 0 = off)",
+    "frequency_penalty": "OpenAI's: subtract this times the token's count in the output (-2..2; 0 = off)",
+    "typical_p": "locally typical sampling: keep the tokens whose surprise is closest to the entropy, "
+                 "up to this mass (1 = off)",
+    "min_keep": "the fewest candidates any truncation stage may leave (0 = off)",
+    "xtc_probability": "XTC: how often the top choices are excluded, drawn per step from the seed (0 = off)",
+    "xtc_threshold": "XTC: a top choice has p >= this (default 0.1; above 0.5 = off)",
+    "top_n_sigma": "keep logits within n standard deviations of the top one (0 = off)",
+    "min_new_tokens": "hold back the end token until this many tokens are out (0 = off)",
+}
+
+
+def logit_bias_item(text: str) -> tuple[int | str, float]:
+    """One ID:BIAS of --logit-bias as (id or piece, bias); a piece is looked up in the model's vocabulary later."""
+    token, sep, bias = text.rpartition(":")
+    if not sep or not token:
+        raise SettingError(f"{shown_text(text)} is not ID:BIAS; expected ID:BIAS or PIECE:BIAS, e.g. 5:-100")
+    value = LOGIT_BIAS.parse(bias, "BIAS")
+    return (TOKEN_ID.parse(token, "ID") if token.strip().isdigit() else token), value
+
+
+def logit_bias_items(text: str) -> tuple:
+    """--logit-bias ID:BIAS[,ID:BIAS...] as ((id or piece, bias), ...)."""
+    if not text.strip():
+        raise SettingError(f"{shown_text(text)} is empty; expected ID:BIAS[,ID:BIAS...]")
+    return tuple(logit_bias_item(part) for part in text.split(","))
+
+
+def resolved_logit_bias(items, vocab) -> dict[int, float]:
+    """--logit-bias's items with each piece turned into its id (the vocabulary's spelling, or
+    text that encodes to one token) and each id checked against the vocabulary."""
+    out = {}
+    for token, bias in items:
+        if isinstance(token, str):
+            if vocab is None:
+                raise SettingError(f"--logit-bias {token}:{bias:g}: a piece needs a model's vocabulary "
+                                   "(give --model), or write the token id")
+            try:
+                ids = [vocab.pieces.index(token)] if token in vocab.pieces else vocab.encode(token)
+            except ExplorerError as exc:                    # text the tokenizer cannot read
+                ids, why = [], str(exc).partition(": ")[2]
+            else:
+                why = f"it encodes to {len(ids)} tokens"
+            if len(ids) != 1:
+                raise SettingError(f"--logit-bias {token}:{bias:g}: {token!r} is not one token of the vocabulary "
+                                   f"({why}); expected a piece or an id")
+            token = ids[0]
+        if vocab is not None and not 0 <= token < len(vocab):
+            raise SettingError(f"--logit-bias {token}:{bias:g}: token {token} is outside the vocabulary: "
+                               f"expected an id from 0 to {len(vocab) - 1:,}")
+        if token in out:
+            raise SettingError(f"--logit-bias: token {token} is given twice: expected each token once")
+        out[token] = bias
+    return out
 
 
 def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None = "sample") -> None:
@@ -159,23 +217,34 @@ def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None
                    help="push down tokens already seen: logit/θ if > 0, logit*θ if < 0; 1 = off (default)")
     g.add_argument("--seed", **number(SEED), help="seed of the uniform draws (default 0)")
     g.add_argument("--order", help=f"stage order: {' | '.join(ORDER_PRESETS)} (default hf) "
-                                   f"or a comma list of {','.join(STAGE_NAMES)}")
+                                   f"or a comma list of {','.join(ALL_STAGE_NAMES)}")
     g.add_argument("--max-new-tokens", **number(NEW_TOKENS), help="stop after this many new tokens (default 16)")
     g.add_argument("--stop", action="append", metavar="TEXT",
                    help="stop when the output contains TEXT; repeatable")
     g.add_argument("--beam-width", **number(BEAMS), help="beams kept per step in --mode beam (default 2)")
     g.add_argument("--length-penalty", **number(LENGTH_PENALTY), help="beam score = log-prob sum / length**x (default 1)")
+    api = parser.add_argument_group("sampling as in real APIs (each off by default)")
+    for name, words in API_HELP.items():
+        api.add_argument("--" + name.replace("_", "-"), **number(RANGES[name]), help=words)
+    api.add_argument("--logit-bias", action=NumberFlag, parse=logit_bias_items, kind=LOGIT_BIAS,
+                     metavar="ID:BIAS[,ID:BIAS...]",
+                     help="add BIAS (-100..100; -100 bans in practice) to a token's logit; ID may be a piece "
+                          "of the model's vocabulary")
 
 
-def sampling_changes(args: argparse.Namespace) -> dict:
-    """SamplingConfig field -> value, for the sampling flags that were given."""
-    return {_FIELD_OF.get(dest, dest): getattr(args, dest)
-            for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
+def sampling_changes(args: argparse.Namespace, vocab=None) -> dict:
+    """SamplingConfig field -> value, for the sampling flags that were given (vocab: the
+    model's, for the pieces of --logit-bias)."""
+    changes = {_FIELD_OF.get(dest, dest): getattr(args, dest)
+               for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
+    if "logit_bias" in changes:
+        changes["logit_bias"] = resolved_logit_bias(changes["logit_bias"], vocab)
+    return changes
 
 
-def config_from_args(args: argparse.Namespace) -> SamplingConfig:
+def config_from_args(args: argparse.Namespace, vocab=None) -> SamplingConfig:
     """The SamplingConfig the flags describe (SettingError if a value is out of range)."""
-    return SamplingConfig(**sampling_changes(args))
+    return SamplingConfig(**sampling_changes(args, vocab))
 
 
 # ---------------------------------------------------------------------------- what a run is made of
@@ -254,7 +323,6 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
     """The session the flags describe: `lesson`'s (a name or a file), or a free run of the
     model and prompt they give (decoded speculatively with --speculative when `speculative`);
     then their sampling changes and what-if choices. Call `check_run_flags` first."""
-    changes = sampling_changes(args)
     if lesson is not None:
         session = load_lesson(lesson).build_session()
     else:
@@ -263,6 +331,7 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
         scenario = Scenario(model, tuple(prompt_ids(args, model)), DEFAULT_CONFIG, speculative=k,
                             ngram=DEFAULT_NGRAM if args.ngram is None else args.ngram)
         session = Session(model, scenario.prompt_ids, check_recompute=not args.no_check, scenarios=(scenario,))
+    changes = sampling_changes(args, session.model.vocab)
     if changes:
         session.set_sampling(**changes)
     if session.scenario.speculative:

@@ -57,8 +57,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--prompt", help="with --model: the text before the next token (default: the model's)")
     p.add_argument("--chat", action="store_true", help="with --model: wrap --prompt in the chat template")
     p.add_argument("--top", **number(TOP), default=20, help="with --model: candidates per table (default 20)")
-    p.add_argument("--seen", **numbers(TOKEN_ID, allow_empty=True), default=[], help="ids already in the text, for --repetition-penalty, e.g. 0,1 "
-                                              "(with --model: the prompt)")
+    p.add_argument("--seen", **numbers(TOKEN_ID, allow_empty=True), default=[], help="ids already in the text, e.g. 0,1: for --repetition-penalty "
+                                              "(with --model: the prompt), and as the output so far for "
+                                              "--presence-penalty, --frequency-penalty and --min-new-tokens")
     p.add_argument("--step", **number(STEP), default=0, help="step index: which u to draw (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the tables")
@@ -70,7 +71,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Print the stages and the pick; 2 (with a message on stderr) for bad values."""
     try:
-        config = config_from_args(args)
         seen = args.seen
         vocab = None
         if args.model is not None:
@@ -78,7 +78,9 @@ def run(args: argparse.Namespace) -> int:
             seen = seen or prompt
         else:
             logits = _logits_from_args(args)
-        dist = distribution(logits, config, seen_ids=seen, step=args.step)
+        config = config_from_args(args, vocab)  # after the model: --logit-bias may name its pieces
+        dist = distribution(logits, config, seen_ids=seen, step=args.step, output_ids=args.seen,
+                            end_ids=vocab.end_ids if vocab is not None else ())
     except ExplorerError as err:
         print(f"explorer sample: error: {err}", file=sys.stderr)
         return 2
