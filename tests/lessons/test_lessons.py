@@ -534,3 +534,30 @@ def test_malformed_glossary_names_the_file_and_the_key(tmp_path, body, parts):
 def test_export_list_titles_use_each_frames_own_run(capsys):
     assert main(["export", "--lesson", "beam", "--list"]) == 0
     assert "B's own next step: D (p = 0.9900), F 0.01" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("line, message", [
+    ("typical_p = -0.5", "settings: typical_p = -0.5: expected a number from 0 (excluded) to 1"),
+    ("xtc_probability = 1.5", "settings: xtc_probability = 1.5: expected a number from 0 to 1"),
+    ("min_new_tokens = 1.5", "settings: min_new_tokens = 1.5: expected an integer from 0 to 4096"),
+    ('logit_bias = { 3 = 500 }', "settings: logit_bias[3] = 500: expected a number from -100 to 100"),
+    ('logit_bias = { x = 1 }', "settings: logit_bias: token 'x': expected a token id"),
+    ("presence_penalty = \"high\"", "settings: presence_penalty = 'high': expected a number from -2 to 2"),
+])
+def test_api_settings_out_of_range_are_named_on_their_line(tmp_path, line, message):
+    good = GOOD.read_text(encoding="utf-8").replace('"../tables/', f'"{GOOD.parents[1] / "tables"}/')
+    text = _edit(good, "max_new_tokens = 2\n", f"max_new_tokens = 2\n{line}\n")
+    path = tmp_path / "api.toml"
+    path.write_text(text, encoding="utf-8")
+    where = text.splitlines().index(line) + 1
+    with pytest.raises(LessonError, match=re.escape(f"api.toml:{where}: {message}")):
+        load_lesson(path)
+
+
+def test_api_settings_in_a_lesson_reach_the_run(tmp_path):
+    good = GOOD.read_text(encoding="utf-8").replace('"../tables/', f'"{GOOD.parents[1] / "tables"}/')
+    path = tmp_path / "bias.toml"
+    path.write_text(_edit(good, "max_new_tokens = 2\n", "max_new_tokens = 2\nlogit_bias = { 4 = -100 }\n"),
+                    encoding="utf-8")
+    dist = load_lesson(path).build_session().run.steps[0].distribution      # the lesson forces id 4 here
+    assert dist.stages[1].name == "logit_bias" and dist.probs[4] < 1e-40 and dist.forced

@@ -179,7 +179,7 @@ def _scenario_spec(r: TomlReader, d: dict, where: str, base: ScenarioSpec | None
     try:
         SamplingConfig(**settings)
     except ExplorerError as exc:                    # "max_new_tokens = 0: expected ...": on that key's line
-        r.fail(at("settings"), str(exc), r.line(at(f"settings.{str(exc).partition(' ')[0]}")))
+        r.fail(at("settings"), str(exc), r.line(at(f"settings.{str(exc).partition(' ')[0].rstrip(':')}")))
     forces = dict(base.forces) if base else {}
     given = d.get("forces", {})
     if not isinstance(given, dict):

@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..catalog.load import model_origin
+from ..core.decode.api_stages import RANGES
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM
 from ..core.errors import ExplorerError
@@ -158,11 +159,20 @@ def _one_line_comment(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
 
 
-def _settings(config: SamplingConfig) -> dict:
-    return {f.name: _plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
+_API_SETTINGS = (*RANGES, "logit_bias")    # written only when on: a lesson without them reads as before them
+
+
+def _settings(config: SamplingConfig, every: bool = False) -> dict:
+    """Setting -> TOML value; the API stages' only when they differ from their defaults (every: all)."""
+    default = SamplingConfig()
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    return {name: _plain(value) for name, value in values.items()
+            if every or name not in _API_SETTINGS or value != getattr(default, name)}
 
 
 def _plain(value):
+    if isinstance(value, tuple) and value and isinstance(value[0], tuple):   # logit_bias: { id = bias }
+        return {str(token): bias for token, bias in value}
     return list(value) if isinstance(value, tuple) else value
 
 
@@ -178,8 +188,8 @@ def _scenario_lines(s, name: str, table: dict, base, base_speculative: int) -> l
         lines.append(f"model = {_value(table)}")
     if s.model is not base.model or s.prompt_ids != base.prompt_ids:
         lines += _prompt_lines(s.model, s.prompt_ids, table)
-    own = _settings(s.config)
-    changed = {k: v for k, v in own.items() if v != _settings(base.config)[k]}
+    own, theirs = _settings(s.config, every=True), _settings(base.config, every=True)
+    changed = {k: v for k, v in own.items() if v != theirs[k]}
     if changed:
         lines.append(f"settings = {_value(changed)}")
     mine, theirs = dict(s.overrides), dict(base.overrides)
