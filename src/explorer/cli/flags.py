@@ -15,7 +15,7 @@ from ..core.limits import (MAX_BEAMS, MAX_FORCE_STEP, MAX_LENGTH_PENALTY, MAX_NE
                            MAX_TOP, Real, Whole, check_prompt_length, number_list, shown_text)
 from ..core.gguf.llama import ARITHMETICS, with_arithmetic
 from ..core.decode.sampling import ALL_STAGE_NAMES, MODES, ORDER_PRESETS, SamplingConfig
-from ..core.decode.api_stages import LOGIT_BIAS, RANGES
+from ..core.decode.api_stages import LOGIT_BIAS, RANGES, logit_bias_items, resolved_logit_bias
 from ..core.decode.speculative import DEFAULT_NGRAM, MAX_K, MAX_NGRAM
 from ..catalog.load import default_prompt, load_model, load_params_file
 from ..catalog.registry import TEACHING
@@ -159,50 +159,6 @@ API_HELP = {
 }
 
 
-def logit_bias_item(text: str) -> tuple[int | str, float]:
-    """One ID:BIAS of --logit-bias as (id or piece, bias); a piece is looked up in the model's vocabulary later."""
-    token, sep, bias = text.rpartition(":")
-    if not sep or not token:
-        raise SettingError(f"{shown_text(text)} is not ID:BIAS; expected ID:BIAS or PIECE:BIAS, e.g. 5:-100")
-    value = LOGIT_BIAS.parse(bias, "BIAS")
-    return (TOKEN_ID.parse(token, "ID") if token.strip().isdigit() else token), value
-
-
-def logit_bias_items(text: str) -> tuple:
-    """--logit-bias ID:BIAS[,ID:BIAS...] as ((id or piece, bias), ...)."""
-    if not text.strip():
-        raise SettingError(f"{shown_text(text)} is empty; expected ID:BIAS[,ID:BIAS...]")
-    return tuple(logit_bias_item(part) for part in text.split(","))
-
-
-def resolved_logit_bias(items, vocab) -> dict[int, float]:
-    """--logit-bias's items with each piece turned into its id (the vocabulary's spelling, or
-    text that encodes to one token) and each id checked against the vocabulary."""
-    out = {}
-    for token, bias in items:
-        if isinstance(token, str):
-            if vocab is None:
-                raise SettingError(f"--logit-bias {token}:{bias:g}: a piece needs a model's vocabulary "
-                                   "(give --model), or write the token id")
-            try:
-                ids = [vocab.pieces.index(token)] if token in vocab.pieces else vocab.encode(token)
-            except ExplorerError as exc:                    # text the tokenizer cannot read
-                ids, why = [], str(exc).partition(": ")[2]
-            else:
-                why = f"it encodes to {len(ids)} tokens"
-            if len(ids) != 1:
-                raise SettingError(f"--logit-bias {token}:{bias:g}: {token!r} is not one token of the vocabulary "
-                                   f"({why}); expected a piece or an id")
-            token = ids[0]
-        if vocab is not None and not 0 <= token < len(vocab):
-            raise SettingError(f"--logit-bias {token}:{bias:g}: token {token} is outside the vocabulary: "
-                               f"expected an id from 0 to {len(vocab) - 1:,}")
-        if token in out:
-            raise SettingError(f"--logit-bias: token {token} is given twice: expected each token once")
-        out[token] = bias
-    return out
-
-
 def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None = "sample") -> None:
     """The flags that make a SamplingConfig; unset flags keep the base config's values
     (default_mode None: the mode too)."""
@@ -238,7 +194,7 @@ def sampling_changes(args: argparse.Namespace, vocab=None) -> dict:
     changes = {_FIELD_OF.get(dest, dest): getattr(args, dest)
                for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
     if "logit_bias" in changes:
-        changes["logit_bias"] = resolved_logit_bias(changes["logit_bias"], vocab)
+        changes["logit_bias"] = resolved_logit_bias(changes["logit_bias"], vocab, "--logit-bias")
     return changes
 
 

@@ -14,8 +14,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import SettingError
-from ..limits import MAX_NEW_TOKENS, MAX_TOKEN_ID, Real, Whole
+from ..errors import ExplorerError, SettingError
+from ..limits import MAX_NEW_TOKENS, MAX_TOKEN_ID, Real, Whole, shown_text
 
 TOP_P_TOLERANCE = 1e-9   # keeps 0.55 + 0.25 "reaching" 0.8 despite float64 round-off (top-p, typical-p)
 XTC_STREAM = 1           # the XTC draw's generator is keyed by (seed, step, 1); u's by (seed, step)
@@ -33,6 +33,7 @@ RANGES = {
     "min_new_tokens": Whole(0, MAX_NEW_TOKENS),   # 0 = off
 }
 LOGIT_BIAS = Real(-MAX_LOGIT_BIAS, MAX_LOGIT_BIAS)
+TOKEN_ID = Whole(0, MAX_TOKEN_ID)
 
 
 def checked_logit_bias(value) -> tuple[tuple[int, float], ...]:
@@ -63,6 +64,52 @@ def check_bias_ids(bias, vocab_size: int) -> None:
         if token >= vocab_size:
             raise SettingError(f"logit_bias: token {token} is outside the vocabulary: expected an id "
                                f"from 0 to {vocab_size - 1:,}")
+
+
+def logit_bias_item(text: str) -> tuple[int | str, float]:
+    """One ID:BIAS of a logit bias typed as text, as (id or piece, bias); a piece is looked up
+    in the model's vocabulary later (`resolved_logit_bias`)."""
+    token, sep, bias = text.rpartition(":")
+    if not sep or not token:
+        raise SettingError(f"{shown_text(text)} is not ID:BIAS; expected ID:BIAS or PIECE:BIAS, e.g. 5:-100")
+    value = LOGIT_BIAS.parse(bias, "BIAS")
+    digits = token.strip().isascii() and token.strip().isdigit()
+    return (TOKEN_ID.parse(token, "ID") if digits else token), value
+
+
+def logit_bias_items(text: str) -> tuple:
+    """ID:BIAS[,ID:BIAS...] (--logit-bias, the window's field) as ((id or piece, bias), ...)."""
+    if not text.strip():
+        raise SettingError(f"{shown_text(text)} is empty; expected ID:BIAS[,ID:BIAS...]")
+    return tuple(logit_bias_item(part) for part in text.split(","))
+
+
+def resolved_logit_bias(items, vocab, name: str = "logit_bias") -> dict[int, float]:
+    """Typed items with each piece turned into its id (the vocabulary's spelling, or
+    text that encodes to one token) and each id checked against the vocabulary."""
+    out = {}
+    for token, bias in items:
+        if isinstance(token, str):
+            if vocab is None:
+                raise SettingError(f"{name} {token}:{bias:g}: a piece needs a model's vocabulary "
+                                   "(open a model), or write the token id")
+            try:
+                ids = [vocab.pieces.index(token)] if token in vocab.pieces else vocab.encode(token)
+            except ExplorerError as exc:                    # text the tokenizer cannot read
+                ids, why = [], str(exc).partition(": ")[2]
+            else:
+                why = f"it encodes to {len(ids)} tokens"
+            if len(ids) != 1:
+                raise SettingError(f"{name} {token}:{bias:g}: {token!r} is not one token of the vocabulary "
+                                   f"({why}); expected a piece or an id")
+            token = ids[0]
+        if vocab is not None and not 0 <= token < len(vocab):
+            raise SettingError(f"{name} {token}:{bias:g}: token {token} is outside the vocabulary: "
+                               f"expected an id from 0 to {len(vocab) - 1:,}")
+        if token in out:
+            raise SettingError(f"{name}: token {token} is given twice: expected each token once")
+        out[token] = bias
+    return out
 
 
 # ---------------------------------------------------------------------------- helpers
