@@ -232,7 +232,8 @@ def top_n_sigma(stage, n: float, min_keep: int):
     top = values.max()
     if not math.isfinite(top):                                             # +inf after a tiny T: the limit
         return None, at_least(stage, values == top, min_keep)
-    spread = float(np.std(values))
+    mean = float(values.mean())
+    spread = math.sqrt(max(0.0, float(np.dot(values, values)) / values.size - mean * mean))   # np.std without its (n,) temporaries
     return None, at_least(stage, values >= top - n * spread, min_keep)
 
 
