@@ -20,22 +20,21 @@ def session():
     return session
 
 
-@pytest.fixture
-def controls(qtbot, session):
-    widget = SamplingControls(session)
+def shown(qtbot, widget, width, height):
     qtbot.addWidget(widget)
-    widget.resize(360, 900)
+    widget.resize(width, height)
     widget.show()
     return widget
+
+
+@pytest.fixture
+def controls(qtbot, session):
+    return shown(qtbot, SamplingControls(session), 360, 900)
 
 
 @pytest.fixture
 def panel(qtbot, session):
-    widget = DistributionPanel(session)
-    qtbot.addWidget(widget)
-    widget.resize(900, 800)
-    widget.show()
-    return widget
+    return shown(qtbot, DistributionPanel(session), 900, 800)
 
 
 def go_to_pick(session, step):

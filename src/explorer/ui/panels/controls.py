@@ -200,13 +200,7 @@ class SamplingControls(Panel):
                 ("stop_strings", self.stop_edit), ("order", self.order_combo)]
         r = 0
         for name, widget in rows:
-            self._labels[name] = QLabel()
-            grid.addWidget(self._labels[name], r, 0)
-            if isinstance(widget, NumberControl):
-                grid.addWidget(widget.slider, r, 1)
-                grid.addWidget(widget.spin, r, 2)
-            else:
-                grid.addWidget(widget, r, 1, 1, 2)
+            self._add_row(grid, r, name, widget)
             r += 1
             if name in HINTED:
                 self._hints[name] = self.tinted(QLabel(wordWrap=True), "muted")
@@ -222,6 +216,16 @@ class SamplingControls(Panel):
         layout.addStretch(1)
         self.error_label.hide()
 
+    def _add_row(self, grid: QGridLayout, r: int, name: str, widget) -> None:
+        """A setting's label, then its slider and spin box, or its one widget across both."""
+        self._labels[name] = QLabel()
+        grid.addWidget(self._labels[name], r, 0)
+        if isinstance(widget, NumberControl):
+            grid.addWidget(widget.slider, r, 1)
+            grid.addWidget(widget.spin, r, 2)
+        else:
+            grid.addWidget(widget, r, 1, 1, 2)
+
     def _layout_api(self) -> None:
         """The API stages' rows, folded under their toggle until it is pressed."""
         grid = QGridLayout(self.api_group)
@@ -230,13 +234,7 @@ class SamplingControls(Panel):
         rows = [(n, self.numbers[n]) for n in ("presence_penalty", "frequency_penalty")]
         rows += [("logit_bias", self.bias_edit)] + [(n, self.numbers[n]) for n in list(API_NUMBERS)[2:]]
         for r, (name, widget) in enumerate(rows):
-            self._labels[name] = QLabel()
-            grid.addWidget(self._labels[name], r, 0)
-            if isinstance(widget, NumberControl):
-                grid.addWidget(widget.slider, r, 1)
-                grid.addWidget(widget.spin, r, 2)
-            else:
-                grid.addWidget(widget, r, 1, 1, 2)
+            self._add_row(grid, r, name, widget)
         grid.addWidget(self.api_chain, len(rows), 0, 1, 3)
         self.api_group.setVisible(False)
         self.api_toggle.toggled.connect(self._unfold)
