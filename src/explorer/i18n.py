@@ -69,7 +69,7 @@ MESSAGES = {
     "stage.frequency_penalty": {"en": "frequency", "zh": "频率惩罚"},
     "stage.presence_penalty": {"en": "presence", "zh": "存在惩罚"},
     "stage.top_n_sigma": {"en": "top-nσ", "zh": "top-nσ"},
-    "stage.typical_p": {"en": "typical-p", "zh": "典型采样"},
+    "stage.typical_p": {"en": "typical-p", "zh": "典型抽样"},
     "stage.xtc": {"en": "XTC", "zh": "XTC"},
     "stage.final": {"en": "final", "zh": "最终"},
     "max_diff": {"en": "largest |cached - full recompute| over all steps: {diff}",

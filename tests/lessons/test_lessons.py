@@ -25,7 +25,8 @@ REAL_MODEL_LESSONS = {"real-model": 9, "gemma-wo-ai": 14,     # on SmolLM2 and G
 THINKING_LESSONS = {        # thinking longer, four kinds of extra compute (and the reasoning-token follow-ups)
     "reasoning-budget": 10, "self-consistency": 11, "search-evaluator": 12, "tool-evidence": 13,
 }
-BEYOND_LESSONS = {"speculative": 16}  # serving techniques that follow from the KV cache
+BEYOND_LESSONS = {"speculative": 16,    # serving techniques that follow from the KV cache
+                  "api-parameters": 17}   # the sampling parameters of real APIs
 AUTHORED = dict(sorted({**COURSE_LESSONS, **REAL_MODEL_LESSONS, **THINKING_LESSONS, **BEYOND_LESSONS}.items(),
                        key=lambda item: item[1]))
 SHIPPED = ["wo-ai-to-eos", *AUTHORED]
@@ -561,3 +562,25 @@ def test_api_settings_in_a_lesson_reach_the_run(tmp_path):
                     encoding="utf-8")
     dist = load_lesson(path).build_session().run.steps[0].distribution      # the lesson forces id 4 here
     assert dist.stages[1].name == "logit_bias" and dist.probs[4] < 1e-40 and dist.forced
+
+
+def test_the_api_parameters_lesson_shows_what_its_texts_say(sessions):
+    """Its numbers from the peers' formulas: OpenAI's presence and frequency, the repetition
+    penalty's division, a -100 bias, Hugging Face's typical-p, on logits [2, 1.5, 1, 0]."""
+    session = sessions["api-parameters"]
+    runs = {s.name: r for s, (r, _) in zip(session.scenarios, session.scenario_results(), strict=True)}
+    the, cat, sat = 1, 2, 3
+    assert runs["base"].output_ids == (the,) * 6
+    assert runs["presence"].output_ids == (the, cat, the, the, the, the)
+    assert runs["frequency"].output_ids == (the, cat, the, sat, cat, the)
+    assert runs["repetition"].output_ids == (the, cat, the, the, the, the)
+    assert runs["ban"].output_ids == (cat,) * 6
+    presence = [s for s in runs["presence"].steps[1].distribution.stages if s.name == "presence_penalty"][0]
+    np.testing.assert_allclose(presence.logits[1:], [2 - 0.8, 1.5, 1.0, 0.0])
+    repetition = runs["repetition"].steps[2].distribution.stages[2]          # after " the cat"
+    np.testing.assert_allclose(repetition.logits[1:], [2 / 1.5, 1.5 / 1.5, 1.0, 0.0])
+    p = np.array([0.3, 0.2, 0.2, 0.2, 0.1])
+    entropy = -(p * np.log(p)).sum()
+    assert round(entropy, 2) == 1.56 and np.argsort(np.abs(-np.log(p) - entropy))[:3].tolist() == [1, 2, 3]
+    typical = runs["typical"].steps[0].distribution
+    assert list(typical.removed_by[1:]) == ["typical_p", None, None, None, "typical_p"]

@@ -85,7 +85,7 @@ add_messages({
     "controls.logit_bias.tip": {
         "en": "id:bias or piece:bias, comma-separated, Enter to apply; -100 bans a token, +100 forces it.",
         "zh": "编号:偏置 或 片段:偏置，用逗号分隔，按回车应用；-100 等于禁用，+100 等于强制。"},
-    "controls.typical_p": {"en": "Typical-p (1 = off)", "zh": "典型采样（1 = 关）"},
+    "controls.typical_p": {"en": "Typical-p (1 = off)", "zh": "典型抽样（1 = 关）"},
     "controls.typical_p.tip": {
         "en": "Keep the tokens whose surprise -log p is closest to the entropy, up to this probability mass.",
         "zh": "保留“意外程度”-log p 最接近熵的那些Token，直到累计概率达到这个值。"},

@@ -48,7 +48,7 @@ add_messages({
                                       "zh": "Logit偏置给指定Token的logit加上固定值：-100实际上等于禁用。"},
     "distribution.about.typical_p": {
         "en": "Typical-p keeps the tokens whose surprise -log p is closest to the entropy: not always the likeliest.",
-        "zh": "典型采样保留“意外程度”-log p最接近熵的Token：不一定是概率最高的那些。"},
+        "zh": "典型抽样保留“意外程度”-log p最接近熵的Token：不一定是概率最高的那些。"},
     "distribution.about.top_n_sigma": {"en": "Top-nσ keeps the logits within n standard deviations of the highest.",
                                        "zh": "Top-nσ只保留与最高logit相差不超过n个标准差的Token。"},
     "distribution.about.xtc": {
