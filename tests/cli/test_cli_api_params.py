@@ -29,7 +29,7 @@ def test_sample_counts_seen_as_the_output_for_openai_penalties(capsys):
     data = json.loads(out)
     final = [s for s in data["stages"] if s["name"] == "presence_penalty"][0]["logits"]
     np.testing.assert_allclose(final, [1.0, 2 - 2 * 0.5 - 0.25, 0.5, -1 - 0.5 - 0.25])
-    assert data["order"][:3] == ["logit_bias", "repetition_penalty", "frequency_penalty"]
+    assert data["order"][:3] == ["repetition_penalty", "frequency_penalty", "presence_penalty"]   # the stages that ran
 
 
 def test_sample_shows_each_new_stage_that_is_on(capsys):
@@ -73,3 +73,12 @@ def test_trace_holds_the_end_token_back(capsys):
 def test_bad_values_name_the_flag_and_the_range(capsys, argv, message):
     status, _, err = run(capsys, argv)
     assert status == 2 and message in err and "Traceback" not in err, err
+
+
+def test_trace_json_names_the_api_settings_that_are_on_only(capsys):
+    _, out, _ = run(capsys, ["trace", "--json", "--max-new-tokens", "2"])
+    plain = json.loads(out)["settings"]
+    _, out, _ = run(capsys, ["trace", "--json", "--max-new-tokens", "2", "--typical-p", "0.9", "--logit-bias", "4:-1"])
+    api = json.loads(out)["settings"]
+    assert "typical_p" not in plain and plain["order"] == ["repetition_penalty", "temperature", "top_k", "top_p", "min_p"]
+    assert api["typical_p"] == 0.9 and api["logit_bias"] == {"4": -1.0} and api["order"][0] == "logit_bias"

@@ -169,7 +169,7 @@ def _json_numbers(values) -> list:
 def to_json(dist: Distribution, config: SamplingConfig) -> dict:
     """The documented `explorer sample --json` object."""
     return {
-        "order": list(config.order),
+        "order": list(config.shown_order),
         "stages": [{"name": s.name, "active": s.active, "note": s.note,
                     "logits": _json_numbers(s.logits), "probs": _json_numbers(s.probs),
                     "kept": [bool(k) for k in s.kept]} for s in dist.stages],

@@ -19,8 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..catalog.load import model_origin
-from ..core.decode.api_stages import RANGES
-from ..core.decode.sampling import SamplingConfig
+from ..core.decode.sampling import API_SETTINGS, SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM
 from ..core.errors import ExplorerError
 from ..core.jsonfile import write_text_atomic
@@ -159,15 +158,10 @@ def _one_line_comment(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
 
 
-_API_SETTINGS = (*RANGES, "logit_bias")    # written only when on: a lesson without them reads as before them
-
-
 def _settings(config: SamplingConfig, every: bool = False) -> dict:
-    """Setting -> TOML value; the API stages' only when they differ from their defaults (every: all)."""
-    default = SamplingConfig()
-    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
-    return {name: _plain(value) for name, value in values.items()
-            if every or name not in _API_SETTINGS or value != getattr(default, name)}
+    """Setting -> TOML value; the API stages' only when they are on (every: all of them)."""
+    return {f.name: _plain(getattr(config, f.name)) for f in dataclasses.fields(config)
+            if every or f.name not in API_SETTINGS or f.name in config.api_settings_on()}
 
 
 def _plain(value):

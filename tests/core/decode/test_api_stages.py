@@ -228,6 +228,15 @@ def test_order_matters_typical_against_top_p():
     assert kept(llama) == [1] and kept(hf) == [0]
 
 
+def test_an_order_written_before_the_api_stages_reads_as_its_preset():
+    """A lesson file saved with a preset's five course stages still takes a typical-p."""
+    for chain in ORDER_PRESETS.values():
+        old = tuple(s for s in chain if s in STAGE_NAMES)
+        assert SamplingConfig(order=old).order == chain
+        assert SamplingConfig(order=old, typical_p=0.5).shown_order == \
+            tuple(s for s in chain if s in STAGE_NAMES or s == "typical_p")
+
+
 def test_an_order_leaving_out_a_stage_that_is_on_is_refused():
     with pytest.raises(SettingError, match=r"order: leaves out typical_p, which is on \(typical_p = 0.5\)"):
         SamplingConfig(typical_p=0.5, order="top_k,temperature")
@@ -310,9 +319,9 @@ def test_off_is_the_identity(logits, order, temperature, step):
     base = SAMPLE.with_(temperature=temperature, top_k=3, top_p=0.9, order=order)
     neutral = base.with_(presence_penalty=0.0, frequency_penalty=0.0, logit_bias={}, typical_p=1.0,
                          min_keep=1, xtc_probability=0.0, top_n_sigma=0.0, min_new_tokens=0)
-    classic = base.with_(order=tuple(s for s in ORDER_PRESETS[order] if s in STAGE_NAMES))
+    course = tuple(s for s in ORDER_PRESETS[order] if s in STAGE_NAMES)
     a = distribution(logits, neutral, seen_ids=[0, 0], step=step, end_ids={0})
-    b = distribution(logits, classic, seen_ids=[0, 0], step=step)
-    assert [s.name for s in a.stages] == [s.name for s in b.stages] == ["raw", *classic.order]
+    b = distribution(logits, base.with_(order=course), seen_ids=[0, 0], step=step)
+    assert [s.name for s in a.stages] == [s.name for s in b.stages] == ["raw", *course]
     assert np.array_equal(a.probs, b.probs) and a.selected_id == b.selected_id and a.u == b.u
     assert not set(API_STAGE_NAMES) & {s.name for s in a.stages}

@@ -24,6 +24,9 @@ ORDER_PRESETS = {
                   "top_n_sigma", "top_k", "typical_p", "top_p", "min_p", "xtc", "temperature"),
 }
 
+# an order written before the API stages existed, one preset's course stages, reads as that preset
+UPGRADED = {tuple(s for s in chain if s in STAGE_NAMES): chain for chain in ORDER_PRESETS.values()}
+
 
 def parse_order(text: str) -> tuple[str, ...]:
     """A preset name ("hf", "llama.cpp") or a comma list of stage names, each at most once.

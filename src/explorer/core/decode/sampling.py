@@ -15,10 +15,11 @@ import numpy as np
 from ..errors import SettingError
 from ..limits import MAX_BEAMS, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, check_count
 from . import api_stages
-from .orders import ALL_STAGE_NAMES, API_STAGE_NAMES, ORDER_PRESETS, STAGE_NAMES, checked_order, parse_order
+from .orders import ALL_STAGE_NAMES, API_STAGE_NAMES, ORDER_PRESETS, STAGE_NAMES, UPGRADED, checked_order, parse_order
 from .api_stages import RANGES, TOP_P_TOLERANCE, XTC_STREAM, Context, check_bias_ids, checked_logit_bias, keeping
 
 MODES = ("greedy", "sample", "beam")
+API_SETTINGS = (*RANGES, "logit_bias")   # the SamplingConfig fields of the API stages
 
 _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
 _THRESHOLD_STEP = 1 / 16 # _ruler_prefix lowers its probability threshold 16x at a time
@@ -110,7 +111,8 @@ class SamplingConfig:
         put("min_p", min_p)
         put("repetition_penalty", penalty)
         put("seed", check_count("seed", self.seed, 0, MAX_SEED))
-        put("order", checked_order(tuple(order)))
+        order = checked_order(tuple(order))
+        put("order", UPGRADED.get(order, order))
         put("max_new_tokens", check_count("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS))
         put("stop_strings", tuple(stops))
         put("num_beams", check_count("num_beams", self.num_beams, 1, MAX_BEAMS))
@@ -135,6 +137,18 @@ class SamplingConfig:
               "top_n_sigma": self.top_n_sigma > 0, "typical_p": self.typical_p < 1,
               "xtc": self.xtc_probability > 0 and self.xtc_threshold <= 0.5}
         return tuple(name for name in ALL_STAGE_NAMES if on[name])
+
+    @property
+    def shown_order(self) -> tuple[str, ...]:
+        """The stages a distribution records, in order: the course's always, the APIs' when on."""
+        on = self.active_stages
+        return tuple(s for s in self.order if s in STAGE_NAMES or s in on)
+
+    def api_settings_on(self) -> dict:
+        """The API stages' settings that differ from their defaults: what a file or a handout
+        writes, so that one made without them reads as before they existed."""
+        default = SamplingConfig()
+        return {name: getattr(self, name) for name in API_SETTINGS if getattr(self, name) != getattr(default, name)}
 
     def _settings_of(self, names) -> str:
         fields = {"xtc": ("xtc_probability", "xtc_threshold")}
@@ -646,11 +660,8 @@ def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0, 
     output = seen[max(0, seen.size - step):] if output_ids is None else _checked_ids(output_ids, raw.size)
     check_bias_ids(config.logit_bias, raw.size)
     at = Context(seen, output, np.asarray(sorted(end_ids), dtype=np.int64), step)
-    active = set(config.active_stages)
     stages = [first]
-    for name in config.order:
-        if name in API_STAGE_NAMES and name not in active:   # off: not even a row, as before these existed
-            continue
+    for name in config.shown_order:                           # an API stage that is off: not even a row
         change, note = _change(name, stages[-1], config, at)
         stages.append(_advance(stages[-1], name, change, note))
 

@@ -315,12 +315,10 @@ class SamplingControls(Panel):
         beam = config.mode == "beam"
         self._labels["num_beams"].setVisible(beam)
         self.beams_spin.setVisible(beam)
-        on = config.active_stages
-        shown = [s for s in config.order if s not in API_STAGE_NAMES or s in on]   # the API stages when on
-        self.order_text.setText(" → ".join(stage_label(s, self.session.lang) for s in shown))
+        self.order_text.setText(" → ".join(stage_label(s, self.session.lang) for s in config.shown_order))
         self.api_chain.setText(self.tr("controls.api.chain",
                                        chain=" → ".join(stage_label(s, self.session.lang) for s in config.order)))
-        n_on = len([s for s in on if s in API_STAGE_NAMES]) + (config.min_keep > 1)
+        n_on = len([s for s in config.active_stages if s in API_STAGE_NAMES]) + (config.min_keep > 1)
         self.api_toggle.setText(self.tr("controls.api.on", n=n_on) if n_on else self.tr("controls.api"))
         self.api_toggle.setArrowType(Qt.ArrowType.DownArrow if self.api_toggle.isChecked() else Qt.ArrowType.RightArrow)
 
