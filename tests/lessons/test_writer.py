@@ -181,6 +181,7 @@ def test_the_api_settings_are_written_when_on_and_read_back(tmp_path):
                          min_new_tokens=2, order="llama.cpp")
     data = tomllib.loads(lesson_document(session))["settings"]
     assert data["logit_bias"] == {"3": -100.0, "5": 2.5} and data["typical_p"] == 0.8 and data["min_new_tokens"] == 2
+    assert data["order"] == ["repetition_penalty", "top_k", "top_p", "min_p", "temperature"]   # the preset, as before
     assert reopened(session, tmp_path).config == session.config
     plain = tomllib.loads(lesson_document(Session(model, [1, 2])))["settings"]
     assert not {"logit_bias", "typical_p", "xtc_probability", "min_keep"} & plain.keys()    # off: not written

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Callable
 
 from ..catalog.load import model_origin
-from ..core.decode.sampling import API_SETTINGS, SamplingConfig
+from ..core.decode.sampling import API_SETTINGS, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM
 from ..core.errors import ExplorerError
 from ..core.jsonfile import write_text_atomic
@@ -159,9 +159,14 @@ def _one_line_comment(text: str) -> str:
 
 
 def _settings(config: SamplingConfig, every: bool = False) -> dict:
-    """Setting -> TOML value; the API stages' only when they are on (every: all of them)."""
-    return {f.name: _plain(getattr(config, f.name)) for f in dataclasses.fields(config)
-            if every or f.name not in API_SETTINGS or f.name in config.api_settings_on()}
+    """Setting -> TOML value; the API stages' only when they are on (every: all of them). A
+    preset order is written as its course stages, which read back as the preset (and as the
+    same order in a version without the API stages)."""
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    if values["order"] in ORDER_PRESETS.values():
+        values["order"] = tuple(s for s in values["order"] if s in STAGE_NAMES)
+    return {name: _plain(value) for name, value in values.items()
+            if every or name not in API_SETTINGS or name in config.api_settings_on()}
 
 
 def _plain(value):
