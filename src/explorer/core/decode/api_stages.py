@@ -233,7 +233,8 @@ def top_n_sigma(stage, n: float, min_keep: int):
     if not math.isfinite(top):                                             # +inf after a tiny T: the limit
         return None, at_least(stage, values == top, min_keep)
     mean = float(values.mean())
-    spread = math.sqrt(max(0.0, float(np.dot(values, values)) / values.size - mean * mean))   # np.std without its (n,) temporaries
+    # np.std without its (n,) temporaries, and einsum rather than a BLAS dot (whose threads wait on a busy machine)
+    spread = math.sqrt(max(0.0, float(np.einsum("i,i->", values, values)) / values.size - mean * mean))
     return None, at_least(stage, values >= top - n * spread, min_keep)
 
 

@@ -447,7 +447,8 @@ def _advance(stage: Stage, name: str, change, note: str = "") -> Stage:
     ids = stage.ids
     values = stage.values if values is None else _frozen(values)
     if keep is not None and not keep.all():
-        ids, values = _frozen(ids[keep]), _frozen(values[keep])
+        at = np.flatnonzero(keep)                             # (m,): one pass over the mask, two cheap gathers
+        ids, values = _frozen(at if ids.size == stage.vocab_size else ids[at]), _frozen(values[at])
     return Stage(name, True, note, ids, values, stage.vocab_size, stage)
 
 
