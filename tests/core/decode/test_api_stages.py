@@ -325,3 +325,14 @@ def test_off_is_the_identity(logits, order, temperature, step):
     assert [s.name for s in a.stages] == [s.name for s in b.stages] == ["raw", *course]
     assert np.array_equal(a.probs, b.probs) and a.selected_id == b.selected_id and a.u == b.u
     assert not set(API_STAGE_NAMES) & {s.name for s in a.stages}
+
+
+@settings(max_examples=200, deadline=None)
+@given(logit_vectors, st.integers(1, 30), st.integers(0, 40))
+def test_the_favourites_of_a_truncated_stage_are_those_of_its_whole_vector(logits, k, n):
+    """top(n): probability descending, lower id first, over all V ids (removed ones are 0)."""
+    dist = distribution(logits, SAMPLE.with_(top_k=k, typical_p=0.9))
+    for stage in dist.stages:
+        probs = stage.probs
+        expected = sorted(range(probs.size), key=lambda i: (-probs[i], i))[:n]
+        assert list(stage.top(n)) == expected

@@ -297,11 +297,25 @@ class Stage:
             if self._unchanged:
                 cache[n] = self.previous.top(n)
             else:
-                probs = self.probs                                    # (V,)
-                k = min(n, probs.size)
-                cache[n] = _frozen(np.zeros(0, dtype=np.int64) if k <= 0 else
-                                   _ranked(probs, np.flatnonzero(probs >= _kth_largest(probs, k)))[:k])
+                cache[n] = _frozen(self._top(n))
         return cache[n]
+
+    def _top(self, n: int) -> np.ndarray:  # -> (min(n, V),)
+        if 0 < n and self.ids.size < self.vocab_size:
+            # a truncated stage: rank its candidates, not the (V,) probabilities, mostly zeros
+            # (partitioning tens of thousands of equal values is slow), then the removed ids
+            # by id; unless a candidate ranked has probability 0, tying with the removed ones
+            probs = self.candidate_probs                              # (c,)
+            if n <= probs.size and (kth := _kth_largest(probs, n)) > 0:
+                return self.ids[_ranked(probs, np.flatnonzero(probs >= kth))[:n]]
+            if n > probs.size and probs.min() > 0:
+                rest = np.flatnonzero(~self.kept)[:n - probs.size]   # (r,) removed, lower id first
+                return np.concatenate((self.ids[_ranked(probs, np.arange(probs.size))], rest))
+        probs = self.probs                                            # (V,)
+        k = min(n, probs.size)
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64)
+        return _ranked(probs, np.flatnonzero(probs >= _kth_largest(probs, k)))[:k]
 
 
 @dataclass(frozen=True, eq=False)
