@@ -47,7 +47,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "sample", help="show how the sampling stages reshape one distribution",
         description="Run one logits (or probability) vector through repetition penalty, "
-                    "temperature, top-k, top-p and min-p, print every stage, the uniform "
+                    "temperature, top-k, top-p and min-p (and the stages of real APIs that are "
+                    "on: logit bias, presence and frequency penalties, typical-p, top-n-sigma, "
+                    "XTC, min new tokens), print every stage, the uniform "
                     "draw u, the cumulative intervals and the selected id. "
                     "Write negative first values with '=', e.g. --logits=-1,2,0.")
     src = p.add_mutually_exclusive_group(required=True)
