@@ -197,7 +197,8 @@ def min_new_tokens(stage, n_out: int, minimum: int, end_ids: np.ndarray):
         return None
     if n_out >= minimum:
         return None, None
-    keep = ~np.isin(stage.ids, end_ids)
+    keep = np.ones(stage.ids.size, dtype=bool)
+    keep[_positions(stage, end_ids)[0]] = False                            # a search per end id, not a scan
     return None, keep if keep.any() else None
 
 
