@@ -542,7 +542,8 @@ def test_export_list_titles_use_each_frames_own_run(capsys):
     ("xtc_probability = 1.5", "settings: xtc_probability = 1.5: expected a number from 0 to 1"),
     ("min_new_tokens = 1.5", "settings: min_new_tokens = 1.5: expected an integer from 0 to 4096"),
     ('logit_bias = { 3 = 500 }', "settings: logit_bias[3] = 500: expected a number from -100 to 100"),
-    ('logit_bias = { x = 1 }', "settings: logit_bias: token 'x': expected a token id"),
+    ('logit_bias = { x = 1 }', "settings.logit_bias: x:1: 'x' is not one token of the vocabulary"),
+    ('logit_bias = { "学" = 500 }', "settings: logit_bias[学] = 500: expected a number from -100 to 100"),
     ("presence_penalty = \"high\"", "settings: presence_penalty = 'high': expected a number from -2 to 2"),
 ])
 def test_api_settings_out_of_range_are_named_on_their_line(tmp_path, line, message):
@@ -562,6 +563,11 @@ def test_api_settings_in_a_lesson_reach_the_run(tmp_path):
                     encoding="utf-8")
     dist = load_lesson(path).build_session().run.steps[0].distribution      # the lesson forces id 4 here
     assert dist.stages[1].name == "logit_bias" and dist.probs[4] < 1e-40 and dist.forced
+    model = load_lesson(path).build_session().model
+    piece = model.vocab.pieces[5]
+    path.write_text(_edit(good, "max_new_tokens = 2\n", f'max_new_tokens = 2\nlogit_bias = {{ "{piece}" = -7.5 }}\n'),
+                    encoding="utf-8")
+    assert load_lesson(path).build_session().config.logit_bias == ((5, -7.5),)     # a piece, by its id
 
 
 def test_the_api_parameters_lesson_shows_what_its_texts_say(sessions):

@@ -58,6 +58,11 @@ def checked_logit_bias(value) -> tuple[tuple[int, float], ...]:
     return tuple(sorted(out.items()))
 
 
+def is_piece_key(token) -> bool:
+    """Whether a logit_bias key of a lesson file names a piece (text) rather than an id (digits)."""
+    return isinstance(token, str) and not (token.isascii() and token.isdigit())
+
+
 def check_bias_ids(bias, vocab_size: int) -> None:
     """SettingError if a biased id is outside the vocabulary 0..V-1."""
     for token, _ in bias:
