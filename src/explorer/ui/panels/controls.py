@@ -83,8 +83,10 @@ add_messages({
         "zh": "OpenAI 的 frequency_penalty：Token在输出里出现几次，其logit就减去几次这个值。"},
     "controls.logit_bias": {"en": "Logit bias", "zh": "Logit 偏置"},
     "controls.logit_bias.tip": {
-        "en": "id:bias or piece:bias, comma-separated, Enter to apply; -100 bans a token, +100 forces it.",
-        "zh": "编号:偏置 或 片段:偏置，用逗号分隔，按回车应用；-100 等于禁用，+100 等于强制。"},
+        "en": "id:bias or piece:bias, comma-separated, Enter to apply; -100 bans a token, +100 forces it. "
+              "A space belongs to the piece: “ the:-100” bans “ the”, not “the”.",
+        "zh": "编号:偏置 或 片段:偏置，用逗号分隔，按回车应用；-100 等于禁用，+100 等于强制。"
+              "空格也算片段的一部分：“ the:-100”禁用的是“ the”，不是“the”。"},
     "controls.typical_p": {"en": "Typical-p (1 = off)", "zh": "典型抽样（1 = 关）"},
     "controls.typical_p.tip": {
         "en": "Keep the tokens whose surprise -log p is closest to the entropy, up to this probability mass.",
