@@ -25,7 +25,8 @@ REAL_MODEL_LESSONS = {"real-model": 9, "gemma-wo-ai": 14,     # on SmolLM2 and G
 THINKING_LESSONS = {        # thinking longer, four kinds of extra compute (and the reasoning-token follow-ups)
     "reasoning-budget": 10, "self-consistency": 11, "search-evaluator": 12, "tool-evidence": 13,
 }
-BEYOND_LESSONS = {"speculative": 16}  # serving techniques that follow from the KV cache
+BEYOND_LESSONS = {"speculative": 16,    # serving techniques that follow from the KV cache
+                  "api-parameters": 17}   # the sampling parameters of real APIs
 AUTHORED = dict(sorted({**COURSE_LESSONS, **REAL_MODEL_LESSONS, **THINKING_LESSONS, **BEYOND_LESSONS}.items(),
                        key=lambda item: item[1]))
 SHIPPED = ["wo-ai-to-eos", *AUTHORED]
@@ -534,3 +535,58 @@ def test_malformed_glossary_names_the_file_and_the_key(tmp_path, body, parts):
 def test_export_list_titles_use_each_frames_own_run(capsys):
     assert main(["export", "--lesson", "beam", "--list"]) == 0
     assert "B's own next step: D (p = 0.9900), F 0.01" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("line, message", [
+    ("typical_p = -0.5", "settings: typical_p = -0.5: expected a number from 0 (excluded) to 1"),
+    ("xtc_probability = 1.5", "settings: xtc_probability = 1.5: expected a number from 0 to 1"),
+    ("min_new_tokens = 1.5", "settings: min_new_tokens = 1.5: expected an integer from 0 to 4096"),
+    ('logit_bias = { 3 = 500 }', "settings: logit_bias[3] = 500: expected a number from -100 to 100"),
+    ('logit_bias = { x = 1 }', "settings.logit_bias: x:1: 'x' is not one token of the vocabulary"),
+    ('logit_bias = { "学" = 500 }', "settings: logit_bias[学] = 500: expected a number from -100 to 100"),
+    ("presence_penalty = \"high\"", "settings: presence_penalty = 'high': expected a number from -2 to 2"),
+])
+def test_api_settings_out_of_range_are_named_on_their_line(tmp_path, line, message):
+    good = GOOD.read_text(encoding="utf-8").replace('"../tables/', f'"{GOOD.parents[1] / "tables"}/')
+    text = _edit(good, "max_new_tokens = 2\n", f"max_new_tokens = 2\n{line}\n")
+    path = tmp_path / "api.toml"
+    path.write_text(text, encoding="utf-8")
+    where = text.splitlines().index(line) + 1
+    with pytest.raises(LessonError, match=re.escape(f"api.toml:{where}: {message}")):
+        load_lesson(path)
+
+
+def test_api_settings_in_a_lesson_reach_the_run(tmp_path):
+    good = GOOD.read_text(encoding="utf-8").replace('"../tables/', f'"{GOOD.parents[1] / "tables"}/')
+    path = tmp_path / "bias.toml"
+    path.write_text(_edit(good, "max_new_tokens = 2\n", "max_new_tokens = 2\nlogit_bias = { 4 = -100 }\n"),
+                    encoding="utf-8")
+    dist = load_lesson(path).build_session().run.steps[0].distribution      # the lesson forces id 4 here
+    assert dist.stages[1].name == "logit_bias" and dist.probs[4] < 1e-40 and dist.forced
+    model = load_lesson(path).build_session().model
+    piece = model.vocab.pieces[5]
+    path.write_text(_edit(good, "max_new_tokens = 2\n", f'max_new_tokens = 2\nlogit_bias = {{ "{piece}" = -7.5 }}\n'),
+                    encoding="utf-8")
+    assert load_lesson(path).build_session().config.logit_bias == ((5, -7.5),)     # a piece, by its id
+
+
+def test_the_api_parameters_lesson_shows_what_its_texts_say(sessions):
+    """Its numbers from the peers' formulas: OpenAI's presence and frequency, the repetition
+    penalty's division, a -100 bias, Hugging Face's typical-p, on logits [2, 1.5, 1, 0]."""
+    session = sessions["api-parameters"]
+    runs = {s.name: r for s, (r, _) in zip(session.scenarios, session.scenario_results(), strict=True)}
+    the, cat, sat = 1, 2, 3
+    assert runs["base"].output_ids == (the,) * 6
+    assert runs["presence"].output_ids == (the, cat, the, the, the, the)
+    assert runs["frequency"].output_ids == (the, cat, the, sat, cat, the)
+    assert runs["repetition"].output_ids == (the, cat, the, the, the, the)
+    assert runs["ban"].output_ids == (cat,) * 6
+    presence = [s for s in runs["presence"].steps[1].distribution.stages if s.name == "presence_penalty"][0]
+    np.testing.assert_allclose(presence.logits[1:], [2 - 0.8, 1.5, 1.0, 0.0])
+    repetition = runs["repetition"].steps[2].distribution.stages[2]          # after " the cat"
+    np.testing.assert_allclose(repetition.logits[1:], [2 / 1.5, 1.5 / 1.5, 1.0, 0.0])
+    p = np.array([0.3, 0.2, 0.2, 0.2, 0.1])
+    entropy = -(p * np.log(p)).sum()
+    assert round(entropy, 2) == 1.56 and np.argsort(np.abs(-np.log(p) - entropy))[:3].tolist() == [1, 2, 3]
+    typical = runs["typical"].steps[0].distribution
+    assert list(typical.removed_by[1:]) == ["typical_p", None, None, None, "typical_p"]

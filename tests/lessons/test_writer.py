@@ -182,3 +182,17 @@ def test_a_full_disk_or_a_read_only_folder_names_the_file_and_keeps_what_was_the
     assert str(path) in str(caught.value) and os.strerror(failure) in str(caught.value)
     assert path.read_text() == "kept\n"
     assert [p.name for p in tmp_path.iterdir()] == ["class.lesson.toml"]       # no temporary file left
+
+
+def test_the_api_settings_are_written_when_on_and_read_back(tmp_path):
+    model = load_model("teaching")
+    session = Session(model, [1, 2])
+    session.set_sampling(mode="sample", presence_penalty=0.5, frequency_penalty=-0.25, logit_bias={3: -100.0, 5: 2.5},
+                         typical_p=0.8, min_keep=2, xtc_probability=0.5, xtc_threshold=0.2, top_n_sigma=1.5,
+                         min_new_tokens=2, order="llama.cpp")
+    data = tomllib.loads(lesson_document(session))["settings"]
+    assert data["logit_bias"] == {"3": -100.0, "5": 2.5} and data["typical_p"] == 0.8 and data["min_new_tokens"] == 2
+    assert data["order"] == ["repetition_penalty", "top_k", "top_p", "min_p", "temperature"]   # the preset, as before
+    assert reopened(session, tmp_path).config == session.config
+    plain = tomllib.loads(lesson_document(Session(model, [1, 2])))["settings"]
+    assert not {"logit_bias", "typical_p", "xtc_probability", "min_keep"} & plain.keys()    # off: not written

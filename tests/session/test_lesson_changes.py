@@ -212,3 +212,16 @@ def test_a_title_of_words_and_placeholders_stays_true_on_the_teachers_run():
     s.set_prompt_ids([1, 2, 3])
     title = texts(s)[0]
     assert "我爱 =" not in title and "[1, 2, 3]" in title
+
+
+def test_every_setting_has_a_name_in_the_changed_badge():
+    """An API stage changed on a lesson frame is named like the others (both languages)."""
+    from explorer.session.changes import badge_text, config_changes
+    lesson = SamplingConfig()
+    now = lesson.with_(presence_penalty=0.5, frequency_penalty=0.25, logit_bias={3: -100.0}, typical_p=0.9,
+                       min_keep=2, xtc_probability=0.5, xtc_threshold=0.2, top_n_sigma=1.0, min_new_tokens=3)
+    changes = config_changes(lesson, now)
+    assert len(changes) == 9
+    en, zh = badge_text(changes, "en"), badge_text(changes, "zh")
+    assert "presence penalty 0.5 (lesson: 0)" in en and "logit bias 3:-100 (lesson: none)" in en
+    assert "存在惩罚 0.5（课程：0）" in zh and "XTC阈值 0.2（课程：0.1）" in zh

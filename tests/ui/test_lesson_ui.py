@@ -95,7 +95,7 @@ def play_from_the_menu(qtbot, window, on_real_models: bool) -> list[str]:
 
 def test_every_lesson_from_the_menu_plays_every_frame_without_error(qtbot, window):
     played = play_from_the_menu(qtbot, window, on_real_models=False)
-    assert len(played) == 13 and "wo-ai-to-eos" in played
+    assert len(played) == 14 and "wo-ai-to-eos" in played and "api-parameters" in played
 
 
 def test_every_real_model_lesson_from_the_menu_plays_every_frame_without_error(qtbot, window, smollm2, gemma3):

@@ -16,7 +16,8 @@ from ..core.errors import ChatTemplateError, ExplorerError, SettingError
 from ..core.limits import (MAX_BEAMS, MAX_FORCE_STEP, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, MAX_TOKEN_ID,
                            MAX_TOP, Real, Whole, check_prompt_length, number_list, shown_text)
 from ..core.gguf.llama import ARITHMETICS, with_arithmetic
-from ..core.decode.sampling import MODES, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
+from ..core.decode.sampling import ALL_STAGE_NAMES, MODES, ORDER_PRESETS, SamplingConfig
+from ..core.decode.api_stages import LOGIT_BIAS, RANGES, logit_bias_items, resolved_logit_bias
 from ..core.decode.speculative import DEFAULT_NGRAM, MAX_K, MAX_NGRAM
 from ..catalog.load import default_prompt, load_model, load_params_file
 from ..catalog.registry import TEACHING
@@ -152,7 +153,20 @@ def prompt_ids(args, model) -> list[int]:
 # flag dest -> SamplingConfig field, for flags whose name differs from the field
 _FIELD_OF = {"stop": "stop_strings", "beam_width": "num_beams"}
 _CONFIG_FLAGS = ("mode", "temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed",
-                 "order", "max_new_tokens", "stop", "beam_width", "length_penalty")
+                 "order", "max_new_tokens", "stop", "beam_width", "length_penalty", *RANGES, "logit_bias")
+
+# the flags of the stages real APIs have, named as the APIs name them: field -> help
+API_HELP = {
+    "presence_penalty": "OpenAI's: subtract this once from every token the output already holds (-2..2; 0 = off)",
+    "frequency_penalty": "OpenAI's: subtract this times the token's count in the output (-2..2; 0 = off)",
+    "typical_p": "locally typical sampling: keep the tokens whose surprise is closest to the entropy, "
+                 "up to this mass (1 = off)",
+    "min_keep": "the fewest candidates any truncation stage may leave (0 = off)",
+    "xtc_probability": "XTC: how often the top choices are excluded, drawn per step from the seed (0 = off)",
+    "xtc_threshold": "XTC: a top choice has p >= this (default 0.1; above 0.5 = off)",
+    "top_n_sigma": "keep logits within n standard deviations of the top one (0 = off)",
+    "min_new_tokens": "hold back the end token until this many tokens are out (0 = off)",
+}
 
 
 def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None = "sample") -> None:
@@ -169,23 +183,34 @@ def add_sampling_flags(parser: argparse.ArgumentParser, default_mode: str | None
                    help="push down tokens already seen: logit/θ if > 0, logit*θ if < 0; 1 = off (default)")
     g.add_argument("--seed", **number(SEED), help="seed of the uniform draws (default 0)")
     g.add_argument("--order", help=f"stage order: {' | '.join(ORDER_PRESETS)} (default hf) "
-                                   f"or a comma list of {','.join(STAGE_NAMES)}")
+                                   f"or a comma list of {','.join(ALL_STAGE_NAMES)}")
     g.add_argument("--max-new-tokens", **number(NEW_TOKENS), help="stop after this many new tokens (default 16)")
     g.add_argument("--stop", action="append", metavar="TEXT",
                    help="stop when the output contains TEXT; repeatable")
     g.add_argument("--beam-width", **number(BEAMS), help="beams kept per step in --mode beam (default 2)")
     g.add_argument("--length-penalty", **number(LENGTH_PENALTY), help="beam score = log-prob sum / length**x (default 1)")
+    api = parser.add_argument_group("sampling as in real APIs (each off by default)")
+    for name, words in API_HELP.items():
+        api.add_argument("--" + name.replace("_", "-"), **number(RANGES[name]), help=words)
+    api.add_argument("--logit-bias", action=NumberFlag, parse=logit_bias_items, kind=LOGIT_BIAS,
+                     metavar="ID:BIAS[,ID:BIAS...]",
+                     help="add BIAS (-100..100; -100 bans in practice) to a token's logit; ID may be a piece "
+                          "of the model's vocabulary")
 
 
-def sampling_changes(args: argparse.Namespace) -> dict:
-    """SamplingConfig field -> value, for the sampling flags that were given."""
-    return {_FIELD_OF.get(dest, dest): getattr(args, dest)
-            for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
+def sampling_changes(args: argparse.Namespace, vocab=None) -> dict:
+    """SamplingConfig field -> value, for the sampling flags that were given (vocab: the
+    model's, for the pieces of --logit-bias)."""
+    changes = {_FIELD_OF.get(dest, dest): getattr(args, dest)
+               for dest in _CONFIG_FLAGS if getattr(args, dest) is not None}
+    if "logit_bias" in changes:
+        changes["logit_bias"] = resolved_logit_bias(changes["logit_bias"], vocab, "--logit-bias")
+    return changes
 
 
-def config_from_args(args: argparse.Namespace) -> SamplingConfig:
+def config_from_args(args: argparse.Namespace, vocab=None) -> SamplingConfig:
     """The SamplingConfig the flags describe (SettingError if a value is out of range)."""
-    return SamplingConfig(**sampling_changes(args))
+    return SamplingConfig(**sampling_changes(args, vocab))
 
 
 # ---------------------------------------------------------------------------- what a run is made of
@@ -256,7 +281,6 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
     model and prompt they give (decoded speculatively with --speculative when `speculative`);
     then their sampling changes and what-if choices, computed with progress on a terminal
     and stopped (the run ends "cancelled") when `cancel()` says so. Call `check_run_flags` first."""
-    changes = sampling_changes(args)
     if lesson is not None:
         session = noted(load_lesson(lesson)).build_session()
     else:
@@ -265,6 +289,7 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
         scenario = Scenario(model, tuple(prompt_ids(args, model)), DEFAULT_CONFIG, speculative=k,
                             ngram=DEFAULT_NGRAM if args.ngram is None else args.ngram)
         session = Session(model, scenario.prompt_ids, check_recompute=not args.no_check, scenarios=(scenario,))
+    changes = sampling_changes(args, session.model.vocab)
     with progress_on_terminal(session, cancel):
         if changes:
             session.set_sampling(**changes)

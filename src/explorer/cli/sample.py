@@ -48,7 +48,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p = subparsers.add_parser(
         "sample", help="show how the sampling stages reshape one distribution",
         description="Run one logits (or probability) vector through repetition penalty, "
-                    "temperature, top-k, top-p and min-p, print every stage, the uniform "
+                    "temperature, top-k, top-p and min-p (and the stages of real APIs that are "
+                    "on: logit bias, presence and frequency penalties, typical-p, top-n-sigma, "
+                    "XTC, min new tokens), print every stage, the uniform "
                     "draw u, the cumulative intervals and the selected id. "
                     "Write negative first values with '=', e.g. --logits=-1,2,0.")
     src = p.add_mutually_exclusive_group(required=True)
@@ -58,8 +60,9 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
     p.add_argument("--prompt", help="with --model: the text before the next token (default: the model's)")
     p.add_argument("--chat", action="store_true", help="with --model: wrap --prompt in the chat template")
     p.add_argument("--top", **number(TOP), default=20, help="with --model: candidates per table (default 20)")
-    p.add_argument("--seen", **numbers(TOKEN_ID, allow_empty=True), default=[], help="ids already in the text, for --repetition-penalty, e.g. 0,1 "
-                                              "(with --model: the prompt)")
+    p.add_argument("--seen", **numbers(TOKEN_ID, allow_empty=True), default=[], help="ids already in the text, e.g. 0,1: for --repetition-penalty "
+                                              "(with --model: the prompt), and as the output so far for "
+                                              "--presence-penalty, --frequency-penalty and --min-new-tokens")
     p.add_argument("--step", **number(STEP), default=0, help="step index: which u to draw (default 0)")
     p.add_argument("--json", action="store_true", help="print JSON instead of tables")
     p.add_argument("--lang", choices=("en", "zh"), default="en", help="language of the tables")
@@ -71,7 +74,6 @@ def add_parser(subparsers) -> argparse.ArgumentParser:
 def run(args: argparse.Namespace) -> int:
     """Print the stages and the pick; 2 (with a message on stderr) for bad values."""
     try:
-        config = config_from_args(args)
         seen = args.seen
         vocab = None
         if args.model is not None:
@@ -79,10 +81,12 @@ def run(args: argparse.Namespace) -> int:
             seen = seen or prompt
         else:
             logits = _logits_from_args(args)
+        config = config_from_args(args, vocab)  # after the model: --logit-bias may name its pieces
         check_settings("sample", args, [("", config)], as_table=False)
         _check_seen(args.seen, logits.size, "the model's vocabulary" if vocab is not None else
                     ("--logits" if args.logits is not None else "--probs"))
-        dist = distribution(logits, config, seen_ids=seen, step=args.step)
+        dist = distribution(logits, config, seen_ids=seen, step=args.step, output_ids=args.seen,
+                            end_ids=vocab.end_ids if vocab is not None else ())
     except ExplorerError as err:
         print(f"explorer sample: error: {err}", file=sys.stderr)
         return 2
@@ -179,7 +183,7 @@ def _json_numbers(values) -> list:
 def to_json(dist: Distribution, config: SamplingConfig) -> dict:
     """The documented `explorer sample --json` object."""
     return {
-        "order": list(config.order),
+        "order": list(config.shown_order),
         "stages": [{"name": s.name, "active": s.active, "note": s.note,
                     "logits": _json_numbers(s.logits), "probs": _json_numbers(s.probs),
                     "kept": [bool(k) for k in s.kept]} for s in dist.stages],

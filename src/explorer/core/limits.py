@@ -110,6 +110,11 @@ class Whole:
             _refuse(name, text, "is out of range", self.expected)
         return value
 
+    def check(self, name: str, value) -> int:
+        """A number given as a number (a setting, a lesson's value) as an int in range, or a
+        SettingError "name = value: expected ..." (floats, bools and text are refused)."""
+        return check_count(name, value, self.lowest, self.highest)
+
 
 @dataclass(frozen=True)
 class Real:
@@ -150,11 +155,24 @@ class Real:
             _refuse(name, text, "is too large for a float (more than about 1.8e308)", self.expected)
         if value == 0 and re.search(r"[1-9]", text.lower().split("e")[0]):
             _refuse(name, text, "is too close to 0 for a float (less than about 5e-324)", self.expected)
-        low_ok = value > self.lowest if self.open_low else value >= self.lowest
-        high_ok = value < self.highest if self.open_high else value <= self.highest
-        if not (low_ok and high_ok):
+        if not self._holds(value):
             _refuse(name, text, "is out of range", self.expected)
         return value
+
+    def _holds(self, value: float) -> bool:
+        low_ok = value > self.lowest if self.open_low else value >= self.lowest
+        high_ok = value < self.highest if self.open_high else value <= self.highest
+        return low_ok and high_ok
+
+    def check(self, name: str, value) -> float:
+        """A number given as a number (a setting, a lesson's value) as a float in range, or a
+        SettingError "name = value: expected ..." (bools, text and NaN are refused)."""
+        if isinstance(value, bool) or not isinstance(value, numbers.Real):
+            raise SettingError(f"{name} = {shown(value)}: expected {self.expected}")
+        number = float(value)
+        if not self._holds(number):             # NaN holds nowhere; an infinity only as an included bound
+            raise SettingError(f"{name} = {shown(value)}: expected {self.expected}")
+        return number
 
 
 def number_list(text: str, item, name: str = "", allow_empty: bool = False) -> list:

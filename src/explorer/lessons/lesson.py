@@ -10,6 +10,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from ..core.errors import ExplorerError
+from ..core.decode.api_stages import is_piece_key, resolved_logit_bias
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.generate import generate
 from ..core.decode.tool_call import continue_after_tool
@@ -167,8 +168,18 @@ class Lesson:
             return replace(self._scenario(name, replace(spec, after_tool=None)),
                            prompt_ids=self._after_tool(name, spec.after_tool, vocab))
         prompt = vocab.encode(spec.prompt_text) if spec.prompt_ids is None else vocab.check_ids(spec.prompt_ids)
-        return Scenario(model, tuple(prompt), SamplingConfig(**spec.settings), tuple(sorted(spec.forces.items())),
-                        spec.cancel_after, name, spec.prefix_from, spec.speculative)
+        return Scenario(model, tuple(prompt), SamplingConfig(**self._settings(name, spec, vocab)),
+                        tuple(sorted(spec.forces.items())), spec.cancel_after, name, spec.prefix_from, spec.speculative)
+
+    def _settings(self, name: str, spec: ScenarioSpec, vocab) -> dict:
+        """The scenario's settings with the pieces of `logit_bias` turned into their ids."""
+        bias = spec.settings.get("logit_bias")
+        if not (isinstance(bias, dict) and any(is_piece_key(t) for t in bias)):
+            return spec.settings
+        names = [n for n, _ in self.scenarios]
+        where = "settings" if names.index(name) == 0 else f"scenarios[{names.index(name) - 1}].settings"
+        items = [(t if is_piece_key(t) else int(t), b) for t, b in bias.items()]
+        return {**spec.settings, "logit_bias": resolved_logit_bias(items, vocab, f"{where}.logit_bias:")}
 
     def _after_tool(self, name: str, after: tuple[str, tuple], vocab) -> tuple[int, ...]:
         """The prompt after the host answered the tool call of scenario `after[0]` with the

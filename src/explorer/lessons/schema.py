@@ -10,6 +10,7 @@ from pathlib import Path
 
 from ..core.limits import (MAX_FORCE_STEP, MAX_NEW_TOKENS, MAX_SAMPLES, MAX_SEARCH, MAX_SEARCH_DEPTH, MAX_SEED,
                            shown)
+from ..core.decode.api_stages import LOGIT_BIAS, is_piece_key
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.search import SearchSpec
 from ..core.decode.speculative import MAX_K
@@ -179,9 +180,10 @@ def _scenario_spec(r: TomlReader, d: dict, where: str, base: ScenarioSpec | None
     settings = dict(base.settings) if base else {}
     settings.update(r.table(d.get("settings", {}), at("settings"), SETTING_KEYS))
     try:
-        SamplingConfig(**settings)
+        SamplingConfig(**_ids_only(settings))
     except ExplorerError as exc:                    # "max_new_tokens = 0: expected ...": on that key's line
-        r.fail(at("settings"), str(exc), r.line(at(f"settings.{str(exc).partition(' ')[0]}")))
+        key = str(exc).partition(' ')[0].rstrip(':').partition('[')[0]      # logit_bias[3]: the table's line
+        r.fail(at("settings"), str(exc), r.line(at(f"settings.{key}")))
     forces = dict(base.forces) if base else {}
     given = d.get("forces", {})
     if not isinstance(given, dict):
@@ -229,6 +231,18 @@ def _scenario_spec(r: TomlReader, d: dict, where: str, base: ScenarioSpec | None
                                   "\"greedy\" or \"sample\", not \"beam\" (or speculative = 0)")
     return ScenarioSpec(model, prompt_text, prompt_ids, settings, forces, cancel_after, after_tool, prefix_from,
                         speculative)
+
+
+def _ids_only(settings: dict) -> dict:
+    """The settings with the pieces of `logit_bias` left out (their biases checked): a piece
+    is looked up in the vocabulary when the scenario's model is built (`Lesson._scenario`)."""
+    bias = settings.get("logit_bias")
+    if not isinstance(bias, dict):
+        return settings
+    for token, value in bias.items():
+        if is_piece_key(token):
+            LOGIT_BIAS.check(f"logit_bias[{token}]", value)
+    return {**settings, "logit_bias": {t: v for t, v in bias.items() if not is_piece_key(t)}}
 
 
 def _number(r: TomlReader, value, where: str) -> float:

@@ -20,7 +20,7 @@ from typing import Callable
 
 from ..catalog.load import model_origin
 from ..catalog.local import ollama_path
-from ..core.decode.sampling import SamplingConfig
+from ..core.decode.sampling import API_SETTINGS, ORDER_PRESETS, STAGE_NAMES, SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM
 from ..core.errors import ExplorerError
 from ..core.jsonfile import write_text_atomic
@@ -159,11 +159,20 @@ def _one_line_comment(text: str) -> str:
     return text.replace("\r", " ").replace("\n", " ")
 
 
-def _settings(config: SamplingConfig) -> dict:
-    return {f.name: _plain(getattr(config, f.name)) for f in dataclasses.fields(config)}
+def _settings(config: SamplingConfig, every: bool = False) -> dict:
+    """Setting -> TOML value; the API stages' only when they are on (every: all of them). A
+    preset order is written as its course stages, which read back as the preset (and as the
+    same order in a version without the API stages)."""
+    values = {f.name: getattr(config, f.name) for f in dataclasses.fields(config)}
+    if values["order"] in ORDER_PRESETS.values():
+        values["order"] = tuple(s for s in values["order"] if s in STAGE_NAMES)
+    return {name: _plain(value) for name, value in values.items()
+            if every or name not in API_SETTINGS or name in config.api_settings_on()}
 
 
 def _plain(value):
+    if isinstance(value, tuple) and value and isinstance(value[0], tuple):   # logit_bias: { id = bias }
+        return {str(token): bias for token, bias in value}
     return list(value) if isinstance(value, tuple) else value
 
 
@@ -179,8 +188,8 @@ def _scenario_lines(s, name: str, table: dict, base, base_speculative: int) -> l
         lines.append(f"model = {_value(table)}")
     if s.model is not base.model or s.prompt_ids != base.prompt_ids:
         lines += _prompt_lines(s.model, s.prompt_ids, table)
-    own = _settings(s.config)
-    changed = {k: v for k, v in own.items() if v != _settings(base.config)[k]}
+    own, theirs = _settings(s.config, every=True), _settings(base.config, every=True)
+    changed = {k: v for k, v in own.items() if v != theirs[k]}
     if changed:
         lines.append(f"settings = {_value(changed)}")
     mine, theirs = dict(s.overrides), dict(base.overrides)

@@ -24,6 +24,15 @@ add_messages({
     "change.stop_strings": {"en": "stop strings", "zh": "停止字符串"},
     "change.num_beams": {"en": "beam width", "zh": "束宽"},
     "change.length_penalty": {"en": "length penalty", "zh": "长度惩罚"},
+    "change.presence_penalty": {"en": "presence penalty", "zh": "存在惩罚"},
+    "change.frequency_penalty": {"en": "frequency penalty", "zh": "频率惩罚"},
+    "change.logit_bias": {"en": "logit bias", "zh": "logit偏置"},
+    "change.typical_p": {"en": "typical-p", "zh": "典型抽样"},
+    "change.min_keep": {"en": "min keep", "zh": "至少保留"},
+    "change.xtc_probability": {"en": "XTC probability", "zh": "XTC概率"},
+    "change.xtc_threshold": {"en": "XTC threshold", "zh": "XTC阈值"},
+    "change.top_n_sigma": {"en": "top-nσ", "zh": "top-nσ"},
+    "change.min_new_tokens": {"en": "min new tokens", "zh": "最少生成数"},
     "change.prompt": {"en": "prompt", "zh": "提示"},
     "change.model": {"en": "model", "zh": "模型"},
     "change.what_if": {"en": "what-if choices", "zh": "人为指定"},
@@ -60,6 +69,8 @@ class Change:
 def _shown(value) -> str:
     if isinstance(value, float):
         return f"{value:g}"
+    if isinstance(value, tuple) and value and isinstance(value[0], tuple):      # logit_bias: 3:-100
+        return ", ".join(f"{token}:{bias:g}" for token, bias in value)
     if isinstance(value, tuple):
         return ", ".join(str(v) for v in value) or "-"
     return str(value)

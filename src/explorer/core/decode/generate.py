@@ -96,9 +96,10 @@ class Run:
         return max(diffs) if diffs else None
 
 
-def default_selector(config: SamplingConfig) -> Selector:
+def default_selector(config: SamplingConfig, end_ids=()) -> Selector:
+    """The sampler of `config`; end_ids: the tokens min_new_tokens holds back."""
     def select(logits, seen, step):
-        return distribution(logits, config, seen_ids=seen, step=step)
+        return distribution(logits, config, seen_ids=seen, step=step, end_ids=end_ids)
     return select
 
 
@@ -127,7 +128,7 @@ def generate(model: LanguageModel, prompt_ids, config: SamplingConfig = Sampling
     prompt = tuple(int(t) for t in model.vocab.id_array(prompt_ids, "prompt ids"))
     check_prompt_length(len(prompt), getattr(model, "context_length", None))
     overrides = _checked_overrides(overrides or {}, model, config)
-    select = selector or default_selector(config)
+    select = selector or default_selector(config, model.vocab.end_ids)
 
     steps: list[Step] = []
     output: list[int] = []

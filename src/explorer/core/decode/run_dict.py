@@ -67,9 +67,11 @@ def _settings(run: Run) -> dict:
     c = run.config
     return {"mode": c.mode, "temperature": c.temperature, "top_k": c.top_k, "top_p": c.top_p,
             "min_p": c.min_p, "repetition_penalty": c.repetition_penalty, "seed": c.seed,
-            "order": list(c.order), "max_new_tokens": c.max_new_tokens,
+            "order": list(c.shown_order), "max_new_tokens": c.max_new_tokens,
             "stop_strings": list(c.stop_strings),
-            "overrides": {str(k): v for k, v in sorted(run.overrides.items())}}
+            "overrides": {str(k): v for k, v in sorted(run.overrides.items())}} | {
+        name: ({str(t): b for t, b in value} if name == "logit_bias" else value)
+        for name, value in c.api_settings_on().items()}
 
 
 def vote_to_dict(vote: Vote) -> dict:

@@ -14,18 +14,15 @@ import numpy as np
 
 from ..errors import SettingError
 from ..limits import MAX_BEAMS, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, check_count
+from . import api_stages
+from .orders import ALL_STAGE_NAMES, API_STAGE_NAMES, ORDER_PRESETS, STAGE_NAMES, UPGRADED, checked_order, parse_order
+from .api_stages import RANGES, TOP_P_TOLERANCE, XTC_STREAM, Context, check_bias_ids, checked_logit_bias, keeping
 
-STAGE_NAMES = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
-ORDER_PRESETS = {
-    "hf": ("repetition_penalty", "temperature", "top_k", "top_p", "min_p"),
-    "llama.cpp": ("repetition_penalty", "top_k", "top_p", "min_p", "temperature"),
-}
 MODES = ("greedy", "sample", "beam")
-# each stage's setting (a SamplingConfig field of the stage's name) that leaves the logits as they are
-STAGE_OFF = {"repetition_penalty": 1.0, "temperature": 1.0, "top_k": 0, "top_p": 1.0, "min_p": 0.0}
-# the stages that never change a greedy choice: they keep the highest logit highest (a penalty does not)
-ARGMAX_KEEPING = ("temperature", "top_k", "top_p", "min_p")
-TOP_P_TOLERANCE = 1e-9   # keeps 0.55 + 0.25 "reaching" 0.8 despite float64 round-off
+API_SETTINGS = (*RANGES, "logit_bias")   # the SamplingConfig fields of the API stages
+# the stages that never change a greedy choice: they keep the highest logit highest (a penalty,
+# a bias, typical-p, XTC and min_new_tokens can remove or move it)
+ARGMAX_KEEPING = ("temperature", "top_k", "top_p", "min_p", "top_n_sigma")
 
 _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
 _THRESHOLD_STEP = 1 / 16 # _ruler_prefix lowers its probability threshold 16x at a time
@@ -35,30 +32,6 @@ _BUCKET_BITS = 12        # inverse_cdf puts the candidates in at most 2**12 buck
 
 
 # ---------------------------------------------------------------------------- settings
-
-def parse_order(text: str) -> tuple[str, ...]:
-    """A preset name ("hf", "llama.cpp") or a comma list of stage names, each at most once.
-
-    Hyphens are read as underscores, so "top-k,temperature" works too."""
-    text = text.strip()
-    if text in ORDER_PRESETS:
-        return ORDER_PRESETS[text]
-    if not text:
-        raise SettingError(f"order = {text!r}: expected a preset ({', '.join(ORDER_PRESETS)}) "
-                           f"or a comma list of {', '.join(STAGE_NAMES)}")
-    return _checked_order(tuple(name.strip().replace("-", "_") for name in text.split(",")))
-
-
-def _checked_order(names: tuple) -> tuple[str, ...]:
-    """The stage names unchanged, or a SettingError naming the first unknown or repeated one."""
-    for i, name in enumerate(names):
-        if name not in STAGE_NAMES:
-            raise SettingError(f"order: unknown stage {name!r}: expected one of {', '.join(STAGE_NAMES)} "
-                               f"or a preset ({', '.join(ORDER_PRESETS)})")
-        if name in names[:i]:
-            raise SettingError(f"order: stage {name!r} appears twice: expected each stage at most once")
-    return names
-
 
 def _fail(field: str, value, expected: str):
     raise SettingError(f"{field} = {value!r}: expected {expected}")
@@ -94,6 +67,15 @@ class SamplingConfig:
     stop_strings: tuple[str, ...] = ()    # none: stop on EOS or length only
     num_beams: int = 2                    # the smallest beam that can beat greedy (course: BD over AE)
     length_penalty: float = 1.0           # Hugging Face default: beam score = sum of log-probs / length
+    presence_penalty: float = 0.0         # 0 = off: OpenAI's, minus this once for a token the output holds
+    frequency_penalty: float = 0.0        # 0 = off: OpenAI's, minus this times the token's count in the output
+    logit_bias: tuple = ()                # none: ((id, bias), ...) added to the logits, -100 bans in practice
+    typical_p: float = 1.0                # 1 = off: the whole mass, however typical
+    min_keep: int = 0                     # 0 = off: each truncation stage keeps at least one anyway
+    xtc_probability: float = 0.0          # 0 = off: the top choices are never excluded
+    xtc_threshold: float = 0.1            # llama.cpp's default: "top" means p >= 0.1
+    top_n_sigma: float = 0.0              # 0 = off: no cut by standard deviations
+    min_new_tokens: int = 0               # 0 = off: the end token may come at once
 
     def __post_init__(self):
         def put(name, value):
@@ -132,16 +114,48 @@ class SamplingConfig:
         put("min_p", min_p)
         put("repetition_penalty", penalty)
         put("seed", check_count("seed", self.seed, 0, MAX_SEED))
-        put("order", _checked_order(tuple(order)))
+        order = checked_order(tuple(order))
+        put("order", UPGRADED.get(order, order))
         put("max_new_tokens", check_count("max_new_tokens", self.max_new_tokens, 1, MAX_NEW_TOKENS))
         put("stop_strings", tuple(stops))
         put("num_beams", check_count("num_beams", self.num_beams, 1, MAX_BEAMS))
         put("length_penalty", length_penalty)
+        for name, kind in RANGES.items():
+            put(name, kind.check(name, getattr(self, name)))
+        put("logit_bias", checked_logit_bias(self.logit_bias))
+        off = [name for name in self.active_stages if name not in self.order]
+        if off:
+            raise SettingError(f"order: leaves out {', '.join(off)}, which "
+                               f"{'is' if len(off) == 1 else 'are'} on ({self._settings_of(off)}): "
+                               f"expected every stage that is on in the order (or turn it off)")
 
     @property
     def active_stages(self) -> tuple[str, ...]:
-        """The stages whose setting is not off (STAGE_OFF), in STAGE_NAMES order."""
-        return tuple(name for name in STAGE_NAMES if getattr(self, name) != STAGE_OFF[name])
+        """The stages whose setting is not neutral (temperature: in sample mode), in ALL_STAGE_NAMES order."""
+        on = {"repetition_penalty": self.repetition_penalty != 1,
+              "temperature": self.mode == "sample" and self.temperature != 1,
+              "top_k": self.top_k > 0, "top_p": self.top_p < 1, "min_p": self.min_p > 0,
+              "logit_bias": bool(self.logit_bias), "min_new_tokens": self.min_new_tokens > 0,
+              "frequency_penalty": self.frequency_penalty != 0, "presence_penalty": self.presence_penalty != 0,
+              "top_n_sigma": self.top_n_sigma > 0, "typical_p": self.typical_p < 1,
+              "xtc": self.xtc_probability > 0 and self.xtc_threshold <= 0.5}
+        return tuple(name for name in ALL_STAGE_NAMES if on[name])
+
+    @property
+    def shown_order(self) -> tuple[str, ...]:
+        """The stages a distribution records, in order: the course's always, the APIs' when on."""
+        on = self.active_stages
+        return tuple(s for s in self.order if s in STAGE_NAMES or s in on)
+
+    def api_settings_on(self) -> dict:
+        """The API stages' settings that differ from their defaults: what a file or a handout
+        writes, so that one made without them reads as before they existed."""
+        default = SamplingConfig()
+        return {name: getattr(self, name) for name in API_SETTINGS if getattr(self, name) != getattr(default, name)}
+
+    def _settings_of(self, names) -> str:
+        fields = {"xtc": ("xtc_probability", "xtc_threshold")}
+        return ", ".join(f"{f} = {getattr(self, f)!r}" for n in names for f in fields.get(n, (n,)))
 
     def with_(self, **changes) -> SamplingConfig:
         """A copy with some settings changed (validated again)."""
@@ -286,11 +300,25 @@ class Stage:
             if self._unchanged:
                 cache[n] = self.previous.top(n)
             else:
-                probs = self.probs                                    # (V,)
-                k = min(n, probs.size)
-                cache[n] = _frozen(np.zeros(0, dtype=np.int64) if k <= 0 else
-                                   _ranked(probs, np.flatnonzero(probs >= _kth_largest(probs, k)))[:k])
+                cache[n] = _frozen(self._top(n))
         return cache[n]
+
+    def _top(self, n: int) -> np.ndarray:  # -> (min(n, V),)
+        if 0 < n and self.ids.size < self.vocab_size:
+            # a truncated stage: rank its candidates, not the (V,) probabilities, mostly zeros
+            # (partitioning tens of thousands of equal values is slow), then the removed ids
+            # by id; unless a candidate ranked has probability 0, tying with the removed ones
+            probs = self.candidate_probs                              # (c,)
+            if n <= probs.size and (kth := _kth_largest(probs, n)) > 0:
+                return self.ids[_ranked(probs, np.flatnonzero(probs >= kth))[:n]]
+            if n > probs.size and probs.min() > 0:
+                rest = np.flatnonzero(~self.kept)[:n - probs.size]   # (r,) removed, lower id first
+                return np.concatenate((self.ids[_ranked(probs, np.arange(probs.size))], rest))
+        probs = self.probs                                            # (V,)
+        k = min(n, probs.size)
+        if k <= 0:
+            return np.zeros(0, dtype=np.int64)
+        return _ranked(probs, np.flatnonzero(probs >= _kth_largest(probs, k)))[:k]
 
 
 @dataclass(frozen=True, eq=False)
@@ -393,19 +421,20 @@ def _temper(stage: Stage, temperature: float):
         return stage.values / temperature, None
 
 
-def _top_k(stage: Stage, k: int):
-    """Keep every id whose logit >= the k-th largest (ties at the boundary stay).
-    Off when k <= 0 or k >= V."""
+def _top_k(stage: Stage, k: int, min_keep: int = 0):
+    """Keep every id whose logit >= the k-th largest (ties at the boundary stay); k is
+    raised to min_keep (Hugging Face's TopKLogitsWarper). Off when k <= 0 or k >= V."""
     if not 0 < k < stage.vocab_size:
         return None
+    k = max(k, min_keep)
     if k >= stage.ids.size:
         return None, None
     return None, stage.values >= _kth_largest(stage.values, k)
 
 
-def _top_p(stage: Stage, p: float):
+def _top_p(stage: Stage, p: float, min_keep: int = 0):
     """Keep the smallest ruler prefix whose cumulative probability >= p (within 1e-9),
-    at least one id. Off when p >= 1."""
+    at least one id and at least min_keep. Off when p >= 1."""
     if p >= 1:
         return None
     probs = stage.candidate_probs                             # (n,)
@@ -415,15 +444,16 @@ def _top_p(stage: Stage, p: float):
     size = min(int(np.searchsorted(reached, target)) + 1, prefix.size)
     keep = np.zeros(probs.size, dtype=bool)
     keep[prefix[:size]] = True
-    return None, keep
+    return None, api_stages.at_least(stage, keep, min_keep)
 
 
-def _min_p(stage: Stage, m: float):
-    """Remove ids whose probability < m * the highest probability. Off when m <= 0."""
+def _min_p(stage: Stage, m: float, min_keep: int = 0):
+    """Remove ids whose probability < m * the highest probability, keeping at least
+    min_keep. Off when m <= 0."""
     if m <= 0:
         return None
     probs = stage.candidate_probs                             # (n,)
-    return None, probs >= m * probs.max()
+    return None, api_stages.at_least(stage, probs >= m * probs.max(), min_keep)
 
 
 def _advance(stage: Stage, name: str, change, note: str = "") -> Stage:
@@ -434,7 +464,8 @@ def _advance(stage: Stage, name: str, change, note: str = "") -> Stage:
     ids = stage.ids
     values = stage.values if values is None else _frozen(values)
     if keep is not None and not keep.all():
-        ids, values = _frozen(ids[keep]), _frozen(values[keep])
+        at = np.flatnonzero(keep)                             # (m,): one pass over the mask, two cheap gathers
+        ids, values = _frozen(at if ids.size == stage.vocab_size else ids[at]), _frozen(values[at])
     return Stage(name, True, note, ids, values, stage.vocab_size, stage)
 
 
@@ -513,14 +544,24 @@ def uniform_draw(seed: int, step: int) -> float:
     return _draw(_integer("seed", seed, 0), _integer("step", step, 0))
 
 
+def xtc_draw(seed: int, step: int) -> float:
+    """The draw in [0, 1) that decides whether XTC acts at a step: from its own generator,
+    keyed by (seed, step, 1), so it never moves u and u never moves it."""
+    return _draw(_integer("seed", seed, 0), _integer("step", step, 0), XTC_STREAM)
+
+
 @lru_cache(maxsize=4096)
-def _draw(seed: int, step: int) -> float:
+def _draw(seed: int, step: int, *stream: int) -> float:
     """Cached: a slider drag asks for the same few draws on every tick (a generator costs 40 us)."""
-    return float(np.random.default_rng(np.random.SeedSequence([seed, step])).random())
+    return float(np.random.default_rng(np.random.SeedSequence([seed, step, *stream])).random())
 
 
-def _change(name: str, stage: Stage, config: SamplingConfig, seen: np.ndarray):
+def _change(name: str, stage: Stage, config: SamplingConfig, at: Context):
     """-> (the named rule's change to `stage`, the note shown beside the stage)."""
+    if name in API_STAGE_NAMES:
+        draw = xtc_draw(config.seed, at.step) if name == "xtc" else None
+        return api_stages.change(name, stage, config, at, draw)
+    seen = at.seen
     if name == "repetition_penalty":
         theta = config.repetition_penalty
         return _penalise(stage, seen, theta), f"θ={theta:g}"
@@ -530,10 +571,10 @@ def _change(name: str, stage: Stage, config: SamplingConfig, seen: np.ndarray):
             return None, f"T={t:g}"
         return _temper(stage, t), f"T={t:g}" + (": argmax" if t <= 0 else "")
     if name == "top_k":
-        return _top_k(stage, config.top_k), f"k={config.top_k}"
+        return _top_k(stage, config.top_k, config.min_keep), keeping(f"k={config.top_k}", config)
     if name == "top_p":
-        return _top_p(stage, config.top_p), f"p={config.top_p:g}"
-    return _min_p(stage, config.min_p), f"min_p={config.min_p:g}"
+        return _top_p(stage, config.top_p, config.min_keep), keeping(f"p={config.top_p:g}", config)
+    return _min_p(stage, config.min_p, config.min_keep), keeping(f"min_p={config.min_p:g}", config)
 
 
 def inverse_cdf(probs: np.ndarray, u: float) -> int:  # (n,) float64 -> position
@@ -614,10 +655,14 @@ def _raw_of(logits) -> tuple[np.ndarray, Stage]:  # -> (V,) float64 read-only, t
     return raw, stage
 
 
-def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0) -> Distribution:
+def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0, output_ids=None,
+                 end_ids=()) -> Distribution:
     """Run the stages of `config.order` on one logits vector (V,) and select a token.
 
     seen_ids: prompt + output so far, for the repetition penalty. step: which u to draw.
+    output_ids: the output so far, for the presence and frequency penalties and
+    min_new_tokens; None: the last `step` seen ids (in a run, step k follows k output
+    tokens). end_ids: the end tokens min_new_tokens holds back.
     Greedy (argmax of the final logits, lowest id on ties, u = None) when the mode is
     "greedy" or "beam" (the stages are still recorded, for display) or when the
     temperature is <= 0; otherwise inverse-CDF sampling with u = uniform_draw(seed, step).
@@ -630,9 +675,12 @@ def distribution(logits, config: SamplingConfig, *, seen_ids=(), step: int = 0) 
     Float64 throughout."""
     raw, first = _raw_of(logits)                              # (V,), shared for read-only logits
     seen = _checked_ids(seen_ids, raw.size)                   # (s,)
+    output = seen[max(0, seen.size - step):] if output_ids is None else _checked_ids(output_ids, raw.size)
+    check_bias_ids(config.logit_bias, raw.size)
+    at = Context(seen, output, np.asarray(sorted(end_ids), dtype=np.int64), step)
     stages = [first]
-    for name in config.order:
-        change, note = _change(name, stages[-1], config, seen)
+    for name in config.shown_order:                           # an API stage that is off: not even a row
+        change, note = _change(name, stages[-1], config, at)
         stages.append(_advance(stages[-1], name, change, note))
 
     final = stages[-1]

@@ -142,7 +142,7 @@ def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfi
     verifier = every_row(model)
     trace, cache = model.prefill(prompt)
     diff = recompute_diff(model, prompt, trace) if check_recompute else None
-    dist = distribution(trace.last_logits, config, seen_ids=prompt, step=0)
+    dist = distribution(trace.last_logits, config, seen_ids=prompt, step=0, end_ids=model.vocab.end_ids)
     output = [dist.selected_id]
     steps = [Step(0, "prefill", prompt, tuple(range(len(prompt))), 0, len(prompt), trace, dist, dist.selected_id,
                   False, diff, trace.seconds)]
@@ -159,7 +159,8 @@ def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfi
         trace = verifier.feed(fed, cache)                          # logits [len(fed), V]
         diff = recompute_diff(model, prompt + tuple(output) + draft, trace) if check_recompute else None
         new = []
-        for token, d in _verified(trace.logits, draft, config, prompt + tuple(output), len(output)):
+        for token, d in _verified(trace.logits, draft, config, prompt + tuple(output), len(output),
+                                  model.vocab.end_ids):
             output.append(token)
             new.append((token, d))
             finish, stop = finish_check(model, output, config, len(output) - 1, len(prompt))
@@ -185,13 +186,14 @@ def speculative_generate(model: LanguageModel, prompt_ids, config: SamplingConfi
                arithmetic=getattr(model, "arithmetic_label", None))
 
 
-def _verified(logits, draft, config: SamplingConfig, context, first_step: int) -> list[tuple[int, Distribution]]:
+def _verified(logits, draft, config: SamplingConfig, context, first_step: int,
+              end_ids=()) -> list[tuple[int, Distribution]]:
     """(token, how it was chosen) for rows 0.. of a verify pass ([len(draft)+1, V] logits):
     the kept drafted tokens, then the model's own token (at the first rejection, or the
     bonus row after the last drafted token)."""
     out = []
     for j, row in enumerate(logits):
-        dist = distribution(row, config, seen_ids=context + draft[:j], step=first_step + j)
+        dist = distribution(row, config, seen_ids=context + draft[:j], step=first_step + j, end_ids=end_ids)
         if j == len(draft):
             return out + [(dist.selected_id, dist)]                      # the bonus token
         token = dist.selected_id if dist.greedy else _sampled(dist, draft[j])

@@ -1,6 +1,7 @@
 """Why generation stops, as codes checked after every selection in this order: `eos` (an
 end token was selected), `tool_call` (a complete tool call: control passes to the host),
-`stop_string` (the output contains a stop text; it is cut where that starts), `length`
+`stop_string` (the output contains a stop text; the one whose match ends first wins, and
+the output is cut where it starts), `length`
 (`max_new_tokens` reached: incomplete), `cancelled` (the user stopped it)."""
 
 from __future__ import annotations
@@ -19,11 +20,15 @@ class StopMatch:
 
 
 def find_stop_string(output_text: str, stop_strings, step: int) -> StopMatch | None:
-    """The earliest occurrence of any stop string in the decoded output, if any."""
-    hits = [(output_text.find(s), s) for s in stop_strings if s and s in output_text]
+    """The stop string whose first match in the decoded output ENDS first (ties: the one
+    earlier in the list), if any: what checking after every character would find, so the
+    cut never depends on how the text was split into tokens ("abc" arriving as one token or
+    as a, b, c with stops ["abc", "b"] is cut at "b" both times)."""
+    hits = [(start + len(s), rank, start, s) for rank, s in enumerate(stop_strings)
+            if s and (start := output_text.find(s)) >= 0]
     if not hits:
         return None
-    index, text = min(hits)
+    _, _, index, text = min(hits)
     return StopMatch(text, index, step)
 
 

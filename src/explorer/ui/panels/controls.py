@@ -7,13 +7,14 @@ from contextlib import ExitStack
 
 from PySide6.QtCore import QObject, QSignalBlocker, Qt, Signal
 from PySide6.QtWidgets import (QComboBox, QDoubleSpinBox, QGridLayout, QLabel, QLineEdit, QSlider,
-                               QSpinBox, QVBoxLayout)
+                               QSpinBox, QToolButton, QVBoxLayout, QWidget)
 
 from ...core.tokens.bpe import BPEVocabulary
 from ...core.errors import ExplorerError
 from ...core.limits import MAX_BEAMS, MAX_NEW_TOKENS, MAX_SEED
-from ...core.decode.sampling import MODES, ORDER_PRESETS
-from ...i18n import add_messages, stage_label
+from ...core.decode.api_stages import logit_bias_items, resolved_logit_bias
+from ...core.decode.sampling import API_STAGE_NAMES, MODES, ORDER_PRESETS
+from ...i18n import MESSAGES, add_messages, stage_label
 from ...session import Session
 from .panel import Panel
 
@@ -30,6 +31,18 @@ NUMBERS = {
 }
 
 HINTED = {*NUMBERS, "stop_strings"}   # rows with a "0 = off"-style hint below them
+
+# the stages of real APIs, in a group that is folded until asked for: field -> (low, high, decimals)
+API_NUMBERS = {
+    "presence_penalty": (-2.0, 2.0, 2),
+    "frequency_penalty": (-2.0, 2.0, 2),
+    "typical_p": (0.01, 1.0, 2),
+    "top_n_sigma": (0.0, 5.0, 2),
+    "xtc_probability": (0.0, 1.0, 2),
+    "xtc_threshold": (0.0, 1.0, 2),
+    "min_keep": (0, 20, 0),               # the spin box goes up to the vocabulary size
+    "min_new_tokens": (0, 32, 0),         # the spin box goes up to MAX_NEW_TOKENS
+}
 
 add_messages({
     "controls.mode": {"en": "Mode", "zh": "方式"},
@@ -57,6 +70,44 @@ add_messages({
     "controls.order.hf": {"en": "Hugging Face / vLLM", "zh": "Hugging Face / vLLM"},
     "controls.order.llama.cpp": {"en": "llama.cpp", "zh": "llama.cpp"},
     "controls.num_beams": {"en": "Beam width", "zh": "束宽"},
+    "controls.api": {"en": "API parameters", "zh": "API 参数"},
+    "controls.api.on": {"en": "API parameters ({n} on)", "zh": "API 参数（{n} 项启用）"},
+    "controls.api.chain": {"en": "Full order: {chain}", "zh": "完整顺序：{chain}"},
+    "controls.presence_penalty": {"en": "Presence (0 = off)", "zh": "存在惩罚（0 = 关）"},
+    "controls.presence_penalty.tip": {
+        "en": "OpenAI's presence_penalty: subtracted once from the logit of every token the output already holds.",
+        "zh": "OpenAI 的 presence_penalty：输出里已出现过的Token，其logit减去这个值一次。"},
+    "controls.frequency_penalty": {"en": "Frequency (0 = off)", "zh": "频率惩罚（0 = 关）"},
+    "controls.frequency_penalty.tip": {
+        "en": "OpenAI's frequency_penalty: subtracted from a token's logit once per time it occurs in the output.",
+        "zh": "OpenAI 的 frequency_penalty：Token在输出里出现几次，其logit就减去几次这个值。"},
+    "controls.logit_bias": {"en": "Logit bias", "zh": "Logit 偏置"},
+    "controls.logit_bias.tip": {
+        "en": "id:bias or piece:bias, comma-separated, Enter to apply; -100 bans a token, +100 forces it. "
+              "A space belongs to the piece: “ the:-100” bans “ the”, not “the”.",
+        "zh": "编号:偏置 或 片段:偏置，用逗号分隔，按回车应用；-100 等于禁用，+100 等于强制。"
+              "空格也算片段的一部分：“ the:-100”禁用的是“ the”，不是“the”。"},
+    "controls.typical_p": {"en": "Typical-p (1 = off)", "zh": "典型抽样（1 = 关）"},
+    "controls.typical_p.tip": {
+        "en": "Keep the tokens whose surprise -log p is closest to the entropy, up to this probability mass.",
+        "zh": "保留“意外程度”-log p 最接近熵的那些Token，直到累计概率达到这个值。"},
+    "controls.top_n_sigma": {"en": "Top-nσ (0 = off)", "zh": "Top-nσ（0 = 关）"},
+    "controls.top_n_sigma.tip": {"en": "Keep the logits within n standard deviations of the highest one.",
+                                 "zh": "只保留与最高logit相差不超过n个标准差的Token。"},
+    "controls.xtc_probability": {"en": "XTC probability (0 = off)", "zh": "XTC 概率（0 = 关）"},
+    "controls.xtc_probability.tip": {
+        "en": "How often XTC acts; the draw comes from the seed and the step, apart from u.",
+        "zh": "XTC 起作用的概率；这个随机数由种子和步数决定，与u无关。"},
+    "controls.xtc_threshold": {"en": "XTC threshold", "zh": "XTC 阈值"},
+    "controls.xtc_threshold.tip": {
+        "en": "When XTC acts, every token with p >= this goes except the least likely of them.",
+        "zh": "XTC 起作用时，概率不低于这个值的Token都被去掉，只留其中概率最低的一个。"},
+    "controls.min_keep": {"en": "Min keep (0 = off)", "zh": "至少保留（0 = 关）"},
+    "controls.min_keep.tip": {"en": "The fewest candidates any truncation stage may leave.",
+                              "zh": "任何截断步骤至少要留下的候选数。"},
+    "controls.min_new_tokens": {"en": "Min new tokens (0 = off)", "zh": "最少生成数（0 = 关）"},
+    "controls.min_new_tokens.tip": {"en": "The end token is held back until this many tokens are out.",
+                                    "zh": "生成的Token数达到这个值之前，结束Token被屏蔽。"},
     "controls.rejected": {"en": "{setting}: not applied. {error}", "zh": "{setting}：未应用。{error}"},
 })
 
@@ -114,7 +165,13 @@ class SamplingControls(Panel):
         self.mode_combo = QComboBox()
         for mode in MODES:
             self.mode_combo.addItem(mode, mode)
-        self.numbers = {name: NumberControl(*spec, parent=self) for name, spec in NUMBERS.items()}
+        self.numbers = {name: NumberControl(*spec, parent=self) for name, spec in {**NUMBERS, **API_NUMBERS}.items()}
+        self.spin("min_new_tokens").setMaximum(MAX_NEW_TOKENS)
+        self.bias_edit = QLineEdit(placeholderText="3:-100")
+        self.api_toggle = QToolButton(checkable=True, autoRaise=True)
+        self.api_toggle.setToolButtonStyle(Qt.ToolButtonStyle.ToolButtonTextBesideIcon)
+        self.api_group = QWidget()
+        self.api_chain = self.tinted(QLabel(wordWrap=True), "muted")
         self.seed_spin = QSpinBox(maximum=MAX_SEED)
         self.max_new_spin = QSpinBox(minimum=1, maximum=MAX_NEW_TOKENS)
         self.beams_spin = QSpinBox(minimum=1, maximum=MAX_BEAMS)
@@ -140,18 +197,12 @@ class SamplingControls(Panel):
     def _layout(self) -> None:
         grid = QGridLayout()
         grid.setColumnStretch(1, 1)
-        rows = [("mode", self.mode_combo), *self.numbers.items(), ("seed", self.seed_spin),
+        rows = [("mode", self.mode_combo), *((n, self.numbers[n]) for n in NUMBERS), ("seed", self.seed_spin),
                 ("max_new_tokens", self.max_new_spin), ("num_beams", self.beams_spin),
                 ("stop_strings", self.stop_edit), ("order", self.order_combo)]
         r = 0
         for name, widget in rows:
-            self._labels[name] = QLabel()
-            grid.addWidget(self._labels[name], r, 0)
-            if isinstance(widget, NumberControl):
-                grid.addWidget(widget.slider, r, 1)
-                grid.addWidget(widget.spin, r, 2)
-            else:
-                grid.addWidget(widget, r, 1, 1, 2)
+            self._add_row(grid, r, name, widget)
             r += 1
             if name in HINTED:
                 self._hints[name] = self.tinted(QLabel(wordWrap=True), "muted")
@@ -160,9 +211,39 @@ class SamplingControls(Panel):
         grid.addWidget(self.order_text, r, 1, 1, 2)
         layout = QVBoxLayout(self)
         layout.addLayout(grid)
+        layout.addWidget(self.api_toggle)
+        layout.addWidget(self.api_group)
+        self._layout_api()
         layout.addWidget(self.error_label)
         layout.addStretch(1)
         self.error_label.hide()
+
+    def _add_row(self, grid: QGridLayout, r: int, name: str, widget) -> None:
+        """A setting's label, then its slider and spin box, or its one widget across both."""
+        self._labels[name] = QLabel()
+        grid.addWidget(self._labels[name], r, 0)
+        if isinstance(widget, NumberControl):
+            grid.addWidget(widget.slider, r, 1)
+            grid.addWidget(widget.spin, r, 2)
+        else:
+            grid.addWidget(widget, r, 1, 1, 2)
+
+    def _layout_api(self) -> None:
+        """The API stages' rows, folded under their toggle until it is pressed."""
+        grid = QGridLayout(self.api_group)
+        grid.setContentsMargins(0, 0, 0, 0)
+        grid.setColumnStretch(1, 1)
+        rows = [(n, self.numbers[n]) for n in ("presence_penalty", "frequency_penalty")]
+        rows += [("logit_bias", self.bias_edit)] + [(n, self.numbers[n]) for n in list(API_NUMBERS)[2:]]
+        for r, (name, widget) in enumerate(rows):
+            self._add_row(grid, r, name, widget)
+        grid.addWidget(self.api_chain, len(rows), 0, 1, 3)
+        self.api_group.setVisible(False)
+        self.api_toggle.toggled.connect(self._unfold)
+
+    def _unfold(self, shown: bool) -> None:
+        self.api_group.setVisible(shown)
+        self.api_toggle.setArrowType(Qt.ArrowType.DownArrow if shown else Qt.ArrowType.RightArrow)
 
     def _connect(self) -> None:
         self.mode_combo.currentIndexChanged.connect(
@@ -176,18 +257,30 @@ class SamplingControls(Panel):
             lambda: self._apply("stop_strings", parse_stop_strings(self.stop_edit.text())))
         self.order_combo.currentIndexChanged.connect(
             lambda _i: self._apply("order", self.order_combo.currentData()))
+        self.bias_edit.editingFinished.connect(self._apply_bias)
 
     # ------------------------------------------------------------------ applying
+    def _apply_bias(self) -> None:
+        """The logit bias field: ids or the model's pieces, each with its bias; empty clears it."""
+        try:
+            bias = self._bias_of(self.bias_edit.text())
+        except ExplorerError as err:
+            self._refuse("logit_bias", err)
+            return
+        self._apply("logit_bias", bias)
+
     def _apply(self, field: str, value) -> None:
         """Rerun with one setting changed; a rejected value is named in red, nothing changes."""
         try:
             self.session.set_sampling(**{field: value})
         except ExplorerError as err:
-            self.error_label.setText(self.tr("controls.rejected", setting=self._setting_name(field),
-                                             error=err))
-            self.error_label.show()
+            self._refuse(field, err)
             return
         self.error_label.hide()
+
+    def _refuse(self, field: str, err: ExplorerError) -> None:
+        self.error_label.setText(self.tr("controls.rejected", setting=self._setting_name(field), error=err))
+        self.error_label.show()
 
     def _setting_name(self, field: str) -> str:
         return self.tr(f"controls.{field}")
@@ -199,10 +292,13 @@ class SamplingControls(Panel):
         vocab_size = len(self.session.model.vocab)
         with ExitStack() as blocked:
             for widget in (self.mode_combo, self.seed_spin, self.max_new_spin, self.beams_spin,
-                           self.stop_edit, self.order_combo, self.spin("top_k"), self.slider("top_k")):
+                           self.stop_edit, self.order_combo, self.spin("top_k"), self.slider("top_k"),
+                           self.spin("min_keep")):
                 blocked.enter_context(QSignalBlocker(widget))
             if self.spin("top_k").maximum() != vocab_size:
                 self.spin("top_k").setMaximum(vocab_size)
+            if self.spin("min_keep").maximum() != vocab_size:
+                self.spin("min_keep").setMaximum(vocab_size)
             if self.slider("top_k").maximum() != min(TOP_K_SLIDER_MAX, vocab_size):
                 self.slider("top_k").setMaximum(min(TOP_K_SLIDER_MAX, vocab_size))
             for name, control in self.numbers.items():
@@ -214,12 +310,30 @@ class SamplingControls(Panel):
             if parse_stop_strings(self.stop_edit.text()) != config.stop_strings:
                 self.stop_edit.setText(", ".join(config.stop_strings))
             self.order_combo.setCurrentIndex(self._order_index(config.order))
+            if self._typed_bias() != dict(config.logit_bias):
+                self.bias_edit.setText(", ".join(f"{t}:{b:g}" for t, b in config.logit_bias))
         english = isinstance(self.session.model.vocab, BPEVocabulary)   # a real model's prompts
         self.stop_edit.setPlaceholderText(STOP_EXAMPLES[english])
         beam = config.mode == "beam"
         self._labels["num_beams"].setVisible(beam)
         self.beams_spin.setVisible(beam)
-        self.order_text.setText(" → ".join(stage_label(s, self.session.lang) for s in config.order))
+        self.order_text.setText(" → ".join(stage_label(s, self.session.lang) for s in config.shown_order))
+        self.api_chain.setText(self.tr("controls.api.chain",
+                                       chain=" → ".join(stage_label(s, self.session.lang) for s in config.order)))
+        n_on = len([s for s in config.active_stages if s in API_STAGE_NAMES]) + (config.min_keep > 1)
+        self.api_toggle.setText(self.tr("controls.api.on", n=n_on) if n_on else self.tr("controls.api"))
+        self.api_toggle.setArrowType(Qt.ArrowType.DownArrow if self.api_toggle.isChecked() else Qt.ArrowType.RightArrow)
+
+    def _bias_of(self, text: str) -> dict[int, float]:
+        """Typed id:bias or piece:bias items as {id: bias} (a SettingError names what is wrong)."""
+        return resolved_logit_bias(logit_bias_items(text), self.session.model.vocab) if text.strip() else {}
+
+    def _typed_bias(self) -> dict | None:
+        """The logit bias the field shows, as ids; None if it does not read as one."""
+        try:
+            return self._bias_of(self.bias_edit.text())
+        except ExplorerError:
+            return None
 
     def _order_index(self, order: tuple[str, ...]) -> int:
         """The preset showing `order`, or -1 (no preset) for a custom order."""
@@ -231,6 +345,8 @@ class SamplingControls(Panel):
     def _retranslate(self) -> None:
         for name, label in self._labels.items():
             label.setText(self._setting_name(name))
+            if f"controls.{name}.tip" in MESSAGES:
+                label.setToolTip(self.tr(f"controls.{name}.tip"))
         unused = self.session.config.mode != "sample"     # greedy and beam search ignore the temperature
         for name, hint in self._hints.items():
             hint.setText(self.tr("controls.temperature.unused" if name == "temperature" and unused

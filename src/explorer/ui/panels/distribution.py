@@ -16,7 +16,7 @@ from PySide6.QtWidgets import (
 )
 
 from ...core.errors import ExplorerError
-from ...core.decode.sampling import Distribution, Stage
+from ...core.decode.sampling import API_STAGE_NAMES, Distribution, Stage
 from ...i18n import add_messages, stage_label, tr
 from ...session import Session
 from .distribution_chart import ROW_MIN_PX, BarRow, Ruler, StageChart
@@ -38,6 +38,25 @@ add_messages({
     "distribution.temperature_unused": {"en": "{note}, not used: this mode takes the top token",
                                         "zh": "{note}，未使用：这种方式直接取最高的Token"},
     "distribution.all_on": {"en": "Every stage is on.", "zh": "所有步骤都已启用。"},
+    # a line on each API stage that is on: what it does that the course's stages do not
+    "distribution.about.penalties": {
+        "en": "Presence and frequency subtract from the logit (OpenAI) and count the output only; the repetition "
+              "penalty divides a positive logit by θ (multiplies a negative one) and counts the prompt too.",
+        "zh": "存在惩罚和频率惩罚从logit里减去一个量（OpenAI的做法），只统计输出；重复惩罚则把正的logit除以θ"
+              "（负的乘以θ），提示里的Token也算。"},
+    "distribution.about.logit_bias": {"en": "Logit bias adds a fixed amount to chosen tokens' logits: -100 bans in practice.",
+                                      "zh": "Logit偏置给指定Token的logit加上固定值：-100实际上等于禁用。"},
+    "distribution.about.typical_p": {
+        "en": "Typical-p keeps the tokens whose surprise -log p is closest to the entropy: not always the likeliest.",
+        "zh": "典型抽样保留“意外程度”-log p最接近熵的Token：不一定是概率最高的那些。"},
+    "distribution.about.top_n_sigma": {"en": "Top-nσ keeps the logits within n standard deviations of the highest.",
+                                       "zh": "Top-nσ只保留与最高logit相差不超过n个标准差的Token。"},
+    "distribution.about.xtc": {
+        "en": "XTC, on a step whose own draw is below its probability, removes the top choices above the threshold "
+              "but the least likely of them.",
+        "zh": "XTC在本步自己的随机数低于其概率时起作用：去掉超过阈值的头部候选，只留下其中概率最低的一个。"},
+    "distribution.about.min_new_tokens": {"en": "The end token is held back until enough tokens are out.",
+                                          "zh": "生成的Token数不够之前，结束Token被屏蔽。"},
     "distribution.other": {"en": "other ({count:,})", "zh": "其他（{count:,}）"},
     "distribution.chosen": {"en": "chosen", "zh": "选中"},
     "distribution.forced": {"en": "forced", "zh": "人为指定"},
@@ -242,8 +261,8 @@ class DistributionPanel(Panel):
         rows, upright = self._bar_rows(dist)
         self.chart.set_content(rows, self._ruler_record(dist, final_top, reveal), upright)
         off = [f"{stage_label(s.name, self.session.lang)} ({self._off_note(s)})" for s in dist.stages if not s.active]
-        self._off.setText(self.tr("distribution.off", stages=" · ".join(off)) if off
-                          else self.tr("distribution.all_on"))
+        lines = [self.tr("distribution.off", stages=" · ".join(off)) if off else self.tr("distribution.all_on")]
+        self._off.setText("\n".join(lines + self._about(dist)))
         self._status.setText(self._status_line(step, reveal))
         self._fit_secondary()
 
@@ -367,6 +386,12 @@ class DistributionPanel(Panel):
             roles.append("other")
             labels.append(f"{rest:.3f}")
         return values, drawn, roles, labels
+
+    def _about(self, dist: Distribution) -> list[str]:
+        """A line on each API stage the distribution went through (the penalties share one)."""
+        names = {"presence_penalty": "penalties", "frequency_penalty": "penalties"}
+        keys = dict.fromkeys(names.get(s.name, s.name) for s in dist.stages if s.name in API_STAGE_NAMES)
+        return [self.tr(f"distribution.about.{key}") for key in keys]
 
     def _off_note(self, stage) -> str:
         """Why a stage changed nothing: its setting is off, or (temperature) not used by the mode."""
