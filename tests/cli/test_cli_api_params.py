@@ -68,7 +68,8 @@ def test_trace_holds_the_end_token_back(capsys):
     (["trace", "--logit-bias", "9:-100"], "--logit-bias 9:-100: token 9 is outside the vocabulary: expected an id from 0 to 6"),
     (["trace", "--logit-bias", "我爱:-100"], "'我爱' is not one token of the vocabulary (it encodes to 2 tokens)"),
     (["trace", "--logit-bias", "1:1,1:2"], "--logit-bias: token 1 is given twice"),
-    (["trace", "--typical-p", "0.5", "--order", "top_k,temperature"], "order: leaves out typical_p, which is on"),
+    (["trace", "--typical-p", "0.5", "--order", "top_k,temperature"],
+     "--order top_k,temperature with --typical-p: a stage left out of the order never runs"),
 ])
 def test_bad_values_name_the_flag_and_the_range(capsys, argv, message):
     status, _, err = run(capsys, argv)

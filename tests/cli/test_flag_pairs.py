@@ -33,6 +33,11 @@ SAMPLES = {
     "--repetition-penalty": ["--repetition-penalty", "3"], "--seed": ["--seed", "3"],
     "--order": ["--order", "llama.cpp"], "--max-new-tokens": ["--max-new-tokens", "2"], "--stop": ["--stop", "！"],
     "--beam-width": ["--beam-width", "3"], "--length-penalty": ["--length-penalty", "0.5"],
+    "--presence-penalty": ["--presence-penalty", "1.5"], "--frequency-penalty": ["--frequency-penalty", "1"],
+    "--typical-p": ["--typical-p", "0.5"], "--min-keep": ["--min-keep", "2"],
+    "--xtc-probability": ["--xtc-probability", "1"], "--xtc-threshold": ["--xtc-threshold", "0.05"],
+    "--top-n-sigma": ["--top-n-sigma", "0.5"], "--min-new-tokens": ["--min-new-tokens", "5"],
+    "--logit-bias": ["--logit-bias", "1:5"],
     "--lens": ["--lens"], "--vs": ["--vs", "temperature=1.5,mode=sample"],
     # sample
     "--logits": ["--logits=3,1,0,-1"], "--probs": ["--probs", "0.5,0.3,0.2"], "--seen": ["--seen", "0"],
@@ -57,6 +62,8 @@ CONTEXT = {
     **{(c, "--order"): {"--temperature": ["--temperature", "2"], "--top-p": ["--top-p", "0.85"]}
        for c in ("trace", "export", "lesson new", "sample")},
     **{("trace", f): _SAMPLED for f in ("--temperature", "--top-k", "--top-p", "--min-p", "--seed")},
+    **{(c, "--xtc-threshold"): {"--xtc-probability": ["--xtc-probability", "1"]}
+       for c in ("trace", "export", "lesson new", "sample")},
     ("trace", "--top"): {"--json": ["--json"]},
     ("export", "--top"): {"--format": ["--format", "csv"]},
     ("export", "--intermediates"): {"--format": ["--format", "json"]},

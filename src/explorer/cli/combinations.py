@@ -11,7 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..catalog.registry import MODELS
-from ..core.decode.sampling import ARGMAX_KEEPING, STAGE_NAMES, SamplingConfig
+from ..core.decode.orders import ALL_STAGE_NAMES
+from ..core.decode.sampling import ARGMAX_KEEPING, SamplingConfig
 from ..core.errors import SettingError
 
 
@@ -29,8 +30,8 @@ def _no_model(args) -> bool:
 
 
 def _no_slides(args) -> bool:
-    """An export writing handouts only (CSV, JSON): nothing is drawn."""
-    return not set(_formats(args)) & {"png", "pdf", "pptx", "svg"}
+    """An export writing handouts only (CSV, JSON): nothing is drawn (a student page has slides)."""
+    return not set(_formats(args)) & {"png", "pdf", "pptx", "svg", "html"}
 
 
 def _formats(args) -> list[str]:
@@ -40,8 +41,14 @@ def _formats(args) -> list[str]:
 # the flags a lesson brings its own value for (a lesson runs its models and prompts, each step checked)
 _LESSON_OWN = ("--model", "--params", "--prompt", "--prompt-ids", "--chat", "--arithmetic", "--no-check")
 
+# the rules of every sub-command with the sampling flags
+XTC_RULE = Rule(("--xtc-threshold",), "XTC only runs with --xtc-probability above 0 (how often the top choices "
+                                      "are excluded); add --xtc-probability P, or leave out --xtc-threshold",
+                lambda args: not args.xtc_probability)
+
 # the rules every sub-command that makes a run has (trace, export, lesson new)
 RUN_RULES = (
+    XTC_RULE,
     *(Rule((flag, "--lesson"), f"a lesson runs its own models and prompts, each step checked; leave out --lesson "
                                f"for a free run, or {flag}") for flag in _LESSON_OWN),
     Rule(("--model", "--params"), "--params is a parameter file of the teaching model, --model another model; "
@@ -61,13 +68,14 @@ RUN_RULES = (
                                       "(expected --mode greedy or sample)", lambda args: args.mode == "beam"),
 )
 
-# flag of each sampling stage: its name as a flag
-STAGE_FLAGS = {name: "--" + name.replace("_", "-") for name in STAGE_NAMES}
+# flag of each sampling stage: its name as a flag (XTC: the flag that turns it on)
+STAGE_FLAGS = {name: "--" + ("xtc-probability" if name == "xtc" else name.replace("_", "-"))
+               for name in ALL_STAGE_NAMES}
 # the sampling flags that shape the distribution but never change a greedy choice (argmax)
 GREEDY_BLIND = (*(STAGE_FLAGS[name] for name in ARGMAX_KEEPING), "--seed")
 BEAM_ONLY = ("--beam-width", "--length-penalty")
 # the flags a beam search does not read (it scores by the raw log-probabilities, ends on EOS or length)
-BEAM_BLIND = (*STAGE_FLAGS.values(), "--seed", "--order", "--stop")
+BEAM_BLIND = (*STAGE_FLAGS.values(), "--xtc-threshold", "--min-keep", "--seed", "--order", "--stop")
 
 LANG_JSON = Rule(("--lang", "--json"), "the JSON is the same in every language; leave out --lang, or --json for "
                                       "the table")
@@ -127,6 +135,7 @@ RULES: dict[str, tuple[Rule, ...]] = {
     ),
     "sample": (
         LANG_JSON,
+        XTC_RULE,
         *(Rule((flag,), f"{flag} belongs to the next-token logits of --model; with --logits or --probs give the "
                         f"numbers themselves", _no_model)
           for flag in ("--prompt", "--chat", "--top", "--arithmetic")),
@@ -136,12 +145,15 @@ RULES: dict[str, tuple[Rule, ...]] = {
                         f"(token-explorer trace --mode beam)") for flag in BEAM_ONLY),
         *(Rule((flag,), f"`sample` makes one choice from one distribution and generates nothing; {flag} belongs "
                         f"to a generation (token-explorer trace {flag} ...)") for flag in ("--max-new-tokens", "--stop")),
-        Rule(("--seen",), "the ids already seen only matter to the repetition penalty; add --repetition-penalty, "
-                          "or leave out --seen",
-             lambda args: args.repetition_penalty in (None, 1.0)),
+        Rule(("--seen",), "the ids already seen only matter to --repetition-penalty, --presence-penalty, "
+                          "--frequency-penalty and --min-new-tokens; add one of them, or leave out --seen",
+             lambda args: args.repetition_penalty in (None, 1.0) and not args.presence_penalty
+             and not args.frequency_penalty and not args.min_new_tokens),
         Rule(("--repetition-penalty",), "no id is marked as already seen, so the penalty pushes nothing down; add "
                                         "--seen IDS (or --model, whose prompt counts)",
              lambda args: not args.seen and args.model is None),
+        *(Rule((flag,), f"no id is marked as already output, so {flag} pushes nothing down; add --seen IDS",
+               lambda args: not args.seen) for flag in ("--presence-penalty", "--frequency-penalty")),
         *(Rule((flag,), "the choice is greedy (the highest logit), so no u is drawn; add --mode sample with a "
                         f"temperature above 0, or leave out {flag}",
                lambda args: args.mode == "greedy" or (args.temperature is not None and args.temperature <= 0))
@@ -194,6 +206,20 @@ def check_flags(command: str, args: argparse.Namespace, parser: argparse.Argumen
             raise SettingError(f"{said}: {rule.reason}")
 
 
+def order_refusal(args: argparse.Namespace, order, left_out, name: str = "") -> SettingError:
+    """The refusal of an --order (or a lesson's order) that leaves out stages that are on,
+    naming the flags that turned them on (or the lesson, which did)."""
+    given = {flag for flag in (*BEAM_BLIND, *BEAM_ONLY) if getattr(args, flag[2:].replace("-", "_"), None) is not None}
+    of = f" (the lesson's run {name!r})" if name else ""
+    flags = [STAGE_FLAGS[s] for s in left_out]
+    set_by = ", ".join(f if f in given else f"{s} (set by the lesson)" for s, f in zip(left_out, flags))
+    mine = [f for f in flags if f in given]
+    return SettingError(f"--order {','.join(order)} with {set_by}{of}: a stage left out of the order never runs; "
+                        f"name every active stage in --order (e.g. "
+                        f"{','.join(s for s in STAGE_FLAGS if s in (*order, *left_out))}), or "
+                        f"leave out {' and '.join(mine) if mine else '--order'}")
+
+
 def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[str, SamplingConfig]],
                    as_table: bool) -> None:
     """Checks that need the run's settings (a lesson brings its own): every active stage is in
@@ -203,16 +229,9 @@ def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[s
     given = {flag for flag in (*BEAM_BLIND, *BEAM_ONLY)
              if getattr(args, flag[2:].replace("-", "_"), None) is not None}
     for name, config in configs:
-        of = f" (the lesson's run {name!r})" if name else ""
         left_out = [stage for stage in config.active_stages if stage not in config.order]
         if left_out:
-            flags = [STAGE_FLAGS[s] for s in left_out]
-            set_by = ", ".join(f if f in given else f"{s} (set by the lesson)" for s, f in zip(left_out, flags))
-            mine = [f for f in flags if f in given]
-            raise SettingError(f"--order {','.join(config.order)} with {set_by}{of}: a stage left out of the order "
-                               f"never runs; name every active stage in --order (e.g. "
-                               f"{','.join(s for s in STAGE_FLAGS if s in (*config.order, *left_out))}), or "
-                               f"leave out {' and '.join(mine) if mine else '--order'}")
+            raise order_refusal(args, config.order, left_out, name)
     of = " (every run of the lesson)" if any(name for name, _ in configs) else ""
     modes = {config.mode for _, config in configs}
     if "beam" not in modes:

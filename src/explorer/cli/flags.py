@@ -12,7 +12,7 @@ from contextlib import contextmanager
 
 from ..core.gguf.architectures import supported_families
 from ..core.tokens.chat import chat_turn, has_chat_format
-from ..core.errors import ChatTemplateError, ExplorerError, SettingError
+from ..core.errors import ChatTemplateError, ExplorerError, OrderError, SettingError
 from ..core.limits import (MAX_BEAMS, MAX_FORCE_STEP, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, MAX_TOKEN_ID,
                            MAX_TOP, Real, Whole, check_prompt_length, number_list, shown_text)
 from ..core.gguf.llama import ARITHMETICS, with_arithmetic
@@ -21,6 +21,7 @@ from ..core.decode.api_stages import LOGIT_BIAS, RANGES, logit_bias_items, resol
 from ..core.decode.speculative import DEFAULT_NGRAM, MAX_K, MAX_NGRAM
 from ..catalog.load import default_prompt, load_model, load_params_file
 from ..catalog.registry import TEACHING
+from .combinations import order_refusal
 from ..lessons import load_lesson
 from ..session import Session
 from .progress import ProgressLine
@@ -292,7 +293,10 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
     changes = sampling_changes(args, session.model.vocab)
     with progress_on_terminal(session, cancel):
         if changes:
-            session.set_sampling(**changes)
+            try:
+                session.set_sampling(**changes)
+            except OrderError as exc:
+                raise order_refusal(args, exc.order, exc.left_out) from None
         if session.scenario.speculative:
             check_speculative_mode(session.config)
         for step, token in sorted(parse_forces(args.force).items()):   # a force drops those after it

@@ -18,8 +18,10 @@ def settings_text(config: SamplingConfig, lang: str = "en") -> str:
     draws; the order when it matters (two active stages); the length and the stops."""
     active = config.active_stages
     draws = config.mode == "sample" and config.temperature > 0
-    items = [config.mode] + [f"{name.replace('_', '-')} {getattr(config, name):g}" for name in active
+    items = [config.mode] + [_setting(config, name) for name in active
                              if name not in ARGMAX_KEEPING or config.mode == "sample"]
+    if config.min_keep > 1:
+        items.append(f"min-keep {config.min_keep}")
     if draws:
         items.append(f"seed {config.seed}")
     if len(active) > 1 and config.order != SamplingConfig().order:
@@ -28,3 +30,12 @@ def settings_text(config: SamplingConfig, lang: str = "en") -> str:
     if config.stop_strings:
         items.append(tr("trace.stops", lang, texts=", ".join(map(repr, config.stop_strings))))
     return tr("trace.settings", lang, items=", ".join(items))
+
+
+def _setting(config: SamplingConfig, stage: str) -> str:
+    """A stage's settings as the flags spell them."""
+    if stage == "xtc":
+        return f"xtc-probability {config.xtc_probability:g}, xtc-threshold {config.xtc_threshold:g}"
+    if stage == "logit_bias":
+        return "logit-bias " + ",".join(f"{token}:{bias:g}" for token, bias in config.logit_bias)
+    return f"{stage.replace('_', '-')} {getattr(config, stage):g}"

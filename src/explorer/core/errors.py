@@ -13,6 +13,15 @@ class SettingError(ExplorerError, ValueError):
     """A sampling or generation setting outside its allowed range; the message names it."""
 
 
+class OrderError(SettingError):
+    """A processor order that leaves out stages that are on: `order` and those `left_out`
+    (the command line names the flags that turned them on)."""
+
+    def __init__(self, message: str, order: tuple[str, ...], left_out: tuple[str, ...]):
+        super().__init__(message)
+        self.order, self.left_out = order, left_out
+
+
 class PromptError(ExplorerError):
     """A prompt the vocabulary cannot encode, or ids outside the vocabulary."""
 

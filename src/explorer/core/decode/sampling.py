@@ -12,7 +12,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from ..errors import SettingError
+from ..errors import OrderError, SettingError
 from ..limits import MAX_BEAMS, MAX_LENGTH_PENALTY, MAX_NEW_TOKENS, MAX_SEED, check_count
 from . import api_stages
 from .orders import ALL_STAGE_NAMES, API_STAGE_NAMES, ORDER_PRESETS, STAGE_NAMES, UPGRADED, checked_order, parse_order
@@ -125,9 +125,9 @@ class SamplingConfig:
         put("logit_bias", checked_logit_bias(self.logit_bias))
         off = [name for name in self.active_stages if name not in self.order]
         if off:
-            raise SettingError(f"order: leaves out {', '.join(off)}, which "
-                               f"{'is' if len(off) == 1 else 'are'} on ({self._settings_of(off)}): "
-                               f"expected every stage that is on in the order (or turn it off)")
+            raise OrderError(f"order: leaves out {', '.join(off)}, which {'is' if len(off) == 1 else 'are'} on "
+                             f"({self._settings_of(off)}): expected every stage that is on in the order (or turn "
+                             f"it off)", self.order, tuple(off))
 
     @property
     def active_stages(self) -> tuple[str, ...]:
