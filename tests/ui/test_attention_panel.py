@@ -310,3 +310,21 @@ def test_a_sliding_window_layer_hatches_the_keys_it_no_longer_reads(qtbot):
     assert not shows(panel, "window")
     session.set_lang("zh")
     assert panel.layer_picker.itemText(0) == "第0层 · 局部4"
+
+
+def test_full_matrix_of_a_speculative_run_shows_the_passes_whose_keys_are_still_in_the_cache(qtbot):
+    """A verify pass whose drafts were rolled back read keys the later passes do not have:
+    the full matrix stacks only the passes whose every key is in the last one's (no error)."""
+    from explorer.lessons import load_lesson
+    session = load_lesson("speculative").build_session()
+    panel = make_panel(qtbot, session)
+    panel.full_matrix_toggle.setChecked(True)
+    for i in range(len(session.frames)):
+        session.go(i)
+        if session.step is None:
+            continue
+        run, step = session.run, session.step
+        keys = step.trace.key_ids
+        kept = [s for s in run.steps[:step.index + 1]
+                if len(s.trace.key_ids) <= len(keys) and list(s.trace.key_ids) == list(keys[:len(s.trace.key_ids)])]
+        assert heatmap(panel).shape == (sum(len(s.trace.ids) for s in kept), len(keys))

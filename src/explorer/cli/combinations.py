@@ -11,8 +11,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..catalog.registry import MODELS
-from ..core.decode.orders import ALL_STAGE_NAMES
-from ..core.decode.sampling import ARGMAX_KEEPING, SamplingConfig
+from ..core.decode.orders import ALL_STAGE_NAMES, ARGMAX_KEEPING
+from ..core.decode.sampling import SamplingConfig
 from ..core.errors import SettingError
 
 

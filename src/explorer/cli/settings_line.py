@@ -3,7 +3,8 @@ that changed them is seen to have acted."""
 
 from __future__ import annotations
 
-from ..core.decode.sampling import ARGMAX_KEEPING, SamplingConfig
+from ..core.decode.orders import ARGMAX_KEEPING
+from ..core.decode.sampling import SamplingConfig
 from ..i18n import add_messages, tr
 
 add_messages({

@@ -11,6 +11,9 @@ STAGE_NAMES = ("repetition_penalty", "temperature", "top_k", "top_p", "min_p")
 API_STAGE_NAMES = ("logit_bias", "min_new_tokens", "frequency_penalty", "presence_penalty",
                    "top_n_sigma", "typical_p", "xtc")
 ALL_STAGE_NAMES = STAGE_NAMES + API_STAGE_NAMES
+# the stages that never change a greedy choice: they keep the highest logit highest (a penalty,
+# a bias, typical-p, XTC and min_new_tokens can remove or move it)
+ARGMAX_KEEPING = ("temperature", "top_k", "top_p", "min_p", "top_n_sigma")
 # where each library runs each stage. Hugging Face has no top-n-sigma or XTC: they sit where
 # llama.cpp puts them relative to the truncation stages (top-n-sigma before top-k, XTC after the last).
 ORDER_PRESETS = {

@@ -20,9 +20,6 @@ from .api_stages import RANGES, TOP_P_TOLERANCE, XTC_STREAM, Context, check_bias
 
 MODES = ("greedy", "sample", "beam")
 API_SETTINGS = (*RANGES, "logit_bias")   # the SamplingConfig fields of the API stages
-# the stages that never change a greedy choice: they keep the highest logit highest (a penalty,
-# a bias, typical-p, XTC and min_new_tokens can remove or move it)
-ARGMAX_KEEPING = ("temperature", "top_k", "top_p", "min_p", "top_n_sigma")
 
 _SAMPLE_STRIDE = 16      # _kth_largest partitions every 16th value first
 _THRESHOLD_STEP = 1 / 16 # _ruler_prefix lowers its probability threshold 16x at a time

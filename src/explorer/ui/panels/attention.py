@@ -87,8 +87,11 @@ def stacked_matrix(steps, layer: int, head: int) -> _Matrix:
     """The rows of every forward in `steps`, each padded with masked cells up to the keys of
     the last one: Prefill rows then one row per Decode step, as one [r, t] matrix."""
     parts = [step_matrix(s, layer, head) for s in steps]
-    last = parts[-1]
+    first, last = parts[0], parts[-1]
     t = len(last.key_ids)
+    # a speculative run's pass whose drafts were rolled back read keys the cache no longer
+    # holds: only the passes whose keys are all still there share the last one's key axis
+    parts = [p for p in parts if len(p.key_ids) <= t and np.array_equal(p.key_ids, last.key_ids[:len(p.key_ids)])]
 
     def padded(a, fill):  # [n, t_s] -> [n, t]
         return np.pad(a, ((0, 0), (0, t - a.shape[1])), constant_values=fill)
@@ -97,7 +100,7 @@ def stacked_matrix(steps, layer: int, head: int) -> _Matrix:
                    np.concatenate([padded(p.mask, False) for p in parts]),
                    np.concatenate([p.row_ids for p in parts]),
                    np.concatenate([p.row_positions for p in parts]),
-                   last.key_ids, last.key_positions, parts[0].prefill_rows)
+                   last.key_ids, last.key_positions, first.prefill_rows if parts[0] is first else 0)
 
 
 def masked_runs(mask: np.ndarray):  # [r, t] bool, True = masked -> rows, starts, stops [m]
