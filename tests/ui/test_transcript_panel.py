@@ -32,12 +32,17 @@ def shown_panel(qtbot, session, size=(1000, 400)):
     return panel
 
 
-def test_the_transcript_follows_right_and_left_and_outlines_the_frames_token(qtbot, window):
+def at_the_start(qtbot, window):
+    """The window's transcript in front of its tab group, the player on the first frame."""
     panel = window.panels["transcript"]
     window.docks["transcript"].raise_()
     qtbot.waitUntil(panel.isVisible)
-    s = window.session
     qtbot.keyClick(window, Qt.Key.Key_Home)
+    return panel, window.session
+
+
+def test_the_transcript_follows_right_and_left_and_outlines_the_frames_token(qtbot, window):
+    panel, s = at_the_start(qtbot, window)
     n_prompt = len(s.run.prompt_ids)
     assert panel.text.current is None and "No token chosen yet" in panel.details.text()
     seen = {}                                                            # frame index -> token outlined
@@ -64,11 +69,7 @@ def test_the_transcript_follows_right_and_left_and_outlines_the_frames_token(qtb
 
 
 def test_clicking_an_alternative_forces_it_and_ctrl_z_takes_it_back(qtbot, window):
-    panel = window.panels["transcript"]
-    window.docks["transcript"].raise_()
-    qtbot.waitUntil(panel.isVisible)
-    s = window.session
-    qtbot.keyClick(window, Qt.Key.Key_Home)
+    panel, s = at_the_start(qtbot, window)
     qtbot.keyClick(window, Qt.Key.Key_Right)
     qtbot.keyClick(window, Qt.Key.Key_Right)                             # the first pick: step 0's token
     own = s.run.steps[0].selected_id
@@ -106,10 +107,9 @@ def test_the_tooltip_and_a_click_give_a_tokens_numbers(qtbot):
 def test_reasoning_tokens_are_marked_apart(qtbot):
     lesson = load_lesson("reasoning-budget")
     session = lesson.build_session()
-    names = [name for name, _ in lesson.scenarios]
-    stop = next(i for i, (plan, f) in enumerate(zip(lesson.plans, session.frames))
-                if names[plan.scenario] == "budget-32" and f.kind == "stop")
-    session.go(stop)
+    budget_32 = [name for name, _ in lesson.scenarios].index("budget-32")
+    session.go(next(i for i, plan in enumerate(lesson.plans)                 # its stop: </think>, then the answer
+                    if plan.scenario == budget_32 and session.frames[i].kind == "stop"))
     panel = shown_panel(qtbot, session, (1200, 400))
     tokens = panel.text.tokens
     vocab = session.model.vocab

@@ -34,13 +34,13 @@ GAP = 3                      # px between two token boxes
 PAD = 3                      # px inside a token box
 
 add_messages({
-    "transcript.caption": {"en": "Each chosen token is shaded by the probability it was chosen with (the final "
-                                 "distribution of its step); the prompt is grey. Hover a token, or click it, for "
-                                 "its numbers; click an alternative to force it from that step (Ctrl+Z undoes).",
-                           "zh": "每个选出的Token按它被选中时的概率着色（该步的最终分布）；提示为灰色。把鼠标停在Token上"
-                                 "或点击它，可看到数字；点击一个备选项，就从那一步起强制选它（Ctrl+Z撤销）。"},
-    "transcript.slide_caption": {"en": "Each chosen token shaded by the probability it was chosen with; the prompt grey.",
-                                 "zh": "每个选出的Token按它被选中时的概率着色；提示为灰色。"},
+    "transcript.caption": {"en": "Each chosen token shaded by the probability it was chosen with; the prompt grey.",
+                           "zh": "每个选出的Token按它被选中时的概率着色；提示为灰色。"},
+    "transcript.tip": {"en": "The probability is the final one of the token's step (after every sampling stage). "
+                             "Hover a token, or click it, for its numbers; click an alternative to force it from "
+                             "that step (Ctrl+Z undoes).",
+                       "zh": "概率取自该Token那一步的最终分布（经过所有抽样步骤之后）。把鼠标停在Token上或点击它，"
+                             "可看到数字；点击一个备选项，就从那一步起强制选它（Ctrl+Z撤销）。"},
     "transcript.legend": {"en": "probability chosen with", "zh": "被选中时的概率"},
     "transcript.reasoning": {"en": "reasoning", "zh": "推理"},
     "transcript.key": {"en": "outlined: this frame's token · grey: prompt · italic, dashed: reasoning",
@@ -101,7 +101,7 @@ def prob_text(prob: float) -> str:
 
 def surprisal_bits(prob: float) -> float:
     """-log2 p: the bits of surprise of a token chosen with probability `prob` (inf at 0)."""
-    return math.inf if prob <= 0 else -math.log2(prob)
+    return math.inf if prob <= 0 else max(0.0, -math.log2(prob))     # p = 1: 0 bits, not -0
 
 
 @dataclass(frozen=True)
@@ -126,7 +126,9 @@ class TokenFlow(QWidget):
         self._cmap = pg.colormap.get(COLOR_MAP)
         self.boxes: list[tuple[int, QRectF]] = []   # (token index, box) as painted: hover, clicks, tests
         self.setMouseTracking(True)
-        self.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        policy = QSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Preferred)
+        policy.setHeightForWidth(True)           # as tall as its lines at the width it gets, the details under it
+        self.setSizePolicy(policy)
 
     def color(self, p: float) -> QColor:
         return self._cmap.map(float(p), mode="qcolor")
@@ -142,9 +144,12 @@ class TokenFlow(QWidget):
     def legend_h(self) -> float:
         return QFontMetricsF(self.font()).height() * 3.2
 
+    def heightForWidth(self, width: int) -> int:
+        return int(self._line_h() * (len(self.flow(width - 4)) + 0.4) + self.legend_h())
+
     def sizeHint(self) -> QSize:
-        m = QFontMetricsF(self.font())
-        return QSize(int(m.horizontalAdvance("M") * 50), int(self._line_h() * 6 + self.legend_h()))
+        width = int(QFontMetricsF(self.font()).horizontalAdvance("M") * 50)
+        return QSize(width, self.heightForWidth(width))
 
     def minimumSizeHint(self) -> QSize:
         m = QFontMetricsF(self.font())
@@ -179,14 +184,15 @@ class TokenFlow(QWidget):
         text_room = self.height() - self.legend_h()
         lines = self.flow(self.width() - 4)
         fit = max(1, int(text_room // line_h))
-        y = 0.0
-        if len(lines) > fit:                                  # keep the end: the newest tokens
-            lines = lines[len(lines) - fit + 1:]
+        y, start = 0.0, 2.0
+        if len(lines) > fit:                                  # keep the end: the newest tokens, after a "…"
+            lines = lines[len(lines) - fit:]
             p.setPen(QColor(theme.muted))
+            p.setFont(self.font())
             p.drawText(QRectF(2, 0, self.width(), line_h), Qt.AlignmentFlag.AlignVCenter, "…")
-            y = line_h
+            start += QFontMetricsF(self.font()).horizontalAdvance("… ")
         for line in lines:
-            x = 2.0
+            x, start = start, 2.0
             for item, width in line:
                 box = QRectF(x, y + GAP / 2, width, line_h - GAP)
                 if isinstance(item, str):
@@ -291,10 +297,11 @@ class TranscriptPanel(Panel):
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
         layout.addWidget(self.caption)
-        layout.addWidget(self.text, 1)
+        layout.addWidget(self.text)
         layout.addWidget(self.details)
         layout.addWidget(self.error)
         layout.addWidget(self.force_row)
+        layout.addStretch(1)
         self.error.hide()
         self._chosen: tuple = (None, [], {})     # the run read, its choices_of, the Chosen read so far
         self.pinned: int | None = None            # a token clicked: its details until the frame changes
@@ -366,7 +373,8 @@ class TranscriptPanel(Panel):
 
     def refresh(self) -> None:
         s = self.session
-        self.caption.setText(self.tr("transcript.slide_caption" if self.on_slide else "transcript.caption"))
+        self.caption.setText(self.tr("transcript.caption"))
+        self.caption.setToolTip(self.tr("transcript.tip"))
         self.force_label.setText(self.tr("transcript.force"))
         tokens = self.tokens()
         shown = (s.run, s.frame.visible_ids)
@@ -377,6 +385,7 @@ class TranscriptPanel(Panel):
         n_prompt = len(s.run.prompt_ids)
         self.text.current = len(tokens) - 1 if len(tokens) > n_prompt else None
         self._show_details()
+        self.text.updateGeometry()
         self.text.update()
 
     def _show_details(self) -> None:
