@@ -34,8 +34,9 @@ GAP = 3                      # px between two token boxes
 PAD = 3                      # px inside a token box
 
 add_messages({
-    "transcript.caption": {"en": "Each chosen token shaded by the probability it was chosen with; the prompt grey.",
-                           "zh": "每个选出的Token按它被选中时的概率着色；提示为灰色。"},
+    "transcript.caption": {"en": "Chosen tokens shaded by the probability they were chosen with · outlined: this "
+                                 "frame's token · grey: prompt · italic, dashed: reasoning",
+                           "zh": "选出的Token按被选中时的概率着色 · 加框：这一帧的Token · 灰色：提示 · 斜体虚线框：推理"},
     "transcript.tip": {"en": "The probability is the final one of the token's step (after every sampling stage). "
                              "Hover a token, or click it, for its numbers; click an alternative to force it from "
                              "that step (Ctrl+Z undoes).",
@@ -43,8 +44,6 @@ add_messages({
                              "可看到数字；点击一个备选项，就从那一步起强制选它（Ctrl+Z撤销）。"},
     "transcript.legend": {"en": "probability chosen with", "zh": "被选中时的概率"},
     "transcript.reasoning": {"en": "reasoning", "zh": "推理"},
-    "transcript.key": {"en": "outlined: this frame's token · grey: prompt · italic, dashed: reasoning",
-                       "zh": "加框：这一帧的Token · 灰色：提示 · 斜体虚线框：推理"},
     "transcript.details": {"en": "{piece} (step {step}{how}): p = {prob} · surprisal {bits} bits · top {n}: {top}",
                            "zh": "{piece}（第{step}步{how}）：p = {prob} · 意外度 {bits} 比特 · 前{n}名：{top}"},
     "transcript.forced": {"en": ", forced", "zh": "，人为指定"},
@@ -53,7 +52,7 @@ add_messages({
                                 "zh": "{piece}：属于提示，是给定的，不是选出的（没有概率）。"},
     "transcript.nothing": {"en": "No token chosen yet: step forward past the Prefill.",
                            "zh": "还没有选出Token：前进到Prefill之后。"},
-    "transcript.force": {"en": "Force instead:", "zh": "改为强制选："},
+    "transcript.force": {"en": "Force:", "zh": "强制选："},
     "transcript.force_tip": {"en": "Select {piece} at step {step} instead; later steps follow from it (Ctrl+Z undoes).",
                              "zh": "在第{step}步改选{piece}，后面的步骤随之重算（Ctrl+Z撤销）。"},
     "transcript.rejected": {"en": "Not forced: {error}", "zh": "未能强制：{error}"},
@@ -142,18 +141,24 @@ class TokenFlow(QWidget):
         return QFontMetricsF(self.font()).height() + 2 * PAD + GAP
 
     def legend_h(self) -> float:
-        return QFontMetricsF(self.font()).height() * 3.2
+        return QFontMetricsF(self.font()).height() * 1.8
 
     def heightForWidth(self, width: int) -> int:
-        return int(self._line_h() * (len(self.flow(width - 4)) + 0.4) + self.legend_h())
+        return math.ceil(self._line_h() * len(self.flow(width - 4)) + self.legend_h())
 
     def sizeHint(self) -> QSize:
+        """As tall as its lines at the width it has (before it has one: 50 characters wide)."""
         width = int(QFontMetricsF(self.font()).horizontalAdvance("M") * 50)
-        return QSize(width, self.heightForWidth(width))
+        return QSize(width, self.heightForWidth(self.width() if self.width() > 100 else width))
+
+    def resizeEvent(self, event) -> None:
+        super().resizeEvent(event)
+        if event.size().width() != event.oldSize().width():
+            self.updateGeometry()                 # the lines wrap anew: the height it asks for follows
 
     def minimumSizeHint(self) -> QSize:
         m = QFontMetricsF(self.font())
-        return QSize(int(m.horizontalAdvance("M") * 24), int(self._line_h() * 2 + self.legend_h()))
+        return QSize(int(m.horizontalAdvance("M") * 24), int(self._line_h() + self.legend_h()))
 
     def flow(self, width: float) -> list[list[tuple[int | str, float]]]:
         """Lines of (token index or a label, box width) that fit `width` px."""
@@ -183,7 +188,7 @@ class TokenFlow(QWidget):
         line_h = self._line_h()
         text_room = self.height() - self.legend_h()
         lines = self.flow(self.width() - 4)
-        fit = max(1, int(text_room // line_h))
+        fit = max(1, int((text_room + 0.5) // line_h))       # a rounded-down pixel still fits the line
         y, start = 0.0, 2.0
         if len(lines) > fit:                                  # keep the end: the newest tokens, after a "…"
             lines = lines[len(lines) - fit:]
@@ -205,8 +210,8 @@ class TokenFlow(QWidget):
                     self._token(p, item, box)
                 x += width + GAP
             y += line_h
-        top = min(y + line_h * 0.4, text_room + 4)            # under the text, or at the foot of a full panel
-        self._legend(p, QRectF(2, top, self.width() - 4, self.legend_h() - 4))
+        top = min(y, text_room)                                # under the text, or at the foot of a full panel
+        self._legend(p, QRectF(2, top, self.width() - 4, self.legend_h()))
         p.end()
 
     def _token(self, p: QPainter, index: int, box: QRectF) -> None:
@@ -230,13 +235,13 @@ class TokenFlow(QWidget):
         self.boxes.append((index, box))
 
     def _legend(self, p: QPainter, area: QRectF) -> None:
-        """Five swatches of the scale, each with its number in it, then what they mean."""
+        """Five swatches of the scale, each with its number in it (the marks' key is a label under it)."""
         theme = self.panel.theme
         m = QFontMetricsF(self.font())
         p.setFont(self.font())
         p.setPen(QColor(theme.text))
         title = self.panel.tr("transcript.legend")
-        row = QRectF(area.left(), area.top(), area.width(), m.height() * 1.4)
+        row = QRectF(area.left(), area.top() + m.height() * 0.3, area.width(), m.height() * 1.4)
         p.drawText(row, Qt.AlignmentFlag.AlignVCenter, title)
         x = area.left() + m.horizontalAdvance(title) + 8
         swatch = m.horizontalAdvance("0.75") + 2 * PAD + 4
@@ -249,10 +254,6 @@ class TokenFlow(QWidget):
             x += swatch
         p.setPen(QPen(QColor(theme.grid), 1))
         p.drawRect(QRectF(x - swatch * len(LEGEND_STOPS), row.top(), swatch * len(LEGEND_STOPS), row.height()))
-        p.setPen(QColor(theme.muted))
-        key = QRectF(area.left(), row.bottom() + 2, area.width(), m.height() * 1.4)
-        p.drawText(key, Qt.AlignmentFlag.AlignVCenter,
-                   m.elidedText(self.panel.tr("transcript.key"), Qt.TextElideMode.ElideRight, key.width()))
 
     def token_at(self, pos: QPointF) -> int | None:
         return next((i for i, box in self.boxes if box.contains(pos)), None)
@@ -313,7 +314,8 @@ class TranscriptPanel(Panel):
 
     def slide_content_size(self) -> QSize:
         size = self.text.sizeHint()
-        return QSize(size.width(), size.height() + self.caption.sizeHint().height() + self.details.sizeHint().height())
+        labels = (self.caption, self.details)
+        return QSize(size.width(), size.height() + sum(label.sizeHint().height() for label in labels))
 
     def _chosen_at(self, run: Run, index: int) -> Chosen | None:
         """Output token `index`'s numbers (None past what the run's steps chose)."""
@@ -398,7 +400,7 @@ class TranscriptPanel(Panel):
                 continue
             token_id = chosen.top_ids[n]
             selected = token_id == self.text.tokens[index].id
-            button.setText(("✓ " if selected else "") + f"{self.piece(token_id)} {prob_text(chosen.top_probs[n])}")
+            button.setText(("✓ " if selected else "") + f"{self.piece(token_id)} {chosen.top_probs[n]:.2f}")
             button.setEnabled(not selected)
             button.setProperty("token_id", token_id)
             button.setProperty("step", chosen.step)
