@@ -143,13 +143,18 @@ def test_a_frame_naming_the_transcript_shows_it_on_its_slide_without_buttons(qap
         pictures.close()
 
 
-def test_smollm2_sampled_hot_shows_each_steps_surprisal(qtbot, smollm2):
+def test_smollm2_sampled_hot_shows_each_steps_surprisal_and_a_long_text_keeps_its_end(qtbot, smollm2):
     session = Session(smollm2, smollm2.vocab.encode("The capital of France is"),
-                      SamplingConfig(mode="sample", temperature=1.5, seed=1, max_new_tokens=8), check_recompute=False)
+                      SamplingConfig(mode="sample", temperature=1.5, seed=1, max_new_tokens=24), check_recompute=False)
     session.last()
     panel = shown_panel(qtbot, session, (1100, 400))
     n_prompt = len(session.run.prompt_ids)
+    assert sorted(i for i, _ in panel.text.boxes) == list(range(n_prompt + 24))     # room for all of it
     for step in session.run.steps:
         panel.pin(n_prompt + step.index)
         prob, bits, piece = numbers(step, smollm2.vocab)
         assert panel.details.text().startswith(piece) and bits in panel.details.text()
+    panel.resize(300, 200)                                              # a narrow, short tab
+    panel.text.grab()
+    painted = sorted(i for i, _ in panel.text.boxes)
+    assert painted[-1] == n_prompt + 23 and 0 not in painted           # the newest lines, the start elided
