@@ -5,7 +5,7 @@ probability and the surprisal read from the step record, clicking an alternative
 
 import math
 
-from PySide6.QtCore import QPoint, Qt
+from PySide6.QtCore import Qt
 from PySide6.QtGui import QHelpEvent
 from PySide6.QtWidgets import QApplication, QToolTip
 
