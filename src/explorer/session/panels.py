@@ -18,6 +18,7 @@ PANEL_TITLES = {
     "glossary": {"en": "Glossary", "zh": "术语表"},
     "beam": {"en": "Beam search", "zh": "束搜索"},
     "lens": {"en": "Logit lens (raw)", "zh": "Logit lens（原始）"},
+    "transcript": {"en": "Transcript by probability", "zh": "按概率着色的文字"},
 }
 PANELS = tuple(PANEL_TITLES)
 add_messages({f"{pid}.title": texts for pid, texts in PANEL_TITLES.items()})
@@ -29,7 +30,7 @@ def panel_title(pid: str, lang: str) -> str:
 
 
 # the panels that draw the run (a slide shows these; the others are controls or text)
-SLIDE_PANELS = ("timeline", "kv", "attention", "distribution", "beam", "lens")
+SLIDE_PANELS = ("timeline", "kv", "attention", "distribution", "beam", "lens", "transcript")
 # what a slide shows for a frame that names none of SLIDE_PANELS, by frame kind
 DEFAULT_SLIDE_PANELS = {"input": ("timeline", "kv"), "prefill": ("timeline", "attention", "kv"),
                         "decode": ("timeline", "attention", "kv"), "pick": ("distribution", "timeline"),

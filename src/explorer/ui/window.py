@@ -30,6 +30,7 @@ from .panels.explanation import ExplanationPanel
 from .panels.glossary import GlossaryPanel
 from .panels.kv import KVGridPanel
 from .panels.lens import LensPanel
+from .panels.transcript import TranscriptPanel
 from .panels.lesson import LessonPanel
 from .shell.lesson_switcher import LessonSwitcher
 from .shell.model_switcher import ModelSwitcher
@@ -42,7 +43,8 @@ from .shell.work_status import WorkStatus
 from .shell.worker import Jobs, SessionRunner, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
-          SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel, LensPanel)
+          SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel, LensPanel,
+          TranscriptPanel)
 # name -> (i18n key, shortcut or shortcuts, menu); one table for menus, shortcuts and tests
 ACTIONS = {
     "open_params": ("action.open_params", QKeySequence.StandardKey.Open, "file"),
