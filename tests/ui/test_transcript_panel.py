@@ -158,3 +158,4 @@ def test_smollm2_sampled_hot_shows_each_steps_surprisal_and_a_long_text_keeps_it
     panel.text.grab()
     painted = sorted(i for i, _ in panel.text.boxes)
     assert painted[-1] == n_prompt + 23 and 0 not in painted           # the newest lines, the start elided
+

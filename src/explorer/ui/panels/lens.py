@@ -213,7 +213,6 @@ class LensPanel(Panel):
         layout.addWidget(self.caption)
         layout.addWidget(self.commit_note)
         layout.addWidget(self.grid, 1)
-        self._stale = True
         self.refresh()
 
     def has_content(self) -> bool:
@@ -229,17 +228,9 @@ class LensPanel(Panel):
         size = self.grid.content_size()
         return QSize(size.width(), size.height() + self.caption.sizeHint().height() * 2)
 
-    def showEvent(self, event) -> None:
-        super().showEvent(event)
-        if self._stale:
-            self.refresh()
-
-    def refresh(self) -> None:
-        """Drawn from the session's lens of the frame on screen; while the panel is out of
-        sight (a tab behind the beam tree) nothing is computed until it is shown."""
-        self._stale = not self.isVisible() and not self.on_slide
-        if self._stale:
-            return
+    def draw(self) -> None:
+        """Drawn from the session's lens of the frame on screen (out of sight, a tab behind
+        the beam tree, nothing is computed until it is shown: Panel.refresh)."""
         s = self.session
         lens = frame_lens(s)
         self.grid.lens = lens

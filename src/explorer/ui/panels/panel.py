@@ -29,6 +29,7 @@ class Panel(QWidget):
     SLIDE_STRETCHES = False       # True: a chart, drawn to fill whatever room it gets
     SLIDE_ELIDES = False          # True: on a slide it leaves out what has no room, around a "…"
     on_slide = False              # a copy drawn on a slide (`show_on_slide`)
+    # a panel that implements `draw` instead of `refresh` draws nothing out of sight (a tab behind another)
 
     def __init__(self, session: Session, parent=None):
         super().__init__(parent)
@@ -141,6 +142,13 @@ class Panel(QWidget):
         self.refresh()
         self.sync_question()
 
+    def showEvent(self, event) -> None:
+        super().showEvent(event)
+        if getattr(self, "_stale", False):
+            self.refresh()
+            if self.layout() is not None:
+                self.layout().activate()           # laid out for what it drew now, before it paints
+
     def sync_question(self) -> None:
         """Covered by the question's card while the session's open question hides this panel."""
         s = self.session
@@ -164,5 +172,13 @@ class Panel(QWidget):
         """Hidden by a question's card (its content is not on screen)."""
         return self._card is not None and not self._card.isHidden()
 
-    def refresh(self) -> None:  # pragma: no cover - every panel overrides it
+    def refresh(self) -> None:
+        """Every panel overrides this, or `draw` instead: such a panel, out of sight, only
+        notes that it must draw when it is shown, since what it draws costs the session work
+        (a lens, every step's probabilities) that a tab nobody opens should not."""
+        self._stale = not self.isVisible() and not self.on_slide
+        if not self._stale:
+            self.draw()
+
+    def draw(self) -> None:  # pragma: no cover - a panel that waits until it is seen overrides it
         raise NotImplementedError

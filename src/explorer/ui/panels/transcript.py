@@ -373,7 +373,9 @@ class TranscriptPanel(Panel):
             return
         self.error.hide()
 
-    def refresh(self) -> None:
+    def draw(self) -> None:
+        """The frame's text (out of sight, a tab, nothing is read until it is shown: reading
+        every step's probabilities makes core keep a vocabulary-sized array per step)."""
         s = self.session
         self.caption.setText(self.tr("transcript.caption"))
         self.caption.setToolTip(self.tr("transcript.tip"))
