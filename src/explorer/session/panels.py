@@ -17,8 +17,8 @@ PANEL_TITLES = {
     "lesson": {"en": "Lesson", "zh": "课程"},
     "glossary": {"en": "Glossary", "zh": "术语表"},
     "beam": {"en": "Beam search", "zh": "束搜索"},
-    "lens": {"en": "Logit lens (raw)", "zh": "Logit lens（原始）"},
-    "transcript": {"en": "Transcript by probability", "zh": "按概率着色的文字"},
+X
+    "transcript": {"en": "Transcript", "zh": "文字概率"},   # ... and that its colours are probabilities
 }
 PANELS = tuple(PANEL_TITLES)
 add_messages({f"{pid}.title": texts for pid, texts in PANEL_TITLES.items()})
