@@ -17,7 +17,7 @@ PANEL_TITLES = {
     "lesson": {"en": "Lesson", "zh": "课程"},
     "glossary": {"en": "Glossary", "zh": "术语表"},
     "beam": {"en": "Beam search", "zh": "束搜索"},
-X
+    "lens": {"en": "Logit lens", "zh": "逐层预测"},        # the panel's caption says it is the raw lens
     "transcript": {"en": "Transcript", "zh": "文字概率"},   # ... and that its colours are probabilities
 }
 PANELS = tuple(PANEL_TITLES)
