@@ -36,11 +36,11 @@ from ..core.models.protocol import LanguageModel
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.speculative import DEFAULT_NGRAM, prompt_lookup, speculative_generate, verify_steps
 from ..core.decode.usage import count_usage
-from ..core.decode.vote import self_consistency
 from ..i18n import LANGS
 from .changes import Change, config_changes, scenario_changes
 from .events import Emitter, SessionEvent
 from .frames import Frame, frames_of_run
+from .lesson_frames import computed_frame, pick_frame
 
 DEFAULT_CONFIG = SamplingConfig(max_new_tokens=8)   # the teaching model ends by EOS well before 8
 UNDO_LIMIT = 100                                     # what-if choices remembered for undo
@@ -603,9 +603,9 @@ class Session:
         lesson_scenarios = self._scenarios if scenarios is None else scenarios
         changed = {k: scenario_changes(lesson_scenarios[k], effective[k]) for k in {p.scenario for p in plans}}
         for i, plan in enumerate(plans):
-            frame = replace(_pick(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages,
+            frame = replace(pick_frame(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages,
                             changed=changed[plan.scenario])
-            frames.append(_computed(frame, effective[plan.scenario], computed, i))
+            frames.append(computed_frame(frame, effective[plan.scenario], computed, i))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,
                        effective, runs, beams, tuple(frames), tuple(owners), request.restart, request.forced_step)
@@ -642,48 +642,6 @@ def _cancel_after(steps: int | None, cancel: Callable[[], bool] | None) -> Calla
         return cancel
     asked = iter(range(1, 1 << 62))
     return lambda: next(asked) >= steps or (cancel is not None and cancel())
-
-
-def _computed(frame: Frame, s: Scenario, done: dict, index: int) -> Frame:
-    """A lesson frame with the vote and the search it asks for, computed on its scenario as
-    the teacher's changes left it (a slider moves the vote too)."""
-    if frame.samples:
-        key = ("vote", s, frame.samples)
-        if key not in done:
-            try:
-                done[key] = self_consistency(s.model, s.prompt_ids, s.config, frame.samples, dict(s.overrides))
-            except SettingError as exc:
-                raise SettingError(f"frames[{index}].samples: {exc}") from None
-        frame = replace(frame, vote=done[key])
-    if frame.search is not None:
-        key = ("search", s, frame.search)
-        if key not in done:
-            done[key] = frame.search.run(s.model, s.prompt_ids)
-        frame = replace(frame, search_result=done[key])
-    return frame
-
-
-def _pick(derived: tuple[Frame, ...], plan: FramePlan, index: int, strict: bool) -> Frame:
-    """The derived frame a plan names; without `strict`, the nearest one when a teacher's
-    change made the Run too short for it."""
-    steps = [f.step for f in derived if f.step is not None]
-    step = (max(steps) if steps else None) if plan.step == -1 else plan.step
-    for f in derived:
-        if f.kind == plan.kind and f.step == step:
-            return f
-    if strict:
-        raise LessonFrameError(index, plan, max(steps) if steps else None)
-    same_kind = [f for f in derived if f.kind == plan.kind]
-    return same_kind[-1] if same_kind else derived[-1]
-
-
-class LessonFrameError(SettingError):
-    """A lesson frame names a step its Run does not have."""
-
-    def __init__(self, index: int, plan: FramePlan, last_step: int | None):
-        self.index = index
-        super().__init__(f"frames[{index}].step: {plan.kind} of step {plan.step} does not exist: the run of "
-                         f"this frame has steps 0..{last_step}")
 
 
 def _same_place(frames, old: Frame, old_cursor: int) -> int:

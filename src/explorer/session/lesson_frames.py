@@ -1,0 +1,56 @@
+"""A lesson frame's plan picked from its scenario's derived frames, and what a frame asks the
+session to compute on its scenario (a vote, a search): the lesson half of `Session._compute`."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+from ..core.decode.vote import self_consistency
+from ..core.errors import SettingError
+from .frames import Frame
+
+if TYPE_CHECKING:
+    from .session import FramePlan, Scenario
+
+
+def computed_frame(frame: Frame, s: Scenario, done: dict, index: int) -> Frame:
+    """A lesson frame with the vote and the search it asks for, computed on its scenario as
+    the teacher's changes left it (a slider moves the vote too)."""
+    if frame.samples:
+        key = ("vote", s, frame.samples)
+        if key not in done:
+            try:
+                done[key] = self_consistency(s.model, s.prompt_ids, s.config, frame.samples, dict(s.overrides))
+            except SettingError as exc:
+                raise SettingError(f"frames[{index}].samples: {exc}") from None
+        frame = replace(frame, vote=done[key])
+    if frame.search is not None:
+        key = ("search", s, frame.search)
+        if key not in done:
+            done[key] = frame.search.run(s.model, s.prompt_ids)
+        frame = replace(frame, search_result=done[key])
+    return frame
+
+
+def pick_frame(derived: tuple[Frame, ...], plan: FramePlan, index: int, strict: bool) -> Frame:
+    """The derived frame a plan names; without `strict`, the nearest one when a teacher's
+    change made the Run too short for it."""
+    steps = [f.step for f in derived if f.step is not None]
+    step = (max(steps) if steps else None) if plan.step == -1 else plan.step
+    for f in derived:
+        if f.kind == plan.kind and f.step == step:
+            return f
+    if strict:
+        raise LessonFrameError(index, plan, max(steps) if steps else None)
+    same_kind = [f for f in derived if f.kind == plan.kind]
+    return same_kind[-1] if same_kind else derived[-1]
+
+
+class LessonFrameError(SettingError):
+    """A lesson frame names a step its Run does not have."""
+
+    def __init__(self, index: int, plan: FramePlan, last_step: int | None):
+        self.index = index
+        super().__init__(f"frames[{index}].step: {plan.kind} of step {plan.step} does not exist: the run of "
+                         f"this frame has steps 0..{last_step}")
