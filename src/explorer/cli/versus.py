@@ -7,11 +7,10 @@ from __future__ import annotations
 import argparse
 import json
 
-import numpy as np
-
 from ..core.decode.generate import Run, generate
 from ..core.decode.run_dict import run_to_dict
 from ..core.decode.sampling import SamplingConfig
+from ..core.decode.versus import distances, first_divergence
 from ..core.errors import ExplorerError, SettingError
 from ..core.tokens.vocab import Vocabulary
 from ..i18n import add_messages, tr
@@ -82,20 +81,6 @@ def vs_changes(text: str) -> dict:
 def second_run(first: Run, model, overrides: dict, changes: dict, check: bool) -> Run:
     """The same prompt and what-ifs with the sampling settings `changes` (validated)."""
     return generate(model, first.prompt_ids, first.config.with_(**changes), overrides=overrides, check_recompute=check)
-
-
-def first_divergence(a: Run, b: Run) -> int | None:
-    """The first step whose selected tokens differ (or where one run has stopped); None: never."""
-    for i, (x, y) in enumerate(zip(a.steps, b.steps)):
-        if x.selected_id != y.selected_id:
-            return i
-    return None if len(a.steps) == len(b.steps) else min(len(a.steps), len(b.steps))
-
-
-def distances(a: Run, b: Run) -> list[float]:
-    """Per step both runs reached, the total variation 1/2 sum |p_a - p_b| of the final distributions."""
-    return [0.5 * float(np.abs(x.distribution.probs - y.distribution.probs).sum())   # (V,) each
-            for x, y in zip(a.steps, b.steps)]
 
 
 def vs_output(a: Run, b: Run, vocab: Vocabulary, text: str, as_json: bool, top: int, lang: str,

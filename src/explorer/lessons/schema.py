@@ -43,7 +43,7 @@ TOP_KEYS = ("format", "version", "order", "title", "summary", "builds_on", "mode
 SCENARIO_KEYS = ("name", "model", "prompt", "prompt_ids", "settings", "forces", "cancel_after", "after_tool",
                  "prefix_from", "speculative")
 FRAME_KEYS = ("show", "step", "scenario", "title", "explain", "panels", "view", "attention", "samples", "search",
-              "ask", "ask_panel")
+              "ask", "ask_panel", "compare")
 SEARCH_KEYS = ("evaluator", "width", "branches", "depth")
 SETTING_KEYS = tuple(f.name for f in dataclasses.fields(SamplingConfig))
 
@@ -329,8 +329,19 @@ def _plan(r: TomlReader, fd, where: str, scenario_names: list[str], evaluators: 
                 r.fail(f"{where}.{key}", f"expected each of {', '.join(choices)} at most once ({len(items):,} given)")
             extras[key] = tuple(r.kind(v, f"{where}.{key}", choices) for v in items)
     extras |= _computations(r, fd, where, kind, evaluators)
+    if "compare" in fd:
+        extras["compare"] = _compared(r, fd["compare"], f"{where}.compare", scenario, scenario_names)
     extras |= _question(r, fd, where, kind, extras.get("panels", ()))
     return FramePlan(scenario_names.index(scenario), kind, step, extras)
+
+
+def _compared(r: TomlReader, name, where: str, own: str, scenario_names: list[str]) -> int:
+    """A frame's `compare`: the scenario whose run the A/B view sets beside the frame's own."""
+    if not isinstance(name, str) or name not in scenario_names:
+        r.fail(where, f"{shown(name)} is not a scenario (known: {', '.join(scenario_names)})")
+    if name == own:
+        r.fail(where, f"{name!r} is the frame's own scenario: expected another one to compare it with")
+    return scenario_names.index(name)
 
 
 def _question(r: TomlReader, fd, where: str, kind: str, panels: tuple[str, ...]) -> dict:

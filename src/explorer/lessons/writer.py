@@ -96,7 +96,7 @@ def lesson_document(session: Session) -> str:
     for i, frame in enumerate(session.frames):
         run, model = session.run_at(i)
         beam = results[owners[i]][1]
-        out += [""] + _frame_lines(frame, run, names[owners[i]], has_beam=beam is not None)
+        out += [""] + _frame_lines(frame, run, names[owners[i]], has_beam=beam is not None, names=names)
     for check in (lesson.checks if lesson is not None else ()):
         out += ["", "[[checks]]", f"when = {_value(check.when)}", f"question = {_value(check.question)}",
                 f"answer = {_value(check.answer)}"]
@@ -216,7 +216,7 @@ def _evaluator_lines(session: Session) -> list[str]:
     return lines
 
 
-def _frame_lines(frame, run, scenario: str, has_beam: bool) -> list[str]:
+def _frame_lines(frame, run, scenario: str, has_beam: bool, names: list[str]) -> list[str]:
     lines = ["[[frames]]", f"show = {_value(frame.kind)}"]
     if frame.kind != "input":
         lines.append(f"step = {-1 if frame.kind == 'stop' else frame.step}")
@@ -230,6 +230,8 @@ def _frame_lines(frame, run, scenario: str, has_beam: bool) -> list[str]:
         lines.append(f"attention = {_value({'layer': frame.attention[0], 'head': frame.attention[1]})}")
     if frame.samples:
         lines.append(f"samples = {_value(list(frame.samples))}")
+    if frame.compare is not None:
+        lines.append(f"compare = {_value(names[frame.compare])}")
     if frame.search is not None:
         spec = frame.search
         lines.append(f"search = {_value({'evaluator': spec.evaluator, 'width': spec.width, 'branches': spec.branches, 'depth': spec.depth})}")

@@ -5,12 +5,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 from enum import Enum
+from typing import TYPE_CHECKING
 
 from ..core.decode.generate import Run
 from ..core.decode.search import SearchResult, SearchSpec
 from ..core.decode.usage import Usage
 from ..core.decode.vote import Vote
 from .panels import DEFAULT_SLIDE_PANELS, SLIDE_PANELS
+
+if TYPE_CHECKING:
+    from .versus import Versus
 
 
 class TokenState(str, Enum):
@@ -38,8 +42,10 @@ class Frame:
     search: SearchSpec | None = None           # an evaluator search over this frame's scenario
     ask: dict | None = None         # lang -> a question the class answers before `ask_panels` are shown
     ask_panels: tuple[str, ...] = ()   # the panels (ids of SLIDE_PANELS) hidden until the answer is revealed
+    compare: int | None = None      # the scenario (index) whose run the A/B view sets beside this frame's
     # Computed by the session for a lesson frame (None / empty: not asked for)
     vote: Vote | None = None
+    versus: "Versus | None" = None  # the A/B view of `compare` (session.versus)
     search_result: SearchResult | None = None
     usages: tuple[tuple[str, Usage], ...] = ()   # (scenario name, usage of its whole run), every scenario
     changed: tuple = ()             # Change records: how the scenario shown differs from the lesson's

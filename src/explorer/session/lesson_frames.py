@@ -9,6 +9,7 @@ from typing import TYPE_CHECKING
 from ..core.decode.vote import self_consistency
 from ..core.errors import SettingError
 from .frames import Frame
+from .versus import lesson_versus
 
 if TYPE_CHECKING:
     from .session import FramePlan, Scenario
@@ -54,3 +55,16 @@ class LessonFrameError(SettingError):
         self.index = index
         super().__init__(f"frames[{index}].step: {plan.kind} of step {plan.step} does not exist: the run of "
                          f"this frame has steps 0..{last_step}")
+
+
+def compared_frame(frame: Frame, effective: tuple, runs: dict, own: int, index: int) -> Frame:
+    """A lesson frame with the A/B view it asks for (`compare`): its scenario's run beside the
+    other scenario's, both as the teacher's changes left them (models whose tokenizers differ:
+    SettingError naming the frame)."""
+    if frame.compare is None:
+        return frame
+    a, b = effective[own], effective[frame.compare]
+    try:
+        return replace(frame, versus=lesson_versus(a, b, runs[a], runs[b]))
+    except SettingError as exc:
+        raise SettingError(f"frames[{index}].compare: {exc}") from None

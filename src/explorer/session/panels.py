@@ -19,6 +19,7 @@ PANEL_TITLES = {
     "beam": {"en": "Beam search", "zh": "束搜索"},
     "lens": {"en": "Logit lens", "zh": "逐层预测"},        # the panel's caption says it is the raw lens
     "transcript": {"en": "Transcript", "zh": "文字概率"},   # ... and that its colours are probabilities
+    "versus": {"en": "A/B", "zh": "A/B对比"},               # two runs stepped together
 }
 PANELS = tuple(PANEL_TITLES)
 add_messages({f"{pid}.title": texts for pid, texts in PANEL_TITLES.items()})
@@ -30,7 +31,7 @@ def panel_title(pid: str, lang: str) -> str:
 
 
 # the panels that draw the run (a slide shows these; the others are controls or text)
-SLIDE_PANELS = ("timeline", "kv", "attention", "distribution", "beam", "lens", "transcript")
+SLIDE_PANELS = ("timeline", "kv", "attention", "distribution", "beam", "lens", "transcript", "versus")
 # what a slide shows for a frame that names none of SLIDE_PANELS, by frame kind
 DEFAULT_SLIDE_PANELS = {"input": ("timeline", "kv"), "prefill": ("timeline", "attention", "kv"),
                         "decode": ("timeline", "attention", "kv"), "pick": ("distribution", "timeline"),

@@ -40,7 +40,7 @@ from ..i18n import LANGS
 from .changes import Change, config_changes, scenario_changes
 from .events import Emitter, SessionEvent
 from .frames import Frame, frames_of_run
-from .lesson_frames import computed_frame, pick_frame
+from .lesson_frames import compared_frame, computed_frame, pick_frame
 
 DEFAULT_CONFIG = SamplingConfig(max_new_tokens=8)   # the teaching model ends by EOS well before 8
 UNDO_LIMIT = 100                                     # what-if choices remembered for undo
@@ -605,6 +605,7 @@ class Session:
         for i, plan in enumerate(plans):
             frame = replace(pick_frame(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages,
                             changed=changed[plan.scenario])
+            frame = compared_frame(frame, effective, runs, plan.scenario, i)
             frames.append(computed_frame(frame, effective[plan.scenario], computed, i))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,
