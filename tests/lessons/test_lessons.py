@@ -21,7 +21,7 @@ COURSE_LESSONS = {          # id -> order: the lessons written from the course t
     "stop-reasons": 6, "output-projection": 7, "tokens-not-characters": 8,
 }
 REAL_MODEL_LESSONS = {"real-model": 9, "gemma-wo-ai": 14,     # on SmolLM2 and Gemma 3 (`explorer model install`)
-                      "prefix-cache": 15}
+                      "prefix-cache": 15, "inside-and-across": 18}
 THINKING_LESSONS = {        # thinking longer, four kinds of extra compute (and the reasoning-token follow-ups)
     "reasoning-budget": 10, "self-consistency": 11, "search-evaluator": 12, "tool-evidence": 13,
 }

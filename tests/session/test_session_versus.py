@@ -15,6 +15,11 @@ from explorer.session import Session
 from explorer.session.versus import VersusSpec, frame_versus, parse_changes, spec_of
 
 
+def _versus(s: Session, spec):
+    s.versus_spec = spec
+    return frame_versus(s)
+
+
 def _at_step(s: Session, step: int) -> Session:
     while s.frame.step != step or s.frame.kind != "pick":
         s.next()
@@ -34,7 +39,7 @@ def test_parse_changes_reads_the_settings_names_and_checks_each_value():
 
 def test_identical_settings_never_part_and_are_zero_apart():
     s = _at_step(Session(load_teaching_model(), [1, 2], SamplingConfig(mode="sample", seed=4)), 0)
-    v = frame_versus(s, spec_of({"seed": 4}))
+    v = _versus(s, spec_of({"seed": 4}))
     assert v.comparison.first_divergence is None
     assert v.comparison.distances == (0.0,) * len(s.run.steps)
     assert v.b_label("en") == "the same settings"
@@ -43,7 +48,7 @@ def test_identical_settings_never_part_and_are_zero_apart():
 def test_two_temperatures_with_one_seed_are_apart_from_step_0_by_the_total_variation():
     model = load_teaching_model()
     s = _at_step(Session(model, [1, 2], SamplingConfig(mode="sample", seed=1)), 0)
-    v = frame_versus(s, spec_of({"temperature": 2.0}))
+    v = _versus(s, spec_of({"temperature": 2.0}))
     a, b = v.comparison.a, v.comparison.b
     assert a is s.run and b.config.temperature == 2.0 and b.config.seed == 1
     expected = generate(model, [1, 2], SamplingConfig(mode="sample", seed=1, temperature=2.0), check_recompute=False)
@@ -51,24 +56,24 @@ def test_two_temperatures_with_one_seed_are_apart_from_step_0_by_the_total_varia
     p, q = a.steps[0].distribution.probs, b.steps[0].distribution.probs
     assert v.comparison.distances[0] == pytest.approx(0.5 * np.abs(p - q).sum(), abs=1e-12) and v.comparison.distances[0] > 0
     assert v.b_label("en") == "temperature 2" and v.b_label("zh") == "温度 2"
-    assert frame_versus(s, spec_of({"temperature": 2.0})) is v                   # computed once per A and B
+    assert _versus(s, spec_of({"temperature": 2.0})) is v                   # computed once per A and B
 
 
 def test_b_follows_a_what_if_and_a_slider():
     s = _at_step(Session(load_teaching_model(), [1, 2]), 0)
     spec = spec_of({"mode": "sample", "seed": 2})
     s.force(0, 4)
-    assert frame_versus(s, spec).comparison.b.steps[0].selected_id == 4      # the same forced token
+    assert _versus(s, spec).comparison.b.steps[0].selected_id == 4      # the same forced token
     s.set_sampling(max_new_tokens=2)
-    assert len(frame_versus(s, spec).comparison.b.steps) <= 2
+    assert len(_versus(s, spec).comparison.b.steps) <= 2
 
 
 def test_two_models_with_different_tokenizers_are_refused_with_the_reason():
     s = _at_step(Session(load_teaching_model(), [1, 2]), 0)
     other = logits_model(("a", "b", "c"), (1.0, 2.0, 3.0))
-    v = frame_versus(s, VersusSpec(model=other))
+    v = _versus(s, VersusSpec(model=other))
     assert v.comparison is None and "different tokenizers" in v.reason and "cannot be compared" in v.reason
-    assert frame_versus(s, None).comparison is None and "temperature=1.5" in frame_versus(s, None).reason
+    assert _versus(s, None).comparison is None and "temperature=1.5" in _versus(s, None).reason
 
 
 LESSON = """format = "token-explorer/lesson"
@@ -104,11 +109,11 @@ def _lesson(tmp_path, compare: str):
 
 def test_a_lesson_frame_declares_its_comparison(tmp_path):
     s = _lesson(tmp_path, "other").build_session()
-    v = frame_versus(s, spec_of({"temperature": 0.1}))             # the lesson's comparison, not the teacher's B
+    v = _versus(s, spec_of({"temperature": 0.1}))             # the lesson's comparison, not the teacher's B
     assert v.b_label("en") == "other: seed 5"
     assert v.comparison.a is s.run and v.comparison.b.config.seed == 5
     s.set_sampling(temperature=0.5)                                   # the teacher's change applies to both
-    v = frame_versus(s, None)
+    v = _versus(s, None)
     assert v.comparison.a.config.temperature == v.comparison.b.config.temperature == 0.5
 
 

@@ -14,6 +14,7 @@ from ..core.decode.vote import Vote
 from .panels import DEFAULT_SLIDE_PANELS, SLIDE_PANELS
 
 if TYPE_CHECKING:
+    from ..core.models.lens import Lens
     from .versus import Versus
 
 
@@ -46,6 +47,7 @@ class Frame:
     # Computed by the session for a lesson frame (None / empty: not asked for)
     vote: Vote | None = None
     versus: "Versus | None" = None  # the A/B view of `compare` (session.versus)
+    lens: "Lens | None" = None      # the logit lens of a lesson frame that shows it (for its placeholders)
     search_result: SearchResult | None = None
     usages: tuple[tuple[str, Usage], ...] = ()   # (scenario name, usage of its whole run), every scenario
     changed: tuple = ()             # Change records: how the scenario shown differs from the lesson's

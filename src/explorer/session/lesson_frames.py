@@ -4,19 +4,16 @@ session to compute on its scenario (a vote, a search): the lesson half of `Sessi
 from __future__ import annotations
 
 from dataclasses import replace
-from typing import TYPE_CHECKING
 
 from ..core.decode.vote import self_consistency
 from ..core.errors import SettingError
 from .frames import Frame
+from .lens import lens_of
 from .versus import lesson_versus
 
-if TYPE_CHECKING:
-    from .session import FramePlan, Scenario
 
-
-def computed_frame(frame: Frame, s: Scenario, done: dict, index: int) -> Frame:
-    """A lesson frame with the vote and the search it asks for, computed on its scenario as
+def computed_frame(frame: Frame, s, done: dict, index: int) -> Frame:
+    """A lesson frame with the vote and the search it asks for, computed on its scenario `s` as
     the teacher's changes left it (a slider moves the vote too)."""
     if frame.samples:
         key = ("vote", s, frame.samples)
@@ -34,7 +31,7 @@ def computed_frame(frame: Frame, s: Scenario, done: dict, index: int) -> Frame:
     return frame
 
 
-def pick_frame(derived: tuple[Frame, ...], plan: FramePlan, index: int, strict: bool) -> Frame:
+def pick_frame(derived: tuple[Frame, ...], plan, index: int, strict: bool) -> Frame:
     """The derived frame a plan names; without `strict`, the nearest one when a teacher's
     change made the Run too short for it."""
     steps = [f.step for f in derived if f.step is not None]
@@ -51,7 +48,7 @@ def pick_frame(derived: tuple[Frame, ...], plan: FramePlan, index: int, strict: 
 class LessonFrameError(SettingError):
     """A lesson frame names a step its Run does not have."""
 
-    def __init__(self, index: int, plan: FramePlan, last_step: int | None):
+    def __init__(self, index: int, plan, last_step: int | None):
         self.index = index
         super().__init__(f"frames[{index}].step: {plan.kind} of step {plan.step} does not exist: the run of "
                          f"this frame has steps 0..{last_step}")
@@ -68,3 +65,10 @@ def compared_frame(frame: Frame, effective: tuple, runs: dict, own: int, index: 
         return replace(frame, versus=lesson_versus(a, b, runs[a], runs[b]))
     except SettingError as exc:
         raise SettingError(f"frames[{index}].compare: {exc}") from None
+
+
+def lensed_frame(frame: Frame, model, run) -> Frame:
+    """A lesson frame that shows the logit lens, with its lens (its texts quote the commitment layer)."""
+    if "lens" not in frame.panels or frame.step is None:
+        return frame
+    return replace(frame, lens=lens_of(model, run.steps[frame.step]))

@@ -200,6 +200,10 @@ def placeholder_values(frame: Frame, run: Run, vocab: Vocabulary, lang: str) -> 
         values |= _vote_values(frame.vote, lang)
     if frame.search_result is not None:
         values |= _search_values(frame.search_result, vocab, lang)
+    if frame.lens is not None:
+        values |= _lens_values(frame.lens, lang)
+    if frame.versus is not None:
+        values |= _versus_values(frame, vocab, lang)
     if step is not None:
         dist = step.distribution
         how = ("how.forced" if step.forced else "how.greedy" if dist.greedy else "how.sample")
@@ -259,6 +263,35 @@ def _speculative_values(step, run: Run, vocab: Vocabulary, lang: str) -> dict:
                      "rejected_n": len(step.rejected), "model_piece": vocab.display_piece(step.new_ids[-1]),
                      "written": step.cache_len_written, "rolled_back": step.cache_len_written - step.cache_len_after,
                      "saved": step.passes_saved}
+
+
+def _lens_values(lens, lang: str) -> dict:
+    """{layers} {commit_layer} {commit_prob} and the layer before it, {before_layer} {before_rank}
+    {before_prob}: where the selected token becomes and stays top-1 (none: "none")."""
+    commit, last = lens.commit_layer, lens.n_layers - 1
+    values = {"layers": lens.n_layers, "commit_layer": tr("spec.none", lang) if commit is None else commit}
+    before = (last if commit is None else commit - 1)
+    values["commit_prob"] = "-" if commit is None else f"{lens.selected_probs[commit]:.4f}"
+    values |= {"before_layer": max(before, 0), "before_rank": int(lens.selected_ranks[max(before, 0)]),
+               "before_prob": f"{lens.selected_probs[max(before, 0)]:.4f}"}
+    return values
+
+
+def _versus_values(frame: Frame, vocab: Vocabulary, lang: str) -> dict:
+    """An A/B frame's {split} (the first step where the runs choose differently, or "none"),
+    {tv} (the total variation at the frame's step) and {tv_max}, B's {b_piece} at the step and
+    whole {b_answer}, and the mean probability each run chose its tokens with, {a_mean_prob}
+    {b_mean_prob}."""
+    c = frame.versus.comparison
+    split, d, step = c.first_divergence, c.distance(frame.step), frame.step
+
+    def mean_prob(run) -> str:
+        return f"{sum(float(s.distribution.probs[s.selected_id]) for s in run.steps) / len(run.steps):.2f}"
+    b_step = c.b.steps[step] if step is not None and step < len(c.b.steps) else None
+    return {"split": tr("spec.none", lang) if split is None else split, "tv": "-" if d is None else f"{d:.3f}",
+            "tv_max": f"{max(c.distances):.3f}", "a_mean_prob": mean_prob(c.a), "b_mean_prob": mean_prob(c.b),
+            "b_piece": "-" if b_step is None else vocab.display_piece(b_step.selected_id),
+            "b_answer": one_line(c.b.output_text)}
 
 
 def _vote_values(vote: Vote, lang: str) -> dict:
@@ -357,13 +390,14 @@ def question_text(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -
 def frame_caption(frame: Frame, run: Run, vocab: Vocabulary, lang: str = "en") -> str:
     """A slide's line of explanation: what happened. While the teacher's settings differ from
     the lesson's, the settings that changed and what happened on this run (the lesson's
-    sentence was written for its own settings)."""
+    sentence was written for its own settings). One line: a line break a quoted text holds
+    shows as ↵."""
     what = (frame.explain or {}).get("what")
     if not frame.changed or (what is not None and not written_for_the_lesson(what[lang], frame.changed)):
-        return frame_explanation(frame, run, vocab, lang)["what"]
+        return one_line(frame_explanation(frame, run, vocab, lang)["what"])
     values = placeholder_values(frame, run, vocab, lang)
-    return (badge_text(frame.changed, lang) + tr("caption.sep", lang)
-            + _default_text(frame.kind, "what", lang, values))
+    return one_line(badge_text(frame.changed, lang) + tr("caption.sep", lang)
+                    + _default_text(frame.kind, "what", lang, values))
 
 
 def _default_text(kind: str, section: str, lang: str, values: dict) -> str:

@@ -40,7 +40,7 @@ from ..i18n import LANGS
 from .changes import Change, config_changes, scenario_changes
 from .events import Emitter, SessionEvent
 from .frames import Frame, frames_of_run
-from .lesson_frames import compared_frame, computed_frame, pick_frame
+from .lesson_frames import compared_frame, computed_frame, lensed_frame, pick_frame
 
 DEFAULT_CONFIG = SamplingConfig(max_new_tokens=8)   # the teaching model ends by EOS well before 8
 UNDO_LIMIT = 100                                     # what-if choices remembered for undo
@@ -153,6 +153,7 @@ class Session:
         # of its own applies them (`go`). Off for a session stepped through by code (trace,
         # an export's copy): the settings asked for (a command line's flags) hold on every frame.
         self.frames_apply_their_settings = False
+        self.versus_spec = None                 # the A/B view's B (session.versus.VersusSpec), set by the window
         self._runs: dict[Scenario, Run] = {}
         self._beams: dict[Scenario, BeamResult] = {}
         self._install(self._compute(Request(self._user, self._history, check_recompute,
@@ -606,6 +607,7 @@ class Session:
             frame = replace(pick_frame(derived[effective[plan.scenario]], plan, i, strict), **plan.extras, usages=usages,
                             changed=changed[plan.scenario])
             frame = compared_frame(frame, effective, runs, plan.scenario, i)
+            frame = lensed_frame(frame, effective[plan.scenario].model, runs[effective[plan.scenario]])
             frames.append(computed_frame(frame, effective[plan.scenario], computed, i))
             owners.append(plan.scenario)
         return Pending(self._version if base is None else base, None, user, history, check,

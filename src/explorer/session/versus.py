@@ -108,10 +108,10 @@ _LOCK = Lock()         # an export's copy may ask from another thread
 MEMO_SIZE = 16
 
 
-def frame_versus(session, spec: VersusSpec | None) -> Versus:
+def frame_versus(session) -> Versus:
     """The A/B view of the session's current frame: the lesson frame's own comparison, or A
-    against the teacher's `spec` (computed once per A scenario and spec)."""
-    frame, lang = session.frame, session.lang
+    against the teacher's B, `session.versus_spec` (computed once per A scenario and B)."""
+    frame, lang, spec = session.frame, session.lang, session.versus_spec
     if frame.versus is not None:
         return frame.versus
     a, a_run = session.scenario, session.run

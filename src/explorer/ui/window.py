@@ -31,6 +31,7 @@ from .panels.glossary import GlossaryPanel
 from .panels.kv import KVGridPanel
 from .panels.lens import LensPanel
 from .panels.transcript import TranscriptPanel
+from .panels.versus import VersusPanel
 from .panels.lesson import LessonPanel
 from .shell.lesson_switcher import LessonSwitcher
 from .shell.model_switcher import ModelSwitcher
@@ -44,7 +45,7 @@ from .shell.worker import Jobs, SessionRunner, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
           SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel, LensPanel,
-          TranscriptPanel)
+          TranscriptPanel, VersusPanel)
 # name -> (i18n key, shortcut or shortcuts, menu); one table for menus, shortcuts and tests
 ACTIONS = {
     "open_params": ("action.open_params", QKeySequence.StandardKey.Open, "file"),

@@ -23,7 +23,7 @@ from .presentation import Chrome, FrameTitleBar
 PRESENTATION_SCALE = 1.4      # presentation mode enlarges type by this factor on a 1080-line screen,
 PRESENTATION_LINES = 1080     # and in proportion to the screen's height on others: the same size on
                               # the wall, and the presentation layout fits a 768-line projector too
-PRESENTED = ("distribution", "attention", "kv", "beam", "lens", "transcript")   # presentation mode's large place, as tabs
+PRESENTED = ("distribution", "attention", "kv", "beam", "lens", "transcript", "versus")   # presentation mode's large place, as tabs
 MAIN_SHARE = 0.68             # of the width: presentation mode's large place, the rest a column beside it
 SIDE_COLUMN = {"timeline": 0.3, "explanation": 0.4, "controls": 0.3}    # that column, top to bottom
 LOWER_ROW = {"controls": 330, "attention": 560, "distribution": 700, "explanation": 360}   # desk widths, px
@@ -152,7 +152,7 @@ class DeskLayout(QObject):
 
     def arrange(self) -> None:
         """The desk layout: the player across the top; the timeline, the KV cache and the
-        lesson (glossary, beam tree, logit lens and transcript as its tabs) in the upper row; the sampling controls,
+        lesson (glossary, beam tree, logit lens, transcript and A/B as its tabs) in the upper row; the sampling controls,
         attention, distribution and explanation in the lower row. Compact (a narrow screen),
         attention and distribution are tabs of one dock, so the chart and the explanation
         keep a readable width."""
@@ -165,12 +165,13 @@ class DeskLayout(QObject):
         w.addDockWidget(Qt.DockWidgetArea.TopDockWidgetArea, d["player"])
         w.splitDockWidget(d["player"], d["timeline"], Qt.Orientation.Vertical)
         w.splitDockWidget(d["timeline"], d["kv"], Qt.Orientation.Horizontal)
-        # the lesson, its glossary, the beam tree, the logit lens and the transcript: tabs in a third column of the top area
+        # the lesson, its glossary, the beam tree, the logit lens, the transcript and A/B: tabs in a third column of the top area
         w.splitDockWidget(d["kv"], d["lesson"], Qt.Orientation.Horizontal)
         w.tabifyDockWidget(d["lesson"], d["glossary"])
         w.tabifyDockWidget(d["glossary"], d["beam"])
         w.tabifyDockWidget(d["beam"], d["lens"])
         w.tabifyDockWidget(d["lens"], d["transcript"])
+        w.tabifyDockWidget(d["transcript"], d["versus"])
         # the lower row is one dock area: with the central widget hidden, docks in the left or
         # right area next to it drift by a few pixels on every relayout (any label change)
         w.addDockWidget(Qt.DockWidgetArea.BottomDockWidgetArea, d["controls"])
@@ -198,8 +199,8 @@ class DeskLayout(QObject):
 
     def arrange_for_presentation(self) -> None:
         """The projector layout: the panel the frame is about owns the screen. The large
-        place on the left holds the distribution, attention, the KV cache, the beam tree, the logit lens and the transcript
-        as tabs (`present_frame` brings the frame's one forward); the column on the right the
+        place on the left holds the distribution, attention, the KV cache, the beam tree, the logit lens, the transcript and
+        A/B as tabs (`present_frame` brings the frame's one forward); the column on the right the
         timeline, the explanation (lesson and glossary as its tabs) and the sampling
         controls, so a slider and the bars it moves are both in sight. The player, at the
         bottom, is chrome: hidden until called for (`Chrome`)."""

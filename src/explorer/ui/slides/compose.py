@@ -18,6 +18,7 @@ from ..panels.distribution import DistributionPanel
 from ..panels.kv import KVGridPanel
 from ..panels.lens import LensPanel
 from ..panels.transcript import TranscriptPanel
+from ..panels.versus import VersusPanel
 from ..panels.panel import Panel
 from ..panels.text_line import TextLine
 from ..theme import Theme, text_on
@@ -26,7 +27,7 @@ from .layout import BODY_PX, CAPTION_PX, TITLE_PX, SlideGeometry
 
 SLIDE_PANEL_CLASSES = {cls.panel_id: cls for cls in
                        (TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel, BeamPanel, LensPanel,
-                                     TranscriptPanel)}
+                                     TranscriptPanel, VersusPanel)}
 TEXT_PANELS = ("timeline", "kv", "distribution")    # a slide of these shows the text so far, once there is output
 SMALLEST_DRAWING = 0.6     # a panel whose content needs more than its room is drawn at least this large
 TITLE_SHRINK = 0.8         # a long title may be set this much smaller before it is cut short with "…"
