@@ -123,3 +123,15 @@ def test_a_bad_comparison_is_named_with_its_line(tmp_path, compare, message):
     with pytest.raises(LessonError) as caught:
         _lesson(tmp_path, compare)
     assert str(caught.value).startswith("ab.toml:21: ") and message in str(caught.value)
+
+
+def test_a_lesson_comparing_runs_of_two_tokenizers_is_refused_by_frame(tmp_path):
+    text = LESSON.format(compare="other").replace(
+        'settings = { seed = 5 }', 'model = { kind = "logits", pieces = ["a", "b"], logits = [1.0, 2.0] }\n'
+        'prompt_ids = [0]\nsettings = { max_new_tokens = 1 }')
+    path = tmp_path / "two.toml"
+    path.write_text(text, encoding="utf-8")
+    with pytest.raises(LessonError) as caught:
+        parse_lesson(path).build_session()
+    assert str(caught.value) == ("two.toml:23: frames[0].compare: teaching and logits have different tokenizers "
+                                 "(7 and 3 pieces): the same prompt is other ids, so their steps cannot be compared")
