@@ -32,9 +32,13 @@ def test_parse_changes_reads_the_settings_names_and_checks_each_value():
     assert parse_changes("mode=sample, stop_strings=.|!") == {"mode": "sample", "stop_strings": (".", "!")}
     for text, named in [("temprature=2", "unknown setting 'temprature'"), ("seed=three", "seed = 'three': expected an integer"),
                         ("temperature", "'temperature' is not NAME=VALUE"), ("top_p=7", "top_p"),
-                        ("mode=beam", "mode=beam makes a tree"), ("temperature=nan", "temperature")]:
-        with pytest.raises(SettingError, match=named):
+                        ("mode=beam", "mode=beam makes a tree"), ("temperature=nan", "temperature"),
+                        ("seed=" + "9" * 5000, "(5,005 characters): expected at most 1,000 characters"),
+                        ("seed=" + "9" * 30, "seed = '99999999"), ("seed=3, seed=4", "seed is given twice"),
+                        ("," * 900, "is not NAME=VALUE"), ("temperature=1_0", "expected a number")]:
+        with pytest.raises(SettingError) as caught:
             parse_changes(text)
+        assert named in str(caught.value) and len(str(caught.value)) < 400        # a long line is quoted short
 
 
 def test_identical_settings_never_part_and_are_zero_apart():

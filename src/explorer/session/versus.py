@@ -6,6 +6,7 @@ step of both runs."""
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, fields, replace
 from threading import Lock
 
@@ -13,6 +14,7 @@ from ..core.decode.generate import generate
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.versus import Comparison, compare, tokenizer_mismatch
 from ..core.errors import ExplorerError, SettingError
+from ..core.limits import shown_text
 from ..core.models.protocol import LanguageModel
 from ..i18n import add_messages, tr
 from .changes import Change, changes_text, scenario_changes
@@ -25,6 +27,9 @@ add_messages({
 
 TEXT_FIELDS = ("mode", "order")          # SamplingConfig fields a B line gives as words
 LIST_FIELDS = ("stop_strings",)          # ... as words separated by |
+MAX_B_TEXT = 1000                        # characters of a B line: every setting fits many times over
+INTEGER = re.compile(r"[+-]?[0-9]{1,19}")            # a seed's or a count's digits (more: out of every range)
+REAL = re.compile(r"[+-]?(?:[0-9]{1,30}\.?[0-9]{0,30}|\.[0-9]{1,30})(?:[eE][+-]?[0-9]{1,4})?")
 B_FIELDS = tuple(f.name for f in fields(SamplingConfig) if f.name not in ("logit_bias", "num_beams", "length_penalty"))
 
 
@@ -61,6 +66,9 @@ def parse_changes(text: str) -> dict:
     """SamplingConfig field -> value from "temperature=1.5, seed=3" (names with _ or -; an order
     as a preset or a comma list of stages, stop strings separated by |); SettingError naming
     the item and what is expected, each value checked as the settings check it."""
+    if len(text) > MAX_B_TEXT:
+        raise SettingError(f"B settings {shown_text(text)}: expected at most {MAX_B_TEXT:,} characters")
+    quoted = shown_text(text)
     items: list[str] = []
     for part in text.split(","):
         if "=" in part or not items:
@@ -73,30 +81,33 @@ def parse_changes(text: str) -> dict:
         name, sep, value = (s.strip() for s in item.partition("="))
         field = name.replace("-", "_")
         if not sep or not value:
-            raise SettingError(f"B settings {text!r}: {item.strip()!r} is not NAME=VALUE; expected e.g. "
+            raise SettingError(f"B settings {quoted}: {shown_text(item.strip())} is not NAME=VALUE; expected e.g. "
                                f"\"temperature=1.5, seed=3\"")
         if field not in B_FIELDS:
-            raise SettingError(f"B settings {text!r}: unknown setting {name!r}; expected one of {', '.join(B_FIELDS)}")
-        changes[field] = _value(field, value, type(getattr(defaults, field)), text)
+            raise SettingError(f"B settings {quoted}: unknown setting {shown_text(name)}; expected one of "
+                               f"{', '.join(B_FIELDS)}")
+        if field in changes:
+            raise SettingError(f"B settings {quoted}: {field} is given twice; expected each setting once")
+        changes[field] = _value(field, value, type(getattr(defaults, field)), quoted)
     if changes.get("mode") == "beam":
-        raise SettingError(f"B settings {text!r}: mode=beam makes a tree, not a run to compare step by step")
+        raise SettingError(f"B settings {quoted}: mode=beam makes a tree, not a run to compare step by step")
     try:
         defaults.with_(**changes)
     except ExplorerError as exc:
-        raise SettingError(f"B settings {text!r}: {exc}") from None
+        raise SettingError(f"B settings {quoted}: {exc}") from None
     return changes
 
 
-def _value(field: str, value: str, kind: type, text: str):
+def _value(field: str, value: str, kind: type, quoted: str):
     if field in TEXT_FIELDS:
         return value
     if field in LIST_FIELDS:
         return tuple(s for s in value.split("|") if s)
-    try:
-        return int(value) if kind is int else float(value)
-    except ValueError:
+    number = INTEGER if kind is int else REAL
+    if not number.fullmatch(value):
         expected = "an integer" if kind is int else "a number"
-        raise SettingError(f"B settings {text!r}: {field} = {value!r}: expected {expected}") from None
+        raise SettingError(f"B settings {quoted}: {field} = {shown_text(value)}: expected {expected}")
+    return int(value) if kind is int else float(value)
 
 
 def spec_of(changes: dict, model: LanguageModel | None = None) -> VersusSpec:
