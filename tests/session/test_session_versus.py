@@ -139,3 +139,24 @@ def test_a_lesson_comparing_runs_of_two_tokenizers_is_refused_by_frame(tmp_path)
         parse_lesson(path).build_session()
     assert str(caught.value) == ("two.toml:23: frames[0].compare: teaching and logits have different tokenizers "
                                  "(7 and 3 pieces): the same prompt is other ids, so their steps cannot be compared")
+
+
+def test_two_models_sharing_a_tokenizer_are_compared(tmp_path):
+    """B on another model whose ids are the same pieces (the teaching model's vocabulary with
+    other weights), pinned as B: both run, step for step."""
+    import json
+    from explorer.core.models.teaching import default_params_path, load_teaching_model as load
+    data = json.loads(default_params_path().read_text(encoding="utf-8"))
+    data["name"] = "teaching, other weights"
+    tensors = data["tensors"]
+    first = next(iter(tensors))                           # one weight matrix changed: other scores, same pieces
+    tensors[first] = (np.asarray(tensors[first]) * -1.0).tolist()
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps(data), encoding="utf-8")
+    other = load(path)
+    s = _at_step(Session(load(), [1, 2], SamplingConfig(max_new_tokens=3)), 0)
+    v = _versus(s, VersusSpec(model=other))
+    expected = generate(other, [1, 2], SamplingConfig(max_new_tokens=3), check_recompute=False)
+    assert v.comparison is not None and v.comparison.b.output_ids == expected.output_ids
+    assert v.b_label("en").startswith("model ")
+    assert v.comparison.distances[0] > 0                  # other weights: another distribution
