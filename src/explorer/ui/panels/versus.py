@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
-from PySide6.QtWidgets import QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QVBoxLayout, QWidget
+from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea,
+                               QVBoxLayout, QWidget)
 
 from ...core.decode.generate import Run
 from ...core.errors import ExplorerError
@@ -228,6 +229,7 @@ class VersusPanel(Panel):
     def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
         self.caption = QLabel(wordWrap=True)
+        self.caption.setMinimumWidth(1)        # wraps to the room it has, not its one-line width
         self.edit = QLineEdit()
         self.edit.returnPressed.connect(self._apply_text)
         self.b_is = QLabel()
@@ -247,27 +249,41 @@ class VersusPanel(Panel):
         self.heads = [self.emphasised(QLabel(name), 1.0) for name in ("A", "B")]
         self.bars = [TopBars(self), TopBars(self)]
         self.texts = [RunText(self), RunText(self)]
+        self.body = QWidget()                 # scrolls in a small dock: a tab asks no more room than its neighbours
+        column = QVBoxLayout(self.body)
+        column.setContentsMargins(0, 0, 0, 0)
+        for widget in (self.caption, self.strip, self.summary):
+            column.addWidget(widget)
         grid = QGridLayout()
         for col in range(2):
             grid.addWidget(self.heads[col], 0, col)
             grid.addWidget(self.bars[col], 1, col)
             grid.addWidget(self.texts[col], 2, col)
+        column.addLayout(grid)
+        column.addStretch(1)
+        self.scroll = QScrollArea()
+        self.scroll.setWidgetResizable(True)
+        self.scroll.setFrameShape(QFrame.Shape.NoFrame)
+        self.scroll.setWidget(self.body)
         layout = QVBoxLayout(self)
         layout.setContentsMargins(4, 4, 4, 4)
-        for widget in (self.controls, self.error, self.caption, self.strip, self.summary):
+        for widget in (self.controls, self.error, self.scroll):
             layout.addWidget(widget)
-        layout.addLayout(grid)
-        layout.addStretch(1)
         self.shown: Versus | None = None
         self.refresh()
 
     def slide_chrome(self) -> list[QWidget]:
         return [self.controls, self.error]
 
+    def show_on_slide(self) -> None:
+        self.scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        super().show_on_slide()
+
     def slide_content_size(self) -> QSize:
         """Two columns of bars side by side (the strip shows as many steps as fit around the frame's)."""
         m = QFontMetricsF(self.font())
-        return QSize(int(m.horizontalAdvance("M") * 50), self.layout().sizeHint().height())
+        return QSize(int(m.horizontalAdvance("M") * 50), self.body.sizeHint().height() + 8)
 
     def has_content(self) -> bool:
         return frame_versus(self.session).comparison is not None
