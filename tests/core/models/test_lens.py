@@ -110,7 +110,7 @@ def test_a_token_sampled_or_forced_below_the_top_has_no_commitment_layer():
 def test_the_commitment_layer_follows_its_definition():
     def lens_with(ranks):
         n = len(ranks)
-        return Lens(0, 0, 0, np.zeros((n, 1), int), ((),) * n, np.zeros((n, 1)), np.zeros((n, 1)),
+        return Lens(0, 0, 0, np.zeros((n, 1), int), np.zeros((n, 1)), np.zeros((n, 1)),
                     np.zeros(n), np.asarray(ranks))
     for ranks, want in [([1], 0), ([3], None), ([2, 1, 3, 1, 1], 3), ([1, 1, 1], 0), ([1, 1, 2], None),
                         ([4, 1, 1], 1)]:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import dataclass
+from functools import cached_property
 
 import numpy as np
 
@@ -32,13 +33,20 @@ class Lens:
     position: int               # the position whose logits chose the next token
     selected_id: int            # the token the step finally selected
     ids: np.ndarray             # [L, k] the k most likely ids after each layer
-    pieces: tuple               # [L][k] their pieces as text (`Vocabulary.piece_text`)
     probs: np.ndarray           # [L, k] their probabilities (softmax of the layer's logits, float64 but for
                                 #        the denominators' exponentials: see `logit_lens`)
     logits: np.ndarray          # [L, k] their logits (the teaching model's h·Wout + b numbers)
     selected_probs: np.ndarray  # [L] the selected token's probability after each layer
     selected_ranks: np.ndarray  # [L] its rank after each layer (1 = top-1)
     arithmetic: str = "float64"  # what the head computed in ("float32", "llama.cpp", ...)
+    vocab: object = None        # the model's Vocabulary: `pieces` reads it when asked
+
+    @cached_property
+    def pieces(self) -> tuple:  # [L][k]
+        """The candidates' pieces as text (`Vocabulary.piece_text`), read when first asked (a
+        window showing the table draws its own; JSON and the trace ask), interned: the lenses
+        of a long run share them (", " and "." in every row)."""
+        return tuple(tuple(sys.intern(self.vocab.piece_text(int(t))) for t in row) for row in self.ids)
 
     @property
     def n_layers(self) -> int:
@@ -82,13 +90,9 @@ def logit_lens(model, step, top: int = TOP) -> Lens:
     def probs(z):  # [L, j] logits of this step -> [L, j] float64 probabilities
         return np.exp(np.asarray(z, np.float64) - top_logit) / totals[:, None]
 
-    def piece(token):  # interned: the lenses of a long run share their pieces (", " and "." in every row)
-        return sys.intern(model.vocab.piece_text(int(token)))
-
-    return Lens(step.index, int(step.logits_position), selected, ids,
-                tuple(tuple(piece(i) for i in row) for row in ids), probs(logits[rows, ids]),
+    return Lens(step.index, int(step.logits_position), selected, ids, probs(logits[rows, ids]),
                 np.asarray(logits[rows, ids], np.float64), probs(chosen)[:, 0], ranks,
-                getattr(model, "arithmetic_label", "float64"))
+                getattr(model, "arithmetic_label", "float64"), model.vocab)
 
 
 def _top_ids(logits: np.ndarray, k: int) -> np.ndarray:  # [L, V] -> [L, k]
@@ -101,7 +105,10 @@ def _top_ids(logits: np.ndarray, k: int) -> np.ndarray:  # [L, V] -> [L, k]
     out = np.empty((len(logits), k), np.int64)
     for row, (z, bound) in enumerate(zip(logits, bounds)):
         near = np.flatnonzero(z >= bound)                                      # [>= k] ascending ids
-        out[row] = near[np.argsort(-z[near], kind="stable")][:k]
+        values = z[near]
+        kth = np.partition(values, -k)[-k]                                     # the row's k-th largest
+        top = near[values >= kth]                                              # [>= k]: ties at kth too
+        out[row] = top[np.argsort(-z[top], kind="stable")][:k]                 # ties: the lower id first
     return out
 
 
