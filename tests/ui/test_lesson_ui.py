@@ -99,7 +99,8 @@ def test_every_lesson_from_the_menu_plays_every_frame_without_error(qtbot, windo
 
 
 def test_every_real_model_lesson_from_the_menu_plays_every_frame_without_error(qtbot, window, smollm2, gemma3):
-    assert play_from_the_menu(qtbot, window, on_real_models=True) == ["real-model", "gemma-wo-ai", "prefix-cache"]
+    assert play_from_the_menu(qtbot, window, on_real_models=True) == ["real-model", "gemma-wo-ai", "prefix-cache",
+                                                                          "inside-and-across"]
 
 
 def test_the_lesson_given_at_start_is_checked_in_the_menu(qtbot, tmp_path):

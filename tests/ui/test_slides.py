@@ -8,6 +8,7 @@ import pyqtgraph as pg
 from PySide6.QtCore import QRect, QRectF
 from PySide6.QtWidgets import QAbstractButton, QAbstractSlider, QComboBox, QLabel, QLineEdit
 
+from explorer.session.panels import SLIDE_PANELS
 from explorer.export.spec import ExportSpec
 from explorer.lessons import lesson_names, load_lesson
 from explorer.ui.fonts import register_fonts
@@ -54,8 +55,7 @@ def check_slide(where, frame, pictures, placed, unit=1.0):
     body = pictures.geometry.body
     ids = [panel.panel_id for panel, _, _ in placed]
     named = [p for p in frame.panels if p in ids]
-    assert named == [p for p in frame.panels if p in ("timeline", "kv", "attention", "distribution", "beam")
-                     and p in ids], where                       # the frame's own panels, in its order
+    assert named == [p for p in frame.panels if p in SLIDE_PANELS and p in ids], where                       # the frame's own panels, in its order
     for k, (panel, rect, scale) in enumerate(placed):
         assert body.adjusted(-0.5, -0.5, 0.5, 0.5).contains(rect), (where, panel.panel_id, rect)
         for _, other, _ in placed[k + 1:]:

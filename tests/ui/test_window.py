@@ -170,7 +170,7 @@ def test_zoom_and_presentation_mode_change_the_type_size(qtbot, window):
 
 
 # presentation mode's large place on the default lesson: its tabs (the beam tree, empty, left out)
-PRESENTED_TABS = {"distribution", "attention", "kv", "lens", "transcript"}   # the logit lens and the transcript: tabs of the large place too
+PRESENTED_TABS = {"distribution", "attention", "kv", "lens", "transcript"}   # the logit lens and the transcript: tabs of the large place too (A/B only with a B run)
 
 
 def tab_group(window, pid):
@@ -215,7 +215,7 @@ def test_presentation_mode_shows_fewer_larger_panels_and_gives_the_desk_layout_b
     qtbot.keyClick(window, Qt.Key.Key_Escape)                 # Escape leaves it, as F11 does
     assert not window.desk_layout.presenting and not window.actions["presentation"].isChecked()
     qtbot.waitUntil(lambda: tab_group(window, "distribution") == {"distribution"})
-    assert tab_group(window, "lesson") == {"lesson", "glossary", "beam", "lens", "transcript"}
+    assert tab_group(window, "lesson") == {"lesson", "glossary", "beam", "lens", "transcript", "versus"}
     qtbot.waitUntil(lambda: all(in_sight(window, pid) for pid in (*in_front, "attention")))
     # sized as before, not as the larger type had them (the player's two-line title, say)
     qtbot.waitUntil(lambda: {pid: window.docks[pid].geometry() for pid in desk} == desk)

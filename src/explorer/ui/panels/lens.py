@@ -19,6 +19,8 @@ from .panel import Panel
 
 COLOR_MAP = "cividis"   # colour-blind safe, as the attention heatmap's; the numbers are in the cells too
 CANDIDATES = 6          # columns of candidates (the lens keeps 20: JSON and the trace carry them)
+MIN_CANDIDATES = 2      # ... however narrow the panel (the pieces elide)
+SLIDE_CANDIDATES = 4    # ... a slide sizes its type for
 LEGEND_STOPS = (0.0, 0.25, 0.5, 0.75, 1.0)
 SLIDE_ROWS = 12         # layers a slide sizes its type for; the rest elide around a gap
 
@@ -87,16 +89,28 @@ class LensGrid(QWidget):
         return QSize(int(m.horizontalAdvance("M") * 60), int(row * rows))
 
     def minimumSizeHint(self) -> QSize:
+        """A few layers, 40 characters wide at the desk; on a slide the least that shows the
+        table, MIN_CANDIDATES candidates (a slide's half keeps the body type)."""
         m, row = self._metrics()
         rows = 0 if self.lens is None else min(self.lens.n_layers + 3, 6)
-        return QSize(int(m.horizontalAdvance("M") * 40), int(row * rows))
+        width = self._fixed_width(m) + MIN_CANDIDATES * self._cell_least(m) if self.panel.on_slide \
+            else m.horizontalAdvance("M") * 40
+        return QSize(int(width), int(row * rows))
+
+    def _fixed_width(self, m: QFontMetricsF) -> float:
+        """The layer labels' column and the selected token's column."""
+        return m.horizontalAdvance("▶ " + self.panel.tr("lens.layer") + " 000") + m.horizontalAdvance("W" * 6 + " #00000 0.00")
+
+    def _cell_least(self, m: QFontMetricsF) -> float:
+        """The width a candidate's cell needs for a short piece and its probability."""
+        return m.horizontalAdvance("␣Paris 0.00") + 10
 
     def content_size(self) -> QSize:
-        """What a slide measures its type on: up to SLIDE_ROWS layers (more elide around a
-        gap, `shown_layers`), the header and the legend."""
+        """What a slide measures its type on: SLIDE_CANDIDATES candidates and up to SLIDE_ROWS
+        layers (more elide around a gap, `shown_layers`), the header and the legend."""
         m, row = self._metrics()
         rows = 0 if self.lens is None else min(self.lens.n_layers, SLIDE_ROWS) * self._lines() + 3
-        return QSize(int(m.horizontalAdvance("M") * 48), int(row * rows))
+        return QSize(int(self._fixed_width(m) + SLIDE_CANDIDATES * self._cell_least(m)), int(row * rows))
 
     def paintEvent(self, _event) -> None:
         lens, theme = self.lens, self.panel.theme
@@ -108,8 +122,10 @@ class LensGrid(QWidget):
         m, row_h = self._metrics()
         rect = QRectF(self.rect())
         label_w = m.horizontalAdvance("▶ " + self.panel.tr("lens.layer") + " 000")
-        k = min(CANDIDATES, lens.ids.shape[1])
         rank_w = m.horizontalAdvance("W" * 6 + " #00000 0.00")
+        # as many candidates as fit a piece and its probability each (a slide's half: three or four)
+        fit_k = int((rect.width() - label_w - rank_w) // self._cell_least(m))
+        k = min(CANDIDATES, lens.ids.shape[1], max(MIN_CANDIDATES, fit_k))
         cell_w = max(1.0, (rect.width() - label_w - rank_w) / k)
         cell_h = row_h * self._lines()
         fit = max(3, int((rect.height() - 3 * row_h) / cell_h))   # three rows: the header and the legend
@@ -202,6 +218,7 @@ class LensPanel(Panel):
     panel_id = "lens"
     title_key = "lens.title"
     SLIDE_STRETCHES = True        # the table fills the room a slide gives it (rows elide around a gap)
+    SLIDE_ELIDES = True           # ... and in a slide's half, fewer layers and candidates at the body type
 
     def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
@@ -227,6 +244,14 @@ class LensPanel(Panel):
     def slide_content_size(self) -> QSize:
         size = self.grid.content_size()
         return QSize(size.width(), size.height() + self.caption.sizeHint().height() * 2)
+
+    def slide_minimum_size(self) -> QSize:
+        """Layer 0, a gap and the last layers, MIN_CANDIDATES candidates: what a slide's half holds."""
+        least = self.grid.minimumSizeHint()
+        width = max(least.width(), 1)
+        labels = sum(label.heightForWidth(width) for label in (self.caption, self.commit_note)
+                     if label.isVisibleTo(self))
+        return QSize(least.width(), least.height() + labels)
 
     def draw(self) -> None:
         """Drawn from the session's lens of the frame on screen (out of sight, a tab behind

@@ -122,9 +122,10 @@ class TokenFlow(QWidget):
     """The tokens as boxes that wrap like text; a text taller than the room keeps its end
     (the newest tokens) under a "…"; the colour scale with its numbers under the text."""
 
-    def __init__(self, panel):
+    def __init__(self, panel, least_chars: int = 24):
         super().__init__(panel)
         self.panel = panel
+        self.least_chars = least_chars           # the narrowest it draws: this many M wide
         self.tokens: list[Token] = []
         self.current: int | None = None          # index in `tokens` of the frame's token (outlined)
         self._cmap = pg.colormap.get(COLOR_MAP)
@@ -163,7 +164,7 @@ class TokenFlow(QWidget):
 
     def minimumSizeHint(self) -> QSize:
         m = QFontMetricsF(self.font())
-        return QSize(int(m.horizontalAdvance("M") * 24), int(self._line_h() + self.legend_h()))
+        return QSize(int(m.horizontalAdvance("M") * self.least_chars), int(self._line_h() + self.legend_h()))
 
     def flow(self, width: float) -> list[list[tuple[int | str, float]]]:
         """Lines of (token index or a label, box width) that fit `width` px."""

@@ -41,6 +41,7 @@ class TranscriptPanel(Panel):
     panel_id = "transcript"
     title_key = "transcript.title"
     SLIDE_STRETCHES = True        # the text fills the room a slide gives it (its start elides)
+    SLIDE_ELIDES = True           # ... down to its newest line
 
     def __init__(self, session: Session, parent=None):
         super().__init__(session, parent)
@@ -82,6 +83,17 @@ class TranscriptPanel(Panel):
         size = self.text.sizeHint()
         labels = (self.caption, self.details)
         return QSize(size.width(), size.height() + sum(label.sizeHint().height() for label in labels))
+
+    def slide_minimum_size(self) -> QSize:
+        """The newest line of the text and the legend, with the caption and the details wrapped
+        to the panel's width: a slide's half keeps the body type (the start elides)."""
+        least = self.text.minimumSizeHint()
+        return QSize(least.width(), self.slide_least_height(max(self.width(), least.width())))
+
+    def slide_least_height(self, width: float) -> int:
+        inner = max(1, int(width) - 8)
+        labels = sum(label.heightForWidth(inner) for label in (self.caption, self.details) if label.isVisibleTo(self))
+        return self.text.minimumSizeHint().height() + labels + 16
 
     def _chosen_at(self, run: Run, index: int) -> Chosen | None:
         """Output token `index`'s numbers (None past what the run's steps chose)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
 from PySide6.QtWidgets import (QFrame, QGridLayout, QHBoxLayout, QLabel, QLineEdit, QPushButton, QScrollArea,
-                               QVBoxLayout, QWidget)
+                               QSizePolicy, QVBoxLayout, QWidget)
 
 from ...core.decode.generate import Run
 from ...core.errors import ExplorerError
@@ -166,10 +166,12 @@ class TopBars(QWidget):
 
     def sizeHint(self) -> QSize:
         m = QFontMetricsF(self.font())
-        return QSize(int(m.horizontalAdvance("M") * 24), int(m.height() * 1.4 * (ALTERNATIVES + 1)))
+        return QSize(int(m.horizontalAdvance("M") * 20), int(m.height() * 1.4 * (ALTERNATIVES + 1)))
 
     def minimumSizeHint(self) -> QSize:
-        return self.sizeHint()
+        """Pieces, numbers and a short bar: two columns fit a slide's half at the body type."""
+        m = QFontMetricsF(self.font())
+        return QSize(int(m.horizontalAdvance("M") * 15), self.sizeHint().height())
 
     def paintEvent(self, _event) -> None:
         theme = self.panel.theme
@@ -196,7 +198,7 @@ class RunText(QWidget):
     def __init__(self, panel: "VersusPanel"):
         super().__init__(panel)
         self.outer = panel
-        self.flow = TokenFlow(self)
+        self.flow = TokenFlow(self, least_chars=12)     # two side by side in a slide's half
         layout = QVBoxLayout(self)
         layout.setContentsMargins(0, 0, 0, 0)
         layout.addWidget(self.flow)
@@ -238,6 +240,8 @@ class VersusPanel(Panel):
         self.clear_button = QPushButton()
         self.clear_button.clicked.connect(self._clear)
         self.controls = QWidget()
+        # the line and buttons share the width they get, never widen the desk's column (as the transcript's)
+        self.controls.setSizePolicy(QSizePolicy.Policy.Ignored, QSizePolicy.Policy.Fixed)
         row = QHBoxLayout(self.controls)
         row.setContentsMargins(0, 0, 0, 0)
         for widget in (self.b_is, self.edit, self.pin_button, self.clear_button):
@@ -254,7 +258,7 @@ class VersusPanel(Panel):
         column.setContentsMargins(0, 0, 0, 0)
         for widget in (self.caption, self.strip, self.summary):
             column.addWidget(widget)
-        grid = QGridLayout()
+        grid = self.grid = QGridLayout()
         for col in range(2):
             grid.addWidget(self.heads[col], 0, col)
             grid.addWidget(self.bars[col], 1, col)
@@ -276,14 +280,24 @@ class VersusPanel(Panel):
         return [self.controls, self.error]
 
     def show_on_slide(self) -> None:
+        """No scroll bars; the transcripts take the height left and keep their newest lines."""
         self.scroll.setVerticalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
         self.scroll.setHorizontalScrollBarPolicy(Qt.ScrollBarPolicy.ScrollBarAlwaysOff)
+        for text in self.texts:
+            text.flow.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Ignored)
+            text.setSizePolicy(QSizePolicy.Policy.Expanding, QSizePolicy.Policy.Expanding)
+        self.grid.setRowStretch(2, 1)
+        column = self.body.layout()
+        column.takeAt(column.count() - 1)                  # the spacer under them: the room goes to the transcripts
+        column.setStretchFactor(self.grid, 1)
+        for text in self.texts:
+            text.flow.setMinimumHeight(text.flow.minimumSizeHint().height())
         super().show_on_slide()
 
     def slide_content_size(self) -> QSize:
         """Two columns of bars side by side (the strip shows as many steps as fit around the frame's)."""
         m = QFontMetricsF(self.font())
-        return QSize(int(m.horizontalAdvance("M") * 50), self.body.sizeHint().height() + 8)
+        return QSize(int(m.horizontalAdvance("M") * 34), self.body.sizeHint().height() + 8)
 
     def has_content(self) -> bool:
         return frame_versus(self.session).comparison is not None
