@@ -9,6 +9,7 @@ from ..core.errors import ExplorerError, SettingError
 from ..core.limits import Whole, shown_text
 
 FORMATS = ("png", "pdf", "svg", "pptx", "csv", "json", "html")   # html: the student page (export.student_page)
+SLIDE_FORMATS = ("png", "pdf", "svg", "pptx", "html")            # a slide per frame (a student page too)
 THEMES = ("light", "high-contrast")
 STYLES = ("slide", "window")   # a slide composed for a projector | the whole window, as on the desk
 MAX_SIDE = 8192            # pixels of one side of a slide, scale included
