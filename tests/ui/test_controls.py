@@ -135,3 +135,20 @@ def test_stop_strings_text_parsing():
     assert parse_stop_strings("") == () and parse_stop_strings("  ") == ()
     assert parse_stop_strings("！, 。") == ("！", "。")
     assert parse_stop_strings("a,,b") == ("a", "", "b")
+
+
+def test_in_beam_mode_every_setting_the_search_does_not_read_is_disabled_and_says_why(controls, session):
+    controls.mode_combo.setCurrentIndex(controls.mode_combo.findData("beam"))
+    assert session.config.mode == "beam" and controls.beams_spin.isEnabled() and controls.max_new_spin.isEnabled()
+    blind = controls._beam_blind()
+    assert {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "order", "stop_strings",
+            "logit_bias", "typical_p", "min_new_tokens"} <= set(blind)
+    for name, widgets in blind.items():
+        for widget in (*widgets, controls._labels[name]):
+            assert not widget.isEnabled(), name
+            assert widget.toolTip().startswith("Not used by beam search"), name
+    controls.mode_combo.setCurrentIndex(controls.mode_combo.findData("sample"))     # back: usable again
+    for name, widgets in blind.items():
+        assert all(w.isEnabled() and not w.toolTip() for w in widgets), name
+        assert controls._labels[name].isEnabled()
+    assert controls._labels["typical_p"].toolTip().startswith("Keep the tokens")     # its own tip is back

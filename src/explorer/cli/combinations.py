@@ -76,6 +76,22 @@ GREEDY_BLIND = (*(STAGE_FLAGS[name] for name in ARGMAX_KEEPING), "--seed")
 BEAM_ONLY = ("--beam-width", "--length-penalty")
 # the flags a beam search does not read (it scores by the raw log-probabilities, ends on EOS or length)
 BEAM_BLIND = (*STAGE_FLAGS.values(), "--xtc-threshold", "--min-keep", "--seed", "--order", "--stop")
+# of those, the stages Hugging Face's beam search does apply (logits processors, not warpers of a draw)
+BEAM_PROCESSORS = tuple(STAGE_FLAGS[s] for s in ("repetition_penalty", "logit_bias", "min_new_tokens",
+                                                 "presence_penalty", "frequency_penalty"))
+
+
+def beam_blind_reason(flag: str) -> str:
+    """Why a beam search does not act on `flag` (one of BEAM_BLIND), said as Hugging Face's does."""
+    if flag == "--order":
+        return "a beam search runs no sampling stage, so there is no order to set"
+    if flag == "--stop":
+        return "a beam search ends a sequence on the end token or at --max-new-tokens; it reads no stop strings"
+    if flag in BEAM_PROCESSORS:
+        return (f"Hugging Face's beam search applies {flag} to every beam's scores, but this one ranks the "
+                f"sequences by the model's own log-probabilities and does not")
+    return (f"a beam search draws nothing: it keeps the sequences with the highest sums of log-probabilities, and "
+            f"{flag} only shapes a draw (Hugging Face's beam search ignores it too, unless do_sample=True)")
 
 LANG_JSON = Rule(("--lang", "--json"), "the JSON is the same in every language; leave out --lang, or --json for "
                                       "the table")
@@ -223,8 +239,9 @@ def order_refusal(args: argparse.Namespace, order, left_out, name: str = "") -> 
 def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[str, SamplingConfig]],
                    as_table: bool) -> None:
     """Checks that need the run's settings (a lesson brings its own): every active stage is in
-    the order, the beam's flags meet a beam, and (for a table of choices, `as_table`) a greedy
-    run is given no flag that could only reshape a draw. `configs`: (name of the run, its
+    the order, the beam's flags meet a beam, a beam search is given no flag it does not read,
+    and (for a table of choices, `as_table`) a greedy run is given no flag that could only
+    reshape a draw. `configs`: (name of the run, its
     settings): "" for a free run, the lesson's scenario otherwise."""
     given = {flag for flag in (*BEAM_BLIND, *BEAM_ONLY)
              if getattr(args, flag[2:].replace("-", "_"), None) is not None}
@@ -239,11 +256,11 @@ def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[s
             if flag in given:
                 raise SettingError(f"{flag} in {' and '.join(sorted(modes))} mode{of}: it belongs to a beam search; "
                                    f"add --mode beam, or leave out {flag}")
-    if as_table and modes == {"beam"}:
+    if modes == {"beam"}:                 # the flag would change at most the drawing of the greedy path
+        mode = "with --mode beam" if getattr(args, "mode", None) == "beam" else "in beam mode"
         for flag in BEAM_BLIND:
             if flag in given:
-                raise SettingError(f"{flag} in beam mode{of}: a beam search ranks sequences by the model's own "
-                                   f"log-probabilities, which {flag} does not act on; add --mode greedy or sample, "
+                raise SettingError(f"{flag} {mode}{of}: {beam_blind_reason(flag)}; add --mode greedy or sample, "
                                    f"or leave out {flag}")
     if as_table and all(_greedy(config) for _, config in configs):
         for flag in GREEDY_BLIND:
