@@ -141,8 +141,11 @@ def test_in_beam_mode_every_setting_the_search_does_not_read_is_disabled_and_say
     controls.mode_combo.setCurrentIndex(controls.mode_combo.findData("beam"))
     assert session.config.mode == "beam" and controls.beams_spin.isEnabled() and controls.max_new_spin.isEnabled()
     blind = controls._beam_blind()
-    assert {"temperature", "top_k", "top_p", "min_p", "repetition_penalty", "seed", "order", "stop_strings",
-            "logit_bias", "typical_p", "min_new_tokens"} <= set(blind)
+    assert {"temperature", "top_k", "top_p", "min_p", "seed", "order", "stop_strings", "typical_p",
+            "presence_penalty"} <= set(blind)
+    for name, widgets in (("repetition_penalty", (controls.slider("repetition_penalty"),)),   # applied, as HF does
+                          ("min_new_tokens", (controls.spin("min_new_tokens"),)), ("logit_bias", (controls.bias_edit,))):
+        assert name not in blind and all(w.isEnabled() and not w.toolTip() for w in widgets)
     for name, widgets in blind.items():
         for widget in (*widgets, controls._labels[name]):
             assert not widget.isEnabled(), name
