@@ -90,3 +90,31 @@ def test_a_lesson_too_big_to_open_again_is_not_written(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and "more than a lesson file may hold (1,048,576 bytes)" in err and "fewer new tokens" in err
     assert not out.exists() and list(tmp_path.iterdir()) == []
+
+
+def numbers_in(value) -> int:
+    if isinstance(value, dict):
+        return sum(numbers_in(v) for v in value.values())
+    if isinstance(value, list):
+        return sum(numbers_in(v) for v in value)
+    return 1 if value is None or isinstance(value, (int, float)) else 0      # the mask's true/false too
+
+
+def test_the_numbers_of_an_intermediates_handout_are_counted_before_it_is_built(tmp_path, capsys, monkeypatch):
+    import explorer.cli.export as export
+    from explorer.catalog.load import load_model
+    from explorer.cli.main import main
+    from explorer.core.decode.generate import generate
+    from explorer.core.decode.sampling import SamplingConfig
+    from explorer.export.handouts import intermediate_numbers, trace_dict
+    model = load_model("teaching")
+    run = generate(model, [1, 2], SamplingConfig(max_new_tokens=5))
+    forwards = [trace_dict(step.trace) for step in run.steps]
+    ids = sum(numbers_in({k: f[k] for k in ("ids", "positions", "key_ids", "key_positions")}) for f in forwards)
+    assert intermediate_numbers(run) == numbers_in(forwards) - ids        # every array, counted from its shape
+    monkeypatch.setattr(export, "MAX_HANDOUT_NUMBERS", 100)
+    monkeypatch.setattr("explorer.export.handouts.trace_dict", lambda _trace: pytest.fail("the JSON was built"))
+    code = main(["export", "--format", "json", "--intermediates", "--prompt-ids", "1,2", "--out", str(tmp_path / "d")])
+    err = capsys.readouterr().err
+    assert code == 2 and "--intermediates: the JSON handout would hold" in err and "more than the 100 one holds" in err
+    assert list(tmp_path.iterdir()) == []

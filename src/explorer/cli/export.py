@@ -14,8 +14,9 @@ from .progress import ProgressLine, percent
 from .flags import add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, names_a_free_run, number, \
     session_from_args
 from ..core.errors import ExplorerError, SettingError
-from ..core.limits import MAX_SLIDES, MAX_TOKEN_ID, Whole
+from ..core.limits import MAX_HANDOUT_NUMBERS, MAX_SLIDES, MAX_TOKEN_ID, Whole
 from ..export.files import check_out_folder
+from ..export.handouts import intermediate_numbers
 from ..export.pptx_deck import deck_slide_size
 from ..interrupts import os_error_text
 from ..export.spec import (CANCELLED, FORMATS, HANDOUT_TOP, SLIDE_FORMATS, STYLES, THEMES, ExportCancelled,
@@ -157,6 +158,8 @@ def _spec(args, session: Session) -> ExportSpec:
     limit = _slide_limit(args)
     if args.frames is None and slides > limit and set(formats) & set(SLIDE_FORMATS):
         raise _too_many_slides(slides, count, limit)
+    if args.intermediates:
+        _check_handout_size(session)
     width, height = parse_size(args.size, args.scale)
     if "pptx" in formats:
         try:
@@ -167,6 +170,19 @@ def _spec(args, session: Session) -> ExportSpec:
                       lang=args.lang, theme=args.theme, style=args.style, frames=frames,
                       panel=args.panel, caption=not args.no_caption, intermediates=args.intermediates,
                       top=args.top)
+
+
+def _check_handout_size(session: Session) -> None:
+    """--intermediates: refused before the JSON is built when it would hold more numbers than a
+    handout may (a real model's step is some 150,000 numbers, 3 MB of JSON)."""
+    runs = [run for run, _ in session.scenario_results()]
+    numbers = sum(intermediate_numbers(run) for run in runs)
+    if numbers > MAX_HANDOUT_NUMBERS:
+        steps = sum(len(run.steps) for run in runs)
+        raise ExplorerError(f"--intermediates: the JSON handout would hold {numbers:,} numbers (every intermediate "
+                            f"value of {steps:,} steps, about {numbers * 20 // 10**6:,} MB), more than the "
+                            f"{MAX_HANDOUT_NUMBERS:,} one holds; lower --max-new-tokens (about "
+                            f"{max(1, MAX_HANDOUT_NUMBERS * steps // numbers):,} steps fit), or leave out --intermediates")
 
 
 def _slide_limit(args) -> int:
