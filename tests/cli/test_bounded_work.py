@@ -118,3 +118,17 @@ def test_the_numbers_of_an_intermediates_handout_are_counted_before_it_is_built(
     err = capsys.readouterr().err
     assert code == 2 and "--intermediates: the JSON handout would hold" in err and "more than the 100 one holds" in err
     assert list(tmp_path.iterdir()) == []
+
+
+def test_a_lessons_slides_are_counted_from_its_file_as_the_deck_draws_them():
+    from explorer.export.spec import deck_slides, planned_slides
+    from explorer.lessons import lesson_names, load_lesson
+    asking = 0
+    for name in lesson_names():
+        lesson = load_lesson(name)
+        if lesson.real_models:
+            continue
+        session = lesson.build_session()
+        assert planned_slides(lesson.plans) == len(deck_slides(session, range(len(session.frames)))), name
+        asking += any(frame.ask for frame in session.frames)
+    assert asking >= 2                          # lessons with questions (two slides each) are among them

@@ -20,7 +20,8 @@ from ..export.handouts import intermediate_numbers
 from ..export.pptx_deck import deck_slide_size
 from ..interrupts import os_error_text
 from ..export.spec import (CANCELLED, FORMATS, HANDOUT_TOP, SLIDE_FORMATS, STYLES, THEMES, ExportCancelled,
-                          ExportSpec, deck_slides, frame_ranges, parse_formats, parse_frames, parse_size, size_range)
+                          ExportSpec, deck_slides, frame_ranges, parse_formats, parse_frames, parse_size,
+                          planned_slides, size_range)
 from ..lessons import DEFAULT_LESSON_ID, lesson_names
 from ..session import Session
 from ..session.frames import most_frames_of_run
@@ -204,7 +205,7 @@ def _check_slide_count(args, configs, lesson) -> None:
         return
     limit = _slide_limit(args)
     if lesson is not None:
-        slides = sum(2 if plan.extras.get("ask") else 1 for plan in lesson.plans)   # a question: two slides
+        slides = planned_slides(lesson.plans)
         if args.panel is None and slides > limit:
             raise _too_many_slides(slides, len(lesson.plans), limit)
         return

@@ -93,6 +93,12 @@ def deck_slides(session, indexes) -> list[tuple[int, bool]]:
     return [(i, asking) for i in indexes for asking in ((True, False) if session.frames[i].ask else (False,))]
 
 
+def planned_slides(plans) -> int:
+    """How many slides `deck_slides` makes of a lesson's every frame, from its frame plans (a
+    question frame is two), before any run is computed."""
+    return sum(2 if plan.extras.get("ask") else 1 for plan in plans)
+
+
 def frame_ranges(indexes) -> str:
     """0-based frame indexes as the player counts them, in ranges: (0, 1, 2, 3, 6) -> '1-4,7'."""
     out, run = [], []
