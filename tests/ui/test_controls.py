@@ -155,3 +155,15 @@ def test_in_beam_mode_every_setting_the_search_does_not_read_is_disabled_and_say
         assert all(w.isEnabled() and not w.toolTip() for w in widgets), name
         assert controls._labels[name].isEnabled()
     assert controls._labels["typical_p"].toolTip().startswith("Keep the tokens")     # its own tip is back
+
+
+def test_the_beam_panel_says_which_processors_shaped_the_tree(qtbot, session):
+    from explorer.ui.panels.beam import BeamPanel
+    session.set_sampling(mode="beam", repetition_penalty=2.0)
+    panel = BeamPanel(session)
+    qtbot.addWidget(panel)
+    panel.refresh()
+    assert "repetition_penalty reshaped every beam's log-probabilities" in panel.caption.text()
+    session.set_sampling(repetition_penalty=1.0)
+    panel.refresh()
+    assert "reshaped" not in panel.caption.text()
