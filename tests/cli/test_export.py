@@ -263,8 +263,11 @@ def test_a_killed_exports_staging_is_removed_by_the_next_export_and_nothing_else
     proc = subprocess.Popen([sys.executable, "-m", "explorer", "export", "--lesson", "sampling", "--out", str(out),
                              "--format", "png,pdf", "--scale", "2"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while not any(out.iterdir()) and proc.poll() is None:      # the staging folder is made: drawing begins
-        time.sleep(0.01)
+    def marked() -> bool:                # the staging folder is made and its marker written: drawing begins
+        return any((f / ".token-explorer-staging").is_file() and (f / ".token-explorer-staging").stat().st_size
+                   for f in out.iterdir())
+    while not marked() and proc.poll() is None:     # (a kill between the mkdir and the marker's write leaves
+        time.sleep(0.01)                            # a folder no one can prove is ours: it stays)
     proc.kill()
     proc.communicate(timeout=300)
     (killed,) = list(out.iterdir())

@@ -11,6 +11,7 @@ import stat
 import pytest
 
 from broken_files import BROKEN_LESSONS, BROKEN_PARAMS, broken_ggufs, special_files, write  # noqa: F401
+from chat_templates import BROKEN_TEMPLATES
 
 from explorer.cli import main as cli
 from explorer.core.limits import MAX_BEAMS, MAX_LESSON_BYTES, MAX_NEW_TOKENS, MAX_PARAMS_BYTES
@@ -106,6 +107,43 @@ def test_a_gguf_that_is_a_fifo_does_not_block(tmp_path, capsys):
     os.mkfifo(fifo)
     with pytest.raises(GGUFError, match="model.gguf: is a pipe"):
         GGUFFile(fifo)
+
+
+# ---------------------------------------------------------------------------- chat templates
+
+@pytest.mark.parametrize("name", sorted(BROKEN_TEMPLATES))
+def test_a_broken_chat_template_renders_nothing_and_says_why(name):
+    from explorer.core.tokens.template import Limits, render_chat
+    template, words = BROKEN_TEMPLATES[name]
+    out = render_chat(template, "hi", limits=Limits(seconds=0.2))
+    assert out.text is None and out.problem.startswith("the chat template") and words in out.problem, out.problem
+
+
+def test_a_gguf_with_a_broken_chat_template_runs_on_the_plain_prompt_and_says_why(tmp_path, capsys):
+    """The template comes in the file (`tokenizer.chat_template`): `--chat` says what is wrong
+    with it and runs the plain prompt, never a traceback, a hang or a lost prompt."""
+    import numpy as np
+    from gguf import GGUFValueType
+    from gguf_files import llama_tensors, write_llama
+    tensors = llama_tensors(np.random.default_rng(5))
+
+    def prompt_of(path, *flags) -> tuple[list[int], str]:
+        status = cli.main(["trace", "--model", str(path), "--prompt", "the", *flags, "--max-new-tokens", "1",
+                           "--json"])
+        out, err = capsys.readouterr()
+        assert status == 0 and "Traceback" not in err, err
+        return json.loads(out)["prompt_ids"], err
+
+    plain, _ = prompt_of(write_llama(tmp_path / "plain.gguf", tensors))
+    for name, (template, words) in BROKEN_TEMPLATES.items():
+        if not template:                     # an empty template in a file is no template: ChatML is used
+            continue
+        path = write_llama(tmp_path / f"{name}.gguf", tensors,
+                           extra_kv={"tokenizer.chat_template": (template, GGUFValueType.STRING)})
+        ids, err = prompt_of(path, "--chat")
+        assert ids == plain, name
+        assert err.startswith("--chat: the chat template") and words in err and \
+            "the prompt is the plain text" in err, (name, err)
 
 
 # ---------------------------------------------------------------------------- writing

@@ -1,6 +1,7 @@
 """Real chat templates (public Jinja texts from the models' tokenizer_config.json), as copied
 into llama.cpp's models/templates/ (llama-cpp-python 0.3.36's vendored llama.cpp): Qwen2.5-7B-Instruct,
-Qwen3-0.6B, Llama-3.2-3B-Instruct, Phi-3.5-mini-instruct, gemma-2-2b-it."""
+Qwen3-0.6B, Llama-3.2-3B-Instruct, Phi-3.5-mini-instruct, gemma-2-2b-it; and a corpus of broken
+and hostile ones (BROKEN_TEMPLATES)."""
 
 # Qwen-Qwen2.5-7B-Instruct.jinja
 QWEN25 = '{%- if tools %}\n    {{- \'<|im_start|>system\\n\' }}\n    {%- if messages[0][\'role\'] == \'system\' %}\n        {{- messages[0][\'content\'] }}\n    {%- else %}\n        {{- \'You are Qwen, created by Alibaba Cloud. You are a helpful assistant.\' }}\n    {%- endif %}\n    {{- "\\n\\n# Tools\\n\\nYou may call one or more functions to assist with the user query.\\n\\nYou are provided with function signatures within <tools></tools> XML tags:\\n<tools>" }}\n    {%- for tool in tools %}\n        {{- "\\n" }}\n        {{- tool | tojson }}\n    {%- endfor %}\n    {{- "\\n</tools>\\n\\nFor each function call, return a json object with function name and arguments within <tool_call></tool_call> XML tags:\\n<tool_call>\\n{\\"name\\": <function-name>, \\"arguments\\": <args-json-object>}\\n</tool_call><|im_end|>\\n" }}\n{%- else %}\n    {%- if messages[0][\'role\'] == \'system\' %}\n        {{- \'<|im_start|>system\\n\' + messages[0][\'content\'] + \'<|im_end|>\\n\' }}\n    {%- else %}\n        {{- \'<|im_start|>system\\nYou are Qwen, created by Alibaba Cloud. You are a helpful assistant.<|im_end|>\\n\' }}\n    {%- endif %}\n{%- endif %}\n{%- for message in messages %}\n    {%- if (message.role == "user") or (message.role == "system" and not loop.first) or (message.role == "assistant" and not message.tool_calls) %}\n        {{- \'<|im_start|>\' + message.role + \'\\n\' + message.content + \'<|im_end|>\' + \'\\n\' }}\n    {%- elif message.role == "assistant" %}\n        {{- \'<|im_start|>\' + message.role }}\n        {%- if message.content %}\n            {{- \'\\n\' + message.content }}\n        {%- endif %}\n        {%- for tool_call in message.tool_calls %}\n            {%- if tool_call.function is defined %}\n                {%- set tool_call = tool_call.function %}\n            {%- endif %}\n            {{- \'\\n<tool_call>\\n{"name": "\' }}\n            {{- tool_call.name }}\n            {{- \'", "arguments": \' }}\n            {{- tool_call.arguments | tojson }}\n            {{- \'}\\n</tool_call>\' }}\n        {%- endfor %}\n        {{- \'<|im_end|>\\n\' }}\n    {%- elif message.role == "tool" %}\n        {%- if (loop.index0 == 0) or (messages[loop.index0 - 1].role != "tool") %}\n            {{- \'<|im_start|>user\' }}\n        {%- endif %}\n        {{- \'\\n<tool_response>\\n\' }}\n        {{- message.content }}\n        {{- \'\\n</tool_response>\' }}\n        {%- if loop.last or (messages[loop.index0 + 1].role != "tool") %}\n            {{- \'<|im_end|>\\n\' }}\n        {%- endif %}\n    {%- endif %}\n{%- endfor %}\n{%- if add_generation_prompt %}\n    {{- \'<|im_start|>assistant\\n\' }}\n{%- endif %}\n'
@@ -16,3 +17,59 @@ PHI35 = "{% for message in messages %}{% if message['role'] == 'system' and mess
 
 # google-gemma-2-2b-it.jinja
 GEMMA2 = "{{ bos_token }}{% if messages[0]['role'] == 'system' %}{{ raise_exception('System role not supported') }}{% endif %}{% for message in messages %}{% if (message['role'] == 'user') != (loop.index0 % 2 == 0) %}{{ raise_exception('Conversation roles must alternate user/assistant/user/assistant/...') }}{% endif %}{% if (message['role'] == 'assistant') %}{% set role = 'model' %}{% else %}{% set role = message['role'] %}{% endif %}{{ '<start_of_turn>' + role + '\n' + message['content'] | trim + '<end_of_turn>\n' }}{% endfor %}{% if add_generation_prompt %}{{'<start_of_turn>model\n'}}{% endif %}"
+
+
+# Broken and hostile chat templates, as a GGUF file's `tokenizer.chat_template` may bring them (a
+# download is untrusted input): name -> (template, words the fallback's message must hold). Each
+# must fall back to the plain prompt, with a message naming the problem, quickly and in bounded
+# memory; grouped by the class of problem.
+BROKEN_TEMPLATES = {
+    # syntax
+    "unclosed-expression": ("{% for m in messages %}{{ m.content }", "TemplateSyntaxError"),
+    "unclosed-block": ("{% if add_generation_prompt %}{{ messages[0].content }}", "TemplateSyntaxError"),
+    "unknown-tag": ("{% while true %}{{ messages[0].content }}{% endwhile %}", "TemplateSyntaxError"),
+    "unknown-filter": ("{{ messages[0].content | shout }}", "No filter named 'shout'"),
+    "include": ("{% include 'system.jinja' %}{{ messages[0].content }}", "no loader"),
+    "import": ("{% import 'os' as os %}{{ messages[0].content }}", "no loader"),
+    # work without end: loops, recursion, output
+    "nested-loops": ("{% for i in range(90000) %}{% for j in range(90000) %}{% endfor %}{% endfor %}"
+                     "{{ messages[0].content }}", "it ran longer than"),
+    "huge-range": ("{% for i in range(0, 10**18) %}{% endfor %}", "a range of 1,000,000,000,000,000,000 items"),
+    "recursive-macro": ("{% macro f() %}{{ f() }}{% endmacro %}{{ f() }}", "calls itself too deeply"),
+    "recursive-loop": ("{% for m in messages recursive %}{{ loop(messages) }}{% endfor %}", "RecursionError"),
+    "deep-nesting": ("{{ " + "(" * 5000 + "messages" + ")" * 5000 + " }}", "RecursionError"),
+    "huge-output": ("{% for i in range(50000) %}{{ 'x' * 50 }}{% endfor %}", "its output passed 100,000 characters"),
+    "repeated-text": ("{{ 'x' * 1000000000 }}", "a repeated text or list passed"),
+    "repeated-list": ("{{ messages * 99999 * 99999 }}", "a repeated text or list passed"),
+    "huge-power": ("{% set n = 100000 %}{{ 10 ** n ** n }}", "a power of"),
+    # a huge text built at once, inside one filter or method (no check during it could stop it)
+    "center": ("{{ messages[0].content | center(10**9) }}", "center() was given 1,000,000,000"),
+    "indent": ("{{ messages[0].content | indent(10**8) }}", "indent() was given 100,000,000"),
+    "tojson-indent": ("{{ messages | tojson(indent=10**9) }}", "tojson() was given 1,000,000,000"),
+    "ljust": ("{{ messages[0].content.ljust(10**9) }}", "ljust() was given 1,000,000,000"),
+    "percent-width": ("{{ '%1000000000s' % messages[0].content }}", "a format of '%1000000000s' is wider"),
+    "format-filter": ("{{ '%1000000000d' | format(1) }}", "a format of '%1000000000d' is wider"),
+    "str-format": ("{{ '{:>1000000000}'.format(messages[0].content) }}", "a format of '{:>1000000000}' is wider"),
+    "replace": ("{{ ('x' * 99999) | replace('x', 'x' * 99999) }}", "replace() would make a text of more than"),
+    "join": ("{{ range(99999) | join('x' * 99999) }}", "join() would make a text of more than"),
+    # outside the sandbox
+    "class-walk": ("{{ ''.__class__.__mro__[1].__subclasses__() }}", "SecurityError"),
+    "function-globals": ("{{ cycler.__init__.__globals__.os }}", "SecurityError"),
+    "lipsum-globals": ("{{ lipsum.__globals__['os'].system('true') }}", "SecurityError"),
+    "mutate-list": ("{{ messages.append(1) }}{{ messages[0].content }}", "SecurityError"),
+    "mutate-dict": ("{{ messages[0].update({'content': 'x'}) }}", "SecurityError"),
+    # undefined names
+    "undefined-attribute": ("{{ conversation.turns }}", "'conversation' is undefined"),
+    "undefined-call": ("{{ apply_template(messages) }}", "'apply_template' is undefined"),
+    "undefined-in-sum": ("{{ system_prefix + messages[0].content }}", "'system_prefix' is undefined"),
+    "missing-message": ("{{ messages[3].content }}", "UndefinedError"),
+    # raised
+    "raise-exception": ("{{ raise_exception('Only user and assistant roles are supported!') }}",
+                        "the template raised: Only user and assistant roles are supported!"),
+    "zero-division": ("{{ 1 / 0 }}", "ZeroDivisionError"),
+    "type-error": ("{{ messages[0].content + 1 }}", "TypeError"),
+    "overflow": ("{{ 10.0 ** 400 }}", "OverflowError"),
+    # renders, but not a turn of the user's text: the prompt would be lost without a word
+    "empty": ("", "wrote a turn without the user's text (0 characters)"),
+    "no-messages": ("{{ bos_token }}<|im_start|>assistant\n", "wrote a turn without the user's text"),
+}

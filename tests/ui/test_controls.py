@@ -135,3 +135,35 @@ def test_stop_strings_text_parsing():
     assert parse_stop_strings("") == () and parse_stop_strings("  ") == ()
     assert parse_stop_strings("！, 。") == ("！", "。")
     assert parse_stop_strings("a,,b") == ("a", "", "b")
+
+
+def test_in_beam_mode_every_setting_the_search_does_not_read_is_disabled_and_says_why(controls, session):
+    controls.mode_combo.setCurrentIndex(controls.mode_combo.findData("beam"))
+    assert session.config.mode == "beam" and controls.beams_spin.isEnabled() and controls.max_new_spin.isEnabled()
+    blind = controls._beam_blind()
+    assert {"temperature", "top_k", "top_p", "min_p", "seed", "order", "stop_strings", "typical_p",
+            "presence_penalty"} <= set(blind)
+    for name, widgets in (("repetition_penalty", (controls.slider("repetition_penalty"),)),   # applied, as HF does
+                          ("min_new_tokens", (controls.spin("min_new_tokens"),)), ("logit_bias", (controls.bias_edit,))):
+        assert name not in blind and all(w.isEnabled() and not w.toolTip() for w in widgets)
+    for name, widgets in blind.items():
+        for widget in (*widgets, controls._labels[name]):
+            assert not widget.isEnabled(), name
+            assert widget.toolTip().startswith("Not used by beam search"), name
+    controls.mode_combo.setCurrentIndex(controls.mode_combo.findData("sample"))     # back: usable again
+    for name, widgets in blind.items():
+        assert all(w.isEnabled() and not w.toolTip() for w in widgets), name
+        assert controls._labels[name].isEnabled()
+    assert controls._labels["typical_p"].toolTip().startswith("Keep the tokens")     # its own tip is back
+
+
+def test_the_beam_panel_says_which_processors_shaped_the_tree(qtbot, session):
+    from explorer.ui.panels.beam import BeamPanel
+    session.set_sampling(mode="beam", repetition_penalty=2.0)
+    panel = BeamPanel(session)
+    qtbot.addWidget(panel)
+    panel.refresh()
+    assert "repetition_penalty reshaped every beam's log-probabilities" in panel.caption.text()
+    session.set_sampling(repetition_penalty=1.0)
+    panel.refresh()
+    assert "reshaped" not in panel.caption.text()

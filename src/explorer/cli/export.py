@@ -9,19 +9,22 @@ import sys
 from contextlib import contextmanager
 from pathlib import Path
 
-from .combinations import check_settings, session_configs
+from .combinations import check_settings
 from .progress import ProgressLine, percent
 from .flags import add_prompt_flags, add_run_flags, add_sampling_flags, check_run_flags, names_a_free_run, number, \
     session_from_args
 from ..core.errors import ExplorerError, SettingError
-from ..core.limits import MAX_SLIDES, MAX_TOKEN_ID, Whole
+from ..core.limits import MAX_HANDOUT_NUMBERS, MAX_SLIDES, MAX_TOKEN_ID, Whole
 from ..export.files import check_out_folder
+from ..export.handouts import intermediate_numbers
 from ..export.pptx_deck import deck_slide_size
 from ..interrupts import os_error_text
-from ..export.spec import (CANCELLED, FORMATS, HANDOUT_TOP, STYLES, THEMES, ExportCancelled, ExportSpec, deck_slides,
-                          frame_ranges, parse_formats, parse_frames, parse_size, size_range)
+from ..export.spec import (CANCELLED, FORMATS, HANDOUT_TOP, SLIDE_FORMATS, STYLES, THEMES, ExportCancelled,
+                          ExportSpec, deck_slides, frame_ranges, parse_formats, parse_frames, parse_size,
+                          planned_slides, size_range)
 from ..lessons import DEFAULT_LESSON_ID, lesson_names
 from ..session import Session
+from ..session.frames import most_frames_of_run
 from ..session.panels import SLIDE_PANELS
 from ..session.text_so_far import own_run_caption
 
@@ -81,11 +84,14 @@ def _run(args, cancelled) -> int:
         raise SettingError(f"--speculative {args.speculative} with the lesson {lesson!r}: a lesson's slides show "
                            f"its own decoding; give --model or --prompt for a free run decoded speculatively "
                            f"(`token-explorer trace --lesson {lesson} --speculative K` prints that lesson decoded speculatively)")
-    session = session_from_args(args, lesson, speculative=True, cancel=cancelled)
+    def before_run(configs, played) -> None:
+        check_settings("export", args, configs, as_table=False)
+        _check_slide_count(args, configs, played)
+
+    session = session_from_args(args, lesson, speculative=True, cancel=cancelled, before_run=before_run)
     if cancelled():                       # Ctrl+C while the run was computed
         print(f"explorer export: {CANCELLED}", file=sys.stderr)
         return CANCELLED_EXIT
-    check_settings("export", args, session_configs(session), as_table=False)
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word
         for step, token in run.unreached_overrides.items():
             raise SettingError(f"--force {step}:{token}: {run.unreached_text(step)}")
@@ -150,11 +156,11 @@ def _spec(args, session: Session) -> ExportSpec:
                                 f"slides; write the panel's frames as png or pdf, or the whole deck without --panel")
         frames = _panel_frames(args, session, frames)
     slides = len(deck_slides(session, range(count) if frames is None else frames))
-    limit = MAX_SLIDES if args.max_slides is None else args.max_slides
-    if args.frames is None and slides > limit and set(formats) & {"png", "pdf", "pptx", "svg"}:
-        raise ExplorerError(f"this export would draw {slides:,} slides ({count:,} frames), more than the {limit:,} "
-                            f"an export draws unless asked; choose frames with --frames (e.g. --frames 1-{min(count, 20)}),"
-                            f" or allow them with --max-slides {slides}")
+    limit = _slide_limit(args)
+    if args.frames is None and slides > limit and set(formats) & set(SLIDE_FORMATS):
+        raise _too_many_slides(slides, count, limit)
+    if args.intermediates:
+        _check_handout_size(session)
     width, height = parse_size(args.size, args.scale)
     if "pptx" in formats:
         try:
@@ -165,6 +171,56 @@ def _spec(args, session: Session) -> ExportSpec:
                       lang=args.lang, theme=args.theme, style=args.style, frames=frames,
                       panel=args.panel, caption=not args.no_caption, intermediates=args.intermediates,
                       top=args.top)
+
+
+def _check_handout_size(session: Session) -> None:
+    """--intermediates: refused before the JSON is built when it would hold more numbers than a
+    handout may (a real model's step is some 150,000 numbers, 3 MB of JSON)."""
+    runs = [run for run, _ in session.scenario_results()]
+    numbers = sum(intermediate_numbers(run) for run in runs)
+    if numbers > MAX_HANDOUT_NUMBERS:
+        steps = sum(len(run.steps) for run in runs)
+        raise ExplorerError(f"--intermediates: the JSON handout would hold {numbers:,} numbers (every intermediate "
+                            f"value of {steps:,} steps, about {numbers * 20 // 10**6:,} MB), more than the "
+                            f"{MAX_HANDOUT_NUMBERS:,} one holds; lower --max-new-tokens (about "
+                            f"{max(1, MAX_HANDOUT_NUMBERS * steps // numbers):,} steps fit), or leave out --intermediates")
+
+
+def _slide_limit(args) -> int:
+    return MAX_SLIDES if args.max_slides is None else args.max_slides
+
+
+def _too_many_slides(slides: int, frames: int, limit: int) -> ExplorerError:
+    return ExplorerError(f"this export would draw {slides:,} slides ({frames:,} frames), more than the {limit:,} "
+                         f"an export draws unless asked; choose frames with --frames (e.g. --frames 1-{min(frames, 20)}),"
+                         f" or allow them with --max-slides {slides}")
+
+
+def _check_slide_count(args, configs, lesson) -> None:
+    """Before any model runs, an export of every frame that would draw more slides than it
+    may is refused: the count is known up front. A lesson's frames are its file's (with
+    --panel, those that show the panel are known once it ran: checked then, in `_spec`); a
+    free run of up to N new tokens makes at most `most_frames_of_run(N)`."""
+    if args.frames is not None or args.list or not set(parse_formats(args.format)) & set(SLIDE_FORMATS):
+        return
+    limit = _slide_limit(args)
+    if lesson is not None:
+        slides = planned_slides(lesson.plans)
+        if args.panel is None and slides > limit:
+            raise _too_many_slides(slides, len(lesson.plans), limit)
+        return
+    tokens = max(config.max_new_tokens for _, config in configs)
+    most = most_frames_of_run(tokens)
+    if most <= limit:
+        return
+    said = f"--max-new-tokens {tokens}" if args.max_new_tokens is not None else f"a run of up to {tokens} new tokens"
+    fits = (limit - most_frames_of_run(0)) // 2
+    lower = f"lower --max-new-tokens (up to {fits} fit{'s' if fits == 1 else ''}), " if fits >= 1 else ""
+    allowed = f" with --max-slides {limit}" if args.max_slides is not None else ""
+    raise ExplorerError(f"{said}{allowed}: this export could draw up to {most:,} slides (the input, a forward and a "
+                        f"pick for each new token, the stop), more than the {limit:,} an export draws unless asked, "
+                        f"and nothing was run; {lower}choose frames with --frames (e.g. --frames 1-20), or allow "
+                        f"them with --max-slides {most}")
 
 
 def _panel_frames(args, session: Session, chosen: tuple[int, ...] | None) -> tuple[int, ...]:

@@ -277,20 +277,32 @@ def noted(lesson):
 
 
 def session_from_args(args: argparse.Namespace, lesson: str | None = None, speculative: bool = False,
-                      cancel: Callable[[], bool] | None = None) -> Session:
+                      cancel: Callable[[], bool] | None = None, before_run: Callable | None = None) -> Session:
     """The session the flags describe: `lesson`'s (a name or a file), or a free run of the
     model and prompt they give (decoded speculatively with --speculative when `speculative`);
     then their sampling changes and what-if choices, computed with progress on a terminal
-    and stopped (the run ends "cancelled") when `cancel()` says so. Call `check_run_flags` first."""
+    and stopped (the run ends "cancelled") when `cancel()` says so. Call `check_run_flags` first.
+    `before_run(configs, lesson)`, once the models are loaded and before any of them runs: a
+    refusal that needs only the settings comes before the work. configs: (name of the run, its
+    settings with the flags applied), named as `session_configs` names them; lesson: the Lesson
+    played, or None for a free run."""
     if lesson is not None:
-        session = noted(load_lesson(lesson)).build_session()
+        played = noted(load_lesson(lesson))
+        scenarios = played.build_scenarios()
+        changes = sampling_changes(args, scenarios[0].model.vocab)
+        if before_run is not None:
+            names = [name for name, _ in played.scenarios] if len(played.scenarios) > 1 else [played.id]
+            before_run([(name, _changed(args, s.config, changes)) for name, s in zip(names, scenarios)], played)
+        session = played.build_session(scenarios)
     else:
         model = free_model(args)
         k = args.speculative if speculative and args.speculative is not None else 0
         scenario = Scenario(model, tuple(prompt_ids(args, model)), DEFAULT_CONFIG, speculative=k,
                             ngram=DEFAULT_NGRAM if args.ngram is None else args.ngram)
+        changes = sampling_changes(args, model.vocab)
+        if before_run is not None:
+            before_run([("", _changed(args, DEFAULT_CONFIG, changes))], None)
         session = Session(model, scenario.prompt_ids, check_recompute=not args.no_check, scenarios=(scenario,))
-    changes = sampling_changes(args, session.model.vocab)
     with progress_on_terminal(session, cancel):
         if changes:
             try:
@@ -306,6 +318,15 @@ def session_from_args(args: argparse.Namespace, lesson: str | None = None, specu
                 where = "" if lesson is None else f" with --lesson {lesson}"
                 raise SettingError(f"--force {step}:{token}{where}: {exc}") from None
     return session
+
+
+def _changed(args: argparse.Namespace, config: SamplingConfig, changes: dict) -> SamplingConfig:
+    """`config` with the flags' `changes`; an order leaving out a stage that is on is refused
+    naming the flags (as `Session.set_sampling` would, after the work)."""
+    try:
+        return config.with_(**changes)
+    except OrderError as exc:
+        raise order_refusal(args, exc.order, exc.left_out) from None
 
 
 @contextmanager

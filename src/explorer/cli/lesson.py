@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from .combinations import check_settings, session_configs
+from .combinations import check_settings
 from .flags import DRAFT, FORCE, add_prompt_flags, add_sampling_flags, check_run_flags, number, session_from_args
 from ..core.errors import ExplorerError
 from ..lessons.schema import lesson_problems
@@ -62,8 +62,8 @@ def run(args) -> int:
     if not out.name.endswith(".toml"):
         raise ExplorerError(f"--out {args.out}: expected a lesson file name ending in .toml (NAME{SUFFIX} "
                             "opens with a double-click)")
-    session = session_from_args(args, args.lesson, speculative=True)
-    check_settings("lesson new", args, session_configs(session), as_table=False)
+    session = session_from_args(args, args.lesson, speculative=True,
+                                before_run=lambda configs, _: check_settings("lesson new", args, configs, as_table=False))
     for run_, _ in session.scenario_results():    # a what-if the run never reaches would vanish without a word
         for step, token in run_.unreached_overrides.items():
             raise ExplorerError(f"--force {step}:{token}: {run_.unreached_text(step)}")

@@ -9,7 +9,7 @@ from .flags import (add_prompt_flags, add_run_flags, add_sampling_flags, check_r
                     prompt_ids, sampling_changes, session_from_args)
 from .beam_tree import format_tree
 from .settings_line import settings_text
-from .combinations import check_settings, session_configs
+from .combinations import check_settings
 from .lens import add_lens_flag, add_lens_json, check_lens_models, format_lenses
 from .speculative import speculative_output
 from .versus import add_vs_flag, second_run, vs_changes, vs_output
@@ -73,8 +73,12 @@ def run(args) -> int:
                                                 (s.config for s in scenarios))), as_table=True)
         print(speculative_output(scenarios, names, args))
         return 0
-    session = session_from_args(args, args.lesson)
-    check_settings("trace", args, session_configs(session), as_table=not args.json)
+    def before_run(configs, _lesson) -> None:
+        check_settings("trace", args, configs, as_table=not args.json)
+        for _, config in configs if changes is not None else ():
+            config.with_(**changes)            # --vs's second run, refused before the first is made
+
+    session = session_from_args(args, args.lesson, before_run=before_run)
     if args.lens:
         check_lens_models(session, args.lesson)
     for run, _ in session.scenario_results():   # a what-if the run never reaches would vanish without a word

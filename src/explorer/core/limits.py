@@ -29,6 +29,7 @@ MAX_SEARCH_DEPTH = 64        # levels of a search: width x branches forward pass
 MAX_CHECKED_STEPS = 32       # steps of one run compared with a full recomputation (each costs a whole forward
 CHECKED_FIRST = 16           # over the prefix: quadratic in all); past it the first 16, then evenly spread
 MAX_SLIDES = 200             # slides one export draws unless --frames chooses them or --max-slides allows more
+MAX_HANDOUT_NUMBERS = 10_000_000   # numbers of a JSON handout with --intermediates (about 20 bytes each: 200 MB)
 
 # files read whole before they are checked: the most bytes each may hold
 MAX_LESSON_BYTES = 1 << 20           # 1 MiB: a lesson is a page of text and a few numbers

@@ -62,6 +62,19 @@ def trace_dict(trace: ForwardTrace) -> dict:
     }
 
 
+def intermediate_numbers(run: Run) -> int:
+    """How many numbers `trace_dict` writes for every step of `run`, counted from the arrays'
+    shapes (nothing is built): what a JSON handout with --intermediates holds."""
+    total = 0
+    for step in run.steps:
+        trace = step.trace
+        total += trace.embeddings.size + trace.final_hidden.size + trace.logits.size
+        for lt in trace.layers:            # scores and weights [h, n, t] per query head, the mask [n, t]
+            total += sum(a.size for a in (lt.x_in, lt.q, lt.k, lt.v, lt.attn_out, lt.ffn_out, lt.hidden))
+            total += (2 * lt.q.shape[0] + 1) * lt.mask.size
+    return total
+
+
 def run_json(run: Run, vocab: Vocabulary, intermediates: bool = False, top_n: int = HANDOUT_TOP) -> dict:
     data = run_to_dict(run, vocab, top_n)
     if intermediates:

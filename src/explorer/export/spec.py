@@ -9,6 +9,7 @@ from ..core.errors import ExplorerError, SettingError
 from ..core.limits import Whole, shown_text
 
 FORMATS = ("png", "pdf", "svg", "pptx", "csv", "json", "html")   # html: the student page (export.student_page)
+SLIDE_FORMATS = ("png", "pdf", "svg", "pptx", "html")            # a slide per frame (a student page too)
 THEMES = ("light", "high-contrast")
 STYLES = ("slide", "window")   # a slide composed for a projector | the whole window, as on the desk
 MAX_SIDE = 8192            # pixels of one side of a slide, scale included
@@ -90,6 +91,12 @@ def deck_slides(session, indexes) -> list[tuple[int, bool]]:
     """(frame index, asking) of every slide: a question frame is two slides, the question
     (its panels hidden) and then the answer, as Next steps through them in the window."""
     return [(i, asking) for i in indexes for asking in ((True, False) if session.frames[i].ask else (False,))]
+
+
+def planned_slides(plans) -> int:
+    """How many slides `deck_slides` makes of a lesson's every frame, from its frame plans (a
+    question frame is two), before any run is computed."""
+    return sum(2 if plan.extras.get("ask") else 1 for plan in plans)
 
 
 def frame_ranges(indexes) -> str:

@@ -106,10 +106,10 @@ class Lesson:
         found = (model_difference(spec.model, self.path) for _, spec in self.scenarios)
         return tuple(dict.fromkeys(d for d in found if d is not None))
 
-    def build_session(self) -> Session:
-        """A session playing this lesson."""
+    def build_session(self, scenarios: tuple[Scenario, ...] | None = None) -> Session:
+        """A session playing this lesson (on `scenarios`, those `build_scenarios` made, when given)."""
         with self._errors_named():
-            session = self._session(check_recompute=True)
+            session = self._session(check_recompute=True, scenarios=scenarios)
         self._check_once(_session_frames(session))
         self.model_differences()        # a changed file is read here, not when the window says so
         return session
@@ -128,8 +128,8 @@ class Lesson:
         self.model_differences()        # off the UI thread: a changed file is read here
         return prepared
 
-    def _session(self, check_recompute: bool) -> Session:
-        scenarios = self.build_scenarios()
+    def _session(self, check_recompute: bool, scenarios: tuple[Scenario, ...] | None = None) -> Session:
+        scenarios = self.build_scenarios() if scenarios is None else scenarios
         first = scenarios[0]
         return Session(first.model, first.prompt_ids, first.config, scenarios=scenarios, plans=self.plans,
                        strict=True, content=self, check_recompute=check_recompute)
@@ -150,7 +150,9 @@ class Lesson:
             _check_texts(LessonReader(self.path, self.source), self, shown)
 
     def build_scenarios(self) -> tuple[Scenario, ...]:
-        return tuple(self._scenario(name, spec) for name, spec in self.scenarios)
+        """Its scenarios, their models loaded (nothing run but a tool call a scenario continues)."""
+        with self._errors_named():
+            return tuple(self._scenario(name, spec) for name, spec in self.scenarios)
 
     @contextmanager
     def _errors_named(self):

@@ -24,6 +24,7 @@ from ..core.decode.sampling import API_SETTINGS, ORDER_PRESETS, STAGE_NAMES, Sam
 from ..core.decode.speculative import DEFAULT_NGRAM
 from ..core.errors import ExplorerError
 from ..core.jsonfile import write_text_atomic
+from ..core.limits import MAX_LESSON_BYTES
 from ..core.models.table_model import TableModel
 from ..core.tokens.chat import read_chat
 from ..i18n import LANGS, MESSAGES, add_messages, tr
@@ -328,6 +329,11 @@ def save_lesson(path, text: str, known: str | None, may_replace: Callable[[Path,
     None when the teacher said no. A failed write (a read-only folder, a full disk) raises
     ExplorerError naming the file; whatever was there is left as it was."""
     path = Path(path)
+    size = len(text.encode("utf-8"))
+    if size > MAX_LESSON_BYTES:              # it could not be opened again: refused before anything is written
+        raise ExplorerError(f"{path}: the lesson would be {size:,} bytes, more than a lesson file may hold "
+                            f"({MAX_LESSON_BYTES:,} bytes), so it could not be opened; save a shorter run (fewer "
+                            f"new tokens: each makes two frames); nothing was written")
     try:
         there = file_digest(path)
     except OSError as exc:

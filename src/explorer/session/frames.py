@@ -98,6 +98,12 @@ def _states(n_processed: int, n_selected: int, n_pending: int = 0):
             + (TokenState.PENDING,) * n_pending)
 
 
+def most_frames_of_run(max_new_tokens: int) -> int:
+    """The most frames `frames_of_run` makes of a run of up to `max_new_tokens` steps (a
+    step per token at most): the input, a forward and a pick per step, the stop."""
+    return 2 * max_new_tokens + 2
+
+
 def frames_of_run(run: Run) -> tuple[Frame, ...]:
     prompt = run.prompt_ids
     frames = [Frame("input", None, prompt, _states(0, 0, len(prompt)), 0)]

@@ -593,7 +593,7 @@ class Session:
             done += s.config.max_new_tokens
             if s.config.mode == "beam":
                 beams[s] = beam_search(s.model, s.prompt_ids, s.config.num_beams,
-                                       s.config.max_new_tokens, s.config.length_penalty)
+                                       s.config.max_new_tokens, s.config.length_penalty, config=s.config)
         derived = {s: frames_of_run(runs[s]) for s in dict.fromkeys(effective)}   # once per scenario
         frames, owners = [], []
         if not plans:

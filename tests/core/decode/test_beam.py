@@ -206,3 +206,46 @@ def test_the_random_models_exercise_finishing_and_beat_greedy():
     assert any(h.finish_reason == "eos" for r in results for h in r.beams)
     assert any(r.beams[0].score > r.greedy.score + 1e-6 for r in results)
     assert all(r.beams[0].score >= max(h.score for h in r.beams) for r in results)
+
+
+def hf_processed_logprobs(model, prompt, ids, penalty=1.0, bias=None, min_new=0):
+    """Each new token's score in Hugging Face's beam search (`_beam_search`: log_softmax of the
+    logits, then the logits processors on those scores, added up as they are), the processors
+    written out here as transformers has them, in its order: SequenceBias of single tokens
+    (added), RepetitionPenaltyLogitsProcessor (every id of prompt + tokens so far: score /
+    penalty if > 0, score * penalty if < 0), MinNewTokensLengthLogitsProcessor (the end
+    tokens -inf before min_new new tokens); from a full recomputation."""
+    seq, out = list(prompt), []
+    for t in ids:
+        logits = log_softmax(np.array(model.full_forward(seq).last_logits, dtype=np.float64))
+        for i, b in (bias or {}).items():
+            logits[i] += b
+        for i in set(seq):
+            logits[i] = logits[i] / penalty if logits[i] > 0 else logits[i] * penalty
+        if len(seq) - len(prompt) < min_new:
+            logits[sorted(model.vocab.end_ids)] = -np.inf
+        out.append(logits[t])
+        seq.append(t)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(3))
+def test_the_processors_hugging_face_applies_in_beam_search_shape_every_node(seed):
+    from explorer.core.decode.sampling import SamplingConfig
+    model = decoder(seed)
+    settings = dict(repetition_penalty=1.8, logit_bias={2: 1.5}, min_new_tokens=3)
+    result = beam_search(model, PROMPT, num_beams=2, max_new_tokens=5,
+                         config=SamplingConfig(mode="beam", **settings))
+    assert result.processors == ("logit_bias", "repetition_penalty", "min_new_tokens")
+    plain = beam_search(model, PROMPT, num_beams=2, max_new_tokens=5)
+    assert plain.processors == () and [n.logprob for n in plain.nodes] != [n.logprob for n in result.nodes]
+    for node in result.nodes[1:]:
+        expected = hf_processed_logprobs(model, PROMPT, result.path(node.node_id), 1.8, {2: 1.5}, 3)[-1]
+        assert node.logprob == pytest.approx(expected, abs=1e-9)
+        assert not (node.depth <= 3 and node.token_id in model.vocab.end_ids)     # held back
+    assert result.greedy.score == pytest.approx(
+        sum(hf_processed_logprobs(model, PROMPT, result.greedy.ids, 1.8, {2: 1.5}, 3)), abs=1e-9)
+    assert "then pass logit_bias, repetition_penalty, min_new_tokens" in format_tree(result, model.vocab)
+    warped = beam_search(model, PROMPT, num_beams=2, max_new_tokens=5,     # a draw's stages: not applied
+                         config=SamplingConfig(mode="beam", temperature=0.3, top_k=2))
+    assert warped == plain

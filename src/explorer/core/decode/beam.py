@@ -9,9 +9,13 @@ import numpy as np
 
 from ..models.layers import softmax
 from ..models.protocol import LanguageModel
-from .sampling import SamplingConfig
+from .orders import ORDER_PRESETS
+from .sampling import SamplingConfig, distribution
 
 FULL_EXPANSION_VOCAB = 64    # up to this size every child with probability > 0 is in the tree
+# the stages Hugging Face's beam search (do_sample=False) applies to every beam's logits: its logits
+# processors; the warpers (temperature, top-k, top-p, ...) only shape a draw, and it draws nothing
+BEAM_PROCESSORS = ("logit_bias", "repetition_penalty", "min_new_tokens")   # in its order
 
 
 @dataclass(frozen=True)
@@ -47,6 +51,7 @@ class BeamResult:
     max_new_tokens: int
     length_penalty: float
     children_per_beam: int | None       # None: every token with probability > 0 was expanded
+    processors: tuple[str, ...] = ()    # the BEAM_PROCESSORS that shaped every beam's log-probabilities
 
     def path(self, node_id: int) -> list[int]:
         """The new token ids from the root down to `node_id`."""
@@ -56,8 +61,16 @@ class BeamResult:
 
 
 def beam_search(model: LanguageModel, prompt_ids, num_beams: int, max_new_tokens: int,
-                length_penalty: float = 1.0, end_ids=None) -> BeamResult:
+                length_penalty: float = 1.0, end_ids=None, config: SamplingConfig | None = None) -> BeamResult:
     """Beam search of width `num_beams` after `prompt_ids`, with the tree it explored.
+
+    config: the stages of BEAM_PROCESSORS it turns on (logit bias, repetition penalty over each
+    beam's prompt and tokens, min_new_tokens holding back the end tokens) reshape every beam's
+    next log-probabilities, in that order, as Hugging Face's beam search does: its logits
+    processors run on the log-softmax of the logits, and the scores they give are added up as
+    they are (not normalised again: a penalised node's "probability" exp(logprob) is smaller,
+    and its siblings' no longer sum to 1). The other stages shape a draw, and a beam search
+    draws nothing (refused where a user gives them).
 
     A beam ends when it selects one of `end_ids`, by default the vocabulary's
     `end_ids` (none: every beam runs to max_new_tokens).
@@ -82,26 +95,53 @@ def beam_search(model: LanguageModel, prompt_ids, num_beams: int, max_new_tokens
     SamplingConfig(num_beams=num_beams, max_new_tokens=max_new_tokens, length_penalty=length_penalty)
     ends = frozenset(model.vocab.end_ids if end_ids is None else end_ids)
     limit = None if len(model.vocab) <= FULL_EXPANSION_VOCAB else 2 * num_beams
-    nodes, final = _search(model, prompt_ids, num_beams, max_new_tokens, ends, limit)
+    processors = _processors(config)
+    log_probs = _processed(processors, tuple(int(t) for t in prompt_ids), ends)
+    nodes, final = _search(model, prompt_ids, num_beams, max_new_tokens, ends, limit, log_probs)
     beams = sorted((_hypothesis(nodes, n, length_penalty, ends) for n in final),
                    key=lambda h: -h.normalised_score)
     if num_beams == 1:
         greedy = beams[0]
     else:
-        greedy_nodes, greedy_final = _search(model, prompt_ids, 1, max_new_tokens, ends, limit)
+        greedy_nodes, greedy_final = _search(model, prompt_ids, 1, max_new_tokens, ends, limit, log_probs)
         greedy = _hypothesis(greedy_nodes, greedy_final[0], length_penalty, ends)
         greedy = replace(greedy, node_id=_find(nodes, greedy.ids))
     return BeamResult(tuple(int(t) for t in prompt_ids), tuple(nodes), tuple(beams), greedy,
-                      num_beams, max_new_tokens, length_penalty, limit)
+                      num_beams, max_new_tokens, length_penalty, limit,
+                      tuple(s for s in BEAM_PROCESSORS if processors is not None and s in processors.active_stages))
 
 
-def _search(model: LanguageModel, prompt_ids, width: int, max_new_tokens: int,
-            ends: frozenset, limit: int | None) -> tuple[list[BeamNode], list[BeamNode]]:
-    """The tree of one search and its final nodes (finished, or live at the last depth)."""
+def _processors(config: SamplingConfig | None) -> SamplingConfig | None:
+    """The settings of `config` a beam search applies (BEAM_PROCESSORS), greedy, the rest off;
+    None when none is on."""
+    if config is None or not set(BEAM_PROCESSORS) & set(config.active_stages):
+        return None
+    return SamplingConfig(mode="greedy", order=ORDER_PRESETS["hf"], max_new_tokens=config.max_new_tokens,
+                          **{name: getattr(config, name) for name in BEAM_PROCESSORS})
+
+
+def _processed(processors: SamplingConfig | None, prompt: tuple[int, ...], ends: frozenset):
+    """(logits [V], the beam's new tokens) -> [V] scores of its next token: the log-probabilities,
+    then the processors on them (as Hugging Face's beam search: not normalised again)."""
+    if processors is None:
+        return lambda logits, _new: _log_probs(logits)
+    end_ids = tuple(sorted(ends))
+
+    def log_probs(logits: np.ndarray, new: tuple[int, ...]) -> np.ndarray:   # [V] -> [V]
+        dist = distribution(_log_probs(logits), processors, seen_ids=prompt + new, step=len(new), output_ids=new,
+                            end_ids=end_ids)
+        return dist.stages[-1].logits
+    return log_probs
+
+
+def _search(model: LanguageModel, prompt_ids, width: int, max_new_tokens: int, ends: frozenset,
+            limit: int | None, log_probs) -> tuple[list[BeamNode], list[BeamNode]]:
+    """The tree of one search and its final nodes (finished, or live at the last depth);
+    `log_probs(logits, new tokens)` gives a beam's next log-probabilities."""
     trace, cache = model.prefill(prompt_ids)
     root = BeamNode(0, None, None, 0, 0.0, 0.0, 1.0, "root", None)
     nodes = [root]
-    live = [(root, cache, _log_probs(trace.last_logits))]   # (node, its cache, [V] next log-probs)
+    live = [(root, cache, log_probs(trace.last_logits, ()))]   # (node, its cache, [V] next log-probs)
     final = []
     for depth in range(1, max_new_tokens + 1):
         children = []                                        # (child, parent's cache)
@@ -122,7 +162,7 @@ def _search(model: LanguageModel, prompt_ids, width: int, max_new_tokens: int,
                 final.append(child)
             else:
                 trace, cache = model.decode(child.token_id, parent_cache.copy())
-                live.append((child, cache, _log_probs(trace.last_logits)))
+                live.append((child, cache, log_probs(trace.last_logits, tuple(_path(nodes, child.node_id)))))
         if not live:
             break
     return nodes, final

@@ -6,12 +6,17 @@ jinja2's ImmutableSandboxedEnvironment (no attribute beginning with "_", no chan
 lists or dicts), and within limits: the template's length, the rendered text's length
 (counted while `generate()` streams it), and time (a deadline checked on every call,
 attribute and item the template reaches, on every item of `range` and on every piece of
-output; `*` on strings and lists is bounded too). A template that fails, or exceeds a limit,
-gives a `Rendered` without text and with the reason, and the caller falls back to the plain
-prompt."""
+output; `*` on strings and lists is bounded too, and so is every call or filter that could
+build a huge text before any of it is output: a width or count above the output limit (`center`,
+`indent`, `tojson(indent=...)`, `ljust`, ...), a width in a format string (`%`, `format`), a
+`replace` or `join` whose result would pass the limit). A template that fails, exceeds a limit,
+or writes a turn without the user's text gives a `Rendered` without text and with the reason,
+and the caller falls back to the plain prompt."""
 
 from __future__ import annotations
 
+import functools
+import re
 import time
 from dataclasses import dataclass
 from datetime import datetime
@@ -75,11 +80,17 @@ def render_chat(template: str, user_text: str, *, system: str | None = None, bos
         return Rendered(None, f"the chat template was stopped: {exc}")
     except TemplateError as exc:
         return Rendered(None, f"the chat template failed ({type(exc).__name__}): {exc}")
-    except (RecursionError, MemoryError) as exc:
-        return Rendered(None, f"the chat template failed ({type(exc).__name__})")
+    except RecursionError:
+        return Rendered(None, "the chat template failed (RecursionError): it nests or calls itself too deeply")
+    except MemoryError:
+        return Rendered(None, "the chat template failed (MemoryError)")
     except Exception as exc:      # anything a template's expressions raise (TypeError, ...)
         return Rendered(None, f"the chat template failed ({type(exc).__name__}): {exc}")
-    return Rendered("".join(out))
+    text = "".join(out)
+    if user_text.strip() not in text:       # a turn without the prompt: the user's text would be lost
+        return Rendered(None, f"the chat template wrote a turn without the user's text ({len(text):,} characters"
+                              f"{': ' + repr(text[:40]) if text else ''})")
+    return Rendered(text)
 
 
 def _check(deadline: float, limits: Limits) -> None:
@@ -93,10 +104,13 @@ def _environment(deadline: float, limits: Limits, now: datetime | None):
     from jinja2.sandbox import ImmutableSandboxedEnvironment
 
     class Sandbox(ImmutableSandboxedEnvironment):
-        intercepted_binops = frozenset({"*", "**"})
+        intercepted_binops = frozenset({"*", "**", "%"})
 
         def call(self, __context, __obj, *args, **kwargs):
             _check(deadline, limits)
+            method = getattr(__obj, "__wrapped__", __obj)      # the sandbox wraps str.format
+            if method is not CheckedRange:                      # which says its own limit
+                _check_sizes(getattr(method, "__name__", ""), getattr(method, "__self__", None), args, kwargs, limits)
             return super().call(__context, __obj, *args, **kwargs)
 
         def getattr(self, obj, attribute):
@@ -115,6 +129,8 @@ def _environment(deadline: float, limits: Limits, now: datetime | None):
                 count, seq = (right, left) if isinstance(right, int) else (left, right)
                 if isinstance(count, int) and hasattr(seq, "__len__") and len(seq) * count > limits.rendered_chars:
                     raise _Exceeded(f"a repeated text or list passed {limits.rendered_chars:,} items")
+            if operator == "%" and isinstance(left, str):
+                _check_widths(left, limits)
             return super().call_binop(context, operator, left, right)
 
     class CheckedRange:
@@ -142,4 +158,57 @@ def _environment(deadline: float, limits: Limits, now: datetime | None):
     # as Hugging Face's apply_chat_template sets it up
     env = Sandbox(trim_blocks=True, lstrip_blocks=True, extensions=["jinja2.ext.loopcontrols"])
     env.globals.update(range=CheckedRange, raise_exception=raise_exception, strftime_now=strftime_now)
+    env.filters = {name: _bounded_filter(name, f, limits) for name, f in env.filters.items()}
     return env
+
+
+_NUMBER = re.compile(r"[0-9]+")
+
+
+def _check_widths(form: str, limits: Limits) -> None:
+    """A format string ('%1000000000d', '{:>1000000000}') whose width or precision would pad
+    past the output limit before anything is output."""
+    widest = max((int(n) for n in _NUMBER.findall(form) if len(n) <= 12), default=0)
+    if widest > limits.rendered_chars or any(len(n) > 12 for n in _NUMBER.findall(form)):
+        raise _Exceeded(f"a format of {_shown_number(form)} is wider than {limits.rendered_chars:,} characters")
+
+
+def _shown_number(form: str) -> str:
+    return repr(form) if len(form) <= 40 else repr(form[:37] + "…")
+
+
+def _check_sizes(name: str, value, args: tuple, kwargs: dict, limits: Limits) -> None:
+    """Before a filter or a method of `value` runs: refused (_Exceeded) when it could build a
+    text past the output limit at once, which no check during it could stop."""
+    limit = limits.rendered_chars
+    for arg in (*args, *kwargs.values()):
+        if isinstance(arg, int) and not isinstance(arg, bool) and abs(arg) > limit:   # a width, a count
+            raise _Exceeded(f"{name}() was given {arg:,}, more than the {limit:,} characters a turn may hold")
+    if not isinstance(value, str):
+        return
+    if name in ("format", "format_map"):
+        _check_widths(value, limits)
+    elif name == "replace" and len(args) >= 2 and isinstance(args[0], str) and isinstance(args[1], str):
+        found = value.count(args[0]) if args[0] else len(value) + 1
+        if len(value) + found * (len(args[1]) - len(args[0])) > limit:
+            raise _Exceeded(f"replace() would make a text of more than {limit:,} characters")
+    elif name == "join" and args and hasattr(args[0], "__len__"):
+        if len(value) * max(len(args[0]) - 1, 0) > limit:
+            raise _Exceeded(f"join() would make a text of more than {limit:,} characters")
+
+
+def _bounded_filter(name: str, f, limits: Limits):
+    """Filter `f`, its arguments checked by `_check_sizes` first (`format`'s own text as a
+    format string; `join`'s separator over the items; `replace` as str.replace)."""
+    skip = 1 if hasattr(f, "jinja_pass_arg") else 0      # a context or environment comes first
+
+    @functools.wraps(f)
+    def bounded(*args, **kwargs):
+        value, rest = (args[skip], args[skip + 1:]) if len(args) > skip else (None, ())
+        if name == "join":              # value | join(sep): sep.join(value)
+            _check_sizes("join", rest[0] if rest else kwargs.get("d", ""), (value,), {}, limits)
+            _check_sizes(name, None, rest[1:], kwargs, limits)
+        else:
+            _check_sizes(name, value, rest, kwargs, limits)
+        return f(*args, **kwargs)
+    return bounded

@@ -49,6 +49,9 @@ add_messages({
                    "zh": "票数：{counts} · 多数票 {majority}（{n} 票中 {votes} 票）· 共 {tokens} 个Token"},
     "beam.partial": {"en": "Large vocabulary: each beam was expanded over its top {k} tokens only.",
                      "zh": "词表较大：每条候选只展开了概率最高的 {k} 个Token。"},
+    "beam.processors": {"en": "As in Hugging Face's beam search, {names} reshaped every beam's log-probabilities "
+                              "(not normalised again).",
+                        "zh": "与 Hugging Face 的束搜索相同，{names} 改变了每条候选的对数概率（不再归一化）。"},
 })
 
 COLUMNS = ("token", "prob", "joint", "status")
@@ -202,7 +205,9 @@ class BeamPanel(Panel):
         self.caption.setText(self.tr("beam.caption", prompt=prompt, w=result.num_beams, n=result.max_new_tokens,
                                      lp=f"{result.length_penalty:g}")
                              + ("\n" + self.tr("beam.partial", k=result.children_per_beam)
-                                if result.children_per_beam is not None else ""))
+                                if result.children_per_beam is not None else "")
+                             + ("\n" + self.tr("beam.processors", names=", ".join(result.processors))
+                                if result.processors else ""))
         greedy_nodes = set()
         if result.greedy.node_id is not None:
             node = result.nodes[result.greedy.node_id]

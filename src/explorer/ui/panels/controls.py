@@ -13,6 +13,7 @@ from ...core.tokens.bpe import BPEVocabulary
 from ...core.errors import ExplorerError
 from ...core.limits import MAX_BEAMS, MAX_NEW_TOKENS, MAX_SEED
 from ...core.decode.api_stages import logit_bias_items, resolved_logit_bias
+from ...core.decode.beam import BEAM_PROCESSORS
 from ...core.decode.sampling import API_STAGE_NAMES, MODES, ORDER_PRESETS
 from ...i18n import MESSAGES, add_messages, stage_label
 from ...session import Session
@@ -109,6 +110,12 @@ add_messages({
     "controls.min_new_tokens.tip": {"en": "The end token is held back until this many tokens are out.",
                                     "zh": "生成的Token数达到这个值之前，结束Token被屏蔽。"},
     "controls.rejected": {"en": "{setting}: not applied. {error}", "zh": "{setting}：未应用。{error}"},
+    "controls.beam_unused": {
+        "en": "Not used by beam search: it keeps the sequences whose log-probabilities add up highest, so this "
+              "setting, which shapes a draw, never acts (as in Hugging Face's beam search; its repetition penalty, "
+              "logit bias and min new tokens do apply). Choose greedy or sample to use it.",
+        "zh": "束搜索不使用这一项：它按对数概率之和保留序列，这一项只影响抽样（与 Hugging Face 相同；重复惩罚、"
+              "Logit 偏置和最少生成数仍然起作用）。选贪心或抽样才会用到。"},
 })
 
 
@@ -347,6 +354,7 @@ class SamplingControls(Panel):
             label.setText(self._setting_name(name))
             if f"controls.{name}.tip" in MESSAGES:
                 label.setToolTip(self.tr(f"controls.{name}.tip"))
+        self._mark_beam_unused()
         unused = self.session.config.mode != "sample"     # greedy and beam search ignore the temperature
         for name, hint in self._hints.items():
             hint.setText(self.tr("controls.temperature.unused" if name == "temperature" and unused
@@ -357,6 +365,25 @@ class SamplingControls(Panel):
             for i, key in enumerate(keys):
                 if combo.itemText(i) != self.tr(key):
                     combo.setItemText(i, self.tr(key))
+
+
+    def _beam_blind(self) -> dict[str, tuple]:
+        """Setting -> its widgets, for every setting a beam search does not read (all but the
+        mode, the length, the width and the stages Hugging Face's beam search applies,
+        BEAM_PROCESSORS): disabled in beam mode, the tooltip saying why."""
+        widgets = {name: (control.slider, control.spin) for name, control in self.numbers.items()
+                   if name not in BEAM_PROCESSORS}
+        return widgets | {"seed": (self.seed_spin,), "stop_strings": (self.stop_edit,), "order": (self.order_combo,)}
+
+    def _mark_beam_unused(self) -> None:
+        beam = self.session.config.mode == "beam"
+        why = self.tr("controls.beam_unused") if beam else ""
+        for name, widgets in self._beam_blind().items():
+            for widget in (*widgets, self._labels[name]):
+                widget.setEnabled(not beam)
+                widget.setToolTip(why)
+            if not beam and f"controls.{name}.tip" in MESSAGES:
+                self._labels[name].setToolTip(self.tr(f"controls.{name}.tip"))
 
 
 def _set_value(widget, value) -> None:
