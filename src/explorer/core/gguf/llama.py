@@ -17,7 +17,8 @@ from .reader import GGUFError, GGUFFile
 from .architectures import Architecture, architecture_of, decoder_config
 from .checks import check_model_metadata
 from .heap import collector_paused, keep_freed_arrays, return_freed_memory
-from .blocks import BlockMatrix, layouts_of, prepare
+from .blocks import (MAPPED_TYPES, BlockMatrix, layouts_of, mapped_kinds, prepare, prepare_mapped, stored_matrix,
+                     stored_rows)
 from ..tokens.from_gguf import vocabulary_from_gguf
 
 # `--arithmetic`'s choices (`arithmetic_named`): "float", every product in float32 (the
@@ -40,9 +41,9 @@ def _load_llama(path, name: str | None, arithmetic: str) -> DecoderModel:
     gf = GGUFFile(path)
     check_model_metadata(gf)             # sizes and layer count believable before anything is allocated
     config = llama_config(gf)
-    # Two cores: the weights are copied out of the file on a thread of their own (numpy
-    # copies, which let go of the interpreter) while this one builds the tokenizer and
-    # loads the compiled loops (Python: numba's import and cache, a third of a load)
+    # Two cores: the weights are read (those not read in place copied out of the file, numpy
+    # copies, which let go of the interpreter) on a thread of their own while this one
+    # builds the tokenizer and loads the compiled loops (Python: numba's import and cache)
     reading = _OnAnotherThread(llama_params, gf, config)
     try:
         vocab = vocabulary_from_gguf(gf)
@@ -56,7 +57,8 @@ def _load_llama(path, name: str | None, arithmetic: str) -> DecoderModel:
         reading.wait()           # its outcome is beside the point now
         raise
     params = reading.result()
-    gf.release_pages()           # the weights were copied out (or are read in place where they are used)
+    prepare_mapped(mapped_kinds(_matrices(params)))    # the loops of the matrices read in place
+    gf.release_pages()           # the pages read so far (the vocabulary's, the weights copied out)
     return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
     return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32,
                         arithmetic=arithmetic_named(arithmetic))
@@ -87,6 +89,12 @@ class _OnAnotherThread:
                 self._error.add_note(f"(raised by {self._thread.name} on a thread of its own)")
             raise self._error
         return self._out
+
+
+def _matrices(params: DecoderParams):  # -> every weight matrix, as stored (BlockMatrix or array)
+    transposed = [params.w_out] + [getattr(lp, name) for lp in params.layers
+                                   for name in ("wq", "wk", "wv", "wo", "w1", "w2", "w3", "wqkv", "w13")]
+    return [params.embed] + [w.T for w in transposed if w is not None]
 
 
 def arithmetic_named(name: str) -> Arithmetic:
@@ -120,7 +128,8 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
     """Every tensor checked against the shape the config implies, and every tensor of the
     file used (one the engine would not read is refused by name: it would change what
     the model computes). Quantised matrices stay in their blocks (`BlockMatrix`, a
-    quarter to an eighth of float32's bytes: a decode step reads every weight once);
+    quarter to an eighth of float32's bytes: a decode step reads every weight once), those
+    of the common downloads' types read in place from the mapped file (`MappedMatrix`);
     F32, F16 and BF16 ones become float32. Each layer's Q, K, V and its gate and up
     projections are stacked when they share a storage kind (or are one tensor in the
     file, as Phi-3 stores them), so a step reads them with one product per group
@@ -224,25 +233,28 @@ def expected_tensors(gf: GGUFFile, a: Architecture, c: DecoderConfig) -> dict[st
 
 
 def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (numpy shape)
-    """A tensor as the model keeps it: quantised ones rewritten into their layout's
-    blocks (a copy), F32 ones read in place from the mapped file, F16 and BF16 ones made
-    float32."""
+    """A tensor as the model keeps it: F32 ones and quantised ones of `blocks.MAPPED_TYPES`
+    (Q8_0, Q5_0, Q4_K, Q6_K: `blocks.MappedMatrix`) read in place from the mapped file, the
+    other quantised ones rewritten into their layout's blocks (a copy), F16 and BF16 ones
+    made float32."""
     info = gf.info(name)
     if info.quant_type.layout is not None:
-        return BlockMatrix.from_gguf(gf.raw(name), info.ggml_type, info.shape)
+        return stored_matrix(gf.raw(name), info.ggml_type, info.shape)
     return gf.mapped(name)
 
 
 def _stacked(gf: GGUFFile, names):
     """(all rows of the tensors `names` in one matrix, the parts as views of it), each
     tensor read once; (None, parts) when their storage differs (a file may quantise Q and
-    V differently)."""
+    V differently; tensors read in place are stacked only if they are of one type,
+    `blocks.stored_rows`, else each is kept in place on its own)."""
     infos = [gf.info(name) for name in names]
     layouts = {info.quant_type.layout for info in infos}
+    in_place = {info.type_name in MAPPED_TYPES for info in infos}     # stacked without a copy if of one type
     if layouts == {None}:                                # float32 and float16
         whole = np.concatenate([gf.tensor(name) for name in names])
-    elif len(layouts) == 1:
-        whole = BlockMatrix.from_gguf_rows([(gf.raw(info.name), info.ggml_type, info.shape) for info in infos])
+    elif len(layouts) == 1 and (in_place == {False} or len({info.ggml_type for info in infos}) == 1):
+        whole = stored_rows([(gf.raw(info.name), info.ggml_type, info.shape) for info in infos])
     else:
         return None, [_stored(gf, name) for name in names]
     bounds = np.cumsum([0] + [info.shape[0] for info in infos])
