@@ -20,7 +20,7 @@ from explorer.core.models.attention import attention_weights
 from explorer.core.decode.generate import generate
 from explorer.core.models.layers import softmax
 from explorer.core.gguf.llama import with_arithmetic
-from explorer.core.gguf.blocks import MappedMatrix
+from explorer.core.gguf.blocks import BlockMatrix
 from explorer.core.decode.sampling import SamplingConfig
 from paths import FIXTURES
 
@@ -46,14 +46,10 @@ def test_config_read_from_the_file(gemma3):
 
 
 def test_weights_stay_in_blocks(gemma3):
-    """No float32 copy of the matrices: each read in place from the file's Q8_0, Q5_0, Q4_K
-    and Q6_K blocks (`MappedMatrix`). A layer whose V is Q8_0 and Q and K are Q5_0 keeps
-    them apart (stacked, they would be copied); the others are one matrix each."""
+    """No float32 copy of the matrices: 8-bit rows for Q8_0, Q5_0 and Q6_K, 4-bit for Q4_K."""
     p = gemma3.params
-    qkv = [(lp.wqkv,) if lp.wqkv is not None else (lp.wq, lp.wk, lp.wv) for lp in p.layers]
-    matrices = [p.embed.T] + [w for lp, ws in zip(p.layers, qkv) for w in (*ws, lp.wo, lp.w13, lp.w2)]
-    assert all(isinstance(w.T, MappedMatrix) for w in matrices)
-    assert sum(lp.wqkv is None for lp in p.layers) == sum(lp.wv.T.qtype.name == "Q8_0" for lp in p.layers) > 0
+    matrices = [p.embed.T] + [w for lp in p.layers for w in (lp.wqkv, lp.wo, lp.w13, lp.w2)]
+    assert all(isinstance(w.T, BlockMatrix) for w in matrices)
     assert {w.T.layout.product for w in matrices} == {"times_8bit_lanes", "times_q6_k", "times_q4_k"}
     stored = sum(w.T.nbytes for w in matrices)
     assert stored < 300e6 and sum(4 * w.shape[0] * w.shape[1] for w in matrices) > 3.4 * stored

@@ -51,8 +51,8 @@ def test_each_layout_names_its_loops_and_its_llama_cpp_product(kind):
 
 def test_the_layouts_a_file_needs_are_found_from_its_type_ids():
     ids = [TYPES[name].ggml_id for name in ("F32", "BF16", "Q8_0", "Q5_0", "Q3_K", "Q6_K")] + [16]  # IQ2_XXS, not read
-    assert layouts_of(ids) == {(8, 16, False)}          # Q8_0, Q5_0 and Q6_K are read in place
-    assert layouts_of([TYPES[name].ggml_id for name in ("Q4_0", "Q4_K", "Q5_K", "Q2_K")]) == {
+    assert layouts_of(ids) == {(8, 32, False), (8, 16, False)}
+    assert layouts_of([TYPES[name].ggml_id for name in ("Q4_K", "Q5_K", "Q2_K")]) == {
         (4, 32, True), (8, 32, True), (8, 16, True)}
 
 

@@ -51,12 +51,12 @@ def test_the_file_type_is_named_as_llama_cpp_names_it(tmp_path, tensors):
 
 # bytes per weight as each layout is described (quant_types): 4-bit rows a nibble, a float32
 # scale and offset per 32; 8-bit rows an int8 and a float32 scale (and offset) per group;
-# K-quants also their unmultiplied scales (Q5_K: d, dmin per 256 and a byte each of scale
-# and min per 32; Q2_K: d, dmin per 256, two bytes per 16; Q3_K: d per 256, a byte per 16).
-# Q8_0, Q5_0, Q4_K and Q6_K are read in place: the file's own bytes per block
-BY_HAND = {"F32": 4, "F16": 4, "BF16": 4, "Q4_0": 0.5 + 8 / 32, "Q4_1": 0.5 + 8 / 32, "Q5_0": 22 / 32,
-           "Q5_1": 1 + 8 / 32, "Q8_0": 34 / 32, "Q4_K": 144 / 256,
-           "Q5_K": 1 + 8 / 32 + 8 / 256 + 2 / 32, "Q6_K": 210 / 256,
+# K-quants also their unmultiplied scales (Q4_K/Q5_K: d, dmin per 256 and a byte each of
+# scale and min per 32; Q6_K: d per 256, a byte per 16; Q2_K: d, dmin per 256, two bytes
+# per 16; Q3_K: d per 256, a byte per 16)
+BY_HAND = {"F32": 4, "F16": 4, "BF16": 4, "Q4_0": 0.5 + 8 / 32, "Q4_1": 0.5 + 8 / 32, "Q5_0": 1 + 4 / 32,
+           "Q5_1": 1 + 8 / 32, "Q8_0": 1 + 4 / 32, "Q4_K": 0.5 + 8 / 32 + 8 / 256 + 2 / 32,
+           "Q5_K": 1 + 8 / 32 + 8 / 256 + 2 / 32, "Q6_K": 1 + 4 / 16 + 4 / 256 + 1 / 16,
            "Q2_K": 1 + 8 / 16 + 8 / 256 + 2 / 16, "Q3_K": 1 + 4 / 16 + 4 / 256 + 1 / 16}
 
 

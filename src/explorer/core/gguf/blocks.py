@@ -179,7 +179,11 @@ class BlockMatrix:
 
 
 # the types a `MappedMatrix` multiplies in place (`mapped_kernels.LOOPS`): those of the
-# Q4_K_M and Q8_0 downloads
+# Q4_K_M and Q8_0 downloads. A model is read in place only when asked (`llama.load_llama`'s
+# `in_place`): it then needs about the file's size (Qwen2.5-0.5B Q4_K_M: 650 MB resident
+# after a 500-token prompt instead of 820) and loads in a third of the time, but its
+# Decode steps take about three times as long (these loops unpack the file's blocks more
+# slowly than `kernels` read the rewritten rows)
 MAPPED_TYPES = ("Q8_0", "Q5_0", "Q4_K", "Q6_K")
 
 
@@ -266,9 +270,9 @@ class MappedMatrix(BlockMatrix):
         out = np.empty((x.shape[0], rows), np.float32)
         with _LAUNCH:
             if x.shape[0] == 1:
-                matvec(x[0], self.parts, k.HALF, out[0])
+                matvec(x[0], self.parts, k.HALF, k.RUN, out[0])
             else:                           # Q4_K: unpacked in the 4-bit rows' order, summed as theirs
-                k.matmul(nibble_order(x) if nibbles else x, self.parts, k.HALF, kind, out)
+                k.matmul(nibble_order(x) if nibbles else x, self.parts, k.HALF, kind, k.RUN, out)
         return out
 
 
@@ -288,19 +292,21 @@ def _runs(arrays) -> list[list[int]]:  # -> [start address, end address, row str
     return runs
 
 
-def stored_matrix(raw: np.ndarray, ggml_type: int, shape: tuple[int, int]) -> BlockMatrix:
-    """A quantised tensor's raw bytes (GGUFFile.raw) as the model keeps it: in place
-    (`MappedMatrix`) for the types of MAPPED_TYPES, else rewritten (`BlockMatrix.from_gguf`)."""
-    return stored_rows([(raw, ggml_type, shape)])
+def stored_matrix(raw: np.ndarray, ggml_type: int, shape: tuple[int, int], in_place: bool = False) -> BlockMatrix:
+    """A quantised tensor's raw bytes (GGUFFile.raw) as the model keeps it: rewritten
+    (`BlockMatrix.from_gguf`), or with `in_place`, for the types of MAPPED_TYPES, read in
+    place (`MappedMatrix`)."""
+    return stored_rows([(raw, ggml_type, shape)], in_place)
 
 
-def stored_rows(tensors) -> BlockMatrix:
+def stored_rows(tensors, in_place: bool = False) -> BlockMatrix:
     """The rows of several tensors [(raw bytes, ggml type, [rows, cols])] of one layout and
-    width as one matrix (a layer's Q, K and V): in place (`MappedMatrix`) when they are all
-    of one type of MAPPED_TYPES, else rewritten (`BlockMatrix.from_gguf_rows`)."""
+    width as one matrix (a layer's Q, K and V): rewritten (`BlockMatrix.from_gguf_rows`), or
+    with `in_place`, when they are all of one type of MAPPED_TYPES, read in place
+    (`MappedMatrix`)."""
     types = {BY_ID[t] for _, t, _ in tensors}
     widths = {shape[1] for _, _, shape in tensors}
-    if len(types) == 1 and len(widths) == 1 and (qtype := types.pop()).name in MAPPED_TYPES:
+    if in_place and len(types) == 1 and len(widths) == 1 and (qtype := types.pop()).name in MAPPED_TYPES:
         return MappedMatrix([np.asarray(raw, np.uint8).reshape(shape[0], -1) for raw, _, shape in tensors],
                             qtype, widths.pop())
     return BlockMatrix.from_gguf_rows(tensors)
@@ -354,8 +360,6 @@ def prepare(layouts=None) -> None:
                         layout)
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
-    if layouts is None:
-        prepare_mapped((name, parts) for name in MAPPED_TYPES for parts in (1, 2, 3))
 
 
 def prepare_mapped(kinds) -> None:
@@ -375,10 +379,8 @@ def mapped_kinds(matrices) -> set[tuple[str, int]]:
 
 
 def layouts_of(ggml_types) -> set[tuple[int, int, bool]]:
-    """The loops' layouts (`prepare`) that tensors of these ggml types are multiplied in
-    (not those read in place, MAPPED_TYPES: `prepare_mapped`)."""
-    return {t.layout.loops for t in map(BY_ID.get, ggml_types)
-            if t is not None and t.layout is not None and t.name not in MAPPED_TYPES}
+    """The loops' layouts (`prepare`) that tensors of these ggml types are multiplied in."""
+    return {t.layout.loops for t in map(BY_ID.get, ggml_types) if t is not None and t.layout is not None}
 
 
 def nibble_order(x: np.ndarray) -> np.ndarray:  # [n, cols] -> [n, cols] as 4-bit rows unpack

@@ -24,6 +24,10 @@ from .kernels import GROUP, PARTS, _compiled, _dots
 # float16 bits -> its float32 value (256 kB), as numpy converts them (subnormals, inf, nan)
 HALF = np.arange(1 << 16, dtype=np.uint32).astype(np.uint16).view(np.float16).astype(np.float32)
 Q8_0_BYTES, Q5_0_BYTES, Q4_K_BYTES, Q6_K_BYTES = 34, 22, 144, 210
+# Every loop is handed the length of its innermost runs, 16 (`RUN`), as an argument: with a
+# constant the compiler unrolls those runs before it vectorises, and the loops took ten
+# times as long (a Q8_0 Decode product of 20,000 x 896: 15-20 ms instead of 1.5-3)
+RUN = 16
 
 
 @_compiled()
@@ -32,22 +36,22 @@ def _scale(row, at, half):  # -> the float16 at bytes at, at + 1 of a row, as fl
 
 
 @_compiled()
-def _unpack_q8_0(row, half, w):  # row [cols / 32 * 34] uint8 -> w [cols] float32
+def _unpack_q8_0(row, half, n, w):  # row [cols / 32 * 34] uint8 -> w [cols] float32; n = RUN
     for b in range(w.shape[0] // 32):
         o = Q8_0_BYTES * b
         d = _scale(row, o, half)
-        for k in range(32):
+        for k in range(2 * n):
             w[32 * b + k] = np.float32(np.int8(row[o + 2 + k])) * d
 
 
 @_compiled()
-def _unpack_q5_0(row, half, w):  # row [cols / 32 * 22] uint8 -> w [cols] float32
+def _unpack_q5_0(row, half, n, w):  # row [cols / 32 * 22] uint8 -> w [cols] float32; n = RUN
     for b in range(w.shape[0] // 32):
         o = Q5_0_BYTES * b
         d = _scale(row, o, half)
         qh = (np.uint32(row[o + 2]) | (np.uint32(row[o + 3]) << 8) | (np.uint32(row[o + 4]) << 16)
               | (np.uint32(row[o + 5]) << 24))
-        for k in range(16):
+        for k in range(n):
             v = np.int32(row[o + 6 + k])
             low = (v & 15) | (np.int32((qh >> k) & 1) << 4)
             high = (v >> 4) | (np.int32((qh >> (k + 16)) & 1) << 4)
@@ -67,10 +71,10 @@ def _row(parts, j):  # -> row j of the matrix whose rows are those of parts[0], 
 
 
 @_compiled(parallel=True)
-def matvec_q8_0(x, parts, half, out):
+def matvec_q8_0(x, parts, half, n, out):
     """out = w @ x for one input row (a Decode step): x [cols] float32, parts a tuple of
     raw [rows_i, cols / 32 * 34] uint8 Q8_0 blocks whose rows, one part after another, are
-    w's -> out [sum rows_i]."""
+    w's, n = RUN -> out [sum rows_i]."""
     cols = x.shape[0]
     for j in nb.prange(out.shape[0]):
         row = _row(parts, j)
@@ -79,14 +83,14 @@ def matvec_q8_0(x, parts, half, out):
             o = Q8_0_BYTES * b
             d = half[np.int32(row[o]) | (np.int32(row[o + 1]) << 8)]
             t = np.float32(0)
-            for k in range(32):
+            for k in range(2 * n):
                 t += x[32 * b + k] * np.float32(np.int8(row[o + 2 + k]))
             s += t * d
         out[j] = s
 
 
 @_compiled(parallel=True)
-def matvec_q5_0(x, parts, half, out):
+def matvec_q5_0(x, parts, half, n, out):
     """out = w @ x for one input row: x [cols] float32, parts of raw [rows_i, cols / 32 * 22]
     uint8 Q5_0 blocks (as matvec_q8_0's) -> out [sum rows_i]."""
     cols = x.shape[0]
@@ -99,7 +103,7 @@ def matvec_q5_0(x, parts, half, out):
             qh = (np.uint32(row[o + 2]) | (np.uint32(row[o + 3]) << 8)
                   | (np.uint32(row[o + 4]) << 16) | (np.uint32(row[o + 5]) << 24))
             t = np.float32(0)
-            for k in range(16):
+            for k in range(n):
                 v = np.int32(row[o + 6 + k])
                 low = (v & 15) | (np.int32((qh >> k) & 1) << 4)
                 high = (v >> 4) | (np.int32((qh >> (k + 16)) & 1) << 4)
@@ -124,10 +128,10 @@ def _q4_k_scales(row, o, half, sc, off):  # super-block at byte o -> sc, off [8]
 
 
 @_compiled()
-def _unpack_q4_k(row, half, w):  # row [cols / 256 * 144] uint8 -> w [cols] float32, in nibble order
+def _unpack_q4_k(row, half, n, w):  # row [cols / 256 * 144] uint8 -> w [cols] float32, in nibble order
     """Into `kernels`' nibble order (`blocks.nibble_order`: of each block of 32, elements
     0-15 at 16b.., 16-31 at cols/2 + 16b..), so that a Prefill's sums are the rewritten
-    4-bit rows' own, bit for bit."""
+    4-bit rows' own, bit for bit. n = RUN."""
     cols = w.shape[0]
     sc, off = np.empty(8, np.float32), np.empty(8, np.float32)
     for b in range(cols // 256):
@@ -137,33 +141,34 @@ def _unpack_q4_k(row, half, w):  # row [cols / 256 * 144] uint8 -> w [cols] floa
             shift = 4 * (s & 1)
             at = o + 16 + 32 * (s >> 1)
             block = 8 * b + s                                 # its block of 32 in the row
-            for k in range(32):
-                v = np.float32((np.int32(row[at + k]) >> shift) & 15) * sc[s] + off[s]
-                w[(cols // 2 if k >= 16 else 0) + 16 * block + (k & 15)] = v
+            for k in range(n):                                # elements 0-15, then 16-31 of the block
+                w[16 * block + k] = np.float32((np.int32(row[at + k]) >> shift) & 15) * sc[s] + off[s]
+                w[cols // 2 + 16 * block + k] = (np.float32((np.int32(row[at + 16 + k]) >> shift) & 15) * sc[s]
+                                                 + off[s])
 
 
 @_compiled()
-def _q6_k_element(row, o, i):  # -> element i (0..255) of the Q6_K super-block at byte o, -32..31
-    h, l = i >> 7, i & 127
-    low = np.int32(row[o + 64 * h + (l & 63)])
-    low = (low >> 4) if l >= 64 else (low & 15)
-    high = (np.int32(row[o + 128 + 32 * h + (l & 31)]) >> (2 * (l >> 5))) & 3
-    return (low | (high << 4)) - 32
-
-
-@_compiled()
-def _unpack_q6_k(row, half, w):  # row [cols / 256 * 210] uint8 -> w [cols] float32
+def _unpack_q6_k(row, half, n, w):  # row [cols / 256 * 210] uint8 -> w [cols] float32; n = RUN
+    """Element 128h + 32c + l (h < 2, c < 4, l < 32) of a super-block: the low nibble (c < 2)
+    or high nibble of ql[64h + 32(c % 2) + l], and bits 2c, 2c + 1 of qh[32h + l] above
+    them, minus 32; a scale per 16."""
     for b in range(w.shape[0] // 256):
         o = Q6_K_BYTES * b
         d = _scale(row, o + 208, half)
-        for g in range(16):
-            scale = d * np.float32(np.int8(row[o + 192 + g]))
-            for i in range(16 * g, 16 * g + 16):
-                w[256 * b + i] = np.float32(_q6_k_element(row, o, i)) * scale
+        for h in range(2):
+            for c in range(4):
+                low_at, high_at = o + 64 * h + 32 * (c & 1), o + 128 + 32 * h
+                shift, e = 4 * (c >> 1), 256 * b + 128 * h + 32 * c
+                for g in range(2):
+                    scale = d * np.float32(np.int8(row[o + 192 + 8 * h + 2 * c + g]))
+                    for k in range(16 * g, 16 * g + n):
+                        q = ((np.int32(row[low_at + k]) >> shift) & 15) | (
+                            ((np.int32(row[high_at + k]) >> (2 * c)) & 3) << 4)
+                        w[e + k] = np.float32(q - 32) * scale
 
 
 @_compiled(parallel=True)
-def matvec_q4_k(x, parts, half, out):
+def matvec_q4_k(x, parts, half, n, out):
     """out = w @ x for one input row: x [cols] float32 (in its own order), parts of raw
     [rows_i, cols / 256 * 144] uint8 Q4_K blocks (as matvec_q8_0's) -> out [sum rows_i]."""
     cols = x.shape[0]
@@ -177,7 +182,7 @@ def matvec_q4_k(x, parts, half, out):
             for p in range(4):                                # pairs of sub-blocks share 32 bytes
                 at, e = o + 16 + 32 * p, 256 * b + 64 * p
                 d0, m0, d1, m1 = sc[2 * p], off[2 * p], sc[2 * p + 1], off[2 * p + 1]
-                for k in range(32):
+                for k in range(2 * n):
                     v = np.int32(row[at + k])
                     s += (x[e + k] * (np.float32(v & 15) * d0 + m0)
                           + x[e + 32 + k] * (np.float32(v >> 4) * d1 + m1))
@@ -185,9 +190,10 @@ def matvec_q4_k(x, parts, half, out):
 
 
 @_compiled(parallel=True)
-def matvec_q6_k(x, parts, half, out):
+def matvec_q6_k(x, parts, half, n, out):
     """out = w @ x for one input row: x [cols] float32, parts of raw [rows_i, cols / 256 *
-    210] uint8 Q6_K blocks (as matvec_q8_0's) -> out [sum rows_i]."""
+    210] uint8 Q6_K blocks (as matvec_q8_0's; elements as `_unpack_q6_k` reads them)
+    -> out [sum rows_i]."""
     cols = x.shape[0]
     for j in nb.prange(out.shape[0]):
         row = _row(parts, j)
@@ -195,32 +201,38 @@ def matvec_q6_k(x, parts, half, out):
         for b in range(cols // 256):
             o = Q6_K_BYTES * b
             d = _scale(row, o + 208, half)
-            for g in range(16):
-                t = np.float32(0)
-                for i in range(16 * g, 16 * g + 16):
-                    t += x[256 * b + i] * np.float32(_q6_k_element(row, o, i))
-                s += t * (d * np.float32(np.int8(row[o + 192 + g])))
+            for h in range(2):
+                for c in range(4):
+                    low_at, high_at = o + 64 * h + 32 * (c & 1), o + 128 + 32 * h
+                    shift, e = 4 * (c >> 1), 256 * b + 128 * h + 32 * c
+                    for g in range(2):
+                        t = np.float32(0)
+                        for k in range(16 * g, 16 * g + n):
+                            q = ((np.int32(row[low_at + k]) >> shift) & 15) | (
+                                ((np.int32(row[high_at + k]) >> (2 * c)) & 3) << 4)
+                            t += x[e + k] * np.float32(q - 32)
+                        s += t * (d * np.float32(np.int8(row[o + 192 + 8 * h + 2 * c + g])))
         out[j] = s
 
 
 @_compiled()
-def _unpack(row, half, kind, w):  # one weight row of type `kind` (KINDS) -> w [cols] float32
+def _unpack(row, half, kind, n, w):  # one weight row of type `kind` (KINDS) -> w [cols] float32
     if kind == 0:
-        _unpack_q8_0(row, half, w)
+        _unpack_q8_0(row, half, n, w)
     elif kind == 1:
-        _unpack_q5_0(row, half, w)
+        _unpack_q5_0(row, half, n, w)
     elif kind == 2:
-        _unpack_q4_k(row, half, w)
+        _unpack_q4_k(row, half, n, w)
     else:
-        _unpack_q6_k(row, half, w)
+        _unpack_q6_k(row, half, n, w)
 
 
 @_compiled(parallel=True)
-def matmul(x, parts, half, kind, out):
+def matmul(x, parts, half, kind, n, out):
     """out = x @ w.T: x [n, cols] float32 (Q4_K: in nibble order), parts of raw [rows_i, row
-    bytes] uint8 of the type KINDS[kind] (as matvec_q8_0's) -> out [n, sum rows_i]. (One
-    loop for the four types, told apart per row: numba caches a function it is handed, not
-    one made for each.)"""
+    bytes] uint8 of the type KINDS[kind] (as matvec_q8_0's), n = RUN -> out [n, sum
+    rows_i]. (One loop for the four types, told apart per row: numba caches a function it
+    is handed, not one made for each.)"""
     rows, cols = out.shape[1], x.shape[1]
     groups = (rows + GROUP - 1) // GROUP
     runs = min(groups, PARTS)
@@ -229,7 +241,7 @@ def matmul(x, parts, half, kind, out):
         for g in range(p * groups // runs, (p + 1) * groups // runs):
             j0 = g * GROUP
             for r in range(min(GROUP, rows - j0)):
-                _unpack(_row(parts, j0 + r), half, kind, w[r])
+                _unpack(_row(parts, j0 + r), half, kind, n, w[r])
             _dots(x, w, j0, min(GROUP, rows - j0), out)
 
 

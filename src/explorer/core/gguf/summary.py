@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .architectures import ARCHITECTURES, FAMILIES, supported_families
-from .blocks import stored_matrix
+from .blocks import BlockMatrix
 from .quant_types import TYPES, type_name
 from .checks import check_model_metadata
 from .reader import GGUFError, GGUFFile
@@ -75,8 +75,7 @@ class Summary:
 def kept_bytes(type_name: str) -> float:
     """Bytes the loader keeps per weight of a tensor type (`llama.llama_params`), measured
     on the arrays it builds from one row of blocks: float types become float32; a
-    quantised type is read in place (`blocks.MAPPED_TYPES`: the file's own bytes, resident
-    as they are read) or rewritten into its layout's blocks (`quant_types.Layout`, with a
+    quantised type is rewritten into its layout's blocks (`quant_types.Layout`, with a
     K-quant's unmultiplied scales). A type not read here counts as float32."""
     qtype = TYPES.get(type_name)
     if qtype is None:
@@ -85,7 +84,7 @@ def kept_bytes(type_name: str) -> float:
     raw = np.zeros(cols // qtype.block * qtype.block_bytes, np.uint8)
     if qtype.layout is None:
         return qtype.dequantise(raw).nbytes / cols
-    return stored_matrix(raw, qtype.ggml_id, (1, cols)).nbytes / cols
+    return BlockMatrix.from_gguf(raw, qtype.ggml_id, (1, cols)).nbytes / cols
 
 
 def family_name(arch: str) -> str:
