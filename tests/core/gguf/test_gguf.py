@@ -238,7 +238,7 @@ def test_loading_a_model_tunes_the_allocator_for_its_big_sampling_steps(tiny, mo
 def test_the_weights_read_on_a_thread_of_their_own_hand_its_errors_to_the_caller(tiny, monkeypatch):
     from explorer.core.gguf import llama
 
-    def no_room(gf, config):
+    def no_room(gf, config, in_place):
         raise MemoryError("no room for the blocks")
     monkeypatch.setattr(llama, "llama_params", no_room)
     threads = threading.active_count()
@@ -262,7 +262,7 @@ def test_the_garbage_collector_rests_while_a_model_loads_and_only_then(tiny, mon
     assert gc.isenabled()
     load_llama(tiny[0])
     assert seen == [False] and gc.isenabled()
-    monkeypatch.setattr(llama, "llama_params", lambda gf, config: 1 / 0)
+    monkeypatch.setattr(llama, "llama_params", lambda gf, config, in_place: 1 / 0)
     with pytest.raises(ZeroDivisionError):
         load_llama(tiny[0])
     assert gc.isenabled()

@@ -9,7 +9,7 @@ from functools import cached_property, lru_cache
 
 import numpy as np
 
-from .quant_types import BY_ID, LAYOUTS, Layout, QuantType
+from .quant_types import BY_ID, LAYOUTS, TYPES, Layout, QuantType
 from .unpack import BLOCK
 # numba's fallback thread pool ("workqueue") aborts when two threads launch parallel
 # loops at once; the window computes on a worker thread and the UI thread, so launches
@@ -20,6 +20,11 @@ _LAUNCH = threading.Lock()
 def _kernels():
     from . import kernels   # numba: only once a quantised model is loaded
     return kernels
+
+
+def _mapped_kernels():
+    from . import mapped_kernels
+    return mapped_kernels
 
 
 @dataclass(frozen=True, eq=False)
@@ -112,6 +117,15 @@ class BlockMatrix:
     def T(self) -> "_Transposed":
         return _Transposed(self)
 
+    def stacks(self, parts) -> bool:
+        """True if `parts` (BlockMatrix) are this matrix's rows, in order, as views of it."""
+        address, step = _address(self.q), self.q.strides[0]
+        for part in parts:
+            if type(part) is not BlockMatrix or part.q.strides != self.q.strides or _address(part.q) != address:
+                return False
+            address += part.shape[0] * step
+        return address == _address(self.q) + self.shape[0] * step
+
     def row_block(self, start: int, stop: int) -> "BlockMatrix":
         """Rows start..stop-1 as a view (the Q, K and V parts of a stacked matrix)."""
         return BlockMatrix(self.q[start:stop], self.scale[start:stop],
@@ -164,6 +178,140 @@ class BlockMatrix:
         return out
 
 
+# the types a `MappedMatrix` multiplies in place (`mapped_kernels.LOOPS`): those of the
+# Q4_K_M and Q8_0 downloads. A model is read in place only when asked (`llama.load_llama`'s
+# `in_place`): it then needs about the file's size (Qwen2.5-0.5B Q4_K_M: 650 MB resident
+# after a 500-token prompt instead of 820) and loads in a third of the time, but its
+# Decode steps take about three times as long (these loops unpack the file's blocks more
+# slowly than `kernels` read the rewritten rows)
+MAPPED_TYPES = ("Q8_0", "Q5_0", "Q4_K", "Q6_K")
+
+
+class MappedMatrix(BlockMatrix):
+    """A quantised matrix [rows, cols] read in place from the mapped GGUF file, in the
+    file's own blocks (`mapped_kernels`, for the types of MAPPED_TYPES): nothing is copied
+    at load, the pages stay in the page cache (shared with any other program reading the
+    file), and a product reads the file's bits per weight. Its rows are those of `parts`,
+    one after another: several tensors of one type and width (a layer's Q, K and V) are
+    one matrix, multiplied by one loop, without being copied together.
+
+    It is a BlockMatrix to every reader: `x @ m.T`, `m[ids]` and `m.dense()` give the same
+    values; llama.cpp's integer products (`times_int8`), which read the rewritten rows (q,
+    scale, offset, k_parts), have them made once, on first use (`rewritten`)."""
+
+    def __init__(self, parts, qtype: QuantType, cols: int):  # parts: raw [rows_i, row bytes] uint8
+        object.__setattr__(self, "parts", tuple(parts))
+        object.__setattr__(self, "qtype", qtype)
+        object.__setattr__(self, "layout", qtype.layout)
+        object.__setattr__(self, "cols", cols)
+
+    def __repr__(self) -> str:
+        return f"MappedMatrix({self.qtype.name}, {list(self.shape)}, {len(self.parts)} part(s))"
+
+    @property
+    def shape(self) -> tuple[int, int]:
+        return sum(len(part) for part in self.parts), self.cols
+
+    @property
+    def nbytes(self) -> int:  # the file's bytes (mapped, not copied)
+        return sum(part.nbytes for part in self.parts)
+
+    def stacks(self, parts) -> bool:
+        """True if `parts` (MappedMatrix) are this matrix's rows, in order, as views of its bytes."""
+        return (all(isinstance(m, MappedMatrix) for m in parts)
+                and _runs(self.parts) == _runs([p for m in parts for p in m.parts]))
+
+    @cached_property
+    def rewritten(self) -> BlockMatrix:
+        """The rows rewritten into their layout (`BlockMatrix.from_gguf_rows`, a copy)."""
+        return BlockMatrix.from_gguf_rows([(p.reshape(-1), self.qtype.ggml_id, (len(p), self.cols))
+                                           for p in self.parts])
+
+    q = property(lambda self: self.rewritten.q)
+    scale = property(lambda self: self.rewritten.scale)
+    offset = property(lambda self: self.rewritten.offset)
+    k_parts = property(lambda self: self.rewritten.k_parts)
+
+    def row_block(self, start: int, stop: int) -> "MappedMatrix":
+        """Rows start..stop-1 as a view (one part of a stacked matrix)."""
+        parts, at = [], 0
+        for part in self.parts:
+            lo, hi = max(start - at, 0), min(stop - at, len(part))
+            if lo < hi:
+                parts.append(part[lo:hi])
+            at += len(part)
+        return MappedMatrix(parts, self.qtype, self.cols)
+
+    def __getitem__(self, rows) -> np.ndarray:  # ids [n] -> [n, cols] float32
+        """Rows unpacked as the rewritten rows unpack them (the same values, bit for bit)."""
+        ids = np.arange(self.shape[0])[rows].reshape(-1)                   # [n]
+        picked = np.empty((len(ids), self.parts[0].shape[1]), np.uint8)    # [n, row bytes]
+        at = 0
+        for part in self.parts:
+            mine = (ids >= at) & (ids < at + len(part))
+            picked[mine] = part[ids[mine] - at]
+            at += len(part)
+        return BlockMatrix.from_gguf(picked.reshape(-1), self.qtype.ggml_id, (len(ids), self.cols))[:]
+
+    def dense(self) -> np.ndarray:  # -> [rows, cols] float32
+        return self[:]
+
+    @cached_property
+    def _loops(self):  # -> (rows, cols, the Decode loop, the Prefill loop's kind, nibble order?)
+        matvec, kind, nibbles = _mapped_kernels().LOOPS[self.qtype.name]
+        return *self.shape, matvec, kind, nibbles
+
+    def times_rows(self, x: np.ndarray) -> np.ndarray:  # x [n, cols] -> x @ self.T [n, rows]
+        rows, cols, matvec, kind, nibbles = self._loops
+        if x.ndim != 2 or x.shape[1] != cols:
+            raise ValueError(f"cannot multiply {x.shape} by a [{cols}, {rows}] matrix")
+        k = _mapped_kernels()
+        x = np.ascontiguousarray(x, np.float32)
+        out = np.empty((x.shape[0], rows), np.float32)
+        with _LAUNCH:
+            if x.shape[0] == 1:
+                matvec(x[0], self.parts, k.HALF, k.RUN, out[0])
+            else:                           # Q4_K: unpacked in the 4-bit rows' order, summed as theirs
+                k.matmul(nibble_order(x) if nibbles else x, self.parts, k.HALF, kind, k.RUN, out)
+        return out
+
+
+def _address(a: np.ndarray) -> int:
+    return a.__array_interface__["data"][0]
+
+
+def _runs(arrays) -> list[list[int]]:  # -> [start address, end address, row stride] of each run
+    """The byte runs of consecutive row arrays, those that continue one another merged."""
+    runs = []
+    for a in arrays:
+        start, stride = _address(a), a.strides[0]
+        if runs and runs[-1][1] == start and runs[-1][2] == stride:
+            runs[-1][1] = start + len(a) * stride
+        else:
+            runs.append([start, start + len(a) * stride, stride])
+    return runs
+
+
+def stored_matrix(raw: np.ndarray, ggml_type: int, shape: tuple[int, int], in_place: bool = False) -> BlockMatrix:
+    """A quantised tensor's raw bytes (GGUFFile.raw) as the model keeps it: rewritten
+    (`BlockMatrix.from_gguf`), or with `in_place`, for the types of MAPPED_TYPES, read in
+    place (`MappedMatrix`)."""
+    return stored_rows([(raw, ggml_type, shape)], in_place)
+
+
+def stored_rows(tensors, in_place: bool = False) -> BlockMatrix:
+    """The rows of several tensors [(raw bytes, ggml type, [rows, cols])] of one layout and
+    width as one matrix (a layer's Q, K and V): rewritten (`BlockMatrix.from_gguf_rows`), or
+    with `in_place`, when they are all of one type of MAPPED_TYPES, read in place
+    (`MappedMatrix`)."""
+    types = {BY_ID[t] for _, t, _ in tensors}
+    widths = {shape[1] for _, _, shape in tensors}
+    if in_place and len(types) == 1 and len(widths) == 1 and (qtype := types.pop()).name in MAPPED_TYPES:
+        return MappedMatrix([np.asarray(raw, np.uint8).reshape(shape[0], -1) for raw, _, shape in tensors],
+                            qtype, widths.pop())
+    return BlockMatrix.from_gguf_rows(tensors)
+
+
 def _copy_rows(raw: np.ndarray, qtype: QuantType, rows: int, cols: int, q, scale, offset):
     """A tensor's raw bytes [rows * cols / block * bytes] of `qtype` rewritten into q,
     scale and offset (its rows of a `BlockMatrix`'s arrays); -> a K-quant's `k_parts`,
@@ -212,6 +360,22 @@ def prepare(layouts=None) -> None:
                         layout)
         for rows in (1, 2):                                                    # Decode, Prefill
             m.times_rows(np.ones((rows, BLOCK), np.float32))
+
+
+def prepare_mapped(kinds) -> None:
+    """Compile (or read from numba's cache) the loops of matrices read in place, one per
+    (type name, number of parts) in `kinds` (`mapped_kinds`): numba compiles a loop for
+    each number of parts it is given."""
+    for name, count in set(kinds):
+        qtype = TYPES[name]
+        m = MappedMatrix([np.zeros((1, qtype.block_bytes), np.uint8)] * count, qtype, qtype.block)
+        for rows in (1, 2):                                                    # Decode, Prefill
+            m.times_rows(np.ones((rows, qtype.block), np.float32))
+
+
+def mapped_kinds(matrices) -> set[tuple[str, int]]:
+    """(type name, number of parts) of the matrices read in place among `matrices`."""
+    return {(m.qtype.name, len(m.parts)) for m in matrices if isinstance(m, MappedMatrix)}
 
 
 def layouts_of(ggml_types) -> set[tuple[int, int, bool]]:

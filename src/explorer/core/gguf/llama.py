@@ -17,7 +17,8 @@ from .reader import GGUFError, GGUFFile
 from .architectures import Architecture, architecture_of, decoder_config
 from .checks import check_model_metadata
 from .heap import collector_paused, keep_freed_arrays, return_freed_memory
-from .blocks import BlockMatrix, layouts_of, prepare
+from .blocks import (MAPPED_TYPES, BlockMatrix, layouts_of, mapped_kinds, prepare, prepare_mapped, stored_matrix,
+                     stored_rows)
 from ..tokens.from_gguf import vocabulary_from_gguf
 
 # `--arithmetic`'s choices (`arithmetic_named`): "float", every product in float32 (the
@@ -25,38 +26,42 @@ from ..tokens.from_gguf import vocabulary_from_gguf
 ARITHMETICS = ("float", "llama.cpp")
 
 
-def load_llama(path, name: str | None = None, arithmetic: str = "float") -> DecoderModel:
+def load_llama(path, name: str | None = None, arithmetic: str = "float", in_place: bool = False) -> DecoderModel:
     """Read a GGUF file of one of the families in `architectures.ARCHITECTURES` into a
     DecoderModel (float32 activations) with its tokenizer. `arithmetic`: "float" (float32
     throughout) or "llama.cpp" (as llama.cpp's CPU backend computes: see `ARITHMETICS`).
     What each family adds to a llama-shaped decoder is in `architectures`; the tensors
-    a file holds are listed in `expected_tensors`."""
+    a file holds are listed in `expected_tensors`. `in_place`: the matrices of the types
+    `blocks.MAPPED_TYPES` are read in place from the mapped file (`blocks.MappedMatrix`:
+    about the file's size in memory, a faster load, slower Decode steps), not rewritten."""
     with collector_paused():
-        return _load_llama(path, name, arithmetic)
+        return _load_llama(path, name, arithmetic, in_place)
 
 
-def _load_llama(path, name: str | None, arithmetic: str) -> DecoderModel:
+def _load_llama(path, name: str | None, arithmetic: str, in_place: bool) -> DecoderModel:
     keep_freed_arrays()          # its 262,144-id sampling steps: 0.9 ms instead of 11 (heap, not fresh pages)
     gf = GGUFFile(path)
     check_model_metadata(gf)             # sizes and layer count believable before anything is allocated
     config = llama_config(gf)
-    # Two cores: the weights are copied out of the file on a thread of their own (numpy
-    # copies, which let go of the interpreter) while this one builds the tokenizer and
-    # loads the compiled loops (Python: numba's import and cache, a third of a load)
-    reading = _OnAnotherThread(llama_params, gf, config)
+    # Two cores: the weights are read (those not read in place copied out of the file, numpy
+    # copies, which let go of the interpreter) on a thread of their own while this one
+    # builds the tokenizer and loads the compiled loops (Python: numba's import and cache)
+    reading = _OnAnotherThread(llama_params, gf, config, in_place)
     try:
         vocab = vocabulary_from_gguf(gf)
         if len(vocab) != config.vocab_size:
             raise GGUFError(f"{gf.path}: the tokenizer has {len(vocab)} tokens but token_embd has "
                             f"{config.vocab_size} rows")
-        loops = layouts_of(info.ggml_type for info in gf.tensors.values())
+        loops = layouts_of(info.ggml_type for info in gf.tensors.values()
+                           if not (in_place and info.type_name in MAPPED_TYPES))
         if loops:
             prepare(loops)       # now, so that the first Prefill's time is the model's
     except BaseException:
         reading.wait()           # its outcome is beside the point now
         raise
     params = reading.result()
-    gf.release_pages()           # the weights were copied out (or are read in place where they are used)
+    prepare_mapped(mapped_kinds(_matrices(params)))    # the loops of the matrices read in place
+    gf.release_pages()           # the pages read so far (the vocabulary's, the weights copied out)
     return_freed_memory()        # the file's lists and the blocks' unpacking (80 MB for Gemma 3)
     return DecoderModel(config, params, vocab, name=name or Path(path).stem, dtype=np.float32,
                         arithmetic=arithmetic_named(arithmetic))
@@ -89,6 +94,12 @@ class _OnAnotherThread:
         return self._out
 
 
+def _matrices(params: DecoderParams):  # -> every weight matrix, as stored (BlockMatrix or array)
+    transposed = [params.w_out] + [getattr(lp, name) for lp in params.layers
+                                   for name in ("wq", "wk", "wv", "wo", "w1", "w2", "w3", "wqkv", "w13")]
+    return [params.embed] + [w.T for w in transposed if w is not None]
+
+
 def arithmetic_named(name: str) -> Arithmetic:
     """The arithmetic of one of ARITHMETICS' names."""
     if name not in ARITHMETICS:
@@ -116,12 +127,13 @@ def llama_config(gf: GGUFFile) -> DecoderConfig:
     return decoder_config(gf, architecture_of(gf))
 
 
-def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
+def llama_params(gf: GGUFFile, c: DecoderConfig, in_place: bool = False) -> DecoderParams:
     """Every tensor checked against the shape the config implies, and every tensor of the
     file used (one the engine would not read is refused by name: it would change what
     the model computes). Quantised matrices stay in their blocks (`BlockMatrix`, a
-    quarter to an eighth of float32's bytes: a decode step reads every weight once);
-    F32, F16 and BF16 ones become float32. Each layer's Q, K, V and its gate and up
+    quarter to an eighth of float32's bytes: a decode step reads every weight once), those
+    with `in_place` those of the common downloads' types read in place from the mapped file
+    (`MappedMatrix`); F32, F16 and BF16 ones become float32. Each layer's Q, K, V and its gate and up
     projections are stacked when they share a storage kind (or are one tensor in the
     file, as Phi-3 stores them), so a step reads them with one product per group
     instead of five."""
@@ -144,16 +156,16 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
         b = f"blk.{i}."
 
         def w(kind):
-            return _stored(gf, f"{b}{kind}.weight")
+            return _stored(gf, f"{b}{kind}.weight", in_place)
 
         if b + "attn_qkv.weight" in expected:       # Phi-3: one tensor [q + 2kv, d]
-            qkv, (wq, wk, wv) = _split_rows(gf, b + "attn_qkv.weight", (q_out, kv_out, kv_out))
+            qkv, (wq, wk, wv) = _split_rows(gf, b + "attn_qkv.weight", (q_out, kv_out, kv_out), in_place)
         else:
-            qkv, (wq, wk, wv) = _stacked(gf, [f"{b}attn_{kind}.weight" for kind in "qkv"])
+            qkv, (wq, wk, wv) = _stacked(gf, [f"{b}attn_{kind}.weight" for kind in "qkv"], in_place)
         if b + "ffn_gate.weight" in expected:
-            w13, (w1, w3) = _stacked(gf, [f"{b}ffn_{kind}.weight" for kind in ("gate", "up")])
+            w13, (w1, w3) = _stacked(gf, [f"{b}ffn_{kind}.weight" for kind in ("gate", "up")], in_place)
         else:                                       # Phi-3: ffn_up [2f, d] = gate, then up
-            w13, (w1, w3) = _split_rows(gf, b + "ffn_up.weight", (c.d_ff, c.d_ff))
+            w13, (w1, w3) = _split_rows(gf, b + "ffn_up.weight", (c.d_ff, c.d_ff), in_place)
         extra = {}
         if a.head_norms:
             extra.update(q_norm=(w("attn_q_norm"), None), k_norm=(w("attn_k_norm"), None))
@@ -166,8 +178,8 @@ def llama_params(gf: GGUFFile, c: DecoderConfig) -> DecoderParams:
                            w13=None if w13 is None else w13.T,
                            norm1=(w("attn_norm"), None), norm2=(w("ffn_norm"), None), **extra)
 
-    return DecoderParams(embed=_stored(gf, "token_embd.weight"), layers=tuple(map(layer, range(c.n_layers))),
-                         w_out=None if c.tied_output else _stored(gf, "output.weight").T,
+    return DecoderParams(embed=_stored(gf, "token_embd.weight", in_place), layers=tuple(map(layer, range(c.n_layers))),
+                         w_out=None if c.tied_output else _stored(gf, "output.weight", in_place).T,
                          norm_f=(_stored(gf, "output_norm.weight"), None))
 
 
@@ -223,37 +235,40 @@ def expected_tensors(gf: GGUFFile, a: Architecture, c: DecoderConfig) -> dict[st
     return out
 
 
-def _stored(gf: GGUFFile, name: str):  # -> BlockMatrix, or float32 ndarray (numpy shape)
-    """A tensor as the model keeps it: quantised ones rewritten into their layout's
-    blocks (a copy), F32 ones read in place from the mapped file, F16 and BF16 ones made
+def _stored(gf: GGUFFile, name: str, in_place: bool = False):  # -> BlockMatrix, or float32 ndarray (numpy shape)
+    """A tensor as the model keeps it: F32 ones read in place from the mapped file,
+    quantised ones rewritten into their layout's blocks (a copy; with `in_place`, those
+    of `blocks.MAPPED_TYPES` read in place, `blocks.MappedMatrix`), F16 and BF16 ones made
     float32."""
     info = gf.info(name)
     if info.quant_type.layout is not None:
-        return BlockMatrix.from_gguf(gf.raw(name), info.ggml_type, info.shape)
+        return stored_matrix(gf.raw(name), info.ggml_type, info.shape, in_place)
     return gf.mapped(name)
 
 
-def _stacked(gf: GGUFFile, names):
+def _stacked(gf: GGUFFile, names, in_place: bool = False):
     """(all rows of the tensors `names` in one matrix, the parts as views of it), each
     tensor read once; (None, parts) when their storage differs (a file may quantise Q and
-    V differently)."""
+    V differently; with `in_place`, tensors read in place are stacked only if they are of
+    one type, `blocks.stored_rows`, else each is kept in place on its own)."""
     infos = [gf.info(name) for name in names]
     layouts = {info.quant_type.layout for info in infos}
+    mapped = {in_place and info.type_name in MAPPED_TYPES for info in infos}   # stacked without a copy if of one type
     if layouts == {None}:                                # float32 and float16
         whole = np.concatenate([gf.tensor(name) for name in names])
-    elif len(layouts) == 1:
-        whole = BlockMatrix.from_gguf_rows([(gf.raw(info.name), info.ggml_type, info.shape) for info in infos])
+    elif len(layouts) == 1 and (mapped == {False} or len({info.ggml_type for info in infos}) == 1):
+        whole = stored_rows([(gf.raw(info.name), info.ggml_type, info.shape) for info in infos], in_place)
     else:
-        return None, [_stored(gf, name) for name in names]
+        return None, [_stored(gf, name, in_place) for name in names]
     bounds = np.cumsum([0] + [info.shape[0] for info in infos])
     return whole, [whole[a:b] if isinstance(whole, np.ndarray) else whole.row_block(a, b)
                    for a, b in zip(bounds[:-1], bounds[1:])]
 
 
-def _split_rows(gf: GGUFFile, name: str, sizes):
+def _split_rows(gf: GGUFFile, name: str, sizes, in_place: bool = False):
     """(the tensor `name`, its consecutive row blocks of `sizes` as views of it): one
     tensor the file stores fused (Phi-3's attn_qkv, its gate|up)."""
-    whole = _stored(gf, name)
+    whole = _stored(gf, name, in_place)
     bounds = np.cumsum([0, *sizes])
     return whole, [whole[a:b] if isinstance(whole, np.ndarray) else whole.row_block(a, b)
                    for a, b in zip(bounds[:-1], bounds[1:])]

@@ -314,9 +314,10 @@ class GGUFFile:
 
     def release_pages(self) -> None:
         """Let go of the file's pages this process has read (madvise MADV_DONTNEED): they
-        stay in the page cache, and a view of the map (`mapped`) reads them back when it
-        is used. After a load has copied the quantised weights out, the 400 MB of a
-        Qwen2.5-0.5B file would otherwise count in the process's resident memory twice."""
+        stay in the page cache, and a view of the map (`mapped`, `blocks.MappedMatrix`)
+        reads them back when it is used. After a load has read the vocabulary and copied
+        out the weights it rewrites, their pages would otherwise count in the process's
+        resident memory beside the copies."""
         if hasattr(mmap, "MADV_DONTNEED"):
             for part in (self, *self._parts):
                 part._mm.madvise(mmap.MADV_DONTNEED)

@@ -140,9 +140,7 @@ class LayerParams:
 def _column_blocks(whole: np.ndarray, parts) -> bool:
     """True if `parts` are exactly the consecutive column blocks of `whole` (views of it)."""
     if not isinstance(whole, np.ndarray):     # transposed BlockMatrix views: compare their rows
-        if not all(type(part) is type(whole) for part in parts):
-            return False
-        whole, parts = whole.T.q.T, [part.T.q.T for part in parts]
+        return all(type(part) is type(whole) for part in parts) and whole.T.stacks([part.T for part in parts])
     if whole.ndim != 2:
         return False
     address, step = whole.__array_interface__["data"][0], whole.strides[1]
