@@ -135,3 +135,30 @@ def test_a_lesson_names_a_model_by_ollama_name_or_path_and_says_when_it_is_absen
         build_model({"kind": "gguf", "file": "absent.gguf"}, lesson)
     with pytest.raises(Exception, match="name = \"ollama:NAME:TAG\" or file"):
         build_model({"kind": "gguf"}, lesson)
+
+
+def test_a_model_that_fits_only_read_in_place_opens_so_and_says_why(gemma3, monkeypatch, capsys):
+    """Gemma 3 (Q4_K_M): its Q4_K and Q6_K matrices read from the file need 50 MB less."""
+    from explorer.catalog import registry as model_registry
+    from explorer.cli.main import main
+    from explorer.core.decode.generate import generate
+    from explorer.core.decode.sampling import SamplingConfig
+    from explorer.core.gguf.blocks import MappedMatrix
+    path = model_registry.installed_path("gemma3-270m")
+    s = summarize_file(path)
+    assert 0 < s.memory_in_place < s.memory
+    monkeypatch.setattr(memory, "available_memory", lambda: (s.memory + s.memory_in_place) // 2)
+    model = load_model(str(path))
+    assert isinstance(model.params.layers[0].wq.T, MappedMatrix) and not isinstance(gemma3.params.layers[0].wq.T,
+                                                                                     MappedMatrix)
+    assert f"memory is short, so its weights are read in place from the file (about {byte_size(s.memory_in_place)}" \
+        in model.load_note and gemma3.load_note == ""
+    ids = gemma3.vocab.encode("我爱")
+    config = SamplingConfig(max_new_tokens=2)
+    assert generate(model, ids, config, check_recompute=False).output_ids == \
+        generate(gemma3, ids, config, check_recompute=False).output_ids
+    assert main(["trace", "--model", str(path), "--prompt-ids", "2", "--max-new-tokens", "1"]) == 0
+    assert "note: " in capsys.readouterr().err
+    monkeypatch.setattr(memory, "available_memory", lambda: s.memory_in_place - 1)
+    with pytest.raises(NotEnoughMemory, match=f"at least {byte_size(s.memory_in_place)} with its weights read in place"):
+        load_model(str(path))

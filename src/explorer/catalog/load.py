@@ -10,6 +10,7 @@ from ..core.errors import ExplorerError
 from ..core.gguf.reader import GGUFError
 from ..core.gguf.summary import summarize_file
 from .local import OLLAMA_PREFIX, ModelNotFound, ollama_name_of, ollama_path
+from ..units import byte_size
 from .memory import check_memory
 from .registry import MODELS, TEACHING, TEACHING_LANGUAGE
 from .verdicts import verified_path
@@ -86,9 +87,13 @@ def _load_gguf(path: Path, name: str | None):
     summary = summarize_file(path)
     if summary.not_a_model:
         raise GGUFError(f"{path}: {summary.problem}")
-    if summary.problem is None:              # a file it cannot read: the loader says why
-        check_memory(summary)
-    return load_llama(path, name=name)
+    in_place = summary.problem is None and check_memory(summary)   # a file it cannot read: the loader says why
+    model = load_llama(path, name=name, in_place=in_place)
+    if in_place:
+        model.load_note = (f"{path.name}: memory is short, so its weights are read in place from the file "
+                           f"(about {byte_size(summary.memory_in_place)} instead of {byte_size(summary.memory)}); "
+                           f"its Decode steps are slower")
+    return model
 
 
 def teaching_language(key: str | None, model) -> str:

@@ -29,12 +29,19 @@ def available_memory(meminfo: Path = MEMINFO) -> int | None:
     return None
 
 
-def check_memory(summary: Summary, available: int | None = None) -> None:
-    """NotEnoughMemory if the model of `summary` needs more than `available` bytes (default:
-    what is available now)."""
+def check_memory(summary: Summary, available: int | None = None) -> bool:
+    """Whether the model of `summary` must be read in place from its file to fit in
+    `available` bytes (default: what is available now): False when it fits as this explorer
+    keeps its weights, True when it fits only read in place (slower Decode steps, about the
+    file's size in memory); NotEnoughMemory, with both estimates, when it fits neither way."""
     available = available_memory() if available is None else available
-    if available is not None and summary.memory > available:
-        raise NotEnoughMemory(
-            f"{summary.path}: needs about {byte_size(summary.memory)} of memory here (its weights as this "
-            f"explorer keeps them and the K/V cache of a {CONTEXT:,}-token run), but only "
-            f"{byte_size(available)} is available; close other programs or choose a smaller model")
+    if available is None or summary.memory <= available:
+        return False
+    if 0 < summary.memory_in_place <= available:
+        return True
+    least = min(summary.memory, summary.memory_in_place or summary.memory)
+    raise NotEnoughMemory(
+        f"{summary.path}: needs about {byte_size(summary.memory)} of memory here (its weights as this "
+        f"explorer keeps them and the K/V cache of a {CONTEXT:,}-token run; at least {byte_size(least)} with "
+        f"its weights read in place from the file), but only {byte_size(available)} is available; close other "
+        f"programs or choose a smaller model")

@@ -122,6 +122,8 @@ def model_from_args(args):
     model that cannot: the teaching model, a float GGUF file)."""
     arithmetic = getattr(args, "arithmetic", DEFAULT_ARITHMETIC)
     model = load_model(model_key(args))
+    if getattr(model, "load_note", ""):
+        print(f"note: {model.load_note}", file=sys.stderr)
     try:
         return with_arithmetic(model, arithmetic)
     except ExplorerError as exc:

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from .architectures import ARCHITECTURES, FAMILIES, supported_families
-from .blocks import BlockMatrix
+from .blocks import MAPPED_TYPES, BlockMatrix
 from .quant_types import TYPES, type_name
 from .checks import check_model_metadata
 from .reader import GGUFError, GGUFFile
@@ -60,6 +60,7 @@ class Summary:
     file_size: int               # bytes, all parts of a split model
     memory: int                  # bytes this explorer needs to run it (`memory_needed`)
     problem: str | None = None   # why it does not run here, as a sentence
+    memory_in_place: int = 0     # ... with the matrices of `blocks.MAPPED_TYPES` read in place (their file bytes)
 
     @property
     def supported(self) -> bool:
@@ -109,13 +110,15 @@ def summarize(gf: GGUFFile) -> Summary:
     infos = list(gf.tensors.values())
     weights = sum(info.n_elements for info in infos)
     kept = sum(info.n_elements * kept_bytes(info.type_name) for info in infos)
+    in_place = sum(info.nbytes if info.type_name in MAPPED_TYPES else info.n_elements * kept_bytes(info.type_name)
+                   for info in infos)
     layers, kv_heads, head_dim = _cache_shape(gf, arch)
     context = min(CONTEXT, _whole(gf.get(f"{arch}.context_length"), CONTEXT))
     tokens = gf.get("tokenizer.ggml.tokens")
     vocab = len(tokens) if isinstance(tokens, list) else 0
     return Summary(gf.path, arch, family_name(arch) if arch else "unknown", weights, quantisation(gf),
                    gf.file_size, memory_needed(round(kept), layers, kv_heads, head_dim, context, vocab),
-                   problem(gf, arch))
+                   problem(gf, arch), memory_needed(round(in_place), layers, kv_heads, head_dim, context, vocab))
 
 
 def summarize_file(path) -> Summary:

@@ -186,6 +186,7 @@ class DecoderModel(StepwiseModel):
     dtype: type = field(default=np.float64)
     arithmetic: Arithmetic = FLOAT  # numpy's in `dtype`; a GGUF file's model may take llama.cpp's
                                     # (`gguf.llama.with_arithmetic`)
+    load_note: str = ""             # what its load did differently, said where it is opened (`catalog.load`)
 
     @property
     def arithmetic_label(self) -> str:

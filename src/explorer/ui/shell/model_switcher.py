@@ -220,7 +220,7 @@ class ModelSwitcher:
         if not ok:
             self._models, self._opened = old
         else:
-            parts = [tr("model.loaded", s.lang, name=model.name), said]
+            parts = [tr("model.loaded", s.lang, name=model.name), said, getattr(model, "load_note", "")]
             if leaving:
                 parts.append(tr("change.left_lesson", s.lang, kept=tr("change.kept", s.lang, items=changes_text(
                     kept, s.lang, with_lesson=False)) if kept else ""))
