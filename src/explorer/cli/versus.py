@@ -11,6 +11,7 @@ from ..core.decode.generate import Run, generate
 from ..core.decode.run_dict import run_to_dict
 from ..core.decode.sampling import SamplingConfig
 from ..core.decode.versus import distances, first_divergence
+from ..session.versus import setting_items
 from ..core.errors import ExplorerError, SettingError
 from ..core.tokens.vocab import Vocabulary
 from ..i18n import add_messages, tr
@@ -53,14 +54,8 @@ def vs_changes(text: str) -> dict:
     - or _); SettingError naming the item and what is expected."""
     parser = _sampling_parser()
     names = sorted(o[2:] for a in parser._actions for o in a.option_strings)   # every sampling flag
-    items: list[str] = []
-    for part in text.split(","):
-        if "=" in part or not items:
-            items.append(part)
-        else:
-            items[-1] += "," + part        # order=temperature,top_k: the rest of a comma list
     argv = []
-    for item in items:
+    for item in setting_items(text):
         name, sep, value = item.partition("=")
         flag = name.strip().replace("_", "-")
         if not sep or not value.strip():

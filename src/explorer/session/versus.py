@@ -62,6 +62,18 @@ class Versus:
         return f"{self.b_name}: {text}" if self.b_name else text
 
 
+def setting_items(text: str) -> list[str]:
+    """"temperature=1.5,order=top_k,temperature" -> its NAME=VALUE items: a part without "="
+    is the rest of the comma list before it (an order's stages)."""
+    items: list[str] = []
+    for part in text.split(","):
+        if "=" in part or not items:
+            items.append(part)
+        else:
+            items[-1] += "," + part
+    return items
+
+
 def parse_changes(text: str) -> dict:
     """SamplingConfig field -> value from "temperature=1.5, seed=3" (names with _ or -; an order
     as a preset or a comma list of stages, stop strings separated by |); SettingError naming
@@ -69,15 +81,9 @@ def parse_changes(text: str) -> dict:
     if len(text) > MAX_B_TEXT:
         raise SettingError(f"B settings {shown_text(text)}: expected at most {MAX_B_TEXT:,} characters")
     quoted = shown_text(text)
-    items: list[str] = []
-    for part in text.split(","):
-        if "=" in part or not items:
-            items.append(part)
-        else:
-            items[-1] += "," + part              # order=temperature,top_k: the rest of a comma list
     changes: dict = {}
     defaults = SamplingConfig()
-    for item in (i for i in items if i.strip()):
+    for item in (i for i in setting_items(text) if i.strip()):
         name, sep, value = (s.strip() for s in item.partition("="))
         field = name.replace("-", "_")
         if not sep or not value:
