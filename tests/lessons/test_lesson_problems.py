@@ -187,7 +187,7 @@ INSTALLED = {  # shipped lesson -> (line, key, model) of each installed model it
     "gemma-wo-ai": [(27, "model.name", "gemma3-270m"), (41, "scenarios[1].model.name", "smollm2")],
     "prefix-cache": [(31, "model.name", "smollm2")],
     "real-model": [(25, "model.name", "smollm2")],
-    "inside-and-across": [(23, "model.name", "smollm2")],
+    "inside-and-across": [(24, "model.name", "smollm2")],
 }
 
 
