@@ -431,3 +431,17 @@ def at_rest(window) -> bool:
     """Nothing computes or loads behind the window: its runner is idle (the Cancel button gone)
     and no model is loading (the model picker enabled again)."""
     return not window.runner.busy and window.model_switcher.loading is None
+
+
+def wait_idle(qtbot, window, timeout: int = 180_000) -> None:
+    """Until the window is at rest and shows every change asked for (a generous bound in ms
+    for a shared machine, never a speed claim)."""
+    qtbot.waitUntil(lambda: at_rest(window) and not window.session.behind, timeout=timeout)
+
+
+def pick(window, key) -> None:
+    """What choosing an item of the model combo does."""
+    i = window.model_switcher.picker.findData(key)
+    assert i >= 0, window.model_switcher.picker.keys()
+    window.model_switcher.picker.setCurrentIndex(i)
+    window.model_switcher.picker.activated.emit(i)

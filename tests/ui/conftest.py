@@ -1,4 +1,5 @@
-"""The window's tests: a window fixture, a type size to set, and the application's look put back."""
+"""The window's tests: a window fixture (also one on SmolLM2), a type size to set, and the
+application's look put back."""
 
 import pytest
 
@@ -43,3 +44,15 @@ def app_font_size(qapp):
 
     yield set_size
     qapp.setFont(before)
+
+
+@pytest.fixture
+def real(qtbot, window, smollm2):
+    """The default window switched to SmolLM2 from the picker (the loaded model is shared)."""
+    from explorer.catalog.load import load_model
+    from teacher import pick, wait_idle
+    window.model_switcher.load_model = lambda key: smollm2 if key == "smollm2" else load_model(key)
+    pick(window, "smollm2")
+    wait_idle(qtbot, window)
+    assert window.session.model is smollm2 and window.errors == []
+    return window

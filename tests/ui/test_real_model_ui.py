@@ -13,40 +13,17 @@ import pytest
 from PySide6.QtCore import Qt
 
 from explorer.catalog import registry as model_registry
-from explorer.catalog.load import load_model
 from explorer.core.tokens.chat import chat_turn
 from explorer.core.decode.sampling import SamplingConfig
 from explorer.session import Session
 from explorer.ui.app import build_window
 from explorer.units import byte_size
 from explorer.ui.shell.worker import is_big
-from teacher import at_rest, chips_in_view, choice_enabled, column_names, kv_row_heads, marked_id, table_texts
+from teacher import at_rest, pick, wait_idle, chips_in_view, choice_enabled, column_names, kv_row_heads, marked_id, table_texts
 from gguf_files import fake_model, tiny  # noqa: F401  (fixtures: a small GGUF file inside a wheel)
 
 PROMPT = "The capital of France is"
 LONG = 180_000           # ms: a generous bound for a slow, shared machine, never a speed claim
-
-
-def wait_idle(qtbot, window, timeout=LONG):
-    qtbot.waitUntil(lambda: at_rest(window) and not window.session.behind, timeout=timeout)
-
-
-def pick(window, key):
-    """What choosing an item of the model combo does."""
-    i = window.model_switcher.picker.findData(key)
-    assert i >= 0, window.model_switcher.picker.keys()
-    window.model_switcher.picker.setCurrentIndex(i)
-    window.model_switcher.picker.activated.emit(i)
-
-
-@pytest.fixture
-def real(qtbot, window, smollm2):
-    """The default window switched to SmolLM2 from the picker (the loaded model is shared)."""
-    window.model_switcher.load_model = lambda key: smollm2 if key == "smollm2" else load_model(key)
-    pick(window, "smollm2")
-    wait_idle(qtbot, window)
-    assert window.session.model is smollm2 and window.errors == []
-    return window
 
 
 def first_frame(session, kind):

@@ -121,29 +121,61 @@ def spec_of(changes: dict, model: LanguageModel | None = None) -> VersusSpec:
 
 
 _MEMO: dict = {}       # (A's scenario, spec) -> Versus: the last few asked for
-_LOCK = Lock()         # an export's copy may ask from another thread
+_LOCK = Lock()         # an export's copy, or the window's background work, may ask from another thread
 MEMO_SIZE = 16
 
 
-def frame_versus(session) -> Versus:
-    """The A/B view of the session's current frame: the lesson frame's own comparison, or A
-    against the teacher's B, `session.versus_spec` (computed once per A scenario and B)."""
+@dataclass(frozen=True, eq=False)
+class VersusTask:
+    """The teacher's B still to compute for A's scenario: `run(cancel, on_step)` computes it
+    (on any thread), keeps it for `frame_versus` and returns it; None when `cancel()` said
+    stop before B's run ended (then nothing is kept). `steps` is B's most steps (for progress)."""
+
+    key: tuple
+    a_run: object
+
+    @property
+    def steps(self) -> int:
+        a, spec = self.key
+        return int(dict(spec.changes).get("max_new_tokens", a.config.max_new_tokens))
+
+    def run(self, cancel=None, on_step=None) -> Versus | None:
+        a, spec = self.key
+        v = _versus(a, self.a_run, spec, cancel, on_step)
+        if v.comparison is not None and v.comparison.b.finish_reason == "cancelled" and cancel is not None \
+                and cancel():
+            return None
+        with _LOCK:
+            _MEMO[self.key] = v
+            while len(_MEMO) > MEMO_SIZE:
+                del _MEMO[next(iter(_MEMO))]
+        return v
+
+
+def known_versus(session) -> Versus | VersusTask:
+    """The A/B view of the session's current frame when nothing is left to compute (the
+    lesson frame's own comparison, no B asked for, or a B computed before), else the task
+    that computes the teacher's B (the window runs it off the UI thread for a big model)."""
     frame, lang, spec = session.frame, session.lang, session.versus_spec
     if frame.versus is not None:
         return frame.versus
-    a, a_run = session.scenario, session.run
+    a = session.scenario
     if spec is None or spec.empty:
         return Versus(None, a.model, None, reason=tr("versus.none", lang))
     key = (a, spec)
     with _LOCK:
-        if key not in _MEMO:
-            _MEMO[key] = _versus(a, a_run, spec)
-            while len(_MEMO) > MEMO_SIZE:
-                del _MEMO[next(iter(_MEMO))]
-        return _MEMO[key]
+        known = _MEMO.get(key)
+    return VersusTask(key, session.run) if known is None else known
 
 
-def _versus(a, a_run, spec: VersusSpec) -> Versus:
+def frame_versus(session) -> Versus:
+    """The A/B view of the session's current frame: the lesson frame's own comparison, or A
+    against the teacher's B, `session.versus_spec` (computed here, once per A scenario and B)."""
+    known = known_versus(session)
+    return known.run() if isinstance(known, VersusTask) else known
+
+
+def _versus(a, a_run, spec: VersusSpec, cancel=None, on_step=None) -> Versus:
     model_b = spec.model or a.model
     try:
         b = replace(a, config=a.config.with_(**dict(spec.changes)), model=model_b)
@@ -154,7 +186,7 @@ def _versus(a, a_run, spec: VersusSpec) -> Versus:
     if refused is not None:                            # refused before B runs at all
         return Versus(None, a.model, model_b, changes, reason=refused)
     b_run = generate(model_b, b.prompt_ids, b.config, overrides=dict(b.overrides), check_recompute=False,
-                     reuse=a_run if model_b is a.model else None)
+                     reuse=a_run if model_b is a.model else None, cancel=cancel, on_step=on_step)
     return Versus(compare(a_run, b_run, a.model.vocab, model_b.vocab), a.model, model_b, changes)
 
 

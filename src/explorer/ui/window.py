@@ -41,7 +41,7 @@ from .settings import Settings
 from .theme import THEMES, apply_widget_theme
 from .panels.timeline import TimelinePanel
 from .shell.work_status import WorkStatus
-from .shell.worker import Jobs, SessionRunner, is_big
+from .shell.worker import Jobs, SessionRunner, error_message, is_big
 
 PANELS = (PlayerPanel, TimelinePanel, KVGridPanel, AttentionPanel, DistributionPanel,
           SamplingControls, ExplanationPanel, LessonPanel, GlossaryPanel, BeamPanel, LensPanel,
@@ -187,6 +187,7 @@ class MainWindow(QMainWindow):
         # a big model computes off the UI thread, and the teacher's changes to it are not
         # compared with a full recompute (seconds per step: a slider would lag)
         self.session.set_background(self.runner, is_big)
+        self.panels["versus"].compute_big_b_with(self.jobs.start, is_big, self._report_failure)
         self.session.subscribe(SessionEvent.RUN_CHANGED, lambda _s: self.lesson_switcher.check_action())
         self.session.subscribe(SessionEvent.LANG_CHANGED, lambda _s: self.retranslate())
         self.session.subscribe(SessionEvent.RUN_CHANGED, lambda _s: self._sync_bar())
@@ -297,6 +298,12 @@ class MainWindow(QMainWindow):
     def show_status(self, text: str, ms: int = 0) -> None:
         self.statusBar().showMessage(text, ms)
 
+    def _report_failure(self, exc: BaseException, tb: str) -> str:
+        """Background work failed: show it (`report_error`); -> the message shown."""
+        message = error_message(exc, tb)
+        self.report_error(message)
+        return message
+
     def report_error(self, message: str) -> None:
         """Show a problem without blocking the class: status bar + a non-modal box. One box
         at a time: a problem while it is open replaces its text (the box says how many it
@@ -328,6 +335,7 @@ class MainWindow(QMainWindow):
         """Stop the running generation after its current step (it ends as "cancelled"), or the
         running install (nothing is written)."""
         self.runner.cancel()
+        self.panels["versus"].cancel_b()
         self.model_switcher.cancel_install()
 
     def showEvent(self, event) -> None:

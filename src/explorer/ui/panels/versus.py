@@ -4,9 +4,14 @@ differ marked on both and the total variation between their final distributions 
 step; both final distributions at the frame's step; both transcripts up to it. Run A is the
 frame's own; B is a lesson frame's declared comparison, or the teacher's: A with some
 settings changed (typed as "temperature=1.5, seed=3"), or on a model pinned as B. The
-panel draws the records of `session.versus`; it computes nothing itself."""
+panel draws the records of `session.versus`; it computes nothing itself. The teacher's B on
+a big model is worked out off the UI thread (`compute_big_b_with`): the panel says so, with
+B's steps done, and draws B when it is there."""
 
 from __future__ import annotations
+
+import threading
+from typing import Callable
 
 from PySide6.QtCore import QRectF, QSize, Qt
 from PySide6.QtGui import QColor, QFontMetricsF, QPainter, QPen
@@ -17,7 +22,7 @@ from ...core.decode.generate import Run
 from ...core.errors import ExplorerError
 from ...i18n import add_messages
 from ...session import Session
-from ...session.versus import Versus, VersusSpec, frame_versus, parse_changes, spec_of
+from ...session.versus import Versus, VersusSpec, VersusTask, known_versus, parse_changes, spec_of
 from ..theme import text_on
 from .panel import Panel
 from .token_flow import ALTERNATIVES, Token, TokenFlow, choices_of, chosen_of, prob_text, run_tokens, token_details
@@ -44,6 +49,11 @@ add_messages({
                     "zh": "第{step}步：A {a} · B {b} · 总变差距离 {tv}"},
     "versus.no_step": {"en": "No step yet: step forward past the Prefill.", "zh": "还没有步骤：前进到Prefill之后。"},
     "versus.stopped": {"en": "stopped", "zh": "已停止"},
+    "versus.computing": {"en": "Computing B on {model} … step {done} of {total}",
+                         "zh": "正在用{model}计算B……第{done}步，共{total}步"},
+    "versus.failed": {"en": "B could not be computed: {error}", "zh": "无法计算B：{error}"},
+    "versus.cancelled": {"en": "B was cancelled. Press Enter in the B line to compute it again.",
+                         "zh": "B的计算已取消。在B的输入框里按Enter可以重新计算。"},
     "versus.tv_tip": {"en": "Total variation: half the sum of |p_A − p_B| over the vocabulary, from 0 (the same "
                             "distribution) to 1 (nothing in common).",
                       "zh": "总变差距离：对整个词表求 |p_A − p_B| 之和的一半，0表示分布相同，1表示毫无重合。"},
@@ -274,7 +284,25 @@ class VersusPanel(Panel):
         for widget in (self.controls, self.error, self.scroll):
             layout.addWidget(widget)
         self.shown: Versus | None = None
+        self._jobs = None                   # (start, slow, failed): see compute_big_b_with
+        self._task: VersusTask | None = None        # B being computed off the UI thread
+        self._cancel = threading.Event()            # set: that computation stops after its step
+        self._done_steps = 0
+        self._failure: tuple = ()                   # (the task's key, its message): not tried again
         self.refresh()
+
+    def compute_big_b_with(self, start: Callable, slow: Callable, failed: Callable[[BaseException, str], str]) -> None:
+        """From now on the teacher's B on a model `slow(model)` calls slow is computed off the
+        UI thread by `start(fn, done, failed, progress)` (the window's Jobs.start); `failed(exc,
+        traceback)` reports a failure and returns the message the panel shows."""
+        self._jobs = (start, slow, failed)
+
+    def cancel_b(self) -> None:
+        """Stop computing B after its current step (the window's Cancel); it is not asked for
+        again until A or B changes, or the teacher applies the B line again."""
+        if self._task is not None:
+            self._failure = (self._task.key, self.tr("versus.cancelled"))
+            self._cancel.set()
 
     def slide_chrome(self) -> list[QWidget]:
         return [self.controls, self.error]
@@ -300,11 +328,60 @@ class VersusPanel(Panel):
         return QSize(int(m.horizontalAdvance("M") * 34), self.body.sizeHint().height() + 8)
 
     def has_content(self) -> bool:
-        return frame_versus(self.session).comparison is not None
+        """B is there to show, or being computed (asking never computes it here)."""
+        known = known_versus(self.session)
+        return isinstance(known, VersusTask) or known.comparison is not None
+
+    def _versus(self) -> Versus | None:
+        """What to draw: the A/B view known or computed on the spot, or None while B is
+        computed off the UI thread (the caption says how far it is)."""
+        known = known_versus(self.session)
+        if not isinstance(known, VersusTask):
+            return known
+        a, spec = known.key
+        if self._failure and self._failure[0] == known.key:
+            return Versus(None, a.model, spec.model or a.model, reason=self._failure[1])
+        if self._jobs is None or not any(self._jobs[1](m) for m in (a.model, spec.model or a.model)):
+            return known.run()
+        self._start_b(known)
+        return None
+
+    def _start_b(self, task: VersusTask) -> None:
+        if self._task is not None:
+            if self._task.key != task.key:
+                self._cancel.set()            # stale: when it stops, the next draw asks for this one
+            return
+        start, _slow, _failed = self._jobs
+        self._task, self._done_steps = task, 0
+        cancel = self._cancel = threading.Event()
+        start(lambda report: task.run(cancel.is_set, lambda n: report(n, task.steps)),
+              self._b_done, self._b_failed, self._b_progress)
+
+    def _b_progress(self, done: int, _total: int) -> None:
+        self._done_steps = done
+        if self._task is not None and self.shown is None:
+            self._say_computing(self._task)
+
+    def _b_done(self, _versus) -> None:
+        self._task = None
+        self.refresh()
+
+    def _b_failed(self, exc: BaseException, tb: str) -> None:
+        task, self._task = self._task, None
+        self._failure = (task.key, self.tr("versus.failed", error=self._jobs[2](exc, tb)))
+        self.refresh()
+
+    def _say_computing(self, task: VersusTask) -> None:
+        a, spec = task.key
+        self.caption.setText(self.tr("versus.computing", model=(spec.model or a.model).name,
+                                     done=self._done_steps, total=task.steps))
+        self._tint(self.caption, "muted")
 
     # ------------------------------------------------------------------ the teacher's B
     def set_b(self, spec: VersusSpec | None) -> None:
         self.session.versus_spec = spec
+        self._failure = ()
+        self._cancel.set()            # a B being computed is not this one (or asked for again)
         self.refresh()
 
     def _apply_text(self) -> None:
@@ -338,13 +415,15 @@ class VersusPanel(Panel):
         self.pin_button.setToolTip(self.tr("versus.pin_tip"))
         self.clear_button.setText(self.tr("versus.clear"))
         self.controls.setEnabled(s.frame.versus is None)       # a lesson frame's comparison is the lesson's
-        v = self.shown = frame_versus(s)
+        v = self.shown = self._versus()
         self.strip.versus, self.strip.current = v, s.frame.step
-        c = v.comparison
+        c = None if v is None else v.comparison
         if c is None:
-            self.caption.setText(v.reason)
-            tint_role = "error" if v.model_b is not None else "muted"
-            self._tint(self.caption, tint_role)
+            if v is None:
+                self._say_computing(self._task)
+            else:
+                self.caption.setText(v.reason)
+                self._tint(self.caption, "error" if v.model_b is not None else "muted")
             self.summary.clear()
             for bars, text in zip(self.bars, self.texts):
                 bars.rows = []
